@@ -1,0 +1,27 @@
+// @ts-check
+import eslint from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'cdk.out/', '.cache/', 'coverage/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'off',
+      // Focused or skipped tests must never land.
+      'no-restricted-properties': [
+        'error',
+        { object: 'it', property: 'only' },
+        { object: 'it', property: 'skip' },
+        { object: 'test', property: 'only' },
+        { object: 'test', property: 'skip' },
+        { object: 'describe', property: 'only' },
+        { object: 'describe', property: 'skip' },
+      ],
+      'no-restricted-globals': ['error', 'xit', 'xdescribe', 'fit', 'fdescribe'],
+    },
+  },
+);

@@ -1,0 +1,144 @@
+/**
+ * Each entity to and from its table item. Attribute names are snake_case like the API's fields, so an
+ * operator reading the table sees the same words as a caller.
+ */
+import type { ApiKeyRecord, NumberRecord, Service, Template, Verification } from '../../core/model';
+import { keys } from './keys';
+
+type Item = Record<string, unknown>;
+
+const DAY_SECONDS = 86_400;
+const epochSeconds = (date: Date | number): number => Math.floor(new Date(date).getTime() / 1000);
+
+/** Verifications stay readable a week past expiry (fetch answers EXPIRED), then TTL removes them. */
+export const VERIFICATION_RETENTION_SECONDS = 7 * DAY_SECONDS;
+
+export function verificationToItem(v: Verification): Item {
+  return {
+    ...keys.verification(v.sid),
+    type: 'verification',
+    sid: v.sid,
+    service_sid: v.serviceSid,
+    to: v.to,
+    status: v.status,
+    delivery_status: v.deliveryStatus,
+    channel: v.channel,
+    price: v.price,
+    attempts_remaining: v.attemptsRemaining,
+    expires_at: v.expiresAt,
+    date_created: v.dateCreated,
+    client_code: v.clientCode,
+    ...(v.codeHash !== undefined && { code_hash: v.codeHash }),
+    ...(v.sealedCode !== undefined && { sealed_code: v.sealedCode }),
+    message: v.message,
+    channels: v.channels,
+    deliveries: v.deliveries,
+    ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
+  };
+}
+
+export function verificationFromItem(item: Item): Verification {
+  return {
+    sid: item.sid as string,
+    serviceSid: item.service_sid as string,
+    to: item.to as string,
+    status: item.status as Verification['status'],
+    deliveryStatus: item.delivery_status as Verification['deliveryStatus'],
+    channel: (item.channel as Verification['channel']) ?? null,
+    price: item.price as number,
+    attemptsRemaining: item.attempts_remaining as number,
+    expiresAt: item.expires_at as string,
+    dateCreated: item.date_created as string,
+    clientCode: item.client_code === true,
+    codeHash: item.code_hash as string | undefined,
+    sealedCode: item.sealed_code as string | undefined,
+    message: item.message as string,
+    channels: (item.channels as Verification['channels']) ?? [],
+    deliveries: (item.deliveries as Verification['deliveries']) ?? {},
+  };
+}
+
+export function serviceToItem(s: Service): Item {
+  return {
+    ...keys.service(s.sid),
+    type: 'service',
+    sid: s.sid,
+    name: s.name,
+    balance: s.balance,
+    enabled_channels: s.enabledChannels,
+    blocked_countries: s.rules.blockedCountries,
+    blocked_prefixes: s.rules.blockedPrefixes,
+    prices: s.prices,
+    ...(s.defaultTemplate && { default_template: templateFields(s.defaultTemplate) }),
+    created_at: s.createdAt,
+  };
+}
+
+export function serviceFromItem(item: Item): Service {
+  const defaultTemplate = item.default_template as Item | undefined;
+  return {
+    sid: item.sid as string,
+    name: item.name as string,
+    balance: item.balance as number,
+    enabledChannels: (item.enabled_channels as Service['enabledChannels']) ?? [],
+    rules: {
+      blockedCountries: (item.blocked_countries as string[]) ?? [],
+      blockedPrefixes: (item.blocked_prefixes as string[]) ?? [],
+    },
+    prices: (item.prices as Record<string, number>) ?? {},
+    ...(defaultTemplate && { defaultTemplate: templateFromItem(defaultTemplate) }),
+    createdAt: item.created_at as string,
+  };
+}
+
+const templateFields = (t: Template): Item => ({ sid: t.sid, body: t.body, locale: t.locale });
+
+export function templateToItem(serviceSid: string, t: Template): Item {
+  return { ...keys.template(serviceSid, t.sid), type: 'template', service_sid: serviceSid, ...templateFields(t) };
+}
+
+export function templateFromItem(item: Item): Template {
+  return { sid: item.sid as string, body: item.body as string, locale: item.locale as string };
+}
+
+export function apiKeyFromItem(item: Item): ApiKeyRecord {
+  return {
+    keyHash: item.key_hash as string,
+    serviceSid: item.service_sid as string,
+    createdAt: item.created_at as string,
+    ...(typeof item.revoked_at === 'string' && { revokedAt: item.revoked_at }),
+  };
+}
+
+export function apiKeyToItems(record: ApiKeyRecord): Item[] {
+  const fields = {
+    key_hash: record.keyHash,
+    service_sid: record.serviceSid,
+    created_at: record.createdAt,
+    ...(record.revokedAt && { revoked_at: record.revokedAt }),
+  };
+  return [
+    { ...keys.apiKey(record.keyHash), type: 'api_key', ...fields },
+    { ...keys.serviceApiKey(record.serviceSid, record.keyHash), type: 'service_api_key', ...fields },
+  ];
+}
+
+export function numberFromItem(e164: string, item: Item | undefined): NumberRecord {
+  if (!item) return { e164, sends: [], version: 0 };
+  return {
+    e164,
+    sends: (item.sends as number[]) ?? [],
+    ...(typeof item.unreachable_until === 'number' && { unreachableUntil: item.unreachable_until }),
+    version: (item.version as number | undefined) ?? 0,
+  };
+}
+
+/** A number's log is kept a day past its last send, or past its unreachable period, whichever is later. */
+export function numberTtl(now: Date, unreachableUntil: number | undefined): number {
+  return Math.max(epochSeconds(now), epochSeconds(unreachableUntil ?? 0)) + DAY_SECONDS;
+}
+
+/** Idempotency keys are remembered for 24 hours. */
+export const IDEMPOTENCY_RETENTION_SECONDS = DAY_SECONDS;
+
+export const ttlAfter = (now: Date, seconds: number): number => epochSeconds(now) + seconds;

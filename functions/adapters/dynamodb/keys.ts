@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The single table's shape and every key in it. Nothing else builds a key; the CDK stack and the local
+ * stack create the table from `TABLE_SCHEMA`, so code and infrastructure cannot drift.
+ */
+export const TABLE_SCHEMA = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'ttl',
+} as const;
+
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+export const keys = {
+  service: (serviceSid: string): ItemKey => ({ pk: `SERVICE#${serviceSid}`, sk: 'SERVICE' }),
+  /** Templates live under their service, so a `TemplateSid` of another service is simply not found. */
+  template: (serviceSid: string, templateSid: string): ItemKey => ({
+    pk: `SERVICE#${serviceSid}`,
+    sk: `TEMPLATE#${templateSid}`,
+  }),
+  /** Ledger line of one charge, in time order under the service. */
+  charge: (serviceSid: string, at: Date, verificationSid: string): ItemKey => ({
+    pk: `SERVICE#${serviceSid}`,
+    sk: `CHARGE#${at.toISOString()}#${verificationSid}`,
+  }),
+  /** The service's pointer to one of its API keys, for listing and revoking. */
+  serviceApiKey: (serviceSid: string, keyHash: string): ItemKey => ({
+    pk: `SERVICE#${serviceSid}`,
+    sk: `APIKEY#${keyHash}`,
+  }),
+  /** Looked up by the SHA-256 of the key; the key itself is never stored. */
+  apiKey: (keyHash: string): ItemKey => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' }),
+  verification: (verificationSid: string): ItemKey => ({ pk: `VERIFICATION#${verificationSid}`, sk: 'VERIFICATION' }),
+  /** Hashed so that any 191-character key makes a short, safe partition key. */
+  idempotency: (serviceSid: string, idempotencyKey: string): ItemKey => ({
+    pk: `IDEMPOTENCY#${serviceSid}#${sha256(idempotencyKey)}`,
+    sk: 'IDEMPOTENCY',
+  }),
+  /** Shared by every service: the per-number limits count sends from any account. */
+  number: (e164: string): ItemKey => ({ pk: `NUMBER#${e164}`, sk: 'NUMBER' }),
+  /** One fixed one-minute window of an API key's requests. */
+  keyWindow: (keyHash: string, windowStart: Date): ItemKey => ({
+    pk: `RATE#${keyHash}#${windowStart.toISOString().slice(0, 16)}`,
+    sk: 'RATE',
+  }),
+} as const;
+
+/** Sort-key prefixes for the queries under one service. */
+export const SERVICE_CHILD_PREFIX = {
+  template: 'TEMPLATE#',
+  charge: 'CHARGE#',
+  apiKey: 'APIKEY#',
+} as const;

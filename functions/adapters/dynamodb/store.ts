@@ -1,0 +1,370 @@
+import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import type { ApiKeyRecord, DeliveryAttempt, NumberRecord, Verification } from '../../core/model';
+import type {
+  AcceptResult,
+  AcceptSend,
+  ApiKeyStore,
+  CheckWrite,
+  DeliveryStore,
+  RecordRefusal,
+  SendContext,
+  SendContextQuery,
+  VerificationStore,
+} from '../../core/ports';
+import type { Channel } from '../../core/routing';
+import {
+  IDEMPOTENCY_RETENTION_SECONDS,
+  apiKeyFromItem,
+  numberFromItem,
+  numberTtl,
+  serviceFromItem,
+  templateFromItem,
+  ttlAfter,
+  verificationFromItem,
+  verificationToItem,
+} from './items';
+import { keys, type ItemKey } from './keys';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+const isConditionFailure = (error: unknown): boolean =>
+  error instanceof Error && error.name === 'ConditionalCheckFailedException';
+
+/**
+ * The failed item's old image, which DynamoDB returns with `ReturnValuesOnConditionCheckFailure`. The
+ * document client does not unmarshall errors, so it arrives as raw attribute values.
+ */
+const oldImage = (error: unknown): Record<string, unknown> | undefined => {
+  const item = (error as { Item?: Record<string, AttributeValue> }).Item;
+  return item && unmarshall(item);
+};
+
+/** The single-table adapter behind every storage port. One round trip per method unless noted. */
+export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async getVerification(sid: string): Promise<Verification | undefined> {
+    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.verification(sid) }));
+    return Item && verificationFromItem(Item);
+  }
+
+  async getNumber(e164: string): Promise<NumberRecord> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.number(e164), ConsistentRead: true }),
+    );
+    return numberFromItem(e164, Item);
+  }
+
+  async loadSendContext(query: SendContextQuery): Promise<SendContext> {
+    const wanted = {
+      service: keys.service(query.serviceSid),
+      number: keys.number(query.e164),
+      ...(query.templateSid && { template: keys.template(query.serviceSid, query.templateSid) }),
+      ...(query.idempotencyKey && { idempotency: keys.idempotency(query.serviceSid, query.idempotencyKey) }),
+    };
+    const items = await this.batchGet(Object.values(wanted));
+    const find = (key: ItemKey | undefined) => key && items.find((item) => item.pk === key.pk && item.sk === key.sk);
+    const service = find(wanted.service);
+    const template = find(wanted.template);
+    const idempotency = find(wanted.idempotency);
+    return {
+      ...(service && { service: serviceFromItem(service) }),
+      ...(template && { template: templateFromItem(template) }),
+      ...(idempotency && { idempotentSid: idempotency.verification_sid as string }),
+      number: numberFromItem(query.e164, find(wanted.number)),
+    };
+  }
+
+  async acceptSend(input: AcceptSend): Promise<AcceptResult> {
+    const { verification, now } = input;
+    const items: { role: 'service' | 'idempotency' | 'number' | 'other'; item: TransactItem }[] = [
+      {
+        role: 'service',
+        item: {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.service(verification.serviceSid),
+            UpdateExpression: 'SET balance = balance - :price',
+            ConditionExpression: 'attribute_exists(pk) AND balance >= :price',
+            ExpressionAttributeValues: { ':price': verification.price },
+          },
+        },
+      },
+      {
+        role: 'other',
+        item: {
+          Put: {
+            TableName: this.tableName,
+            Item: verificationToItem(verification),
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      },
+      {
+        role: 'other',
+        item: {
+          Put: {
+            TableName: this.tableName,
+            Item: {
+              ...keys.charge(verification.serviceSid, now, verification.sid),
+              type: 'charge',
+              verification_sid: verification.sid,
+              amount: verification.price,
+              at: now.toISOString(),
+            },
+          },
+        },
+      },
+      { role: 'number', item: { Update: this.numberLogUpdate(input.number, input.numberSends, now) } },
+    ];
+    if (input.idempotencyKey) {
+      items.push({
+        role: 'idempotency',
+        item: {
+          Put: {
+            TableName: this.tableName,
+            Item: {
+              ...keys.idempotency(verification.serviceSid, input.idempotencyKey),
+              type: 'idempotency',
+              verification_sid: verification.sid,
+              ttl: ttlAfter(now, IDEMPOTENCY_RETENTION_SECONDS),
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      });
+    }
+    try {
+      await this.client.send(new TransactWriteCommand({ TransactItems: items.map(({ item }) => item) }));
+      return { ok: true };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const failed = (role: string) =>
+        items.some((entry, i) => entry.role === role && error.CancellationReasons?.[i]?.Code === 'ConditionalCheckFailed');
+      if (failed('idempotency')) return { ok: false, reason: 'idempotency_key_taken' };
+      if (failed('number')) return { ok: false, reason: 'conflict' };
+      if (failed('service')) return { ok: false, reason: 'insufficient_funds' };
+      // TransactionConflict: another transaction held one of these items; deciding again is safe.
+      return { ok: false, reason: 'conflict' };
+    }
+  }
+
+  async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
+    try {
+      await this.client.send(new UpdateCommand(this.numberLogUpdate(input.number, input.numberSends, input.now)));
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Replaces the number's send log if nobody changed it since it was read (optimistic version check). */
+  private numberLogUpdate(number: NumberRecord, sends: number[], now: Date) {
+    return {
+      TableName: this.tableName,
+      Key: keys.number(number.e164),
+      UpdateExpression: 'SET sends = :sends, version = :next, #ttl = :ttl',
+      ConditionExpression: number.version === 0 ? 'attribute_not_exists(version)' : 'version = :seen',
+      ExpressionAttributeNames: { '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':sends': sends,
+        ':next': number.version + 1,
+        ':ttl': numberTtl(now, number.unreachableUntil),
+        ...(number.version !== 0 && { ':seen': number.version }),
+      },
+    };
+  }
+
+  async verifyCode(sid: string, serviceSid: string, codeHash: string, now: Date): Promise<CheckWrite> {
+    return this.conditionalVerificationUpdate({
+      Key: keys.verification(sid),
+      UpdateExpression: 'SET #status = :verified, attempts_remaining = attempts_remaining - :one',
+      ConditionExpression:
+        'service_sid = :service AND #status = :pending AND expires_at > :now AND attempts_remaining > :zero AND code_hash = :hash',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':verified': 'VERIFIED',
+        ':pending': 'PENDING',
+        ':one': 1,
+        ':zero': 0,
+        ':service': serviceSid,
+        ':now': now.toISOString(),
+        ':hash': codeHash,
+      },
+    });
+  }
+
+  async spendAttempt(sid: string, seenAttempts: number, now: Date): Promise<CheckWrite> {
+    const remaining = seenAttempts - 1;
+    return this.conditionalVerificationUpdate({
+      Key: keys.verification(sid),
+      UpdateExpression: 'SET attempts_remaining = :remaining, #status = :status',
+      ConditionExpression: 'attempts_remaining = :seen AND #status = :pending AND expires_at > :now',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':remaining': remaining,
+        ':status': remaining <= 0 ? 'LOCKED' : 'PENDING',
+        ':seen': seenAttempts,
+        ':pending': 'PENDING',
+        ':now': now.toISOString(),
+      },
+    });
+  }
+
+  async markExpired(sid: string, now: Date): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.verification(sid),
+          UpdateExpression: 'SET #status = :expired',
+          ConditionExpression: '#status = :pending AND expires_at <= :now',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':expired': 'EXPIRED', ':pending': 'PENDING', ':now': now.toISOString() },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
+  private async conditionalVerificationUpdate(
+    update: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>,
+  ): Promise<CheckWrite> {
+    try {
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          ...update,
+          TableName: this.tableName,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true, verification: verificationFromItem(Attributes!) };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      const old = oldImage(error);
+      return { ok: false, ...(old && { current: verificationFromItem(old) }) };
+    }
+  }
+
+  async getApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.apiKey(keyHash) }));
+    return Item && apiKeyFromItem(Item);
+  }
+
+  async countKeyRequest(keyHash: string, windowStart: Date, limit: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.keyWindow(keyHash, windowStart),
+          UpdateExpression: 'ADD #count :one SET #ttl = :ttl',
+          ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
+          ExpressionAttributeNames: { '#count': 'count', '#ttl': 'ttl' },
+          // Kept a few minutes past the window for inspection; the window itself is in the key.
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':ttl': ttlAfter(windowStart, 300) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async recordDeliveryAttempt(sid: string, index: number, attempt: DeliveryAttempt): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.verification(sid),
+          UpdateExpression: 'SET deliveries.#index = :attempt',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deliveries.#index)',
+          ExpressionAttributeNames: { '#index': String(index) },
+          ExpressionAttributeValues: { ':attempt': attempt },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async finishDelivery(sid: string, status: 'SENT' | 'FAILED'): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.verification(sid),
+          UpdateExpression: 'SET delivery_status = :status REMOVE sealed_code',
+          ConditionExpression: 'delivery_status = :pending',
+          ExpressionAttributeValues: { ':status': status, ':pending': 'PENDING' },
+        }),
+      );
+    } catch (error) {
+      // Already ended: a receipt made it DELIVERED (and dropped the code), or this task ran twice.
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
+  async markDelivered(sid: string, channel: Channel): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.verification(sid),
+          UpdateExpression: 'SET delivery_status = :delivered, channel = :channel REMOVE sealed_code',
+          ConditionExpression: 'attribute_exists(pk) AND delivery_status <> :delivered',
+          ExpressionAttributeValues: { ':delivered': 'DELIVERED', ':channel': channel },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async markUnreachable(e164: string, until: Date): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.number(e164),
+        UpdateExpression: 'SET unreachable_until = :until, #ttl = :ttl',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':until': until.getTime(), ':ttl': numberTtl(until, until.getTime()) },
+      }),
+    );
+  }
+
+  /** BatchGetItem, following UnprocessedKeys (rare; only under throttling) until every key is answered. */
+  private async batchGet(wanted: ItemKey[]): Promise<Record<string, unknown>[]> {
+    const found: Record<string, unknown>[] = [];
+    let pending: ItemKey[] = wanted;
+    for (let round = 0; pending.length > 0; round++) {
+      if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 20 * 2 ** round)));
+      const result = await this.client.send(
+        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
+      );
+      found.push(...(result.Responses?.[this.tableName] ?? []));
+      pending = (result.UnprocessedKeys?.[this.tableName]?.Keys as ItemKey[] | undefined) ?? [];
+      if (round > 8 && pending.length > 0) throw new Error('DynamoDB left keys unprocessed after retries');
+    }
+    return found;
+  }
+}

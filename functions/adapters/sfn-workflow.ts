@@ -1,0 +1,24 @@
+import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import type { DeliveryInput, DeliveryWorkflow } from '../core/ports';
+
+/** Starts the delivery state machine on AWS. The execution is named after the SID, so a retry cannot start two. */
+export class StepFunctionsWorkflow implements DeliveryWorkflow {
+  constructor(
+    private readonly stateMachineArn: string,
+    private readonly client = new SFNClient({ maxAttempts: 5 }),
+  ) {}
+
+  async start(input: DeliveryInput): Promise<void> {
+    try {
+      await this.client.send(
+        new StartExecutionCommand({
+          stateMachineArn: this.stateMachineArn,
+          name: input.sid,
+          input: JSON.stringify({ sid: input.sid, channelIndex: 0, waitSeconds: input.waitSeconds }),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ExecutionAlreadyExists)) throw error;
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import type { Channel } from './routing';
+
+export type CodeStatus = 'PENDING' | 'VERIFIED' | 'EXPIRED' | 'LOCKED';
+export type DeliveryStatus = 'PENDING' | 'SENT' | 'DELIVERED' | 'FAILED';
+
+export interface Template {
+  sid: string;
+  /** Message text with a `{code}` placeholder. */
+  body: string;
+  locale: string;
+}
+
+export interface DeliveryRules {
+  /** ISO 3166-1 alpha-2 countries the service never sends to. */
+  blockedCountries: string[];
+  /** E.164 prefixes (e.g. `+4470`) the service never sends to. */
+  blockedPrefixes: string[];
+}
+
+/** The account. Balance in units of 0.0001 USD. */
+export interface Service {
+  sid: string;
+  name: string;
+  balance: number;
+  enabledChannels: Channel[];
+  rules: DeliveryRules;
+  /** Per-country customer prices replacing the list price. */
+  prices: Record<string, number>;
+  /** The default template, held on the service so a send needs no extra read for it. */
+  defaultTemplate?: Template;
+  createdAt: string;
+}
+
+export type DeliveryOutcome = 'accepted' | 'rejected' | 'failed';
+
+/** One channel tried by the delivery workflow. */
+export interface DeliveryAttempt {
+  channel: Channel;
+  outcome: DeliveryOutcome;
+  messageId?: string;
+  reason?: string;
+  at: string;
+}
+
+export interface Verification {
+  sid: string;
+  serviceSid: string;
+  to: string;
+  /** Status as stored; read it through `effectiveStatus`, which derives EXPIRED and LOCKED. */
+  status: CodeStatus;
+  deliveryStatus: DeliveryStatus;
+  channel: Channel | null;
+  /** Price of this send in units of 0.0001 USD. */
+  price: number;
+  attemptsRemaining: number;
+  expiresAt: string;
+  dateCreated: string;
+  /** True for a caller-supplied `Code`: delivered, never checked by the service. */
+  clientCode: boolean;
+  /** HMAC of the code; absent for caller-supplied codes, which are never checked. */
+  codeHash?: string;
+  /** The code encrypted for delivery and channel fallback; removed when delivery ends. */
+  sealedCode?: string;
+  /** Template text the code is rendered into. */
+  message: string;
+  /** Channels the workflow tries, cheapest first. */
+  channels: Channel[];
+  /** Outcome per channel index, written once by the delivery workflow. */
+  deliveries: Record<string, DeliveryAttempt>;
+}
+
+/** Per-number send log shared by every service: enough to decide both windows exactly. */
+export interface NumberRecord {
+  e164: string;
+  /** Epoch milliseconds of recent sends (accepted and refused), oldest first. */
+  sends: number[];
+  /** Epoch milliseconds until which sends are refused with `unreachable`. */
+  unreachableUntil?: number;
+  /** Optimistic-concurrency version; 0 when the item does not exist yet. */
+  version: number;
+}
+
+export interface ApiKeyRecord {
+  keyHash: string;
+  serviceSid: string;
+  createdAt: string;
+  revokedAt?: string;
+}

@@ -1,0 +1,129 @@
+/**
+ * What the core needs from the outside world. DynamoDB, Step Functions, providers, crypto keys, the clock
+ * and randomness sit behind these, so tests and the local stack wire the same core with other adapters.
+ */
+import type {
+  ApiKeyRecord,
+  DeliveryAttempt,
+  DeliveryStatus,
+  NumberRecord,
+  Service,
+  Template,
+  Verification,
+} from './model';
+import type { Channel } from './routing';
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface Random {
+  /** A uniformly random 6-digit code from a CSPRNG. */
+  code(): string;
+  /** A new SID: the prefix and 32 hex characters from 128 random bits. */
+  sid(prefix: 'VA' | 'VE' | 'HX'): string;
+}
+
+/** Keyed hashing and encryption of codes; the keys never leave the adapter. */
+export interface CodeVault {
+  /** HMAC of a code, bound to its verification. */
+  hash(verificationSid: string, code: string): string;
+  /** Encrypts a code for delivery, bound to its verification. */
+  seal(verificationSid: string, code: string): string;
+  open(verificationSid: string, sealed: string): string;
+}
+
+/** Everything a send reads before it decides, fetched in one round trip. */
+export interface SendContext {
+  service?: Service;
+  /** The template named by `TemplateSid`, when one was asked for and exists for this service. */
+  template?: Template;
+  /** Verification SID remembered for the `Idempotency-Key`, when there is one. */
+  idempotentSid?: string;
+  number: NumberRecord;
+}
+
+export interface SendContextQuery {
+  serviceSid: string;
+  templateSid?: string;
+  idempotencyKey?: string;
+  e164: string;
+}
+
+export interface AcceptSend {
+  verification: Verification;
+  idempotencyKey?: string;
+  /** The number's log as read; the write happens only if it is still at this version. */
+  number: NumberRecord;
+  /** The number's send times after this send. */
+  numberSends: number[];
+  now: Date;
+}
+
+export type AcceptResult =
+  | { ok: true }
+  /** Balance below the price. */
+  | { ok: false; reason: 'insufficient_funds' }
+  /** Another send with the same key was accepted first. */
+  | { ok: false; reason: 'idempotency_key_taken' }
+  /** The number's log or another item changed since it was read: read again and decide again. */
+  | { ok: false; reason: 'conflict' };
+
+export interface RecordRefusal {
+  number: NumberRecord;
+  numberSends: number[];
+  now: Date;
+}
+
+export type CheckWrite =
+  | { ok: true; verification: Verification }
+  /** The condition failed; `current` is the item as it was (absent: no such verification). */
+  | { ok: false; current?: Verification };
+
+export interface VerificationStore {
+  getVerification(sid: string): Promise<Verification | undefined>;
+  loadSendContext(query: SendContextQuery): Promise<SendContext>;
+  /** Reads only the number's send log (retries after a conflict). */
+  getNumber(e164: string): Promise<NumberRecord>;
+  /** The charge, the verification, the idempotency item, the ledger line and the number log, all or none. */
+  acceptSend(input: AcceptSend): Promise<AcceptResult>;
+  /** Counts a refused send in the number's log; false when the log changed meanwhile. */
+  recordRefusedSend(input: RecordRefusal): Promise<boolean>;
+  /** VERIFIED if the code hash matches and the code is PENDING, unexpired, with attempts left. */
+  verifyCode(sid: string, serviceSid: string, codeHash: string, now: Date): Promise<CheckWrite>;
+  /** Spends one attempt if `attemptsRemaining` is still `seenAttempts`; locks when none are left. */
+  spendAttempt(sid: string, seenAttempts: number, now: Date): Promise<CheckWrite>;
+  /** Writes back EXPIRED for a PENDING code past its expiry. */
+  markExpired(sid: string, now: Date): Promise<void>;
+}
+
+export interface ApiKeyStore {
+  getApiKey(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Counts a request in the key's fixed one-minute window. Returns whether it is within `limit`; a
+   * refused request is not counted.
+   */
+  countKeyRequest(keyHash: string, windowStart: Date, limit: number): Promise<boolean>;
+}
+
+export interface DeliveryStore {
+  getVerification(sid: string): Promise<Verification | undefined>;
+  /** Records a channel's outcome once; false when this index was already recorded (a task run twice). */
+  recordDeliveryAttempt(sid: string, index: number, attempt: DeliveryAttempt): Promise<boolean>;
+  /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
+  finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>): Promise<void>;
+  /** DELIVERED over `channel`, whenever the receipt comes; a duplicate changes nothing. */
+  markDelivered(sid: string, channel: Channel): Promise<boolean>;
+  markUnreachable(e164: string, until: Date): Promise<void>;
+}
+
+/** Starts the delivery workflow for an accepted send. Input carries the SID only, never the code. */
+export interface DeliveryWorkflow {
+  start(input: DeliveryInput): Promise<void>;
+}
+
+export interface DeliveryInput {
+  sid: string;
+  /** Seconds to wait for a receipt before the next channel. */
+  waitSeconds: number;
+}

@@ -1,0 +1,218 @@
+import { OtpError } from './errors';
+import type { NumberRecord, Service, Template, Verification } from './model';
+import { parsePhone, type PhoneNumber } from './phone';
+import type { Clock, CodeVault, DeliveryWorkflow, Random, SendContext, VerificationStore } from './ports';
+import { planRoute } from './routing';
+import type { Settings } from './settings';
+import { toView, type VerificationView } from './verification';
+
+export interface SendRequest {
+  serviceSid: string;
+  /** As the caller sent it; validated for presence and length by the HTTP layer. */
+  to: string;
+  templateSid?: string;
+  /** Caller-supplied code, already checked to be 4 to 10 letters or digits. */
+  code?: string;
+  idempotencyKey?: string;
+}
+
+export interface SendDeps {
+  store: VerificationStore;
+  workflow: DeliveryWorkflow;
+  vault: CodeVault;
+  random: Random;
+  clock: Clock;
+  settings: Settings;
+}
+
+export interface SendResult {
+  verification: VerificationView;
+  /** True when an `Idempotency-Key` replayed an earlier accepted send: nothing sent, nothing charged. */
+  replayed: boolean;
+}
+
+/** Conflicting writes (other sends to the same number at the same moment) are decided again this often. */
+const MAX_DECISIONS = 25;
+
+/** `HJ…` SIDs belong to another provider's template format; the spec says to ignore them. */
+const FOREIGN_TEMPLATE_PREFIX = 'HJ';
+
+export async function sendVerification(deps: SendDeps, request: SendRequest): Promise<SendResult> {
+  const { store } = deps;
+  const phone = parsePhone(request.to);
+  const templateSid =
+    request.templateSid && !request.templateSid.startsWith(FOREIGN_TEMPLATE_PREFIX) ? request.templateSid : undefined;
+
+  if (!phone) {
+    // An unparseable number is refused before anything is read, unless the key replays an accepted send.
+    if (request.idempotencyKey) {
+      const context = await store.loadSendContext({
+        serviceSid: request.serviceSid,
+        idempotencyKey: request.idempotencyKey,
+        e164: '+0',
+      });
+      if (context.idempotentSid) return replay(deps, context.idempotentSid);
+    }
+    throw new OtpError('unroutable', 'To is not a valid phone number in E.164 form.');
+  }
+
+  let context = await store.loadSendContext({
+    serviceSid: request.serviceSid,
+    templateSid,
+    idempotencyKey: request.idempotencyKey,
+    e164: phone.e164,
+  });
+
+  for (let decision = 0; decision < MAX_DECISIONS; decision++) {
+    if (context.idempotentSid) return replay(deps, context.idempotentSid);
+    const now = deps.clock.now();
+    const verdict = decide(deps.settings, context, phone, templateSid, now);
+    const numberSends = appendSend(deps.settings, context.number, now);
+
+    if (!verdict.ok) {
+      if (verdict.counted) {
+        const recorded = await store.recordRefusedSend({ number: context.number, numberSends, now });
+        if (!recorded) {
+          context = { ...context, number: await store.getNumber(phone.e164) };
+          continue;
+        }
+      }
+      throw verdict.error;
+    }
+
+    const verification = newVerification(deps, request, phone, verdict, now);
+    const accepted = await store.acceptSend({
+      verification,
+      idempotencyKey: request.idempotencyKey,
+      number: context.number,
+      numberSends,
+      now,
+    });
+    if (accepted.ok) {
+      await deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds });
+      return { verification: toView(verification, now), replayed: false };
+    }
+    if (accepted.reason === 'insufficient_funds' && context.service) {
+      // The balance fell below the price after it was read: decide again knowing that, so the refusal is
+      // counted against the number like any other.
+      context = { ...context, service: { ...context.service, balance: Math.min(context.service.balance, verdict.price - 1) } };
+      continue;
+    }
+    // Another send changed what was read (same number or same key): read again and decide again.
+    context = await store.loadSendContext({
+      serviceSid: request.serviceSid,
+      templateSid,
+      idempotencyKey: request.idempotencyKey,
+      e164: phone.e164,
+    });
+  }
+  throw new OtpError('service_unavailable', 'Too many simultaneous sends to this number; retry shortly.');
+}
+
+type Verdict =
+  | { ok: true; template: Template; channels: Verification['channels']; price: number }
+  | { ok: false; counted: boolean; error: OtpError };
+
+/**
+ * The spec's refusals in the order they are checked. Refusals about the number itself (from policy on) count
+ * as sends to that number: the per-number limits count every send, refused ones included.
+ */
+function decide(
+  settings: Settings,
+  context: SendContext,
+  phone: PhoneNumber,
+  templateSid: string | undefined,
+  now: Date,
+): Verdict {
+  const refuse = (counted: boolean, code: OtpError['code'], message: string): Verdict => ({
+    ok: false,
+    counted,
+    error: new OtpError(code, message),
+  });
+  const service = context.service;
+  // The authenticated key is bound to this service, so a missing record means it was deleted.
+  if (!service) return refuse(false, 'forbidden', 'The service does not exist.');
+
+  let template: Template | undefined;
+  if (templateSid) {
+    template = context.template;
+    if (!template) return refuse(false, 'unknown_template', 'TemplateSid is not one of the account templates.');
+  } else {
+    template = service.defaultTemplate;
+    if (!template) return refuse(false, 'no_default_template', 'No TemplateSid given and no default template set.');
+  }
+
+  if (isBlocked(service, phone)) return refuse(true, 'blocked_by_policy', 'A delivery rule blocks this destination.');
+  const route = planRoute(phone, { enabledChannels: service.enabledChannels, prices: service.prices });
+  if (!route.ok) {
+    const messages = {
+      unroutable: 'The country of this number is not served.',
+      no_eligible_channel: 'None of the enabled channels can reach this number.',
+      not_priceable: 'No price exists for this destination.',
+    };
+    return refuse(route.code !== 'unroutable', route.code, messages[route.code]);
+  }
+  const nowMs = now.getTime();
+  if (context.number.unreachableUntil !== undefined && context.number.unreachableUntil > nowMs) {
+    return refuse(true, 'unreachable', 'Every channel rejected this number recently.');
+  }
+  const sendsWithin = (seconds: number) => context.number.sends.filter((at) => at > nowMs - seconds * 1000).length;
+  if (sendsWithin(settings.burstWindowSeconds) >= settings.burstLimit) {
+    return refuse(true, 'burst', `More than ${settings.burstLimit} sends to this number in a short time.`);
+  }
+  if (sendsWithin(settings.hourlyWindowSeconds) >= settings.hourlyLimit) {
+    return refuse(true, 'rate_limited', `More than ${settings.hourlyLimit} sends to this number in an hour.`);
+  }
+  if (service.balance < route.price) return refuse(true, 'insufficient_funds', 'Balance too low.');
+  return { ok: true, template, channels: route.channels, price: route.price };
+}
+
+function isBlocked(service: Service, phone: PhoneNumber): boolean {
+  return (
+    service.rules.blockedCountries.includes(phone.country) ||
+    service.rules.blockedPrefixes.some((prefix) => phone.e164.startsWith(prefix))
+  );
+}
+
+/** The log after this send: only what either window can still need, at most one limit's worth of entries. */
+function appendSend(settings: Settings, number: NumberRecord, now: Date): number[] {
+  const horizon = now.getTime() - Math.max(settings.burstWindowSeconds, settings.hourlyWindowSeconds) * 1000;
+  const keep = Math.max(settings.burstLimit, settings.hourlyLimit);
+  return [...number.sends.filter((at) => at > horizon), now.getTime()].slice(-keep);
+}
+
+function newVerification(
+  deps: SendDeps,
+  request: SendRequest,
+  phone: PhoneNumber,
+  verdict: Extract<Verdict, { ok: true }>,
+  now: Date,
+): Verification {
+  const sid = deps.random.sid('VE');
+  const code = request.code ?? deps.random.code();
+  return {
+    sid,
+    serviceSid: request.serviceSid,
+    to: phone.e164,
+    status: 'PENDING',
+    deliveryStatus: 'PENDING',
+    channel: verdict.channels[0] ?? null,
+    price: verdict.price,
+    attemptsRemaining: deps.settings.maxCheckAttempts,
+    expiresAt: new Date(now.getTime() + deps.settings.codeTtlSeconds * 1000).toISOString(),
+    dateCreated: now.toISOString(),
+    clientCode: request.code !== undefined,
+    codeHash: request.code === undefined ? deps.vault.hash(sid, code) : undefined,
+    sealedCode: deps.vault.seal(sid, code),
+    message: verdict.template.body,
+    channels: verdict.channels,
+    deliveries: {},
+  };
+}
+
+async function replay(deps: SendDeps, sid: string): Promise<SendResult> {
+  const verification = await deps.store.getVerification(sid);
+  // The idempotency item is written in the same transaction as the verification, so this cannot be missing.
+  if (!verification) throw new OtpError('internal_error', 'Idempotency record without its verification.');
+  return { verification: toView(verification, deps.clock.now()), replayed: true };
+}

@@ -1,0 +1,10 @@
+/** SIDs: two letters and 32 lowercase hex characters (128 random bits). */
+export type SidPrefix = 'VA' | 'VE' | 'HX';
+
+const SID_PATTERNS: Record<SidPrefix, RegExp> = {
+  VA: /^VA[0-9a-f]{32}$/,
+  VE: /^VE[0-9a-f]{32}$/,
+  HX: /^HX[0-9a-f]{32}$/,
+};
+
+export const isSid = (prefix: SidPrefix, value: string): boolean => SID_PATTERNS[prefix].test(value);

@@ -1,0 +1,110 @@
+import middy from '@middy/core';
+import { checkVerification, fetchVerification, type CheckOutcome } from '../core/check';
+import { acceptReceipt } from '../core/delivery';
+import { OtpError } from '../core/errors';
+import type { ApiKeyStore, Clock, CodeVault, DeliveryStore, DeliveryWorkflow, Random, VerificationStore } from '../core/ports';
+import type { ProviderRegistry } from '../core/providers';
+import { sendVerification } from '../core/send';
+import type { Settings } from '../core/settings';
+import type { Logger } from '../adapters/logger';
+import {
+  ApiKeyCache,
+  apiKeyAuth,
+  errorResponses,
+  requestLog,
+  type ApiContext,
+  type ApiEvent,
+} from './middleware';
+import { MAX_IDEMPOTENCY_KEY_LENGTH, checkParamsSchema, header, readBodyParams, sendParamsSchema, validate } from './params';
+import { jsonResponse, type HttpResponse } from './response';
+
+/** What the HTTP handlers are built from; the Lambda entries and the local stack each wire their own. */
+export interface ApiDeps {
+  store: VerificationStore & ApiKeyStore & DeliveryStore;
+  workflow: DeliveryWorkflow;
+  providers: ProviderRegistry;
+  vault: CodeVault;
+  random: Random;
+  clock: Clock;
+  settings: Settings;
+  logger: Logger;
+  /** How long a warm function trusts a looked-up API key. */
+  apiKeyCacheSeconds: number;
+}
+
+export type ApiHandler = (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
+
+const CHECK_STATUS: Record<CheckOutcome, number> = {
+  verified: 200,
+  wrong_code: 422,
+  locked: 409,
+  expired: 409,
+  already_verified: 409,
+};
+
+/** The three endpoints of the spec, each behind logging, error mapping, API-key auth and the per-key limit. */
+export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
+  const keys = new ApiKeyCache(deps.store, deps.clock, deps.apiKeyCacheSeconds);
+  const authenticated = () =>
+    middy<ApiEvent, HttpResponse, Error, ApiContext>()
+      .use(requestLog(deps.logger))
+      .use(errorResponses(deps.logger))
+      .use(apiKeyAuth({ keys, store: deps.store, clock: deps.clock, requestsPerMinute: deps.settings.keyRequestsPerMinute }));
+
+  const send = authenticated().handler(async (event, context) => {
+    const params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
+    const idempotencyKey = header(event, 'idempotency-key') || undefined;
+    if (idempotencyKey !== undefined && idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      throw new OtpError('invalid_parameter', `Idempotency-Key is longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
+    }
+    const result = await sendVerification(deps, {
+      serviceSid: context.serviceSid!,
+      to: params.To,
+      templateSid: params.TemplateSid,
+      code: params.Code,
+      idempotencyKey,
+    });
+    return jsonResponse(201, result.verification, result.replayed ? { 'idempotent-replayed': 'true' } : {});
+  });
+
+  const check = authenticated().handler(async (event, context) => {
+    const params = validate(checkParamsSchema, readBodyParams(event));
+    const result = await checkVerification(deps, {
+      serviceSid: context.serviceSid!,
+      verificationSid: params.VerificationSid,
+      code: params.Code,
+    });
+    return jsonResponse(CHECK_STATUS[result.outcome], result.verification);
+  });
+
+  const fetch = authenticated().handler(async (event, context) => {
+    const verification = await fetchVerification(deps, {
+      serviceSid: context.serviceSid!,
+      verificationSid: event.pathParameters?.VerificationSid ?? '',
+    });
+    return jsonResponse(200, verification);
+  });
+
+  return { send, check, fetch };
+}
+
+/** `POST /v2/Callbacks/{Provider}`: delivery receipts, believed only with the provider's valid signature. */
+export function buildReceiptHandler(deps: Pick<ApiDeps, 'store' | 'providers' | 'clock' | 'logger'>): ApiHandler {
+  return middy<ApiEvent, HttpResponse, Error, ApiContext>()
+    .use(requestLog(deps.logger))
+    .use(errorResponses(deps.logger))
+    .handler(async (event) => {
+      const raw = event.body ?? '';
+      const body = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+      const provider = event.pathParameters?.Provider ?? '';
+      if (!deps.providers.byName(provider)) throw new OtpError('route_not_found', 'Unknown provider.');
+      const result = await acceptReceipt(deps, provider, { headers: lowerCaseHeaders(event.headers), body });
+      if (result === 'invalid') throw new OtpError('invalid_signature', 'The receipt signature is not valid.');
+      deps.logger.log('info', 'receipt', { provider, result });
+      // Unknown and duplicate receipts are acknowledged too, so the provider stops retrying them.
+      return jsonResponse(200, { received: true });
+    });
+}
+
+const lowerCaseHeaders = (headers: ApiEvent['headers']): Record<string, string | undefined> =>
+  Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));

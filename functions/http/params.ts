@@ -1,0 +1,81 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { z } from 'zod';
+import { OtpError, type ErrorCode } from '../core/errors';
+
+/** Bodies are small forms; anything larger is refused before parsing. */
+export const MAX_BODY_BYTES = 16 * 1024;
+
+const header = (event: APIGatewayProxyEventV2, name: string): string | undefined => {
+  // API Gateway HTTP APIs lower-case header names; other callers of the handlers may not.
+  const entry = Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name);
+  return entry?.[1];
+};
+
+export { header };
+
+/**
+ * The request's parameters from a form-encoded or JSON body (spec 1, Conventions). JSON needs
+ * `Content-Type: application/json`; a body without a content type is read as a form.
+ */
+export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, unknown> {
+  const raw = event.body ?? '';
+  const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
+    throw new OtpError('invalid_parameter', `The body is larger than ${MAX_BODY_BYTES} bytes.`);
+  }
+  const contentType = (header(event, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (contentType === 'application/json' || contentType.endsWith('+json')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text === '' ? '{}' : text);
+    } catch {
+      throw new OtpError('invalid_parameter', 'The body is not valid JSON.');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new OtpError('invalid_parameter', 'The JSON body must be an object.');
+    }
+    return parsed as Record<string, unknown>;
+  }
+  if (contentType === '' || contentType === 'application/x-www-form-urlencoded') {
+    const params: Record<string, string> = {};
+    // The first value wins for a repeated name, as in most form parsers.
+    for (const [name, value] of new URLSearchParams(text)) if (!(name in params)) params[name] = value;
+    return params;
+  }
+  throw new OtpError('invalid_parameter', 'Send the body as application/x-www-form-urlencoded or application/json.');
+}
+
+/**
+ * Validates parameters with a zod schema. A failed rule answers with the code the spec gives that field
+ * (`fieldCodes`), a missing or mistyped value with `invalid_parameter`; the message names the field only.
+ */
+export function validate<T extends z.ZodType>(
+  schema: T,
+  params: unknown,
+  fieldCodes: Partial<Record<string, ErrorCode>> = {},
+): z.infer<T> {
+  const result = schema.safeParse(params);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = String(issue.path[0] ?? 'body');
+  const isTypeProblem = issue.code === 'invalid_type';
+  const code = (!isTypeProblem && fieldCodes[field]) || 'invalid_parameter';
+  const message = issue.code === 'invalid_type' && issue.input === undefined ? `${field} is required.` : `${field} is not valid.`;
+  throw new OtpError(code, message);
+}
+
+/** `Code` as the spec defines a caller-supplied one: 4 to 10 ASCII letters or digits. */
+const CLIENT_CODE = /^[A-Za-z0-9]{4,10}$/;
+
+export const sendParamsSchema = z.object({
+  To: z.string().min(1).max(20),
+  TemplateSid: z.string().max(64).optional(),
+  Code: z.string().regex(CLIENT_CODE).optional(),
+});
+
+export const checkParamsSchema = z.object({
+  VerificationSid: z.string().min(1),
+  Code: z.string().min(1).max(10),
+});
+
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 191;

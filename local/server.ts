@@ -1,0 +1,164 @@
+/**
+ * Serves the handlers over HTTP on loopback, turning each request into the API Gateway HTTP API
+ * (payload format 2.0) event the deployed functions receive. Routes under `/_local/` exist only here.
+ */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ApiHandler } from '../functions/http/api';
+import type { ApiContext } from '../functions/http/middleware';
+
+/** API Gateway's own payload limit. */
+const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+
+export interface Route {
+  method: string;
+  /** API Gateway route path, e.g. `/v2/Services/{ServiceSid}/Verifications`. */
+  path: string;
+  handler: ApiHandler;
+}
+
+export interface LocalRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export type LocalResponse = { status: number; body: unknown; headers?: Record<string, string> };
+
+/** A local-only route (`/_local/...`): plain request in, JSON out. */
+export type LocalRoute = { method: string; path: string; handle: (request: LocalRequest) => Promise<LocalResponse> | LocalResponse };
+
+export function startHttpServer(
+  port: number,
+  routes: () => { api: Route[]; local: LocalRoute[] },
+): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    serve(req, res, routes()).catch((error: unknown) => {
+      send(res, 500, { code: 'internal_error', message: 'Local server error' });
+      process.stderr.write(`local server: ${String(error)}\n`);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      const address = server.address();
+      const actualPort = typeof address === 'object' && address ? address.port : port;
+      resolve({ server, url: `http://127.0.0.1:${actualPort}` });
+    });
+  });
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, routes: { api: Route[]; local: LocalRoute[] }) {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const method = (req.method ?? 'GET').toUpperCase();
+  const body = await readBody(req);
+  if (body === undefined) return send(res, 413, { code: 'invalid_parameter', message: 'The request body is too large.' });
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+
+  const local = routes.local.find((route) => route.path === url.pathname);
+  if (local) {
+    if (local.method !== method) return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' });
+    const answer = await local.handle({ method, url, headers, body: body.toString('utf8') });
+    return send(res, answer.status, answer.body, answer.headers);
+  }
+
+  const matches = routes.api
+    .map((route) => ({ route, params: matchPath(route.path, url.pathname) }))
+    .filter((match) => match.params !== undefined);
+  const match = matches.find((candidate) => candidate.route.method === method);
+  if (!match) {
+    return matches.length > 0
+      ? send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' })
+      : send(res, 404, { code: 'route_not_found', message: 'No such route.' });
+  }
+  const event = toApiGatewayEvent(req, url, headers, body, match.route, match.params!);
+  const context = { awsRequestId: event.requestContext.requestId, functionName: `local-${match.route.path}` };
+  const response = await match.route.handler(event, context as unknown as ApiContext);
+  send(res, response.statusCode, undefined, response.headers, response.body);
+}
+
+function matchPath(template: string, path: string): Record<string, string> | undefined {
+  const want = template.split('/');
+  const have = path.split('/');
+  if (want.length !== have.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < want.length; i++) {
+    const segment = want[i]!;
+    const actual = have[i]!;
+    if (segment.startsWith('{')) {
+      if (actual === '') return undefined;
+      try {
+        params[segment.slice(1, -1)] = decodeURIComponent(actual);
+      } catch {
+        params[segment.slice(1, -1)] = actual;
+      }
+    } else if (segment !== actual) return undefined;
+  }
+  return params;
+}
+
+function toApiGatewayEvent(
+  req: IncomingMessage,
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer,
+  route: Route,
+  pathParameters: Record<string, string>,
+): APIGatewayProxyEventV2 {
+  const now = new Date();
+  const contentType = headers['content-type'] ?? '';
+  // API Gateway passes text bodies as they are and base64-encodes the rest.
+  const isText = contentType === '' || /^(text\/|application\/(json|x-www-form-urlencoded|.*\+json))/i.test(contentType);
+  const query = Object.fromEntries(url.searchParams);
+  return {
+    version: '2.0',
+    routeKey: `${route.method} ${route.path}`,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    ...(Object.keys(query).length > 0 && { queryStringParameters: query }),
+    pathParameters,
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method: route.method,
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey: `${route.method} ${route.path}`,
+      stage: '$default',
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(body.length > 0 && { body: isText ? body.toString('utf8') : body.toString('base64') }),
+    isBase64Encoded: body.length > 0 && !isText,
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_REQUEST_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function send(res: ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}, raw?: string) {
+  const body = raw ?? JSON.stringify(json);
+  res.writeHead(status, { 'content-type': 'application/json', ...headers, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}

@@ -1,0 +1,145 @@
+/**
+ * The whole service on one machine: the same handlers, the same state machine file and a real DynamoDB
+ * engine, wired with the local workflow runner and the simulated carrier. `npm start` and the
+ * integration tests both build it here.
+ */
+import { z } from 'zod';
+import { buildApi, buildReceiptHandler } from '../functions/http/api';
+import { buildDeps, type Deps } from '../functions/runtime';
+import { deriveKey } from '../functions/adapters/crypto';
+import { jsonLogger, type Logger } from '../functions/adapters/logger';
+import type { Server } from 'node:http';
+import { SimulatedCarrier, carrierRuleSchema, type ChannelBehaviour } from './carrier';
+import { startHttpServer, type LocalRoute, type Route } from './server';
+import { LocalWorkflow } from './workflow';
+
+export interface LocalStackOptions {
+  dynamoEndpoint: string;
+  tableName: string;
+  masterKey: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Settings (`OTP_*`) and other environment; defaults to this process's environment. */
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  /** Replace adapters, e.g. a fake clock in tests. */
+  override?: Partial<Omit<Deps, 'workflow' | 'store'>>;
+  carrierDefault?: ChannelBehaviour;
+}
+
+export interface LocalStack {
+  url: string;
+  deps: Deps;
+  carrier: SimulatedCarrier;
+  workflow: LocalWorkflow;
+  close(): Promise<void>;
+}
+
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  let routes: { api: Route[]; local: LocalRoute[] } = { api: [], local: [] };
+  const { server, url } = await startHttpServer(options.port ?? 0, () => routes);
+
+  const env = {
+    ...(options.env ?? process.env),
+    TABLE_NAME: options.tableName,
+    DYNAMODB_ENDPOINT: options.dynamoEndpoint,
+    OTP_CARRIER_URL: `${url}/_local/carrier`,
+  };
+  const logger = options.logger ?? jsonLogger();
+  const base = { ...buildDeps(env, options.masterKey, logger), ...options.override };
+  const carrier = new SimulatedCarrier({
+    receiptUrl: () => `${url}/v2/Callbacks/carrier`,
+    receiptSecret: deriveKey(options.masterKey, 'receipt:carrier'),
+    token: deriveKey(options.masterKey, 'carrier-token').toString('base64url'),
+    ...(options.carrierDefault && { defaultBehaviour: options.carrierDefault }),
+  });
+  // The workflow needs the deps and the deps need the workflow: tie the knot through a late-bound object.
+  const deps = { ...base } as Deps;
+  const workflow = new LocalWorkflow(deps, logger);
+  deps.workflow = workflow;
+
+  const api = buildApi(deps);
+  routes = {
+    api: [
+      { method: 'POST', path: '/v2/Services/{ServiceSid}/Verifications', handler: api.send },
+      { method: 'POST', path: '/v2/Services/{ServiceSid}/VerificationCheck', handler: api.check },
+      { method: 'GET', path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}', handler: api.fetch },
+      { method: 'POST', path: '/v2/Callbacks/{Provider}', handler: buildReceiptHandler(deps) },
+    ],
+    local: localRoutes(carrier),
+  };
+
+  return {
+    url,
+    deps,
+    carrier,
+    workflow,
+    close: async () => {
+      await workflow.idle();
+      await carrier.close();
+      await closeServer(server);
+    },
+  };
+}
+
+const messageSchema = z.object({
+  channel: z.enum(['sms', 'whatsapp', 'viber', 'rcs', 'sna']),
+  to: z.string(),
+  body: z.string(),
+  reference: z.string(),
+});
+
+function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
+  const parseJson = (body: string): unknown => {
+    try {
+      return JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  };
+  return [
+    {
+      method: 'GET',
+      path: '/_local/messages',
+      handle: ({ url }) => ({
+        status: 200,
+        body: carrier.messagesTo(url.searchParams.get('to') ?? undefined).map((message) => ({
+          to: message.to,
+          channel: message.channel,
+          body: message.body,
+          outcome: message.outcome,
+          time: message.time,
+        })),
+      }),
+    },
+    {
+      method: 'POST',
+      path: '/_local/carrier/rules',
+      handle: ({ body }) => {
+        const rule = carrierRuleSchema.safeParse(parseJson(body));
+        if (!rule.success) return { status: 400, body: { code: 'invalid_parameter', message: rule.error.message } };
+        carrier.setRule(rule.data);
+        return { status: 200, body: rule.data };
+      },
+    },
+    { method: 'DELETE', path: '/_local/carrier/rules', handle: () => (carrier.clearRules(), { status: 200, body: { cleared: true } }) },
+    {
+      // The carrier's own API, called by the service's HTTP carrier adapter.
+      method: 'POST',
+      path: '/_local/carrier/messages',
+      handle: ({ headers, body }) => {
+        if (!carrier.isAuthorized(headers.authorization)) return { status: 401, body: { error: 'unauthorized' } };
+        const message = messageSchema.safeParse(parseJson(body));
+        if (!message.success) return { status: 400, body: { error: 'bad message' } };
+        return { status: 200, body: carrier.accept(message.data) };
+      },
+    },
+  ];
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * `npm start`: the whole service on loopback. DynamoDB Local, the table, a seeded demo account, the API on
+ * PORT, the local state machine runner and the simulated carrier. Ctrl-C stops everything it started.
+ *
+ *   npm start                      in-memory data, human-readable banner
+ *   npm start -- --json            one JSON line {"baseUrl","serviceSid","apiKey"} once ready
+ *   npm start -- --persist DIR     keep data (and the demo account) in DIR between runs
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDocumentClient } from '../functions/adapters/dynamodb/client';
+import { AccountStore } from '../functions/adapters/dynamodb/accounts';
+import { cryptoRandom } from '../functions/adapters/crypto';
+import { startDynamoLocal } from './dynamodb-local';
+import { seedDemoAccount, type DemoAccount } from './seed';
+import { startLocalStack } from './stack';
+import { createTable } from './table';
+
+export const LOCAL_TABLE_NAME = 'otp-local';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { json: { type: 'boolean', default: false }, persist: { type: 'string' }, port: { type: 'string' } },
+  });
+  const port = Number(values.port ?? process.env.PORT ?? 3000);
+  const persistDir = values.persist ? resolve(values.persist) : undefined;
+  const say = (text: string) => {
+    if (!values.json) process.stderr.write(`${text}\n`);
+  };
+
+  say('Starting DynamoDB Local...');
+  const dynamo = await startDynamoLocal(persistDir ? { persistDir: join(persistDir, 'dynamodb') } : {});
+  const stopAll: (() => Promise<void>)[] = [() => dynamo.stop()];
+  const shutdown = async () => {
+    for (const stop of stopAll.reverse()) await stop().catch(() => undefined);
+    process.exit(0);
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+
+  const raw = new DynamoDBClient({ endpoint: dynamo.endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  await createTable(raw, LOCAL_TABLE_NAME);
+  const documents = createDocumentClient({ endpoint: dynamo.endpoint });
+
+  const masterKey = persistDir ? persistedMasterKey(persistDir) : randomBytes(32).toString('base64url');
+  const account = await demoAccount(documents, persistDir);
+
+  const stack = await startLocalStack({
+    dynamoEndpoint: dynamo.endpoint,
+    tableName: LOCAL_TABLE_NAME,
+    masterKey,
+    port,
+    // Request logs go to stderr so that `--json` leaves stdout to the one ready line.
+    logger: { log: (level, msg, fields) => process.stderr.write(`${JSON.stringify({ level, msg, ...fields })}\n`) },
+  });
+  stopAll.push(() => stack.close());
+
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ baseUrl: stack.url, serviceSid: account.serviceSid, apiKey: account.apiKey })}\n`);
+  } else {
+    say(`
+OTP service running (local stack)
+  Base URL     ${stack.url}
+  Service SID  ${account.serviceSid}
+  API key      ${account.apiKey}
+  DynamoDB     ${dynamo.endpoint} (table ${LOCAL_TABLE_NAME}${persistDir ? `, data in ${persistDir}` : ', in memory'})
+  Messages     ${stack.url}/_local/messages?to=%2B14155550100
+
+Ctrl-C stops everything.`);
+  }
+}
+
+function persistedMasterKey(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'master.key');
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+async function demoAccount(documents: ReturnType<typeof createDocumentClient>, persistDir: string | undefined): Promise<DemoAccount> {
+  const file = persistDir && join(persistDir, 'demo-account.json');
+  if (file && existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as DemoAccount;
+    const accounts = new AccountStore(documents, LOCAL_TABLE_NAME, cryptoRandom);
+    if (await accounts.getService(saved.serviceSid)) return saved;
+  }
+  const account = await seedDemoAccount(documents, LOCAL_TABLE_NAME);
+  if (file) writeFileSync(file, JSON.stringify(account), { mode: 0o600 });
+  return account;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`npm start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
