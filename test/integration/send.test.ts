@@ -1,0 +1,338 @@
+/** Spec 4.1: every rule and every row of the send error table, over HTTP against DynamoDB Local. */
+import { UNITS_PER_USD } from '../../functions/core/money';
+import { startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+
+const US = '+14155550100'; // valid US number (fixed line or mobile): whatsapp, rcs, sms
+const GB_MOBILE = '+447400123456'; // UK mobile: sna is the cheapest channel
+const GB_LANDLINE = '+442079460000'; // UK fixed line: no channel reaches it
+const CUBA = '+5352123456'; // served, but no list price
+const JAPAN = '+819012345678'; // a valid number in a country that is not served
+
+let harness: Harness;
+let account: Account;
+let api: ApiClient;
+
+beforeAll(async () => {
+  harness = await startHarness();
+});
+afterAll(() => harness.close());
+beforeEach(async () => {
+  account = await harness.createAccount();
+  api = harness.client(account);
+});
+
+const balance = async (serviceSid = account.serviceSid) => (await harness.accounts.getService(serviceSid))!.balance;
+const charges = (serviceSid = account.serviceSid) => harness.accounts.listCharges(serviceSid);
+/** A number nobody else in this file sends to, so the per-number limits of one test do not touch another. */
+let counter = 0;
+const freshUsNumber = () => `+1415555${String(1000 + ++counter).padStart(4, '0')}`;
+
+describe('accepted send', () => {
+  it('returns 201 with exactly the fields of the verification object', async () => {
+    const to = freshUsNumber();
+    const response = await api.send({ To: to });
+    expect(response.status).toBe(201);
+    const body = response.body;
+    expect(Object.keys(body).sort()).toEqual(
+      ['attempts_remaining', 'channel', 'date_created', 'delivery_status', 'expires_at', 'price', 'price_unit', 'sid', 'status', 'to'].sort(),
+    );
+    expect(body).toMatchObject({
+      to,
+      status: 'PENDING',
+      delivery_status: 'PENDING',
+      channel: 'whatsapp',
+      price: '0.0500',
+      price_unit: 'USD',
+      attempts_remaining: 5,
+    });
+    expect(body.sid).toMatch(/^VE[0-9a-f]{32}$/);
+    const created = Date.parse(body.date_created as string);
+    expect(body.date_created).toMatch(/Z$/);
+    expect(Date.parse(body.expires_at as string) - created).toBe(300_000);
+  });
+
+  it('charges the price once per 201 and writes one ledger line', async () => {
+    const before = await balance();
+    const first = await api.send({ To: freshUsNumber() });
+    const second = await api.send({ To: freshUsNumber() });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    expect(await balance()).toBe(before - 2 * 500);
+    const lines = await charges();
+    expect(lines.map((line) => line.verificationSid).sort()).toEqual([first.body.sid, second.body.sid].sort());
+    expect(lines.every((line) => line.amount === 500)).toBe(true);
+  });
+
+  it('normalises the number to E.164, so `to` may differ from `To`', async () => {
+    const response = await api.send({ To: '+1 (415) 555-0177' });
+    expect(response.status).toBe(201);
+    expect(response.body.to).toBe('+14155550177');
+  });
+
+  it('picks the cheapest enabled channel that reaches the number type', async () => {
+    const mobile = await api.send({ To: GB_MOBILE });
+    expect(mobile.body.channel).toBe('sna');
+    const onlySms = harness.client(await harness.createAccount({ channels: ['sms', 'rcs'] }));
+    const response = await onlySms.send({ To: freshUsNumber() });
+    expect(response.body.channel).toBe('rcs');
+  });
+
+  it('accepts JSON with Content-Type application/json, and ignores unknown parameters', async () => {
+    const to = freshUsNumber();
+    const response = await api.send({ To: to, Channel: 'sms', Locale: 'fr' }, { json: true });
+    expect(response.status).toBe(201);
+    expect(response.body.to).toBe(to);
+  });
+
+  it('generates a 6-digit code and delivers it in the default template', async () => {
+    const to = freshUsNumber();
+    await api.send({ To: to });
+    const [message] = await waitForMessages(api, to);
+    expect(message!.body).toMatch(/^Your code is \d{6}\.$/);
+  });
+
+  it('creates a new verification and code on each send, leaving the previous code valid', async () => {
+    const to = freshUsNumber();
+    const first = await api.send({ To: to });
+    const firstCode = await waitForCode(api, to, 1);
+    const second = await api.send({ To: to });
+    await waitForCode(api, to, 2);
+    expect(second.body.sid).not.toBe(first.body.sid);
+    const check = await api.check({ VerificationSid: first.body.sid as string, Code: firstCode });
+    expect(check.status).toBe(200);
+  });
+});
+
+describe('refused sends are never charged', () => {
+  afterEach(async () => {
+    // Every test in this block refuses; none may have charged.
+    expect(await charges()).toEqual([]);
+    expect(await balance()).toBe(100 * UNITS_PER_USD);
+  });
+
+  it.each([
+    ['To missing', {}],
+    ['To empty', { To: '' }],
+    ['To longer than 20 characters', { To: '+1415555010012345678901' }],
+  ])('400 invalid_parameter: %s', async (_, params) => {
+    const response = await api.send(params);
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('invalid_parameter');
+  });
+
+  it.each([['abc'], ['12345678901'], ['12 34'], ['12-34'], ['١٢٣٤٥٦'], ['']])('400 invalid_code for Code %j', async (code) => {
+    const response = await api.send({ To: freshUsNumber(), Code: code });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('invalid_code');
+  });
+
+  it.each([
+    ['not a number', 'hello'],
+    ['no leading plus', '14155550100'],
+    ['too short to be valid', '+1415'],
+    ['a country that is not served', JAPAN],
+  ])('400 unroutable: %s', async (_, to) => {
+    const response = await api.send({ To: to });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('unroutable');
+  });
+
+  it('400 no_default_template when no TemplateSid and no default', async () => {
+    const bare = harness.client(await harness.createAccount({ defaultTemplate: null }));
+    const response = await bare.send({ To: freshUsNumber() });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('no_default_template');
+    expect(await charges(bare.account.serviceSid)).toEqual([]);
+  });
+
+  it('400 no_eligible_channel when no enabled channel reaches the number', async () => {
+    const landline = await api.send({ To: GB_LANDLINE });
+    expect(landline.status).toBe(400);
+    expect(landline.body.code).toBe('no_eligible_channel');
+    const snaOnly = harness.client(await harness.createAccount({ channels: ['sna'] }));
+    const response = await snaOnly.send({ To: freshUsNumber() });
+    expect(response.body.code).toBe('no_eligible_channel');
+  });
+
+  it('400 unreachable while the number is refused after every channel rejected it', async () => {
+    const to = freshUsNumber();
+    await harness.stack.deps.store.markUnreachable(to, new Date(harness.clock.now().getTime() + 86_400_000));
+    const response = await api.send({ To: to });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('unreachable');
+  });
+
+  it('402 insufficient_funds when the balance is below the price', async () => {
+    const poor = harness.client(await harness.createAccount({ balanceUsd: 0.0499 }));
+    const response = await poor.send({ To: freshUsNumber() });
+    expect(response.status).toBe(402);
+    expect(response.body.code).toBe('insufficient_funds');
+    expect(await balance(poor.account.serviceSid)).toBe(499);
+    expect(await charges(poor.account.serviceSid)).toEqual([]);
+  });
+
+  it('403 blocked_by_policy for a blocked country or number prefix', async () => {
+    await harness.accounts.setRules(account.serviceSid, { blockedCountries: ['GB'], blockedPrefixes: ['+1415555'] });
+    for (const to of [GB_MOBILE, freshUsNumber()]) {
+      const response = await api.send({ To: to });
+      expect(response.status).toBe(403);
+      expect(response.body.code).toBe('blocked_by_policy');
+    }
+  });
+
+  it('404 unknown_template for a TemplateSid that is not one of the account templates', async () => {
+    const other = await harness.createAccount();
+    const foreign = await harness.accounts.addTemplate(other.serviceSid, 'Other {code}');
+    for (const templateSid of [foreign.sid, 'HX00000000000000000000000000000000', 'nonsense']) {
+      const response = await api.send({ To: freshUsNumber(), TemplateSid: templateSid });
+      expect(response.status).toBe(404);
+      expect(response.body.code).toBe('unknown_template');
+    }
+  });
+
+  it('500 not_priceable for a served destination without a price', async () => {
+    const response = await api.send({ To: CUBA });
+    expect(response.status).toBe(500);
+    expect(response.body.code).toBe('not_priceable');
+  });
+});
+
+describe('delivery rules', () => {
+  it('block only what they name', async () => {
+    await harness.accounts.setRules(account.serviceSid, { blockedCountries: ['GB'], blockedPrefixes: ['+1415555'] });
+    expect((await api.send({ To: '+16505550100' })).status).toBe(201);
+  });
+});
+
+describe('templates', () => {
+  it('uses the template named by TemplateSid', async () => {
+    const template = await harness.accounts.addTemplate(account.serviceSid, 'Login code for Acme: {code}');
+    const to = freshUsNumber();
+    expect((await api.send({ To: to, TemplateSid: template.sid })).status).toBe(201);
+    const [message] = await waitForMessages(api, to);
+    expect(message!.body).toMatch(/^Login code for Acme: \d{6}$/);
+  });
+
+  it('ignores a TemplateSid of another provider format (HJ...) and uses the default', async () => {
+    const to = freshUsNumber();
+    const response = await api.send({ To: to, TemplateSid: 'HJ0123456789abcdef0123456789abcdef' });
+    expect(response.status).toBe(201);
+    const [message] = await waitForMessages(api, to);
+    expect(message!.body).toMatch(/^Your code is \d{6}\.$/);
+  });
+});
+
+describe('caller-supplied Code', () => {
+  it('is delivered exactly as given, at the same price, and never checked by the service', async () => {
+    const to = freshUsNumber();
+    const response = await api.send({ To: to, Code: 'Ab3dE9' });
+    expect(response.status).toBe(201);
+    expect(response.body.price).toBe('0.0500');
+    const [message] = await waitForMessages(api, to);
+    expect(message!.body).toBe('Your code is Ab3dE9.');
+    const check = await api.check({ VerificationSid: response.body.sid as string, Code: 'Ab3dE9' });
+    expect(check.status).toBe(409);
+    expect(check.body.code).toBe('client_code');
+  });
+});
+
+describe('per-number limits (spec 8)', () => {
+  it('refuses the fourth send within 5 minutes with 429 burst, counting refused sends too', async () => {
+    const to = freshUsNumber();
+    for (let i = 0; i < 3; i++) expect((await api.send({ To: to })).status).toBe(201);
+    harness.clock.advance(200_000);
+    const fourth = await api.send({ To: to });
+    expect(fourth.status).toBe(429);
+    expect(fourth.body.code).toBe('burst');
+    expect(fourth.headers.get('retry-after')).toBeNull();
+    // 301 s after the first three, only the refused fourth is in the window: two more fit, not three.
+    harness.clock.advance(101_000);
+    expect((await api.send({ To: to })).status).toBe(201);
+    expect((await api.send({ To: to })).status).toBe(201);
+    expect((await api.send({ To: to })).body.code).toBe('burst');
+  });
+
+  it('counts sends from every account', async () => {
+    const to = freshUsNumber();
+    const other = harness.client(await harness.createAccount());
+    expect((await api.send({ To: to })).status).toBe(201);
+    expect((await other.send({ To: to })).status).toBe(201);
+    expect((await other.send({ To: to })).status).toBe(201);
+    expect((await api.send({ To: to })).body.code).toBe('burst');
+  });
+
+  it('refuses the eleventh send within an hour with 429 rate_limited and no Retry-After', async () => {
+    const to = freshUsNumber();
+    for (const batch of [3, 3, 3, 1]) {
+      for (let i = 0; i < batch; i++) expect((await api.send({ To: to })).status).toBe(201);
+      harness.clock.advance(301_000);
+    }
+    const eleventh = await api.send({ To: to });
+    expect(eleventh.status).toBe(429);
+    expect(eleventh.body.code).toBe('rate_limited');
+    expect(eleventh.headers.get('retry-after')).toBeNull();
+    // An hour after the first sends, room again.
+    harness.clock.advance(3_600_000);
+    expect((await api.send({ To: to })).status).toBe(201);
+  });
+});
+
+describe('Idempotency-Key (spec 4.1 rule 3)', () => {
+  it('replays an accepted send: same verification, 201, nothing sent or charged, even for another To', async () => {
+    const key = `key-${Date.now()}-${Math.random()}`;
+    const to = freshUsNumber();
+    const first = await api.send({ To: to }, { headers: { 'idempotency-key': key } });
+    expect(first.status).toBe(201);
+    await waitForMessages(api, to);
+    const before = await balance();
+    const again = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': key } });
+    expect(again.status).toBe(201);
+    expect(again.body.sid).toBe(first.body.sid);
+    expect(again.body.to).toBe(to);
+    expect(await balance()).toBe(before);
+    expect(await charges()).toHaveLength(1);
+    expect(await api.messages(to)).toHaveLength(1);
+  });
+
+  it('does not remember a key from a refused send: after a 402 and a top-up the retry is accepted', async () => {
+    const poor = harness.client(await harness.createAccount({ balanceUsd: 0 }));
+    const key = `retry-${Math.random()}`;
+    const to = freshUsNumber();
+    expect((await poor.send({ To: to }, { headers: { 'idempotency-key': key } })).status).toBe(402);
+    await harness.accounts.topUp(poor.account.serviceSid, 500);
+    const retry = await poor.send({ To: to }, { headers: { 'idempotency-key': key } });
+    expect(retry.status).toBe(201);
+    expect(await balance(poor.account.serviceSid)).toBe(0);
+  });
+
+  it('keeps keys per service', async () => {
+    const other = harness.client(await harness.createAccount());
+    const key = `shared-${Math.random()}`;
+    const mine = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': key } });
+    const theirs = await other.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': key } });
+    expect(theirs.status).toBe(201);
+    expect(theirs.body.sid).not.toBe(mine.body.sid);
+  });
+
+  it('refuses a key longer than 191 characters with 400 invalid_parameter', async () => {
+    const response = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': 'k'.repeat(192) } });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('invalid_parameter');
+    const ok = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': 'k'.repeat(191) } });
+    expect(ok.status).toBe(201);
+  });
+});
+
+async function waitForMessages(client: ApiClient, to: string, count = 1) {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const messages = await client.messages(to);
+    if (messages.length >= count) return messages;
+    if (Date.now() > deadline) throw new Error(`No message to ${to}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function waitForCode(client: ApiClient, to: string, count: number): Promise<string> {
+  await waitForMessages(client, to, count);
+  return client.latestCode(to);
+}

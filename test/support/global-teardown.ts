@@ -1,0 +1,5 @@
+import type { DynamoLocal } from '../../local/dynamodb-local';
+
+export default async function globalTeardown(): Promise<void> {
+  await (globalThis as { __dynamoLocal?: DynamoLocal }).__dynamoLocal?.stop();
+}

@@ -1,0 +1,188 @@
+/**
+ * Integration-test harness: a fresh table in the run's DynamoDB Local, the local stack in-process on a free
+ * port, a demo account, and a small HTTP client. Tests talk HTTP to the same handlers that Lambda runs.
+ */
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { cryptoRandom } from '../../functions/adapters/crypto';
+import { jsonLogger } from '../../functions/adapters/logger';
+import { UNITS_PER_USD } from '../../functions/core/money';
+import { CHANNELS, type Channel } from '../../functions/core/routing';
+import { SETTING_ENV, type Settings } from '../../functions/core/settings';
+import type { ChannelBehaviour } from '../../local/carrier';
+import { startLocalStack, type LocalStack } from '../../local/stack';
+import { createTable } from '../../local/table';
+import { FakeClock } from './fake-clock';
+
+export interface Account {
+  serviceSid: string;
+  apiKey: string;
+}
+
+export interface Harness {
+  stack: LocalStack;
+  clock: FakeClock;
+  accounts: AccountStore;
+  tableName: string;
+  masterKey: string;
+  /** Every log line the stack wrote. */
+  logs: string[];
+  createAccount(options?: Partial<{ balanceUsd: number; channels: Channel[]; defaultTemplate: string | null }>): Promise<Account>;
+  client(account: Account): ApiClient;
+  /** Every item in the table, unmarshalled. */
+  scanTable(): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  settings?: Partial<Settings>;
+  carrierDefault?: ChannelBehaviour;
+}
+
+export function dynamoEndpoint(): string {
+  const endpoint = process.env.DYNAMODB_ENDPOINT;
+  if (!endpoint) throw new Error('DYNAMODB_ENDPOINT is not set: run the tests through jest (global setup starts DynamoDB Local)');
+  return endpoint;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const endpoint = dynamoEndpoint();
+  const tableName = `otp-test-${randomBytes(6).toString('hex')}`;
+  const raw = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  await createTable(raw, tableName);
+  const documents = createDocumentClient({ endpoint });
+  const accounts = new AccountStore(documents, tableName, cryptoRandom);
+  const clock = new FakeClock();
+  const logs: string[] = [];
+  const masterKey = randomBytes(32).toString('base64url');
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.settings ?? {})) {
+    env[SETTING_ENV[name as keyof Settings]] = String(value);
+  }
+  const stack = await startLocalStack({
+    dynamoEndpoint: endpoint,
+    tableName,
+    masterKey,
+    env,
+    logger: jsonLogger((line) => logs.push(line)),
+    override: { clock },
+    ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
+  });
+
+  return {
+    stack,
+    clock,
+    accounts,
+    tableName,
+    masterKey,
+    logs,
+    async createAccount(account = {}) {
+      const service = await accounts.createService({
+        name: 'Test',
+        balance: Math.round((account.balanceUsd ?? 100) * UNITS_PER_USD),
+        channels: account.channels ?? [...CHANNELS],
+        ...(account.defaultTemplate !== null && {
+          defaultTemplateBody: account.defaultTemplate ?? 'Your code is {code}.',
+        }),
+      });
+      const { apiKey } = await accounts.issueApiKey(service.sid);
+      return { serviceSid: service.sid, apiKey };
+    },
+    client: (account) => new ApiClient(stack.url, account),
+    async scanTable() {
+      const items: Record<string, unknown>[] = [];
+      let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
+      do {
+        const page = await raw.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start, ConsistentRead: true }));
+        items.push(...(page.Items ?? []).map((item) => unmarshall(item)));
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return items;
+    },
+    async close() {
+      await stack.close();
+      raw.destroy();
+      documents.destroy();
+    },
+  };
+}
+
+export interface ApiResponse<T = Record<string, unknown>> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export type Params = Record<string, string | undefined>;
+
+/** Calls the API as a customer's backend would. Form-encoded by default; `{ json: true }` sends JSON. */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly account: Account,
+  ) {}
+
+  send(params: Params, options: RequestOptions = {}): Promise<ApiResponse> {
+    return this.post(`/v2/Services/${options.serviceSid ?? this.account.serviceSid}/Verifications`, params, options);
+  }
+
+  check(params: Params, options: RequestOptions = {}): Promise<ApiResponse> {
+    return this.post(`/v2/Services/${options.serviceSid ?? this.account.serviceSid}/VerificationCheck`, params, options);
+  }
+
+  fetch(sid: string, options: RequestOptions = {}): Promise<ApiResponse> {
+    return this.request('GET', `/v2/Services/${options.serviceSid ?? this.account.serviceSid}/Verifications/${sid}`, undefined, options);
+  }
+
+  post(path: string, params: Params, options: RequestOptions = {}): Promise<ApiResponse> {
+    const defined = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined)) as Record<string, string>;
+    const body = options.json ? JSON.stringify(defined) : new URLSearchParams(defined).toString();
+    const contentType = options.json ? 'application/json' : 'application/x-www-form-urlencoded';
+    return this.request('POST', path, body, { ...options, headers: { 'content-type': contentType, ...options.headers } });
+  }
+
+  async request(method: string, path: string, body: string | undefined, options: RequestOptions = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.apiKey !== null) headers['x-api-key'] = options.apiKey ?? this.account.apiKey;
+    const response = await fetch(`${this.baseUrl}${path}`, { method, headers, ...(body !== undefined && { body }) });
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, headers: response.headers };
+  }
+
+  /** Messages the simulated carrier carried to a number, newest first. */
+  async messages(to: string): Promise<{ channel: string; body: string; outcome: string }[]> {
+    const response = await fetch(`${this.baseUrl}/_local/messages?to=${encodeURIComponent(to)}`);
+    return (await response.json()) as { channel: string; body: string; outcome: string }[];
+  }
+
+  /** The code in the newest message to a number. */
+  async latestCode(to: string): Promise<string> {
+    const [latest] = await this.messages(to);
+    const code = latest && /(\d{6})/.exec(latest.body)?.[1];
+    if (!code) throw new Error(`No code delivered to ${to}`);
+    return code;
+  }
+}
+
+export interface RequestOptions {
+  json?: boolean;
+  headers?: Record<string, string>;
+  /** Another key; `null` sends none. */
+  apiKey?: string | null;
+  /** Another service's path. */
+  serviceSid?: string;
+}
+
+/** Polls until `probe` returns a value, for at most `timeoutMs` (bounded: never an endless loop). */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
