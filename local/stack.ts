@@ -8,10 +8,32 @@ import { buildApi, buildReceiptHandler } from '../functions/http/api';
 import { buildDeps, type Deps } from '../functions/runtime';
 import { deriveKey } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { dirname, join } from 'node:path';
 import { SimulatedCarrier, carrierRuleSchema, type ChannelBehaviour } from './carrier';
 import { startHttpServer, type LocalRoute, type Route } from './server';
 import { LocalWorkflow } from './workflow';
+
+/** Where a running `npm start` says how to reach it (read by `npm run admin`). */
+export const LOCAL_STACK_STATE_FILE = join(__dirname, '..', '.cache', 'local-stack.json');
+
+export interface LocalStackState {
+  baseUrl: string;
+  dynamoEndpoint: string;
+  tableName: string;
+}
+
+export function writeLocalStackState(state: LocalStackState): void {
+  mkdirSync(dirname(LOCAL_STACK_STATE_FILE), { recursive: true });
+  writeFileSync(LOCAL_STACK_STATE_FILE, JSON.stringify(state));
+}
+
+/** The running local stack, or undefined when `npm start` is not running. */
+export function readLocalStackState(): LocalStackState | undefined {
+  if (!existsSync(LOCAL_STACK_STATE_FILE)) return undefined;
+  return JSON.parse(readFileSync(LOCAL_STACK_STATE_FILE, 'utf8')) as LocalStackState;
+}
 
 export interface LocalStackOptions {
   dynamoEndpoint: string;

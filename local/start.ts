@@ -7,7 +7,7 @@
  *   npm start -- --persist DIR     keep data (and the demo account) in DIR between runs
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,7 +16,7 @@ import { AccountStore } from '../functions/adapters/dynamodb/accounts';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { startDynamoLocal } from './dynamodb-local';
 import { seedDemoAccount, type DemoAccount } from './seed';
-import { startLocalStack } from './stack';
+import { LOCAL_STACK_STATE_FILE, startLocalStack, writeLocalStackState } from './stack';
 import { createTable } from './table';
 
 export const LOCAL_TABLE_NAME = 'otp-local';
@@ -57,6 +57,9 @@ async function main(): Promise<void> {
     logger: { log: (level, msg, fields) => process.stderr.write(`${JSON.stringify({ level, msg, ...fields })}\n`) },
   });
   stopAll.push(() => stack.close());
+  // `npm run admin` finds the running local stack through this file.
+  writeLocalStackState({ baseUrl: stack.url, dynamoEndpoint: dynamo.endpoint, tableName: LOCAL_TABLE_NAME });
+  stopAll.push(async () => rmSync(LOCAL_STACK_STATE_FILE, { force: true }));
 
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ baseUrl: stack.url, serviceSid: account.serviceSid, apiKey: account.apiKey })}\n`);

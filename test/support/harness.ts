@@ -59,7 +59,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logs: string[] = [];
   const masterKey = randomBytes(32).toString('base64url');
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.settings ?? {})) {
+  // Short receipt waits keep the suite fast; delivery tests set their own.
+  const settings: Partial<Settings> = { channelWaitSeconds: 1, ...options.settings };
+  for (const [name, value] of Object.entries(settings)) {
     env[SETTING_ENV[name as keyof Settings]] = String(value);
   }
   const stack = await startLocalStack({
