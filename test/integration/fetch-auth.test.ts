@@ -1,0 +1,129 @@
+/** Spec 4.3 (fetch), part 5 (authentication), the per-key limit of part 8, and the body conventions of part 1. */
+import { startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+
+let harness: Harness;
+let account: Account;
+let api: ApiClient;
+
+beforeAll(async () => {
+  harness = await startHarness({ settings: { keyRequestsPerMinute: 1000 } });
+  account = await harness.createAccount();
+  api = harness.client(account);
+});
+afterAll(() => harness.close());
+
+describe('fetch', () => {
+  it('returns the verification in any state, free: no attempt used', async () => {
+    const sent = await api.send({ To: '+14155550140' });
+    const sid = sent.body.sid as string;
+    const fetched = await api.fetch(sid);
+    expect(fetched.status).toBe(200);
+    expect(fetched.body).toMatchObject({ sid, to: '+14155550140', status: 'PENDING', attempts_remaining: 5 });
+    expect(Object.keys(fetched.body).sort()).toEqual(Object.keys(sent.body).sort());
+    expect((await api.fetch(sid)).body.attempts_remaining).toBe(5);
+  });
+
+  it('404 not_found for an unknown SID or one of another service', async () => {
+    const other = harness.client(await harness.createAccount());
+    const mine = (await api.send({ To: '+14155550141' })).body.sid as string;
+    for (const [client, sid] of [
+      [api, 'VE0123456789abcdef0123456789abcdef'],
+      [api, 'VE..%2F..%2FSERVICE'],
+      [other, mine],
+    ] as const) {
+      const response = await client.fetch(sid);
+      expect(response.status).toBe(404);
+      expect(response.body.code).toBe('not_found');
+    }
+  });
+});
+
+describe('authentication', () => {
+  it('401 unauthorized without a key or with an unknown key, revealing nothing', async () => {
+    for (const apiKey of [null, 'otpk_not-a-real-key', '']) {
+      const response = await api.send({ To: '+14155550142' }, { apiKey });
+      expect(response.status).toBe(401);
+      expect(response.body).toEqual({ code: 'unauthorized', message: expect.any(String) });
+    }
+  });
+
+  it('403 forbidden for a key used on another service path, whether that service exists or not', async () => {
+    const other = await harness.createAccount();
+    for (const serviceSid of [other.serviceSid, 'VA00000000000000000000000000000000']) {
+      const response = await api.send({ To: '+14155550143' }, { serviceSid });
+      expect(response.status).toBe(403);
+      expect(response.body.code).toBe('forbidden');
+    }
+    expect(await harness.accounts.listCharges(other.serviceSid)).toEqual([]);
+  });
+
+  it('a revoked key stops working (after the short key cache)', async () => {
+    const fresh = await harness.createAccount();
+    const client = harness.client(fresh);
+    expect((await client.fetch('VE0123456789abcdef0123456789abcdef')).status).toBe(404);
+    const [key] = await harness.accounts.listApiKeys(fresh.serviceSid);
+    await harness.accounts.revokeApiKey(fresh.serviceSid, key!.keyId);
+    harness.clock.advance(61_000);
+    const response = await client.fetch('VE0123456789abcdef0123456789abcdef');
+    expect(response.status).toBe(401);
+    harness.clock.set(new Date());
+  });
+});
+
+describe('request bodies', () => {
+  const balance = async () => (await harness.accounts.getService(account.serviceSid))!.balance;
+
+  it.each([
+    ['malformed JSON', '{"To": "+14155550150"', 'application/json'],
+    ['a JSON array', '["+14155550150"]', 'application/json'],
+    ['To of the wrong type', '{"To": 14155550150}', 'application/json'],
+    ['Code of the wrong type', '{"To": "+14155550150", "Code": 123456}', 'application/json'],
+    ['JSON without the JSON content type', '{"To": "+14155550150"}', 'application/x-www-form-urlencoded'],
+    ['an unsupported content type', 'To=%2B14155550150', 'text/plain'],
+    ['an oversized body', `To=%2B14155550150&Pad=${'x'.repeat(20_000)}`, 'application/x-www-form-urlencoded'],
+  ])('400 invalid_parameter for %s, never a 500 or a charge', async (_, body, contentType) => {
+    const before = await balance();
+    const response = await api.request('POST', `/v2/Services/${account.serviceSid}/Verifications`, body, {
+      headers: { 'content-type': contentType },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('invalid_parameter');
+    expect(await balance()).toBe(before);
+  });
+
+  it('reads the first value of a repeated form field', async () => {
+    const response = await api.request(
+      'POST',
+      `/v2/Services/${account.serviceSid}/Verifications`,
+      'To=%2B14155550151&To=%2B14155550152',
+      { headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+    );
+    expect(response.status).toBe(201);
+    expect(response.body.to).toBe('+14155550151');
+  });
+});
+
+describe('per-key request limit', () => {
+  it('429 rate_limited with an honest Retry-After: waiting that long succeeds', async () => {
+    const limited = await startHarness({ settings: { keyRequestsPerMinute: 5 } });
+    try {
+      const client = limited.client(await limited.createAccount());
+      // Start at a known point in a minute window.
+      limited.clock.set(new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 15_000));
+      const sid = 'VE0123456789abcdef0123456789abcdef';
+      for (let i = 0; i < 5; i++) expect((await client.fetch(sid)).status).toBe(404);
+      const refused = await client.fetch(sid);
+      expect(refused.status).toBe(429);
+      expect(refused.body.code).toBe('rate_limited');
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      expect(retryAfter).toBe(45);
+      // One second short of it: still refused. Exactly Retry-After later: served.
+      limited.clock.advance((retryAfter - 1) * 1000);
+      expect((await client.fetch(sid)).status).toBe(429);
+      limited.clock.advance(1000);
+      expect((await client.fetch(sid)).status).toBe(404);
+    } finally {
+      await limited.close();
+    }
+  });
+});
