@@ -1,0 +1,210 @@
+/**
+ * Delivery (spec 3 `delivery_status`, DESIGN "Delivery"): the ASL file under aws-local-stepfunctions, the
+ * same task functions as on AWS, the simulated carrier posting signed receipts to the real callback route.
+ */
+import { validateDefinition } from '../support/asl';
+import { deriveKey } from '../../functions/adapters/crypto';
+import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
+import { deliverOverChannel } from '../../functions/core/delivery';
+import { startHarness, eventually, type Account, type ApiClient, type Harness } from '../support/harness';
+
+const WAIT_SECONDS = 1;
+let harness: Harness;
+let account: Account;
+let api: ApiClient;
+let counter = 0;
+/** UK mobiles reach all five channels: sna, viber, whatsapp, rcs, sms (cheapest first). */
+const freshMobile = () => `+447400${String(1_100_000 + ++counter).slice(1)}`;
+
+beforeAll(async () => {
+  harness = await startHarness({ settings: { channelWaitSeconds: WAIT_SECONDS } });
+  account = await harness.createAccount();
+  api = harness.client(account);
+});
+afterAll(() => harness.close());
+afterEach(() => harness.stack.carrier.clearRules());
+
+/** Polls fetch as spec 4.3 says a caller would, until delivery ends (DELIVERED or FAILED) or `status` holds. */
+async function pollUntil(sid: string, done: (body: Record<string, unknown>) => boolean, timeoutMs = 15_000) {
+  return eventually(async () => {
+    const response = await api.fetch(sid);
+    return done(response.body) ? response.body : undefined;
+  }, timeoutMs, 100);
+}
+
+const ended = (body: Record<string, unknown>) => ['DELIVERED', 'FAILED', 'SENT'].includes(body.delivery_status as string);
+const itemOf = async (sid: string) => (await harness.scanTable()).find((item) => item.sid === sid)!;
+const messagesTo = (to: string) => harness.stack.carrier.messagesTo(to).reverse();
+
+it('the state machine file is valid ASL', () => {
+  expect(validateDefinition()).toEqual({ isValid: true, errors: [] });
+});
+
+it('first channel delivers: DELIVERED over the cheapest channel, one message', async () => {
+  const to = freshMobile();
+  const sent = await api.send({ To: to });
+  expect(sent.body).toMatchObject({ channel: 'sna', delivery_status: 'PENDING' });
+  const final = await pollUntil(sent.body.sid as string, (body) => body.delivery_status === 'DELIVERED');
+  expect(final.channel).toBe('sna');
+  expect(messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
+  await harness.stack.workflow.idle();
+  expect((await itemOf(sent.body.sid as string)).sealed_code).toBeUndefined();
+});
+
+it('silent then deliver: switches after the wait, and `channel` becomes the delivering one', async () => {
+  const to = freshMobile();
+  harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: { deliver: 100 } } });
+  const sent = await api.send({ To: to });
+  const sid = sent.body.sid as string;
+  const during = await api.fetch(sid);
+  expect(during.body).toMatchObject({ delivery_status: 'PENDING', channel: 'sna' });
+  const final = await pollUntil(sid, (body) => body.delivery_status === 'DELIVERED');
+  expect(final.channel).toBe('viber');
+  const [sna, viber] = messagesTo(to);
+  expect([sna?.channel, viber?.channel]).toEqual(['sna', 'viber']);
+  expect(Date.parse(viber!.time) - Date.parse(sna!.time)).toBeGreaterThanOrEqual(WAIT_SECONDS * 1000);
+});
+
+it('reject, reject, deliver: no wait between rejections', async () => {
+  const to = freshMobile();
+  harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'reject', viber: 'reject', whatsapp: { deliver: 50 } } });
+  const sent = await api.send({ To: to });
+  const final = await pollUntil(sent.body.sid as string, (body) => body.delivery_status === 'DELIVERED');
+  expect(final.channel).toBe('whatsapp');
+  const messages = messagesTo(to);
+  expect(messages.map((message) => [message.channel, message.outcome])).toEqual([
+    ['sna', 'rejected'],
+    ['viber', 'rejected'],
+    ['whatsapp', 'delivered'],
+  ]);
+  expect(Date.parse(messages[2]!.time) - Date.parse(messages[0]!.time)).toBeLessThan(WAIT_SECONDS * 1000);
+});
+
+it('all silent: SENT after the last wait, then a late receipt makes it DELIVERED over its channel', async () => {
+  const twoChannels = harness.client(await harness.createAccount({ channels: ['sms', 'whatsapp'] }));
+  const to = freshMobile();
+  harness.stack.carrier.setRule({ prefix: to, channels: { whatsapp: 'silent', sms: 'silent' } });
+  const sent = await twoChannels.send({ To: to });
+  const sid = sent.body.sid as string;
+  const final = await eventually(async () => {
+    const body = (await twoChannels.fetch(sid)).body;
+    return body.delivery_status === 'SENT' ? body : undefined;
+  }, 15_000, 100);
+  expect(final.channel).toBe('whatsapp');
+  expect(messagesTo(to).map((message) => message.channel)).toEqual(['whatsapp', 'sms']);
+  await harness.stack.workflow.idle();
+  expect((await itemOf(sid)).sealed_code).toBeUndefined();
+
+  // The first channel's receipt arrives late: DELIVERED, over whatsapp, even though sms was tried last.
+  const whatsapp = messagesTo(to)[0]!;
+  const receipt = await postReceipt({ reference: whatsapp.reference, messageId: whatsapp.messageId!, status: 'delivered' });
+  expect(receipt.status).toBe(200);
+  expect((await twoChannels.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'whatsapp' });
+  // A duplicate of it changes nothing.
+  expect((await postReceipt({ reference: whatsapp.reference, messageId: whatsapp.messageId!, status: 'delivered' })).status).toBe(200);
+  expect((await twoChannels.fetch(sid)).body.delivery_status).toBe('DELIVERED');
+});
+
+it('all reject: FAILED, and the number is refused with `unreachable` for every service', async () => {
+  const to = freshMobile();
+  harness.stack.carrier.setRule({
+    prefix: to,
+    channels: { sna: 'reject', viber: 'reject', whatsapp: 'reject', rcs: 'reject', sms: 'reject' },
+  });
+  const sent = await api.send({ To: to });
+  const final = await pollUntil(sent.body.sid as string, ended);
+  expect(final.delivery_status).toBe('FAILED');
+  await harness.stack.workflow.idle();
+  for (const client of [api, harness.client(await harness.createAccount())]) {
+    const again = await client.send({ To: to });
+    expect(again.status).toBe(400);
+    expect(again.body.code).toBe('unreachable');
+  }
+  // 30 days later (OTP_UNREACHABLE_DAYS), the number is tried again.
+  harness.clock.advance(30 * 86_400_000 + 1000);
+  harness.stack.carrier.clearRules();
+  expect((await api.send({ To: to })).status).toBe(201);
+  harness.clock.set(new Date());
+});
+
+describe('receipts', () => {
+  it('a forged, replayed or foreign receipt changes nothing', async () => {
+    const to = freshMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: 'silent', whatsapp: 'silent', rcs: 'silent', sms: 'silent' } });
+    const sent = await api.send({ To: to });
+    const sid = sent.body.sid as string;
+    const sna = await eventually(async () => messagesTo(to)[0]);
+    const genuine = { reference: sna.reference, messageId: sna.messageId!, status: 'delivered' as const };
+    const secret = deriveKey(harness.masterKey, 'receipt:carrier');
+
+    const forged = await postRaw(JSON.stringify(genuine), signPayload(Buffer.alloc(32, 7), JSON.stringify(genuine), new Date()));
+    const unsigned = await postRaw(JSON.stringify(genuine), undefined);
+    const stale = await postRaw(JSON.stringify(genuine), signPayload(secret, JSON.stringify(genuine), new Date(Date.now() - 301_000)));
+    const tampered = await postRaw(
+      JSON.stringify({ ...genuine, messageId: 'SMother' }),
+      signPayload(secret, JSON.stringify(genuine), new Date()),
+    );
+    expect([forged.status, unsigned.status, stale.status, tampered.status]).toEqual([401, 401, 401, 401]);
+    // Signed correctly but naming a message this verification never sent: acknowledged, ignored.
+    const foreign = await postReceipt({ ...genuine, messageId: 'SM0000' });
+    expect(foreign.status).toBe(200);
+    expect((await api.fetch(sid)).body.delivery_status).toBe('PENDING');
+
+    expect((await postReceipt(genuine)).status).toBe(200);
+    expect((await api.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+  });
+});
+
+it('a task run twice sends once and writes once', async () => {
+  const to = freshMobile();
+  harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: 'silent' } });
+  const sent = await api.send({ To: to });
+  const sid = sent.body.sid as string;
+  await eventually(async () => messagesTo(to)[0]);
+  // While the workflow waits on sna, run the sna task again, and the viber task twice at once, as
+  // at-least-once execution may.
+  const input = (channelIndex: number) => ({ sid, channelIndex, waitSeconds: WAIT_SECONDS });
+  const deps = harness.stack.deps;
+  const [again, viber1, viber2] = await Promise.all([
+    deliverOverChannel(deps, input(0)),
+    deliverOverChannel(deps, input(1)),
+    deliverOverChannel(deps, input(1)),
+  ]);
+  expect([again.next, viber1.next, viber2.next]).toEqual(['wait', 'wait', 'wait']);
+  const item = await itemOf(sid);
+  const deliveries = item.deliveries as Record<string, { messageId: string }>;
+  expect(Object.keys(deliveries).sort()).toEqual(['0', '1']);
+  // When the workflow reaches viber itself, it finds it done and sends nothing more.
+  await pollUntil(sid, (body) => body.delivery_status === 'PENDING' && messagesTo(to).length >= 2, 5000);
+  await new Promise((resolve) => setTimeout(resolve, (WAIT_SECONDS + 0.5) * 1000));
+  const carried = messagesTo(to);
+  expect(carried.filter((message) => message.channel === 'sna')).toHaveLength(1);
+  expect(carried.filter((message) => message.channel === 'viber')).toHaveLength(1);
+  expect(carried.find((message) => message.channel === 'viber')!.messageId).toBe(deliveries['1']!.messageId);
+});
+
+it('keeps the code out of the workflow input and history', async () => {
+  const to = freshMobile();
+  await api.send({ To: to });
+  await pollUntil((await api.send({ To: freshMobile() })).body.sid as string, ended);
+  await harness.stack.workflow.idle();
+  const code = await api.latestCode(to);
+  for (const entry of harness.stack.workflow.taskLog) {
+    // A task's input is the previous task's output: a SID, a channel index, the wait and the routing word.
+    for (const key of Object.keys(entry.input)) expect(['sid', 'channelIndex', 'waitSeconds', 'next']).toContain(key);
+    expect(JSON.stringify(entry)).not.toContain(code);
+  }
+});
+
+async function postReceipt(receipt: { reference: string; messageId: string; status: 'delivered' | 'failed' }) {
+  const body = JSON.stringify(receipt);
+  return postRaw(body, signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()));
+}
+
+async function postRaw(body: string, signature: string | undefined) {
+  return fetch(`${harness.stack.url}/v2/Callbacks/carrier`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(signature && { [SIGNATURE_HEADER]: signature }) },
+    body,
+  });
+}
