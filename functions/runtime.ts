@@ -38,7 +38,11 @@ export async function loadMasterKey(env: Env): Promise<string> {
 export type Deps = ApiDeps & DeliveryDeps;
 
 /** Builds every dependency from an environment and a master key; shared with the local stack. */
-export function buildDeps(env: Env, masterKey: string, logger: Logger = jsonLogger()): Omit<Deps, 'workflow'> {
+export function buildDeps(
+  env: Env,
+  masterKey: string,
+  logger: Logger = jsonLogger(),
+): Omit<Deps, 'workflow'> {
   const store = new DynamoStore(
     createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
     required(env, 'TABLE_NAME'),
@@ -76,6 +80,10 @@ function lambdaDeps(): Promise<Deps> {
           },
     };
   });
+  // A failed cold start (say, Secrets Manager briefly unreachable) must not poison the container.
+  deps.catch(() => {
+    deps = undefined;
+  });
   return deps;
 }
 
@@ -94,7 +102,10 @@ export function taskEntry(task: (deps: Deps, input: DeliveryTaskInput) => Promis
     const resolved = await lambdaDeps();
     const output = await task(resolved, input);
     if (output.next === 'end') {
-      resolved.logger.log('info', 'delivery.ended', { sid: output.sid, deliveryStatus: output.deliveryStatus });
+      resolved.logger.log('info', 'delivery.ended', {
+        sid: output.sid,
+        deliveryStatus: output.deliveryStatus,
+      });
     }
     return output;
   };

@@ -2,7 +2,6 @@
 import { UNITS_PER_USD } from '../../functions/core/money';
 import { startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 
-const US = '+14155550100'; // valid US number (fixed line or mobile): whatsapp, rcs, sms
 const GB_MOBILE = '+447400123456'; // UK mobile: sna is the cheapest channel
 const GB_LANDLINE = '+442079460000'; // UK fixed line: no channel reaches it
 const CUBA = '+5352123456'; // served, but no list price
@@ -21,7 +20,8 @@ beforeEach(async () => {
   api = harness.client(account);
 });
 
-const balance = async (serviceSid = account.serviceSid) => (await harness.accounts.getService(serviceSid))!.balance;
+const balance = async (serviceSid = account.serviceSid) =>
+  (await harness.accounts.getService(serviceSid))!.balance;
 const charges = (serviceSid = account.serviceSid) => harness.accounts.listCharges(serviceSid);
 /** A number nobody else in this file sends to, so the per-number limits of one test do not touch another. */
 let counter = 0;
@@ -34,7 +34,18 @@ describe('accepted send', () => {
     expect(response.status).toBe(201);
     const body = response.body;
     expect(Object.keys(body).sort()).toEqual(
-      ['attempts_remaining', 'channel', 'date_created', 'delivery_status', 'expires_at', 'price', 'price_unit', 'sid', 'status', 'to'].sort(),
+      [
+        'attempts_remaining',
+        'channel',
+        'date_created',
+        'delivery_status',
+        'expires_at',
+        'price',
+        'price_unit',
+        'sid',
+        'status',
+        'to',
+      ].sort(),
     );
     expect(body).toMatchObject({
       to,
@@ -58,7 +69,9 @@ describe('accepted send', () => {
     expect([first.status, second.status]).toEqual([201, 201]);
     expect(await balance()).toBe(before - 2 * 500);
     const lines = await charges();
-    expect(lines.map((line) => line.verificationSid).sort()).toEqual([first.body.sid, second.body.sid].sort());
+    expect(lines.map((line) => line.verificationSid).sort()).toEqual(
+      [first.body.sid, second.body.sid].sort(),
+    );
     expect(lines.every((line) => line.amount === 500)).toBe(true);
   });
 
@@ -119,11 +132,14 @@ describe('refused sends are never charged', () => {
     expect(response.body.code).toBe('invalid_parameter');
   });
 
-  it.each([['abc'], ['12345678901'], ['12 34'], ['12-34'], ['١٢٣٤٥٦'], ['']])('400 invalid_code for Code %j', async (code) => {
-    const response = await api.send({ To: freshUsNumber(), Code: code });
-    expect(response.status).toBe(400);
-    expect(response.body.code).toBe('invalid_code');
-  });
+  it.each([['abc'], ['12345678901'], ['12 34'], ['12-34'], ['١٢٣٤٥٦'], ['']])(
+    '400 invalid_code for Code %j',
+    async (code) => {
+      const response = await api.send({ To: freshUsNumber(), Code: code });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('invalid_code');
+    },
+  );
 
   it.each([
     ['not a number', 'hello'],
@@ -171,7 +187,10 @@ describe('refused sends are never charged', () => {
   });
 
   it('403 blocked_by_policy for a blocked country or number prefix', async () => {
-    await harness.accounts.setRules(account.serviceSid, { blockedCountries: ['GB'], blockedPrefixes: ['+1415555'] });
+    await harness.accounts.setRules(account.serviceSid, {
+      blockedCountries: ['GB'],
+      blockedPrefixes: ['+1415555'],
+    });
     for (const to of [GB_MOBILE, freshUsNumber()]) {
       const response = await api.send({ To: to });
       expect(response.status).toBe(403);
@@ -198,7 +217,10 @@ describe('refused sends are never charged', () => {
 
 describe('delivery rules', () => {
   it('block only what they name', async () => {
-    await harness.accounts.setRules(account.serviceSid, { blockedCountries: ['GB'], blockedPrefixes: ['+1415555'] });
+    await harness.accounts.setRules(account.serviceSid, {
+      blockedCountries: ['GB'],
+      blockedPrefixes: ['+1415555'],
+    });
     expect((await api.send({ To: '+16505550100' })).status).toBe(201);
   });
 });
@@ -314,7 +336,10 @@ describe('Idempotency-Key (spec 4.1 rule 3)', () => {
   });
 
   it('refuses a key longer than 191 characters with 400 invalid_parameter', async () => {
-    const response = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': 'k'.repeat(192) } });
+    const response = await api.send(
+      { To: freshUsNumber() },
+      { headers: { 'idempotency-key': 'k'.repeat(192) } },
+    );
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('invalid_parameter');
     const ok = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': 'k'.repeat(191) } });
