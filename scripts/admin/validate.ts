@@ -1,0 +1,129 @@
+/**
+ * Parsers for the admin command's arguments. Each returns the value the account store wants or throws a
+ * `UsageError` that says what was expected, so a typo never reaches the table.
+ */
+import { isSupportedCountry } from 'libphonenumber-js/max';
+import { formatUnits, parseUsd } from '../../functions/core/money';
+import { CHANNELS, ROUTES, isChannel, type Channel } from '../../functions/core/routing';
+
+/** The command line is wrong: exit code 2, and the usage of the command is worth showing. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** A well-formed command that cannot be carried out (no such service, key, template): exit code 1. */
+export class AdminError extends Error {
+  override readonly name = 'AdminError';
+}
+
+const SERVICE_SID = /^VA[0-9a-f]{32}$/;
+const TEMPLATE_SID = /^HX[0-9a-f]{32}$/;
+/** Key ids are the first hex characters of the key's SHA-256; 8 is the shortest the store accepts. */
+const KEY_ID = /^[0-9a-f]{8,64}$/;
+/** E.164 country codes never start with 0, and a number has at most 15 digits. */
+const E164_PREFIX = /^\+[1-9]\d{0,14}$/;
+const LOCALE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+
+export const MAX_NAME_LENGTH = 100;
+/** Long enough for any real OTP message; a guard against pasting a file by mistake. */
+export const MAX_TEMPLATE_LENGTH = 1000;
+
+export function serviceSid(text: string): string {
+  if (!SERVICE_SID.test(text)) {
+    throw new UsageError(
+      `"${text}" is not a Service SID: expected VA followed by 32 lowercase hex characters`,
+    );
+  }
+  return text;
+}
+
+export function templateSid(text: string): string {
+  if (!TEMPLATE_SID.test(text)) {
+    throw new UsageError(
+      `"${text}" is not a template SID: expected HX followed by 32 lowercase hex characters`,
+    );
+  }
+  return text;
+}
+
+export function keyId(text: string): string {
+  if (!KEY_ID.test(text)) {
+    throw new UsageError(`"${text}" is not a key id: expected the hex id shown by \`key list\``);
+  }
+  return text;
+}
+
+/** A USD amount with at most four decimals, in units of 0.0001 USD. */
+export function usd(text: string, what: string, { allowZero = true } = {}): number {
+  const units = parseUsd(text);
+  if (units === undefined) {
+    throw new UsageError(
+      `${what} "${text}" is not a USD amount: expected e.g. 25 or 0.0600 (at most 4 decimals)`,
+    );
+  }
+  if (!allowZero && units === 0) throw new UsageError(`${what} must be more than ${formatUnits(0)} USD`);
+  return units;
+}
+
+/** ISO 3166-1 alpha-2, any case in, upper case out. */
+export function country(text: string): string {
+  const code = text.toUpperCase();
+  if (!/^[A-Z]{2}$/.test(code) || !isSupportedCountry(code)) {
+    throw new UsageError(`"${text}" is not an ISO 3166-1 alpha-2 country code (e.g. GB, US, CU)`);
+  }
+  return code;
+}
+
+/** A country the service routes to: prices only mean something there. */
+export function servedCountry(text: string): string {
+  const code = country(text);
+  if (!ROUTES[code]) {
+    throw new UsageError(`${code} is not a served country; served: ${Object.keys(ROUTES).join(', ')}`);
+  }
+  return code;
+}
+
+export function prefix(text: string): string {
+  if (!E164_PREFIX.test(text)) {
+    throw new UsageError(`"${text}" is not an E.164 prefix: expected + and 1 to 15 digits, e.g. +4470`);
+  }
+  return text;
+}
+
+/** Comma-separated channel names; order does not matter (routing tries the cheapest first). */
+export function channels(text: string): Channel[] {
+  const names = text
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
+  if (names.length === 0) throw new UsageError(`Give at least one channel: ${CHANNELS.join(', ')}`);
+  const unknown = names.filter((name) => !isChannel(name));
+  if (unknown.length > 0) {
+    throw new UsageError(`Unknown channel ${unknown.join(', ')}; channels are ${CHANNELS.join(', ')}`);
+  }
+  // Canonical order, no duplicates.
+  return CHANNELS.filter((channel) => names.includes(channel));
+}
+
+export function serviceName(text: string): string {
+  const name = text.trim();
+  if (name === '' || name.length > MAX_NAME_LENGTH) {
+    throw new UsageError(`A service name has 1 to ${MAX_NAME_LENGTH} characters`);
+  }
+  return name;
+}
+
+export function templateBody(text: string): string {
+  if (!text.includes('{code}')) {
+    throw new UsageError('A template needs the {code} placeholder, e.g. "Your Acme code is {code}"');
+  }
+  if (text.length > MAX_TEMPLATE_LENGTH) {
+    throw new UsageError(`A template has at most ${MAX_TEMPLATE_LENGTH} characters`);
+  }
+  return text;
+}
+
+export function locale(text: string): string {
+  if (!LOCALE.test(text)) throw new UsageError(`"${text}" is not a locale, e.g. en or pt-BR`);
+  return text;
+}

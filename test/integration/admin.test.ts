@@ -1,0 +1,495 @@
+/**
+ * `npm run admin`: each command changes what the API does, checked over HTTP against the same table.
+ * The command runs in-process through `runAdmin` against DynamoDB Local with `--endpoint/--table`.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { runAdmin, type AdminOptions } from '../../scripts/admin/cli';
+import {
+  dynamoEndpoint,
+  eventually,
+  startHarness,
+  type Account,
+  type ApiClient,
+  type Harness,
+} from '../support/harness';
+
+const GB_MOBILE = '+447400123456';
+const CUBA = '+5352123456'; // served, but no list price
+
+let harness: Harness;
+let target: string[];
+
+beforeAll(async () => {
+  harness = await startHarness();
+  target = ['--endpoint', dynamoEndpoint(), '--table', harness.tableName];
+});
+afterAll(() => harness.close());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command against the test table, as `npm run admin -- ...args --endpoint ... --table ...` would. */
+async function admin(args: string[], options: AdminOptions & { withTarget?: boolean } = {}): Promise<Run> {
+  const { withTarget = true, ...adminOptions } = options;
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const code = await runAdmin(
+    [...args, ...(withTarget ? target : [])],
+    { out: (text) => stdout.push(text), err: (text) => stderr.push(text) },
+    { readLocalStack: () => undefined, ...adminOptions },
+  );
+  return { code, stdout: stdout.join('\n'), stderr: stderr.join('\n') };
+}
+
+/** Runs a command with `--json`, expects success and returns the parsed output. */
+async function adminJson<T = Record<string, unknown>>(args: string[]): Promise<T> {
+  const run = await admin([...args, '--json']);
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout) as T;
+}
+
+interface Created {
+  serviceSid: string;
+  apiKey: string;
+  keyId: string;
+  balance: string;
+  channels: string[];
+  defaultTemplate: { sid: string; body: string } | null;
+}
+
+async function createService(extra: string[] = []): Promise<Created & Account> {
+  return adminJson<Created>(['service', 'create', '--name', 'Acme', '--balance', '25', ...extra]);
+}
+
+/** The text of the first message delivered to a number; delivery runs after the 201, so wait for it. */
+const deliveredBody = (api: ApiClient, to: string): Promise<string> =>
+  eventually(async () => (await api.messages(to))[0]?.body);
+
+/** A number no other test in this file sends to, so the per-number limits of one test do not touch another. */
+let counter = 0;
+const freshUsNumber = () => `+1415555${String(2000 + ++counter).padStart(4, '0')}`;
+
+describe('service create', () => {
+  it('creates a service whose issued key sends over HTTP, with the balance and default template asked for', async () => {
+    const created = await createService(['--template', 'Your Acme code is {code}']);
+    expect(created.serviceSid).toMatch(/^VA[0-9a-f]{32}$/);
+    expect(created.apiKey).toMatch(/^otpk_/);
+    expect(created).toMatchObject({
+      balance: '25.0000',
+      channels: ['sms', 'whatsapp', 'viber', 'rcs', 'sna'],
+    });
+
+    const to = freshUsNumber();
+    const response = await harness.client(created).send({ To: to });
+    expect(response.status).toBe(201);
+    expect(await deliveredBody(harness.client(created), to)).toMatch(/^Your Acme code is \d{6}$/);
+    expect((await harness.accounts.getService(created.serviceSid))?.balance).toBe(25 * 10_000 - 500);
+  });
+
+  it('prints the SID and the key for a person, once', async () => {
+    const run = await admin(['service', 'create', '--name', 'Readable Co', '--balance', '1.5']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/Service SID\s+VA[0-9a-f]{32}/);
+    expect(run.stdout).toMatch(/API key\s+otpk_\S+\s+\(shown once/);
+    expect(run.stdout).toContain('1.5000 USD');
+  });
+
+  it('without a default template, sends need a TemplateSid until one is added as default', async () => {
+    const created = await createService(['--no-default-template']);
+    expect(created.defaultTemplate).toBeNull();
+    const api = harness.client(created);
+    expect((await api.send({ To: freshUsNumber() })).body).toMatchObject({ code: 'no_default_template' });
+
+    const template = await adminJson<{ sid: string; default: boolean }>([
+      'template',
+      'add',
+      created.serviceSid,
+      'Acme: {code}',
+      '--default',
+    ]);
+    expect(template).toMatchObject({ sid: expect.stringMatching(/^HX/), default: true });
+    const to = freshUsNumber();
+    expect((await api.send({ To: to })).status).toBe(201);
+    expect(await deliveredBody(api, to)).toMatch(/^Acme: \d{6}$/);
+  });
+
+  it('enables only the channels given', async () => {
+    const created = await createService(['--channels', 'sms']);
+    expect(created.channels).toEqual(['sms']);
+    const response = await harness.client(created).send({ To: freshUsNumber() });
+    expect(response.body).toMatchObject({ channel: 'sms' });
+  });
+
+  it('--no-key creates the service without a key', async () => {
+    const created = await createService(['--no-key']);
+    expect(created.apiKey).toBeUndefined();
+    const keys = await adminJson<{ keys: unknown[] }>(['key', 'list', created.serviceSid]);
+    expect(keys.keys).toEqual([]);
+  });
+});
+
+describe('API keys', () => {
+  it('issues a working key and lists it without revealing it', async () => {
+    const created = await createService();
+    const issued = await adminJson<{ apiKey: string; keyId: string }>(['key', 'issue', created.serviceSid]);
+    expect(issued.apiKey).not.toBe(created.apiKey);
+    const api = harness.client({ serviceSid: created.serviceSid, apiKey: issued.apiKey });
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+
+    const list = await admin(['key', 'list', created.serviceSid, '--json']);
+    expect(list.stdout).not.toContain(issued.apiKey);
+    const { keys } = JSON.parse(list.stdout) as { keys: { keyId: string; active: boolean }[] };
+    expect(keys.map((key) => key.keyId).sort()).toEqual([created.keyId, issued.keyId].sort());
+    expect(keys.every((key) => key.active)).toBe(true);
+  });
+
+  it('a revoked key gets 401 (a key the API never cached)', async () => {
+    const created = await createService();
+    const revoked = await adminJson<{ revokedAt: string; alreadyRevoked: boolean }>([
+      'key',
+      'revoke',
+      created.serviceSid,
+      created.keyId,
+    ]);
+    expect(revoked.alreadyRevoked).toBe(false);
+    const response = await harness.client(created).send({ To: freshUsNumber() });
+    expect(response.status).toBe(401);
+
+    const { keys } = await adminJson<{ keys: { active: boolean; revokedAt: string }[] }>([
+      'key',
+      'list',
+      created.serviceSid,
+    ]);
+    expect(keys).toEqual([expect.objectContaining({ active: false, revokedAt: revoked.revokedAt })]);
+    // Revoking again changes nothing and says so.
+    const again = await adminJson(['key', 'revoke', created.serviceSid, created.keyId]);
+    expect(again).toMatchObject({ alreadyRevoked: true, revokedAt: revoked.revokedAt });
+  });
+
+  it('a key in use stops working once the API key cache (60 s) has expired', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+    expect((await admin(['key', 'revoke', created.serviceSid, created.keyId])).code).toBe(0);
+    harness.clock.advance(61_000);
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(401);
+  });
+
+  it('revoking an unknown key id fails with exit code 1', async () => {
+    const created = await createService();
+    const run = await admin(['key', 'revoke', created.serviceSid, '0123456789ab']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('No API key 0123456789ab');
+  });
+});
+
+describe('balance and charges', () => {
+  it('topup adds to the balance, and balance show reads it', async () => {
+    const created = await createService();
+    expect(await adminJson(['balance', 'topup', created.serviceSid, '10.0050'])).toMatchObject({
+      added: '10.0050',
+      balance: '35.0050',
+    });
+    expect(await adminJson(['balance', 'show', created.serviceSid])).toEqual({
+      serviceSid: created.serviceSid,
+      balance: '35.0050',
+      currency: 'USD',
+    });
+    const run = await admin(['balance', 'show', created.serviceSid]);
+    expect(run.stdout).toBe('Balance of Acme: 35.0050 USD');
+  });
+
+  it('a top-up lets a refused send through', async () => {
+    const created = await adminJson<Created>(['service', 'create', '--name', 'Poor', '--balance', '0.01']);
+    const api = harness.client(created);
+    expect((await api.send({ To: freshUsNumber() })).body).toMatchObject({ code: 'insufficient_funds' });
+    await adminJson(['balance', 'topup', created.serviceSid, '1']);
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+  });
+
+  it('charges lists one line per accepted send with the total', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    const first = await api.send({ To: freshUsNumber() });
+    const second = await api.send({ To: freshUsNumber() });
+    const ledger = await adminJson<{
+      count: number;
+      total: string;
+      charges: { verificationSid: string; amount: string }[];
+    }>(['charges', created.serviceSid]);
+    expect(ledger.count).toBe(2);
+    expect(ledger.total).toBe('0.1000');
+    expect(ledger.charges.map((line) => line.verificationSid).sort()).toEqual(
+      [first.body.sid, second.body.sid].sort(),
+    );
+    expect(ledger.charges.every((line) => line.amount === '0.0500')).toBe(true);
+    expect((await admin(['charges', created.serviceSid])).stdout).toContain('2 charges, total 0.1000 USD');
+  });
+});
+
+describe('templates', () => {
+  it('lists templates, marks the default and switches it', async () => {
+    const created = await createService();
+    const other = await adminJson<{ sid: string }>(['template', 'add', created.serviceSid, 'Other {code}']);
+    const listed = await adminJson<{
+      defaultTemplateSid: string;
+      templates: { sid: string; default: boolean }[];
+    }>(['template', 'list', created.serviceSid]);
+    expect(listed.templates).toHaveLength(2);
+    expect(listed.defaultTemplateSid).toBe(created.defaultTemplate?.sid);
+    expect(listed.templates.find((t) => t.sid === other.sid)?.default).toBe(false);
+
+    await adminJson(['template', 'default', created.serviceSid, other.sid]);
+    const to = freshUsNumber();
+    expect((await harness.client(created).send({ To: to })).status).toBe(201);
+    expect(await deliveredBody(harness.client(created), to)).toMatch(/^Other \d{6}$/);
+
+    await adminJson(['template', 'clear-default', created.serviceSid]);
+    expect((await harness.client(created).send({ To: freshUsNumber() })).body).toMatchObject({
+      code: 'no_default_template',
+    });
+  });
+
+  it('refuses an unknown template as default (exit 1) and a text without {code} (exit 2)', async () => {
+    const created = await createService();
+    const unknown = await admin(['template', 'default', created.serviceSid, `HX${'0'.repeat(32)}`]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('No template');
+    const noCode = await admin(['template', 'add', created.serviceSid, 'No placeholder']);
+    expect(noCode.code).toBe(2);
+    expect(noCode.stderr).toContain('{code}');
+  });
+});
+
+describe('delivery rules', () => {
+  it('block-country makes a send 403 blocked_by_policy; unblock-country lifts it', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    const blocked = await adminJson(['rules', 'block-country', created.serviceSid, 'gb']);
+    expect(blocked).toMatchObject({ changed: true, blockedCountries: ['GB'], blockedPrefixes: [] });
+    const refused = await api.send({ To: GB_MOBILE });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'blocked_by_policy' });
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+
+    expect(await adminJson(['rules', 'block-country', created.serviceSid, 'GB'])).toMatchObject({
+      changed: false,
+    });
+    await adminJson(['rules', 'unblock-country', created.serviceSid, 'GB']);
+    expect((await api.send({ To: GB_MOBILE })).status).toBe(201);
+  });
+
+  it('block-prefix blocks numbers starting with it, and only those', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    await adminJson(['rules', 'block-prefix', created.serviceSid, '+1415555']);
+    expect((await api.send({ To: freshUsNumber() })).body).toMatchObject({ code: 'blocked_by_policy' });
+    expect((await api.send({ To: '+12125550100' })).status).toBe(201);
+    expect(await adminJson(['rules', 'show', created.serviceSid])).toEqual({
+      serviceSid: created.serviceSid,
+      blockedCountries: [],
+      blockedPrefixes: ['+1415555'],
+    });
+    await adminJson(['rules', 'unblock-prefix', created.serviceSid, '+1415555']);
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+  });
+
+  it('rules clear removes every rule', async () => {
+    const created = await createService();
+    await adminJson(['rules', 'block-country', created.serviceSid, 'US']);
+    await adminJson(['rules', 'block-prefix', created.serviceSid, '+4470']);
+    await adminJson(['rules', 'clear', created.serviceSid]);
+    expect((await harness.accounts.getService(created.serviceSid))?.rules).toEqual({
+      blockedCountries: [],
+      blockedPrefixes: [],
+    });
+    expect((await harness.client(created).send({ To: freshUsNumber() })).status).toBe(201);
+  });
+});
+
+describe('prices and channels', () => {
+  it('price set makes an unpriced country sendable at that price; price remove makes it unpriceable again', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    expect((await api.send({ To: CUBA })).body).toMatchObject({ code: 'not_priceable' });
+
+    expect(await adminJson(['price', 'set', created.serviceSid, 'CU', '0.0600'])).toMatchObject({
+      country: 'CU',
+      price: '0.0600',
+      listPrice: null,
+    });
+    const accepted = await api.send({ To: CUBA });
+    expect(accepted.status).toBe(201);
+    expect(accepted.body.price).toBe('0.0600');
+    const prices = await adminJson<{ prices: { country: string; price: string | null }[] }>([
+      'price',
+      'list',
+      created.serviceSid,
+    ]);
+    expect(prices.prices).toContainEqual(expect.objectContaining({ country: 'CU', price: '0.0600' }));
+
+    expect(await adminJson(['price', 'remove', created.serviceSid, 'CU'])).toMatchObject({
+      removed: true,
+      price: null,
+    });
+    expect((await api.send({ To: CUBA })).body).toMatchObject({ code: 'not_priceable' });
+  });
+
+  it('price set replaces a list price', async () => {
+    const created = await createService();
+    await adminJson(['price', 'set', created.serviceSid, 'us', '0.0123']);
+    expect((await harness.client(created).send({ To: freshUsNumber() })).body.price).toBe('0.0123');
+  });
+
+  it('channels set changes the channels a send may use', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    expect(await adminJson(['channels', 'set', created.serviceSid, 'viber'])).toEqual({
+      serviceSid: created.serviceSid,
+      channels: ['viber'],
+    });
+    // Viber does not serve the US.
+    expect((await api.send({ To: freshUsNumber() })).body).toMatchObject({ code: 'no_eligible_channel' });
+    await adminJson(['channels', 'set', created.serviceSid, 'sms, whatsapp']);
+    expect((await api.send({ To: freshUsNumber() })).body).toMatchObject({ channel: 'whatsapp' });
+  });
+});
+
+describe('output, errors and targets', () => {
+  it('service show prints the whole service as one JSON value', async () => {
+    const created = await createService();
+    await adminJson(['price', 'set', created.serviceSid, 'CU', '0.06']);
+    await adminJson(['rules', 'block-prefix', created.serviceSid, '+4470']);
+    expect(await adminJson(['service', 'show', created.serviceSid])).toEqual({
+      serviceSid: created.serviceSid,
+      name: 'Acme',
+      balance: '25.0000',
+      channels: ['sms', 'whatsapp', 'viber', 'rcs', 'sna'],
+      defaultTemplate: {
+        sid: created.defaultTemplate?.sid,
+        body: 'Your Acme verification code is {code}.',
+        locale: 'en',
+      },
+      rules: { blockedCountries: [], blockedPrefixes: ['+4470'] },
+      prices: { CU: '0.0600' },
+      createdAt: expect.stringMatching(/Z$/),
+    });
+  });
+
+  it('every human-readable command prints text, not JSON', async () => {
+    const created = await createService();
+    const run = await admin(['service', 'show', created.serviceSid]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Service SID\s+VA/);
+    expect(() => JSON.parse(run.stdout)).toThrow();
+  });
+
+  const VA = `VA${'a'.repeat(32)}`;
+  it.each([
+    ['no command', []],
+    ['an unknown command', ['frobnicate']],
+    ['an unknown subcommand', ['key', 'frob', VA]],
+    ['an unknown option', ['balance', 'show', VA, '--bogus']],
+    ['an option of another command', ['balance', 'show', VA, '--name', 'x']],
+    ['a missing argument', ['balance', 'topup', VA]],
+    ['an extra argument', ['balance', 'show', VA, 'extra']],
+    ['a malformed Service SID', ['balance', 'show', 'VA123']],
+    ['a malformed amount', ['balance', 'topup', VA, '1.23456']],
+    ['a negative amount', ['balance', 'topup', VA, '-5']],
+    ['a zero top-up', ['balance', 'topup', VA, '0']],
+    ['an unknown channel', ['channels', 'set', VA, 'sms,pigeon']],
+    ['an unknown country', ['rules', 'block-country', VA, 'XX']],
+    ['a price for an unserved country', ['price', 'set', VA, 'JP', '0.05']],
+    ['a malformed prefix', ['rules', 'block-prefix', VA, '4470']],
+    ['a malformed template SID', ['template', 'default', VA, 'HX12']],
+    ['service create without --name', ['service', 'create']],
+    [
+      '--template with --no-default-template',
+      ['service', 'create', '--name', 'A', '--template', '{code}', '--no-default-template'],
+    ],
+  ])('exits 2 on %s, with a message and no stack trace', async (_case, args) => {
+    const run = await admin(args);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).not.toBe('');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('exits 2 on --endpoint without --table', async () => {
+    const run = await admin(['balance', 'show', VA, '--endpoint', dynamoEndpoint()], { withTarget: false });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--table');
+  });
+
+  it('exits 1 for a service that does not exist', async () => {
+    const run = await admin(['balance', 'topup', VA, '5']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(`admin: No service ${VA} in table ${harness.tableName} at ${dynamoEndpoint()}`);
+  });
+
+  it('exits 1 for a table that does not exist', async () => {
+    const run = await admin(
+      ['balance', 'show', VA, '--endpoint', dynamoEndpoint(), '--table', 'no-such-table'],
+      {
+        withTarget: false,
+      },
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('Table no-such-table not found');
+  });
+
+  it('by default targets the running local stack, and says to run npm start when there is none', async () => {
+    const none = await admin(['balance', 'show', VA], { withTarget: false, readLocalStack: () => undefined });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('npm start');
+
+    const created = await createService();
+    const local = await admin(['balance', 'show', created.serviceSid, '--json'], {
+      withTarget: false,
+      readLocalStack: () => ({
+        baseUrl: harness.stack.url,
+        dynamoEndpoint: dynamoEndpoint(),
+        tableName: harness.tableName,
+      }),
+    });
+    expect(local.code).toBe(0);
+    expect(JSON.parse(local.stdout)).toMatchObject({ balance: '25.0000' });
+  });
+
+  it('help lists every command and exits 0; --json help parses', async () => {
+    const help = await admin(['help'], { withTarget: false });
+    expect(help.code).toBe(0);
+    for (const words of [
+      'service create',
+      'key revoke',
+      'balance topup',
+      'rules block-prefix',
+      'price set',
+      'channels set',
+    ]) {
+      expect(help.stdout).toContain(words);
+    }
+    const keyHelp = await admin(['key', 'revoke', '--help'], { withTarget: false });
+    expect(keyHelp.stdout).toContain('Usage: npm run admin -- key revoke <VA> <keyId>');
+    const json = JSON.parse((await admin(['help', 'price', '--json'], { withTarget: false })).stdout) as {
+      commands: { command: string }[];
+    };
+    expect(json.commands.map((c) => c.command)).toEqual(['price list', 'price set', 'price remove']);
+  });
+
+  it('the script sets the exit code and writes errors to stderr (spawned through tsx)', () => {
+    const root = join(__dirname, '..', '..');
+    const result = spawnSync(
+      join(root, 'node_modules', '.bin', 'tsx'),
+      [join(root, 'scripts', 'admin.ts'), 'balance', 'show', 'VA123'],
+      { cwd: root, encoding: 'utf8', timeout: 20_000 },
+    );
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('is not a Service SID');
+  });
+});
