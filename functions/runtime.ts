@@ -6,6 +6,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import type { Context } from 'aws-lambda';
 import type { DeliveryDeps, DeliveryTaskInput, DeliveryTaskOutput } from './core/delivery';
 import { settingsFromEnv } from './core/settings';
+import { restartStalledDeliveries } from './core/sweeper';
 import { CryptoCodeVault, cryptoRandom, deriveKey, systemClock } from './adapters/crypto';
 import { createDocumentClient } from './adapters/dynamodb/client';
 import { DynamoStore } from './adapters/dynamodb/store';
@@ -93,6 +94,16 @@ export function apiEntry(pick: (deps: Deps) => ApiHandler) {
   return async (event: ApiEvent, context: ApiContext) => {
     handler ??= pick(await lambdaDeps());
     return handler(event, context);
+  };
+}
+
+/** The scheduled sweeper's Lambda entry: restarts deliveries whose workflow did not start. */
+export function sweeperEntry() {
+  return async (): Promise<{ restarted: number }> => {
+    const resolved = await lambdaDeps();
+    const restarted = await restartStalledDeliveries(resolved);
+    if (restarted.length > 0) resolved.logger.log('warn', 'sweeper.restarted', { count: restarted.length });
+    return { restarted: restarted.length };
   };
 }
 

@@ -127,11 +127,18 @@ export class SimulatedCarrier {
   }
 
   private async postReceipt(record: CarriedMessage): Promise<void> {
-    const body = JSON.stringify({ reference: record.reference, messageId: record.messageId, status: 'delivered' });
+    const body = JSON.stringify({
+      reference: record.reference,
+      messageId: record.messageId,
+      status: 'delivered',
+    });
     try {
       const response = await fetch(this.options.receiptUrl(), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signPayload(this.options.receiptSecret, body, new Date()) },
+        headers: {
+          'content-type': 'application/json',
+          [SIGNATURE_HEADER]: signPayload(this.options.receiptSecret, body, new Date()),
+        },
         body,
       });
       if (response.ok) record.outcome = 'delivered';

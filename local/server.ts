@@ -28,7 +28,11 @@ export interface LocalRequest {
 export type LocalResponse = { status: number; body: unknown; headers?: Record<string, string> };
 
 /** A local-only route (`/_local/...`): plain request in, JSON out. */
-export type LocalRoute = { method: string; path: string; handle: (request: LocalRequest) => Promise<LocalResponse> | LocalResponse };
+export type LocalRoute = {
+  method: string;
+  path: string;
+  handle: (request: LocalRequest) => Promise<LocalResponse> | LocalResponse;
+};
 
 export function startHttpServer(
   port: number,
@@ -50,11 +54,16 @@ export function startHttpServer(
   });
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, routes: { api: Route[]; local: LocalRoute[] }) {
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  routes: { api: Route[]; local: LocalRoute[] },
+) {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const method = (req.method ?? 'GET').toUpperCase();
   const body = await readBody(req);
-  if (body === undefined) return send(res, 413, { code: 'invalid_parameter', message: 'The request body is too large.' });
+  if (body === undefined)
+    return send(res, 413, { code: 'invalid_parameter', message: 'The request body is too large.' });
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
@@ -62,7 +71,8 @@ async function serve(req: IncomingMessage, res: ServerResponse, routes: { api: R
 
   const local = routes.local.find((route) => route.path === url.pathname);
   if (local) {
-    if (local.method !== method) return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' });
+    if (local.method !== method)
+      return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' });
     const answer = await local.handle({ method, url, headers, body: body.toString('utf8') });
     return send(res, answer.status, answer.body, answer.headers);
   }
@@ -113,7 +123,8 @@ function toApiGatewayEvent(
   const now = new Date();
   const contentType = headers['content-type'] ?? '';
   // API Gateway passes text bodies as they are and base64-encodes the rest.
-  const isText = contentType === '' || /^(text\/|application\/(json|x-www-form-urlencoded|.*\+json))/i.test(contentType);
+  const isText =
+    contentType === '' || /^(text\/|application\/(json|x-www-form-urlencoded|.*\+json))/i.test(contentType);
   const query = Object.fromEntries(url.searchParams);
   return {
     version: '2.0',
@@ -157,8 +168,18 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return Buffer.concat(chunks);
 }
 
-function send(res: ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}, raw?: string) {
+function send(
+  res: ServerResponse,
+  status: number,
+  json: unknown,
+  headers: Record<string, string> = {},
+  raw?: string,
+) {
   const body = raw ?? JSON.stringify(json);
-  res.writeHead(status, { 'content-type': 'application/json', ...headers, 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    ...headers,
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }

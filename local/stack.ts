@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { buildApi, buildReceiptHandler } from '../functions/http/api';
 import { buildDeps, type Deps } from '../functions/runtime';
+import { restartStalledDeliveries } from '../functions/core/sweeper';
 import { deriveKey } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -47,6 +48,8 @@ export interface LocalStackOptions {
   /** Replace adapters, e.g. a fake clock in tests. */
   override?: Partial<Omit<Deps, 'workflow' | 'store'>>;
   carrierDefault?: ChannelBehaviour;
+  /** How often the stalled-delivery sweeper runs, as the scheduled Lambda does every minute on AWS; 0: never. */
+  sweepIntervalMs?: number;
 }
 
 export interface LocalStack {
@@ -54,6 +57,8 @@ export interface LocalStack {
   deps: Deps;
   carrier: SimulatedCarrier;
   workflow: LocalWorkflow;
+  /** Runs the sweeper once (it also runs every `sweepIntervalMs`). */
+  sweep(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -85,18 +90,33 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     api: [
       { method: 'POST', path: '/v2/Services/{ServiceSid}/Verifications', handler: api.send },
       { method: 'POST', path: '/v2/Services/{ServiceSid}/VerificationCheck', handler: api.check },
-      { method: 'GET', path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}', handler: api.fetch },
+      {
+        method: 'GET',
+        path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}',
+        handler: api.fetch,
+      },
       { method: 'POST', path: '/v2/Callbacks/{Provider}', handler: buildReceiptHandler(deps) },
     ],
     local: localRoutes(carrier),
   };
+
+  const sweep = () => restartStalledDeliveries(deps);
+  const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
+  const sweeper =
+    sweepIntervalMs > 0
+      ? setInterval(() => {
+          sweep().catch((error: unknown) => logger.log('error', 'sweeper.failed', { error: String(error) }));
+        }, sweepIntervalMs).unref()
+      : undefined;
 
   return {
     url,
     deps,
     carrier,
     workflow,
+    sweep,
     close: async () => {
+      clearInterval(sweeper);
       await workflow.idle();
       await carrier.close();
       await closeServer(server);
@@ -139,18 +159,24 @@ function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
       path: '/_local/carrier/rules',
       handle: ({ body }) => {
         const rule = carrierRuleSchema.safeParse(parseJson(body));
-        if (!rule.success) return { status: 400, body: { code: 'invalid_parameter', message: rule.error.message } };
+        if (!rule.success)
+          return { status: 400, body: { code: 'invalid_parameter', message: rule.error.message } };
         carrier.setRule(rule.data);
         return { status: 200, body: rule.data };
       },
     },
-    { method: 'DELETE', path: '/_local/carrier/rules', handle: () => (carrier.clearRules(), { status: 200, body: { cleared: true } }) },
+    {
+      method: 'DELETE',
+      path: '/_local/carrier/rules',
+      handle: () => (carrier.clearRules(), { status: 200, body: { cleared: true } }),
+    },
     {
       // The carrier's own API, called by the service's HTTP carrier adapter.
       method: 'POST',
       path: '/_local/carrier/messages',
       handle: ({ headers, body }) => {
-        if (!carrier.isAuthorized(headers.authorization)) return { status: 401, body: { error: 'unauthorized' } };
+        if (!carrier.isAuthorized(headers.authorization))
+          return { status: 401, body: { error: 'unauthorized' } };
         const message = messageSchema.safeParse(parseJson(body));
         if (!message.success) return { status: 400, body: { error: 'bad message' } };
         return { status: 200, body: carrier.accept(message.data) };

@@ -22,8 +22,14 @@ import { createTable } from './table';
 export const LOCAL_TABLE_NAME = 'otp-local';
 
 async function main(): Promise<void> {
+  // The AWS SDK warns on Node 20 that it will need Node 22 from 2027; Lambda runs Node 22.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { values } = parseArgs({
-    options: { json: { type: 'boolean', default: false }, persist: { type: 'string' }, port: { type: 'string' } },
+    options: {
+      json: { type: 'boolean', default: false },
+      persist: { type: 'string' },
+      port: { type: 'string' },
+    },
   });
   const port = Number(values.port ?? process.env.PORT ?? 3000);
   const persistDir = values.persist ? resolve(values.persist) : undefined;
@@ -41,7 +47,11 @@ async function main(): Promise<void> {
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
 
-  const raw = new DynamoDBClient({ endpoint: dynamo.endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const raw = new DynamoDBClient({
+    endpoint: dynamo.endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   await createTable(raw, LOCAL_TABLE_NAME);
   const documents = createDocumentClient({ endpoint: dynamo.endpoint });
 
@@ -54,7 +64,9 @@ async function main(): Promise<void> {
     masterKey,
     port,
     // Request logs go to stderr so that `--json` leaves stdout to the one ready line.
-    logger: { log: (level, msg, fields) => process.stderr.write(`${JSON.stringify({ level, msg, ...fields })}\n`) },
+    logger: {
+      log: (level, msg, fields) => process.stderr.write(`${JSON.stringify({ level, msg, ...fields })}\n`),
+    },
   });
   stopAll.push(() => stack.close());
   // `npm run admin` finds the running local stack through this file.
@@ -62,7 +74,9 @@ async function main(): Promise<void> {
   stopAll.push(async () => rmSync(LOCAL_STACK_STATE_FILE, { force: true }));
 
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ baseUrl: stack.url, serviceSid: account.serviceSid, apiKey: account.apiKey })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ baseUrl: stack.url, serviceSid: account.serviceSid, apiKey: account.apiKey })}\n`,
+    );
   } else {
     say(`
 OTP service running (local stack)
@@ -83,7 +97,10 @@ function persistedMasterKey(dir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-async function demoAccount(documents: ReturnType<typeof createDocumentClient>, persistDir: string | undefined): Promise<DemoAccount> {
+async function demoAccount(
+  documents: ReturnType<typeof createDocumentClient>,
+  persistDir: string | undefined,
+): Promise<DemoAccount> {
   const file = persistDir && join(persistDir, 'demo-account.json');
   if (file && existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as DemoAccount;

@@ -67,7 +67,8 @@ export class LocalWorkflow implements DeliveryWorkflow {
       {
         overrides: {
           taskResourceLocalHandlers: {
-            DeliverOverChannel: (taskInput) => this.runTask('DeliverOverChannel', deliverOverChannel, taskInput),
+            DeliverOverChannel: (taskInput) =>
+              this.runTask('DeliverOverChannel', deliverOverChannel, taskInput),
             AfterWait: (taskInput) => this.runTask('AfterWait', afterReceiptWait, taskInput),
           },
         },
@@ -99,4 +100,6 @@ export class LocalWorkflow implements DeliveryWorkflow {
 }
 
 type JsonOutput = Awaited<ReturnType<NonNullable<TaskHandlers>[string]>>;
-type TaskHandlers = NonNullable<NonNullable<Parameters<StateMachine['run']>[1]>['overrides']>['taskResourceLocalHandlers'];
+type TaskHandlers = NonNullable<
+  NonNullable<Parameters<StateMachine['run']>[1]>['overrides']
+>['taskResourceLocalHandlers'];

@@ -6,7 +6,9 @@ import type { CodeVault, Random } from '../core/ports';
  * so the stack manages a single generated secret and each purpose still gets an independent key.
  */
 export function deriveKey(masterKey: string, purpose: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(masterKey, 'utf8'), Buffer.alloc(0), `otp:${purpose}`, 32));
+  return Buffer.from(
+    hkdfSync('sha256', Buffer.from(masterKey, 'utf8'), Buffer.alloc(0), `otp:${purpose}`, 32),
+  );
 }
 
 /** HMAC-SHA256 for the code hash, AES-256-GCM for the code kept during delivery; both bound to the SID. */

@@ -11,7 +11,10 @@ export interface Logger {
 
 export type LogSink = (line: string) => void;
 
-export function jsonLogger(sink: LogSink = (line) => process.stdout.write(`${line}\n`), base: LogFields = {}): Logger {
+export function jsonLogger(
+  sink: LogSink = (line) => process.stdout.write(`${line}\n`),
+  base: LogFields = {},
+): Logger {
   return {
     log(level, msg, fields = {}) {
       sink(JSON.stringify({ level, msg, time: new Date().toISOString(), ...base, ...fields }));

@@ -13,7 +13,8 @@ export class StepFunctionsWorkflow implements DeliveryWorkflow {
       await this.client.send(
         new StartExecutionCommand({
           stateMachineArn: this.stateMachineArn,
-          name: input.sid,
+          // Restarts by the sweeper need a name of their own; the first start is named after the SID.
+          name: input.restart ? `${input.sid}-r${Date.now()}` : input.sid,
           input: JSON.stringify({ sid: input.sid, channelIndex: 0, waitSeconds: input.waitSeconds }),
         }),
       );

@@ -47,7 +47,8 @@ export async function checkVerification(deps: CheckDeps, request: CheckRequest):
   let current = verified.current;
   for (let write = 0; write < MAX_ATTEMPT_WRITES; write++) {
     if (!current || current.serviceSid !== request.serviceSid) throw notFound();
-    if (current.clientCode) throw new OtpError('client_code', 'This code was supplied by the caller; check it yourself.');
+    if (current.clientCode)
+      throw new OtpError('client_code', 'This code was supplied by the caller; check it yourself.');
     const status = effectiveStatus(current, now);
     if (status === 'VERIFIED') return settled('already_verified', current, now);
     if (status === 'LOCKED') return settled('locked', current, now);
@@ -63,7 +64,10 @@ export async function checkVerification(deps: CheckDeps, request: CheckRequest):
     }
     current = spent.current;
   }
-  throw new OtpError('service_unavailable', 'Too many simultaneous checks of this verification; retry shortly.');
+  throw new OtpError(
+    'service_unavailable',
+    'Too many simultaneous checks of this verification; retry shortly.',
+  );
 }
 
 export async function fetchVerification(

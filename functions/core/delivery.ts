@@ -1,6 +1,11 @@
 import type { DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { Clock, CodeVault, DeliveryStore } from './ports';
-import { messageReference, parseMessageReference, type ProviderRegistry, type ReceiptRequest } from './providers';
+import {
+  messageReference,
+  parseMessageReference,
+  type ProviderRegistry,
+  type ReceiptRequest,
+} from './providers';
 import type { Settings } from './settings';
 import { effectiveStatus, renderMessage } from './verification';
 
@@ -31,7 +36,10 @@ export interface DeliveryDeps {
 }
 
 /** Task 1: hand the message to channel `channelIndex`, once. */
-export async function deliverOverChannel(deps: DeliveryDeps, input: DeliveryTaskInput): Promise<DeliveryTaskOutput> {
+export async function deliverOverChannel(
+  deps: DeliveryDeps,
+  input: DeliveryTaskInput,
+): Promise<DeliveryTaskOutput> {
   const verification = await deps.store.getVerification(input.sid);
   if (!verification || verification.deliveryStatus !== 'PENDING') return ended(input, verification);
   const channel = verification.channels[input.channelIndex];
@@ -55,7 +63,10 @@ export async function deliverOverChannel(deps: DeliveryDeps, input: DeliveryTask
 }
 
 /** Task 2, after the wait: a receipt ends delivery; otherwise the next channel, or the end. */
-export async function afterReceiptWait(deps: DeliveryDeps, input: DeliveryTaskInput): Promise<DeliveryTaskOutput> {
+export async function afterReceiptWait(
+  deps: DeliveryDeps,
+  input: DeliveryTaskInput,
+): Promise<DeliveryTaskOutput> {
   const verification = await deps.store.getVerification(input.sid);
   if (!verification || verification.deliveryStatus !== 'PENDING') return ended(input, verification);
   return nextChannel(deps, verification, input);
@@ -77,7 +88,12 @@ export async function acceptReceipt(
   const verification = await deps.store.getVerification(reference.sid);
   const attempt = verification?.deliveries[String(reference.channelIndex)];
   // The receipt must name the message this provider accepted for that channel.
-  if (!verification || !attempt || attempt.messageId !== receipt.messageId || attempt.outcome !== 'accepted') {
+  if (
+    !verification ||
+    !attempt ||
+    attempt.messageId !== receipt.messageId ||
+    attempt.outcome !== 'accepted'
+  ) {
     return 'unknown';
   }
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
@@ -85,7 +101,11 @@ export async function acceptReceipt(
   return (await deps.store.markDelivered(verification.sid, attempt.channel)) ? 'applied' : 'duplicate';
 }
 
-async function sendOnce(deps: DeliveryDeps, verification: Verification, channelIndex: number): Promise<DeliveryAttempt> {
+async function sendOnce(
+  deps: DeliveryDeps,
+  verification: Verification,
+  channelIndex: number,
+): Promise<DeliveryAttempt> {
   const channel = verification.channels[channelIndex]!;
   const at = deps.clock.now().toISOString();
   if (!verification.sealedCode) return { channel, outcome: 'failed', reason: 'code no longer held', at };
@@ -103,7 +123,12 @@ async function sendOnce(deps: DeliveryDeps, verification: Verification, channelI
   } catch (error) {
     // A provider error or time-out moves delivery to the next channel, like a rejection; but it says nothing
     // about the number, so it does not count towards `unreachable`.
-    return { channel, outcome: 'failed', reason: error instanceof Error ? error.message : 'provider error', at };
+    return {
+      channel,
+      outcome: 'failed',
+      reason: error instanceof Error ? error.message : 'provider error',
+      at,
+    };
   }
 }
 
@@ -114,7 +139,8 @@ async function nextChannel(
 ): Promise<DeliveryTaskOutput> {
   const next = input.channelIndex + 1;
   const codeStillUsable = effectiveStatus(verification, deps.clock.now()) === 'PENDING';
-  if (codeStillUsable && next < verification.channels.length) return { ...input, channelIndex: next, next: 'deliver' };
+  if (codeStillUsable && next < verification.channels.length)
+    return { ...input, channelIndex: next, next: 'deliver' };
   const latest = (await deps.store.getVerification(verification.sid)) ?? verification;
   return finish(deps, latest, input);
 }
@@ -123,7 +149,11 @@ async function nextChannel(
  * Every channel was tried. SENT when some channel accepted the message (a late receipt may still come),
  * FAILED when none did; when every channel rejected the number, it is refused for `unreachableDays`.
  */
-async function finish(deps: DeliveryDeps, verification: Verification, input: DeliveryTaskInput): Promise<DeliveryTaskOutput> {
+async function finish(
+  deps: DeliveryDeps,
+  verification: Verification,
+  input: DeliveryTaskInput,
+): Promise<DeliveryTaskOutput> {
   const attempts = verification.channels.map((_, index) => verification.deliveries[String(index)]);
   const status = attempts.some((attempt) => attempt?.outcome === 'accepted') ? 'SENT' : 'FAILED';
   await deps.store.finishDelivery(verification.sid, status);

@@ -117,6 +117,12 @@ export interface DeliveryStore {
   markUnreachable(e164: string, until: Date): Promise<void>;
 }
 
+/** Verifications whose delivery has not started (their workflow start failed, or its first task never ran). */
+export interface PendingDeliveryStore {
+  /** SIDs of verifications created between `from` and `to` whose first delivery task has not run. */
+  listPendingDeliveries(from: Date, to: Date): Promise<string[]>;
+}
+
 /** Starts the delivery workflow for an accepted send. Input carries the SID only, never the code. */
 export interface DeliveryWorkflow {
   start(input: DeliveryInput): Promise<void>;
@@ -124,6 +130,8 @@ export interface DeliveryWorkflow {
 
 export interface DeliveryInput {
   sid: string;
+  /** Names a restart distinctly from the first start (the first is named after the SID). */
+  restart?: boolean;
   /** Seconds to wait for a receipt before the next channel. */
   waitSeconds: number;
 }

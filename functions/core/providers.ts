@@ -9,7 +9,8 @@ export interface OutboundMessage {
 }
 
 /** What providers answer: they take the message (a receipt may follow later), or reject the number. */
-export type ProviderAnswer = { status: 'accepted'; messageId: string } | { status: 'rejected'; reason: string };
+export type ProviderAnswer =
+  { status: 'accepted'; messageId: string } | { status: 'rejected'; reason: string };
 
 /** A delivery receipt, believed only after the provider's signature on it was verified. */
 export interface Receipt {

@@ -29,6 +29,8 @@ export interface SendResult {
   verification: VerificationView;
   /** True when an `Idempotency-Key` replayed an earlier accepted send: nothing sent, nothing charged. */
   replayed: boolean;
+  /** False when the delivery workflow could not be started now; the sweeper will start it. */
+  deliveryStarted: boolean;
 }
 
 /** Conflicting writes (other sends to the same number at the same moment) are decided again this often. */
@@ -41,7 +43,9 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
   const { store } = deps;
   const phone = parsePhone(request.to);
   const templateSid =
-    request.templateSid && !request.templateSid.startsWith(FOREIGN_TEMPLATE_PREFIX) ? request.templateSid : undefined;
+    request.templateSid && !request.templateSid.startsWith(FOREIGN_TEMPLATE_PREFIX)
+      ? request.templateSid
+      : undefined;
 
   if (!phone) {
     // An unparseable number is refused before anything is read, unless the key replays an accepted send.
@@ -89,13 +93,23 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       now,
     });
     if (accepted.ok) {
-      await deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds });
-      return { verification: toView(verification, now), replayed: false };
+      let deliveryStarted = true;
+      try {
+        await deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds });
+      } catch {
+        // The send is accepted and charged: it is answered 201 all the same, and the sweeper starts its
+        // delivery (the verification stays in the pending-delivery index until a delivery task runs).
+        deliveryStarted = false;
+      }
+      return { verification: toView(verification, now), replayed: false, deliveryStarted };
     }
     if (accepted.reason === 'insufficient_funds' && context.service) {
       // The balance fell below the price after it was read: decide again knowing that, so the refusal is
       // counted against the number like any other.
-      context = { ...context, service: { ...context.service, balance: Math.min(context.service.balance, verdict.price - 1) } };
+      context = {
+        ...context,
+        service: { ...context.service, balance: Math.min(context.service.balance, verdict.price - 1) },
+      };
       continue;
     }
     // Another send changed what was read (same number or same key): read again and decide again.
@@ -136,13 +150,16 @@ function decide(
   let template: Template | undefined;
   if (templateSid) {
     template = context.template;
-    if (!template) return refuse(false, 'unknown_template', 'TemplateSid is not one of the account templates.');
+    if (!template)
+      return refuse(false, 'unknown_template', 'TemplateSid is not one of the account templates.');
   } else {
     template = service.defaultTemplate;
-    if (!template) return refuse(false, 'no_default_template', 'No TemplateSid given and no default template set.');
+    if (!template)
+      return refuse(false, 'no_default_template', 'No TemplateSid given and no default template set.');
   }
 
-  if (isBlocked(service, phone)) return refuse(true, 'blocked_by_policy', 'A delivery rule blocks this destination.');
+  if (isBlocked(service, phone))
+    return refuse(true, 'blocked_by_policy', 'A delivery rule blocks this destination.');
   const route = planRoute(phone, { enabledChannels: service.enabledChannels, prices: service.prices });
   if (!route.ok) {
     const messages = {
@@ -156,7 +173,8 @@ function decide(
   if (context.number.unreachableUntil !== undefined && context.number.unreachableUntil > nowMs) {
     return refuse(true, 'unreachable', 'Every channel rejected this number recently.');
   }
-  const sendsWithin = (seconds: number) => context.number.sends.filter((at) => at > nowMs - seconds * 1000).length;
+  const sendsWithin = (seconds: number) =>
+    context.number.sends.filter((at) => at > nowMs - seconds * 1000).length;
   if (sendsWithin(settings.burstWindowSeconds) >= settings.burstLimit) {
     return refuse(true, 'burst', `More than ${settings.burstLimit} sends to this number in a short time.`);
   }
@@ -214,5 +232,5 @@ async function replay(deps: SendDeps, sid: string): Promise<SendResult> {
   const verification = await deps.store.getVerification(sid);
   // The idempotency item is written in the same transaction as the verification, so this cannot be missing.
   if (!verification) throw new OtpError('internal_error', 'Idempotency record without its verification.');
-  return { verification: toView(verification, deps.clock.now()), replayed: true };
+  return { verification: toView(verification, deps.clock.now()), replayed: true, deliveryStarted: true };
 }

@@ -2,7 +2,16 @@ import middy from '@middy/core';
 import { checkVerification, fetchVerification, type CheckOutcome } from '../core/check';
 import { acceptReceipt } from '../core/delivery';
 import { OtpError } from '../core/errors';
-import type { ApiKeyStore, Clock, CodeVault, DeliveryStore, DeliveryWorkflow, Random, VerificationStore } from '../core/ports';
+import type {
+  ApiKeyStore,
+  Clock,
+  CodeVault,
+  DeliveryStore,
+  DeliveryWorkflow,
+  PendingDeliveryStore,
+  Random,
+  VerificationStore,
+} from '../core/ports';
 import type { ProviderRegistry } from '../core/providers';
 import { sendVerification } from '../core/send';
 import type { Settings } from '../core/settings';
@@ -15,12 +24,19 @@ import {
   type ApiContext,
   type ApiEvent,
 } from './middleware';
-import { MAX_IDEMPOTENCY_KEY_LENGTH, checkParamsSchema, header, readBodyParams, sendParamsSchema, validate } from './params';
+import {
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  checkParamsSchema,
+  header,
+  readBodyParams,
+  sendParamsSchema,
+  validate,
+} from './params';
 import { jsonResponse, type HttpResponse } from './response';
 
 /** What the HTTP handlers are built from; the Lambda entries and the local stack each wire their own. */
 export interface ApiDeps {
-  store: VerificationStore & ApiKeyStore & DeliveryStore;
+  store: VerificationStore & ApiKeyStore & DeliveryStore & PendingDeliveryStore;
   workflow: DeliveryWorkflow;
   providers: ProviderRegistry;
   vault: CodeVault;
@@ -49,13 +65,23 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
     middy<ApiEvent, HttpResponse, Error, ApiContext>()
       .use(requestLog(deps.logger))
       .use(errorResponses(deps.logger))
-      .use(apiKeyAuth({ keys, store: deps.store, clock: deps.clock, requestsPerMinute: deps.settings.keyRequestsPerMinute }));
+      .use(
+        apiKeyAuth({
+          keys,
+          store: deps.store,
+          clock: deps.clock,
+          requestsPerMinute: deps.settings.keyRequestsPerMinute,
+        }),
+      );
 
   const send = authenticated().handler(async (event, context) => {
     const params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
     const idempotencyKey = header(event, 'idempotency-key') || undefined;
     if (idempotencyKey !== undefined && idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-      throw new OtpError('invalid_parameter', `Idempotency-Key is longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
+      throw new OtpError(
+        'invalid_parameter',
+        `Idempotency-Key is longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
+      );
     }
     const result = await sendVerification(deps, {
       serviceSid: context.serviceSid!,
@@ -64,6 +90,12 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
       code: params.Code,
       idempotencyKey,
     });
+    if (!result.deliveryStarted) {
+      deps.logger.log('error', 'delivery.start_failed', {
+        sid: result.verification.sid,
+        serviceSid: context.serviceSid,
+      });
+    }
     return jsonResponse(201, result.verification, result.replayed ? { 'idempotent-replayed': 'true' } : {});
   });
 
@@ -89,7 +121,9 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
 }
 
 /** `POST /v2/Callbacks/{Provider}`: delivery receipts, believed only with the provider's valid signature. */
-export function buildReceiptHandler(deps: Pick<ApiDeps, 'store' | 'providers' | 'clock' | 'logger'>): ApiHandler {
+export function buildReceiptHandler(
+  deps: Pick<ApiDeps, 'store' | 'providers' | 'clock' | 'logger'>,
+): ApiHandler {
   return middy<ApiEvent, HttpResponse, Error, ApiContext>()
     .use(requestLog(deps.logger))
     .use(errorResponses(deps.logger))
@@ -99,7 +133,8 @@ export function buildReceiptHandler(deps: Pick<ApiDeps, 'store' | 'providers' | 
       const provider = event.pathParameters?.Provider ?? '';
       if (!deps.providers.byName(provider)) throw new OtpError('route_not_found', 'Unknown provider.');
       const result = await acceptReceipt(deps, provider, { headers: lowerCaseHeaders(event.headers), body });
-      if (result === 'invalid') throw new OtpError('invalid_signature', 'The receipt signature is not valid.');
+      if (result === 'invalid')
+        throw new OtpError('invalid_signature', 'The receipt signature is not valid.');
       deps.logger.log('info', 'receipt', { provider, result });
       // Unknown and duplicate receipts are acknowledged too, so the provider stops retrying them.
       return jsonResponse(200, { received: true });

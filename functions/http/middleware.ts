@@ -26,7 +26,11 @@ export function errorResponses(logger: Logger): ApiMiddleware {
       if (isOtpError(error)) {
         const headers: Record<string, string> =
           error.retryAfterSeconds !== undefined ? { 'retry-after': String(error.retryAfterSeconds) } : {};
-        request.response = jsonResponse(STATUS_BY_CODE[error.code], { code: error.code, message: error.message }, headers);
+        request.response = jsonResponse(
+          STATUS_BY_CODE[error.code],
+          { code: error.code, message: error.message },
+          headers,
+        );
         return;
       }
       logger.log('error', 'request.failed', {
@@ -34,7 +38,10 @@ export function errorResponses(logger: Logger): ApiMiddleware {
         errorName: error?.name,
         errorMessage: error?.message,
       });
-      request.response = jsonResponse(500, { code: 'internal_error', message: 'Internal error; nothing was charged twice.' });
+      request.response = jsonResponse(500, {
+        code: 'internal_error',
+        message: 'Internal error; nothing was charged twice.',
+      });
     },
   };
 }
@@ -48,7 +55,8 @@ export function requestLog(logger: Logger): ApiMiddleware {
       requestId: request.event.requestContext?.requestId,
       route: request.event.routeKey,
       status: request.response?.statusCode,
-      errorCode: request.response && request.response.statusCode >= 400 ? errorCodeOf(request.response) : undefined,
+      errorCode:
+        request.response && request.response.statusCode >= 400 ? errorCodeOf(request.response) : undefined,
       serviceSid: request.context.serviceSid,
       durationMs: Math.round((performance.now() - begin) * 100) / 100,
     });
@@ -120,7 +128,11 @@ export function apiKeyAuth(options: {
       }
       const keyHash = hashApiKey(apiKey);
       const record = await options.keys.get(keyHash);
-      if (!record || record.revokedAt || !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(keyHash))) {
+      if (
+        !record ||
+        record.revokedAt ||
+        !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(keyHash))
+      ) {
         throw new OtpError('unauthorized', 'Send a valid API key in the X-API-Key header.');
       }
       if (request.event.pathParameters?.ServiceSid !== record.serviceSid) {
@@ -130,7 +142,11 @@ export function apiKeyAuth(options: {
       request.context.serviceSid = record.serviceSid;
       const now = options.clock.now().getTime();
       const windowStart = now - (now % 60_000);
-      const allowed = await options.store.countKeyRequest(keyHash, new Date(windowStart), options.requestsPerMinute);
+      const allowed = await options.store.countKeyRequest(
+        keyHash,
+        new Date(windowStart),
+        options.requestsPerMinute,
+      );
       if (!allowed) {
         const retryAfter = Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000));
         throw new OtpError('rate_limited', 'Too many requests for this API key.', retryAfter);

@@ -42,7 +42,10 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
     for (const [name, value] of new URLSearchParams(text)) if (!(name in params)) params[name] = value;
     return params;
   }
-  throw new OtpError('invalid_parameter', 'Send the body as application/x-www-form-urlencoded or application/json.');
+  throw new OtpError(
+    'invalid_parameter',
+    'Send the body as application/x-www-form-urlencoded or application/json.',
+  );
 }
 
 /**
@@ -60,7 +63,10 @@ export function validate<T extends z.ZodType>(
   const field = String(issue.path[0] ?? 'body');
   const isTypeProblem = issue.code === 'invalid_type';
   const code = (!isTypeProblem && fieldCodes[field]) || 'invalid_parameter';
-  const message = issue.code === 'invalid_type' && issue.input === undefined ? `${field} is required.` : `${field} is not valid.`;
+  const message =
+    issue.code === 'invalid_type' && issue.input === undefined
+      ? `${field} is required.`
+      : `${field} is not valid.`;
   throw new OtpError(code, message);
 }
 

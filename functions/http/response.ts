@@ -6,7 +6,11 @@ export type HttpResponse = APIGatewayProxyResultV2 & {
   body: string;
 };
 
-export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+export function jsonResponse(
+  statusCode: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): HttpResponse {
   return {
     statusCode,
     headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },

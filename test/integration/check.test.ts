@@ -60,7 +60,11 @@ describe('PENDING', () => {
 
   it('compares exactly: spaces and dashes are not stripped', async () => {
     const { sid, code } = await sendCode();
-    for (const typed of [`${code.slice(0, 3)} ${code.slice(3)}`, `${code.slice(0, 3)}-${code.slice(3)}`, ` ${code}`]) {
+    for (const typed of [
+      `${code.slice(0, 3)} ${code.slice(3)}`,
+      `${code.slice(0, 3)}-${code.slice(3)}`,
+      ` ${code}`,
+    ]) {
       expect((await api.check({ VerificationSid: sid, Code: typed })).status).toBe(422);
     }
     expect((await api.check({ VerificationSid: sid, Code: code })).status).toBe(200);
@@ -112,7 +116,10 @@ describe('errors', () => {
   it.each([
     ['VerificationSid missing', { Code: '123456' }],
     ['Code missing', { VerificationSid: 'VE00000000000000000000000000000000' }],
-    ['Code longer than 10 characters', { VerificationSid: 'VE00000000000000000000000000000000', Code: '12345678901' }],
+    [
+      'Code longer than 10 characters',
+      { VerificationSid: 'VE00000000000000000000000000000000', Code: '12345678901' },
+    ],
   ])('400 invalid_parameter: %s', async (_, params) => {
     const response = await api.check(params);
     expect(response.status).toBe(400);
@@ -148,11 +155,15 @@ describe('errors', () => {
 describe('concurrency (conditional writes, no read-then-write)', () => {
   it('20 simultaneous checks of the right code give exactly one 200', async () => {
     const { sid, code } = await sendCode();
-    const responses = await Promise.all(Array.from({ length: 20 }, () => api.check({ VerificationSid: sid, Code: code })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => api.check({ VerificationSid: sid, Code: code })),
+    );
     const statuses = responses.map((response) => response.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(1);
     expect(statuses.filter((status) => status === 409)).toHaveLength(19);
-    expect(responses.every((response) => response.status !== 409 || response.body.status === 'VERIFIED')).toBe(true);
+    expect(
+      responses.every((response) => response.status !== 409 || response.body.status === 'VERIFIED'),
+    ).toBe(true);
   });
 
   it('20 simultaneous wrong checks spend exactly 5 attempts and lock', async () => {

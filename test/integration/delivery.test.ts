@@ -26,13 +26,18 @@ afterEach(() => harness.stack.carrier.clearRules());
 
 /** Polls fetch as spec 4.3 says a caller would, until delivery ends (DELIVERED or FAILED) or `status` holds. */
 async function pollUntil(sid: string, done: (body: Record<string, unknown>) => boolean, timeoutMs = 15_000) {
-  return eventually(async () => {
-    const response = await api.fetch(sid);
-    return done(response.body) ? response.body : undefined;
-  }, timeoutMs, 100);
+  return eventually(
+    async () => {
+      const response = await api.fetch(sid);
+      return done(response.body) ? response.body : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
-const ended = (body: Record<string, unknown>) => ['DELIVERED', 'FAILED', 'SENT'].includes(body.delivery_status as string);
+const ended = (body: Record<string, unknown>) =>
+  ['DELIVERED', 'FAILED', 'SENT'].includes(body.delivery_status as string);
 const itemOf = async (sid: string) => (await harness.scanTable()).find((item) => item.sid === sid)!;
 const messagesTo = (to: string) => harness.stack.carrier.messagesTo(to).reverse();
 
@@ -67,7 +72,10 @@ it('silent then deliver: switches after the wait, and `channel` becomes the deli
 
 it('reject, reject, deliver: no wait between rejections', async () => {
   const to = freshMobile();
-  harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'reject', viber: 'reject', whatsapp: { deliver: 50 } } });
+  harness.stack.carrier.setRule({
+    prefix: to,
+    channels: { sna: 'reject', viber: 'reject', whatsapp: { deliver: 50 } },
+  });
   const sent = await api.send({ To: to });
   const final = await pollUntil(sent.body.sid as string, (body) => body.delivery_status === 'DELIVERED');
   expect(final.channel).toBe('whatsapp');
@@ -86,10 +94,14 @@ it('all silent: SENT after the last wait, then a late receipt makes it DELIVERED
   harness.stack.carrier.setRule({ prefix: to, channels: { whatsapp: 'silent', sms: 'silent' } });
   const sent = await twoChannels.send({ To: to });
   const sid = sent.body.sid as string;
-  const final = await eventually(async () => {
-    const body = (await twoChannels.fetch(sid)).body;
-    return body.delivery_status === 'SENT' ? body : undefined;
-  }, 15_000, 100);
+  const final = await eventually(
+    async () => {
+      const body = (await twoChannels.fetch(sid)).body;
+      return body.delivery_status === 'SENT' ? body : undefined;
+    },
+    15_000,
+    100,
+  );
   expect(final.channel).toBe('whatsapp');
   expect(messagesTo(to).map((message) => message.channel)).toEqual(['whatsapp', 'sms']);
   await harness.stack.workflow.idle();
@@ -97,11 +109,26 @@ it('all silent: SENT after the last wait, then a late receipt makes it DELIVERED
 
   // The first channel's receipt arrives late: DELIVERED, over whatsapp, even though sms was tried last.
   const whatsapp = messagesTo(to)[0]!;
-  const receipt = await postReceipt({ reference: whatsapp.reference, messageId: whatsapp.messageId!, status: 'delivered' });
+  const receipt = await postReceipt({
+    reference: whatsapp.reference,
+    messageId: whatsapp.messageId!,
+    status: 'delivered',
+  });
   expect(receipt.status).toBe(200);
-  expect((await twoChannels.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'whatsapp' });
+  expect((await twoChannels.fetch(sid)).body).toMatchObject({
+    delivery_status: 'DELIVERED',
+    channel: 'whatsapp',
+  });
   // A duplicate of it changes nothing.
-  expect((await postReceipt({ reference: whatsapp.reference, messageId: whatsapp.messageId!, status: 'delivered' })).status).toBe(200);
+  expect(
+    (
+      await postReceipt({
+        reference: whatsapp.reference,
+        messageId: whatsapp.messageId!,
+        status: 'delivered',
+      })
+    ).status,
+  ).toBe(200);
   expect((await twoChannels.fetch(sid)).body.delivery_status).toBe('DELIVERED');
 });
 
@@ -130,16 +157,25 @@ it('all reject: FAILED, and the number is refused with `unreachable` for every s
 describe('receipts', () => {
   it('a forged, replayed or foreign receipt changes nothing', async () => {
     const to = freshMobile();
-    harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: 'silent', whatsapp: 'silent', rcs: 'silent', sms: 'silent' } });
+    harness.stack.carrier.setRule({
+      prefix: to,
+      channels: { sna: 'silent', viber: 'silent', whatsapp: 'silent', rcs: 'silent', sms: 'silent' },
+    });
     const sent = await api.send({ To: to });
     const sid = sent.body.sid as string;
     const sna = await eventually(async () => messagesTo(to)[0]);
     const genuine = { reference: sna.reference, messageId: sna.messageId!, status: 'delivered' as const };
     const secret = deriveKey(harness.masterKey, 'receipt:carrier');
 
-    const forged = await postRaw(JSON.stringify(genuine), signPayload(Buffer.alloc(32, 7), JSON.stringify(genuine), new Date()));
+    const forged = await postRaw(
+      JSON.stringify(genuine),
+      signPayload(Buffer.alloc(32, 7), JSON.stringify(genuine), new Date()),
+    );
     const unsigned = await postRaw(JSON.stringify(genuine), undefined);
-    const stale = await postRaw(JSON.stringify(genuine), signPayload(secret, JSON.stringify(genuine), new Date(Date.now() - 301_000)));
+    const stale = await postRaw(
+      JSON.stringify(genuine),
+      signPayload(secret, JSON.stringify(genuine), new Date(Date.now() - 301_000)),
+    );
     const tampered = await postRaw(
       JSON.stringify({ ...genuine, messageId: 'SMother' }),
       signPayload(secret, JSON.stringify(genuine), new Date()),
@@ -191,12 +227,17 @@ it('keeps the code out of the workflow input and history', async () => {
   const code = await api.latestCode(to);
   for (const entry of harness.stack.workflow.taskLog) {
     // A task's input is the previous task's output: a SID, a channel index, the wait and the routing word.
-    for (const key of Object.keys(entry.input)) expect(['sid', 'channelIndex', 'waitSeconds', 'next']).toContain(key);
+    for (const key of Object.keys(entry.input))
+      expect(['sid', 'channelIndex', 'waitSeconds', 'next']).toContain(key);
     expect(JSON.stringify(entry)).not.toContain(code);
   }
 });
 
-async function postReceipt(receipt: { reference: string; messageId: string; status: 'delivered' | 'failed' }) {
+async function postReceipt(receipt: {
+  reference: string;
+  messageId: string;
+  status: 'delivered' | 'failed';
+}) {
   const body = JSON.stringify(receipt);
   return postRaw(body, signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()));
 }

@@ -30,7 +30,9 @@ export interface Harness {
   masterKey: string;
   /** Every log line the stack wrote. */
   logs: string[];
-  createAccount(options?: Partial<{ balanceUsd: number; channels: Channel[]; defaultTemplate: string | null }>): Promise<Account>;
+  createAccount(
+    options?: Partial<{ balanceUsd: number; channels: Channel[]; defaultTemplate: string | null }>,
+  ): Promise<Account>;
   client(account: Account): ApiClient;
   /** Every item in the table, unmarshalled. */
   scanTable(): Promise<Record<string, unknown>[]>;
@@ -44,14 +46,21 @@ export interface HarnessOptions {
 
 export function dynamoEndpoint(): string {
   const endpoint = process.env.DYNAMODB_ENDPOINT;
-  if (!endpoint) throw new Error('DYNAMODB_ENDPOINT is not set: run the tests through jest (global setup starts DynamoDB Local)');
+  if (!endpoint)
+    throw new Error(
+      'DYNAMODB_ENDPOINT is not set: run the tests through jest (global setup starts DynamoDB Local)',
+    );
   return endpoint;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const endpoint = dynamoEndpoint();
   const tableName = `otp-test-${randomBytes(6).toString('hex')}`;
-  const raw = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const raw = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   await createTable(raw, tableName);
   const documents = createDocumentClient({ endpoint });
   const accounts = new AccountStore(documents, tableName, cryptoRandom);
@@ -71,6 +80,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     env,
     logger: jsonLogger((line) => logs.push(line)),
     override: { clock },
+    // Tests run the sweeper themselves when they need it.
+    sweepIntervalMs: 0,
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
   });
 
@@ -98,7 +109,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       const items: Record<string, unknown>[] = [];
       let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
       do {
-        const page = await raw.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start, ConsistentRead: true }));
+        const page = await raw.send(
+          new ScanCommand({ TableName: tableName, ExclusiveStartKey: start, ConsistentRead: true }),
+        );
         items.push(...(page.Items ?? []).map((item) => unmarshall(item)));
         start = page.LastEvaluatedKey;
       } while (start);
@@ -128,30 +141,61 @@ export class ApiClient {
   ) {}
 
   send(params: Params, options: RequestOptions = {}): Promise<ApiResponse> {
-    return this.post(`/v2/Services/${options.serviceSid ?? this.account.serviceSid}/Verifications`, params, options);
+    return this.post(
+      `/v2/Services/${options.serviceSid ?? this.account.serviceSid}/Verifications`,
+      params,
+      options,
+    );
   }
 
   check(params: Params, options: RequestOptions = {}): Promise<ApiResponse> {
-    return this.post(`/v2/Services/${options.serviceSid ?? this.account.serviceSid}/VerificationCheck`, params, options);
+    return this.post(
+      `/v2/Services/${options.serviceSid ?? this.account.serviceSid}/VerificationCheck`,
+      params,
+      options,
+    );
   }
 
   fetch(sid: string, options: RequestOptions = {}): Promise<ApiResponse> {
-    return this.request('GET', `/v2/Services/${options.serviceSid ?? this.account.serviceSid}/Verifications/${sid}`, undefined, options);
+    return this.request(
+      'GET',
+      `/v2/Services/${options.serviceSid ?? this.account.serviceSid}/Verifications/${sid}`,
+      undefined,
+      options,
+    );
   }
 
   post(path: string, params: Params, options: RequestOptions = {}): Promise<ApiResponse> {
-    const defined = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined)) as Record<string, string>;
+    const defined = Object.fromEntries(
+      Object.entries(params).filter(([, value]) => value !== undefined),
+    ) as Record<string, string>;
     const body = options.json ? JSON.stringify(defined) : new URLSearchParams(defined).toString();
     const contentType = options.json ? 'application/json' : 'application/x-www-form-urlencoded';
-    return this.request('POST', path, body, { ...options, headers: { 'content-type': contentType, ...options.headers } });
+    return this.request('POST', path, body, {
+      ...options,
+      headers: { 'content-type': contentType, ...options.headers },
+    });
   }
 
-  async request(method: string, path: string, body: string | undefined, options: RequestOptions = {}): Promise<ApiResponse> {
+  async request(
+    method: string,
+    path: string,
+    body: string | undefined,
+    options: RequestOptions = {},
+  ): Promise<ApiResponse> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.apiKey !== null) headers['x-api-key'] = options.apiKey ?? this.account.apiKey;
-    const response = await fetch(`${this.baseUrl}${path}`, { method, headers, ...(body !== undefined && { body }) });
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined && { body }),
+    });
     const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, headers: response.headers };
+    return {
+      status: response.status,
+      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+      headers: response.headers,
+    };
   }
 
   /** Messages the simulated carrier carried to a number, newest first. */
@@ -179,7 +223,11 @@ export interface RequestOptions {
 }
 
 /** Polls until `probe` returns a value, for at most `timeoutMs` (bounded: never an endless loop). */
-export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  intervalMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -2,12 +2,27 @@
  * What a dashboard does to accounts: services, API keys, templates, delivery rules, prices, balance.
  * Used by `npm run admin`, the local stack's seed and the tests; never on a request path.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Service, Template } from '../../core/model';
 import type { Random } from '../../core/ports';
 import type { Channel } from '../../core/routing';
-import { apiKeyFromItem, apiKeyToItems, serviceFromItem, serviceToItem, templateFromItem, templateToItem } from './items';
+import {
+  apiKeyFromItem,
+  apiKeyToItems,
+  serviceFromItem,
+  serviceToItem,
+  templateFromItem,
+  templateToItem,
+} from './items';
 import { SERVICE_CHILD_PREFIX, keys } from './keys';
 
 export interface NewService {
@@ -57,8 +72,16 @@ export class AccountStore {
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Put: { TableName: this.tableName, Item: serviceToItem(service), ConditionExpression: 'attribute_not_exists(pk)' } },
-          ...(template ? [{ Put: { TableName: this.tableName, Item: templateToItem(service.sid, template) } }] : []),
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: serviceToItem(service),
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
+          ...(template
+            ? [{ Put: { TableName: this.tableName, Item: templateToItem(service.sid, template) } }]
+            : []),
         ],
       }),
     );
@@ -80,7 +103,13 @@ export class AccountStore {
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Put: { TableName: this.tableName, Item: lookup!, ConditionExpression: 'attribute_not_exists(pk)' } },
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: lookup!,
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
           { Put: { TableName: this.tableName, Item: pointer! } },
         ],
       }),
@@ -112,7 +141,10 @@ export class AccountStore {
     });
     await this.client.send(
       new TransactWriteCommand({
-        TransactItems: [update(keys.apiKey(record.keyHash)), update(keys.serviceApiKey(serviceSid, record.keyHash))],
+        TransactItems: [
+          update(keys.apiKey(record.keyHash)),
+          update(keys.serviceApiKey(serviceSid, record.keyHash)),
+        ],
       }),
     );
     return true;
@@ -137,7 +169,9 @@ export class AccountStore {
     await this.requireService(serviceSid);
     if (!body.includes('{code}')) throw new Error('A template needs the {code} placeholder');
     const template: Template = { sid: this.random.sid('HX'), body, locale };
-    await this.client.send(new PutCommand({ TableName: this.tableName, Item: templateToItem(serviceSid, template) }));
+    await this.client.send(
+      new PutCommand({ TableName: this.tableName, Item: templateToItem(serviceSid, template) }),
+    );
     return template;
   }
 
@@ -150,7 +184,9 @@ export class AccountStore {
       new GetCommand({ TableName: this.tableName, Key: keys.template(serviceSid, templateSid) }),
     );
     if (!Item) throw new Error(`No template ${templateSid} in service ${serviceSid}`);
-    await this.updateService(serviceSid, 'SET default_template = :template', { ':template': templateFromItem(Item) });
+    await this.updateService(serviceSid, 'SET default_template = :template', {
+      ':template': templateFromItem(Item),
+    });
   }
 
   async clearDefaultTemplate(serviceSid: string): Promise<void> {
@@ -158,7 +194,9 @@ export class AccountStore {
   }
 
   async deleteTemplate(serviceSid: string, templateSid: string): Promise<void> {
-    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: keys.template(serviceSid, templateSid) }));
+    await this.client.send(
+      new DeleteCommand({ TableName: this.tableName, Key: keys.template(serviceSid, templateSid) }),
+    );
   }
 
   async setChannels(serviceSid: string, channels: Channel[]): Promise<void> {
@@ -174,7 +212,12 @@ export class AccountStore {
   }
 
   async setPrice(serviceSid: string, country: string, units: number): Promise<void> {
-    await this.updateService(serviceSid, 'SET prices.#country = :units', { ':units': units }, { '#country': country });
+    await this.updateService(
+      serviceSid,
+      'SET prices.#country = :units',
+      { ':units': units },
+      { '#country': country },
+    );
   }
 
   async removePrice(serviceSid: string, country: string): Promise<void> {

@@ -33,6 +33,9 @@ export function verificationToItem(v: Verification): Item {
     message: v.message,
     channels: v.channels,
     deliveries: v.deliveries,
+    ...(v.deliveryStatus === 'PENDING' &&
+      Object.keys(v.deliveries).length === 0 &&
+      keys.pendingDelivery(new Date(v.dateCreated), v.sid)),
     ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
   };
 }
@@ -94,7 +97,12 @@ export function serviceFromItem(item: Item): Service {
 const templateFields = (t: Template): Item => ({ sid: t.sid, body: t.body, locale: t.locale });
 
 export function templateToItem(serviceSid: string, t: Template): Item {
-  return { ...keys.template(serviceSid, t.sid), type: 'template', service_sid: serviceSid, ...templateFields(t) };
+  return {
+    ...keys.template(serviceSid, t.sid),
+    type: 'template',
+    service_sid: serviceSid,
+    ...templateFields(t),
+  };
 }
 
 export function templateFromItem(item: Item): Template {

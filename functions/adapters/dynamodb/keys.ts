@@ -8,6 +8,14 @@ export const TABLE_SCHEMA = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'ttl',
+  indexes: {
+    /**
+     * Sparse index of verifications whose delivery has not started yet: written with the verification,
+     * removed by the first delivery task. The sweeper reads it to restart deliveries whose workflow start
+     * failed, at no extra round trip on the send path.
+     */
+    pendingDelivery: { name: 'pending-delivery', partitionKey: 'pending_pk', sortKey: 'pending_sk' },
+  },
 } as const;
 
 export interface ItemKey {
@@ -36,7 +44,10 @@ export const keys = {
   }),
   /** Looked up by the SHA-256 of the key; the key itself is never stored. */
   apiKey: (keyHash: string): ItemKey => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' }),
-  verification: (verificationSid: string): ItemKey => ({ pk: `VERIFICATION#${verificationSid}`, sk: 'VERIFICATION' }),
+  verification: (verificationSid: string): ItemKey => ({
+    pk: `VERIFICATION#${verificationSid}`,
+    sk: 'VERIFICATION',
+  }),
   /** Hashed so that any 191-character key makes a short, safe partition key. */
   idempotency: (serviceSid: string, idempotencyKey: string): ItemKey => ({
     pk: `IDEMPOTENCY#${serviceSid}#${sha256(idempotencyKey)}`,
@@ -49,7 +60,14 @@ export const keys = {
     pk: `RATE#${keyHash}#${windowStart.toISOString().slice(0, 16)}`,
     sk: 'RATE',
   }),
+  /** Index keys of a verification waiting for its first delivery task, in one partition per minute. */
+  pendingDelivery: (createdAt: Date, verificationSid: string) => ({
+    pending_pk: pendingDeliveryPartition(createdAt),
+    pending_sk: `${createdAt.toISOString()}#${verificationSid}`,
+  }),
 } as const;
+
+export const pendingDeliveryPartition = (at: Date): string => `PENDING#${at.toISOString().slice(0, 16)}`;
 
 /** Sort-key prefixes for the queries under one service. */
 export const SERVICE_CHILD_PREFIX = {

@@ -3,6 +3,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   BatchGetCommand,
   GetCommand,
+  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -15,6 +16,7 @@ import type {
   ApiKeyStore,
   CheckWrite,
   DeliveryStore,
+  PendingDeliveryStore,
   RecordRefusal,
   SendContext,
   SendContextQuery,
@@ -32,7 +34,7 @@ import {
   verificationFromItem,
   verificationToItem,
 } from './items';
-import { keys, type ItemKey } from './keys';
+import { TABLE_SCHEMA, keys, pendingDeliveryPartition, type ItemKey } from './keys';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -49,14 +51,16 @@ const oldImage = (error: unknown): Record<string, unknown> | undefined => {
 };
 
 /** The single-table adapter behind every storage port. One round trip per method unless noted. */
-export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore {
+export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
   ) {}
 
   async getVerification(sid: string): Promise<Verification | undefined> {
-    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.verification(sid) }));
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.verification(sid) }),
+    );
     return Item && verificationFromItem(Item);
   }
 
@@ -75,7 +79,8 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       ...(query.idempotencyKey && { idempotency: keys.idempotency(query.serviceSid, query.idempotencyKey) }),
     };
     const items = await this.batchGet(Object.values(wanted));
-    const find = (key: ItemKey | undefined) => key && items.find((item) => item.pk === key.pk && item.sk === key.sk);
+    const find = (key: ItemKey | undefined) =>
+      key && items.find((item) => item.pk === key.pk && item.sk === key.sk);
     const service = find(wanted.service);
     const template = find(wanted.template);
     const idempotency = find(wanted.idempotency);
@@ -152,7 +157,10 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const failed = (role: string) =>
-        items.some((entry, i) => entry.role === role && error.CancellationReasons?.[i]?.Code === 'ConditionalCheckFailed');
+        items.some(
+          (entry, i) =>
+            entry.role === role && error.CancellationReasons?.[i]?.Code === 'ConditionalCheckFailed',
+        );
       if (failed('idempotency')) return { ok: false, reason: 'idempotency_key_taken' };
       if (failed('number')) return { ok: false, reason: 'conflict' };
       if (failed('service')) return { ok: false, reason: 'insufficient_funds' };
@@ -163,7 +171,9 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
 
   async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
     try {
-      await this.client.send(new UpdateCommand(this.numberLogUpdate(input.number, input.numberSends, input.now)));
+      await this.client.send(
+        new UpdateCommand(this.numberLogUpdate(input.number, input.numberSends, input.now)),
+      );
       return true;
     } catch (error) {
       if (isConditionFailure(error)) return false;
@@ -233,7 +243,11 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
           UpdateExpression: 'SET #status = :expired',
           ConditionExpression: '#status = :pending AND expires_at <= :now',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':expired': 'EXPIRED', ':pending': 'PENDING', ':now': now.toISOString() },
+          ExpressionAttributeValues: {
+            ':expired': 'EXPIRED',
+            ':pending': 'PENDING',
+            ':now': now.toISOString(),
+          },
         }),
       );
     } catch (error) {
@@ -262,7 +276,9 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   async getApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.apiKey(keyHash) }));
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.apiKey(keyHash) }),
+    );
     return Item && apiKeyFromItem(Item);
   }
 
@@ -292,7 +308,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
-          UpdateExpression: 'SET deliveries.#index = :attempt',
+          UpdateExpression: 'SET deliveries.#index = :attempt REMOVE pending_pk, pending_sk',
           ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deliveries.#index)',
           ExpressionAttributeNames: { '#index': String(index) },
           ExpressionAttributeValues: { ':attempt': attempt },
@@ -311,7 +327,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
-          UpdateExpression: 'SET delivery_status = :status REMOVE sealed_code',
+          UpdateExpression: 'SET delivery_status = :status REMOVE sealed_code, pending_pk, pending_sk',
           ConditionExpression: 'delivery_status = :pending',
           ExpressionAttributeValues: { ':status': status, ':pending': 'PENDING' },
         }),
@@ -328,7 +344,8 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
-          UpdateExpression: 'SET delivery_status = :delivered, channel = :channel REMOVE sealed_code',
+          UpdateExpression:
+            'SET delivery_status = :delivered, channel = :channel REMOVE sealed_code, pending_pk, pending_sk',
           ConditionExpression: 'attribute_exists(pk) AND delivery_status <> :delivered',
           ExpressionAttributeValues: { ':delivered': 'DELIVERED', ':channel': channel },
         }),
@@ -350,6 +367,37 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         ExpressionAttributeValues: { ':until': until.getTime(), ':ttl': numberTtl(until, until.getTime()) },
       }),
     );
+  }
+
+  async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
+    const index = TABLE_SCHEMA.indexes.pendingDelivery;
+    const sids: string[] = [];
+    // One partition per minute: query each minute from `from` to `to`.
+    for (let minute = from.getTime() - (from.getTime() % 60_000); minute <= to.getTime(); minute += 60_000) {
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: index.name,
+            KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
+            ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
+            ExpressionAttributeValues: {
+              ':pk': pendingDeliveryPartition(new Date(minute)),
+              ':from': from.toISOString(),
+              // '~' sorts after '#' and every SID character: includes items created at exactly `to`.
+              ':to': `${to.toISOString()}~`,
+            },
+            // The index keeps keys only; its sort key ends with the SID.
+            ProjectionExpression: '#sk',
+            ExclusiveStartKey: start,
+          }),
+        );
+        sids.push(...(page.Items ?? []).map((item) => String(item[index.sortKey]).split('#')[1]!));
+        start = page.LastEvaluatedKey;
+      } while (start);
+    }
+    return sids;
   }
 
   /** BatchGetItem, following UnprocessedKeys (rare; only under throttling) until every key is answered. */

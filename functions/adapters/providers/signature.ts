@@ -13,7 +13,12 @@ export function signPayload(secret: Buffer, body: string, at: Date): string {
   return `t=${timestamp},v1=${mac}`;
 }
 
-export function verifySignature(secret: Buffer, body: string, header: string | undefined, now: Date): boolean {
+export function verifySignature(
+  secret: Buffer,
+  body: string,
+  header: string | undefined,
+  now: Date,
+): boolean {
   if (!header) return false;
   const parts = Object.fromEntries(
     header.split(',').map((part) => {
@@ -23,7 +28,8 @@ export function verifySignature(secret: Buffer, body: string, header: string | u
   );
   const timestamp = Number(parts.t);
   const given = parts.v1;
-  if (!Number.isInteger(timestamp) || typeof given !== 'string' || !/^[0-9a-f]{64}$/.test(given)) return false;
+  if (!Number.isInteger(timestamp) || typeof given !== 'string' || !/^[0-9a-f]{64}$/.test(given))
+    return false;
   if (Math.abs(now.getTime() / 1000 - timestamp) > REPLAY_WINDOW_SECONDS) return false;
   const expected = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest();
   return timingSafeEqual(expected, Buffer.from(given, 'hex'));
