@@ -83,6 +83,8 @@ export type CheckWrite =
 export interface VerificationStore {
   getVerification(sid: string): Promise<Verification | undefined>;
   loadSendContext(query: SendContextQuery): Promise<SendContext>;
+  /** The verification an `Idempotency-Key` was accepted for, if any. */
+  getIdempotentSid(serviceSid: string, idempotencyKey: string): Promise<string | undefined>;
   /** Reads only the number's send log (retries after a conflict). */
   getNumber(e164: string): Promise<NumberRecord>;
   /** The charge, the verification, the idempotency item, the ledger line and the number log, all or none. */

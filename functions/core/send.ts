@@ -50,12 +50,8 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
   if (!phone) {
     // An unparseable number is refused before anything is read, unless the key replays an accepted send.
     if (request.idempotencyKey) {
-      const context = await store.loadSendContext({
-        serviceSid: request.serviceSid,
-        idempotencyKey: request.idempotencyKey,
-        e164: '+0',
-      });
-      if (context.idempotentSid) return replay(deps, context.idempotentSid);
+      const sid = await store.getIdempotentSid(request.serviceSid, request.idempotencyKey);
+      if (sid) return replay(deps, sid);
     }
     throw new OtpError('unroutable', 'To is not a valid phone number in E.164 form.');
   }

@@ -315,6 +315,15 @@ describe('Idempotency-Key (spec 4.1 rule 3)', () => {
     expect(await api.messages(to)).toHaveLength(1);
   });
 
+  it('replays even when the repeat names a number that is not valid', async () => {
+    const key = `invalid-to-${Math.random()}`;
+    const first = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': key } });
+    const again = await api.send({ To: 'not-a-number' }, { headers: { 'idempotency-key': key } });
+    expect(again.status).toBe(201);
+    expect(again.body.sid).toBe(first.body.sid);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+  });
+
   it('does not remember a key from a refused send: after a 402 and a top-up the retry is accepted', async () => {
     const poor = harness.client(await harness.createAccount({ balanceUsd: 0 }));
     const key = `retry-${Math.random()}`;

@@ -92,6 +92,17 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     };
   }
 
+  async getIdempotentSid(serviceSid: string, idempotencyKey: string): Promise<string | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.idempotency(serviceSid, idempotencyKey),
+        ConsistentRead: true,
+      }),
+    );
+    return Item?.verification_sid as string | undefined;
+  }
+
   async acceptSend(input: AcceptSend): Promise<AcceptResult> {
     const { verification, now } = input;
     const items: { role: 'service' | 'idempotency' | 'number' | 'other'; item: TransactItem }[] = [
