@@ -5,6 +5,7 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
 import type { DeliveryDeps, DeliveryTaskInput, DeliveryTaskOutput } from './core/delivery';
+import { CHANNELS, isChannel, type Channel } from './core/routing';
 import { settingsFromEnv } from './core/settings';
 import { restartStalledDeliveries } from './core/sweeper';
 import { CryptoCodeVault, cryptoRandom, deriveKey, systemClock } from './adapters/crypto';
@@ -60,9 +61,20 @@ export function buildDeps(
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),
+    allowedChannels: allowedChannelsFromEnv(env),
     logger,
     apiKeyCacheSeconds: Number(env.OTP_API_KEY_CACHE_SECONDS ?? 60),
   };
+}
+
+/** `OTP_ALLOWED_CHANNELS`: a comma list of channels; unset means all five. */
+export function allowedChannelsFromEnv(env: Env): Channel[] {
+  const raw = env.OTP_ALLOWED_CHANNELS;
+  if (!raw) return [...CHANNELS];
+  const channels = raw.split(',').map((name) => name.trim());
+  const unknown = channels.filter((name) => !isChannel(name));
+  if (unknown.length > 0) throw new Error(`OTP_ALLOWED_CHANNELS has unknown channels: ${unknown.join(', ')}`);
+  return channels as Channel[];
 }
 
 let deps: Promise<Deps> | undefined;

@@ -2,7 +2,7 @@ import { OtpError } from './errors';
 import type { NumberRecord, Service, Template, Verification } from './model';
 import { parsePhone, type PhoneNumber } from './phone';
 import type { Clock, CodeVault, DeliveryWorkflow, Random, SendContext, VerificationStore } from './ports';
-import { planRoute } from './routing';
+import { planRoute, type Channel } from './routing';
 import type { Settings } from './settings';
 import { toView, type VerificationView } from './verification';
 
@@ -23,6 +23,8 @@ export interface SendDeps {
   random: Random;
   clock: Clock;
   settings: Settings;
+  /** Channels this deployment may use at all (`OTP_ALLOWED_CHANNELS`); a service enables a subset. */
+  allowedChannels: readonly Channel[];
 }
 
 export interface SendResult {
@@ -66,7 +68,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
   for (let decision = 0; decision < MAX_DECISIONS; decision++) {
     if (context.idempotentSid) return replay(deps, context.idempotentSid);
     const now = deps.clock.now();
-    const verdict = decide(deps.settings, context, phone, templateSid, now);
+    const verdict = decide(deps, context, phone, templateSid, now);
     const numberSends = appendSend(deps.settings, context.number, now);
 
     if (!verdict.ok) {
@@ -128,7 +130,7 @@ type Verdict =
  * as sends to that number: the per-number limits count every send, refused ones included.
  */
 function decide(
-  settings: Settings,
+  { settings, allowedChannels }: Pick<SendDeps, 'settings' | 'allowedChannels'>,
   context: SendContext,
   phone: PhoneNumber,
   templateSid: string | undefined,
@@ -156,7 +158,8 @@ function decide(
 
   if (isBlocked(service, phone))
     return refuse(true, 'blocked_by_policy', 'A delivery rule blocks this destination.');
-  const route = planRoute(phone, { enabledChannels: service.enabledChannels, prices: service.prices });
+  const enabledChannels = service.enabledChannels.filter((channel) => allowedChannels.includes(channel));
+  const route = planRoute(phone, { enabledChannels, prices: service.prices });
   if (!route.ok) {
     const messages = {
       unroutable: 'The country of this number is not served.',

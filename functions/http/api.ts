@@ -13,6 +13,7 @@ import type {
   VerificationStore,
 } from '../core/ports';
 import type { ProviderRegistry } from '../core/providers';
+import type { Channel } from '../core/routing';
 import { sendVerification } from '../core/send';
 import type { Settings } from '../core/settings';
 import type { Logger } from '../adapters/logger';
@@ -43,6 +44,8 @@ export interface ApiDeps {
   random: Random;
   clock: Clock;
   settings: Settings;
+  /** Channels this deployment may use at all. */
+  allowedChannels: readonly Channel[];
   logger: Logger;
   /** How long a warm function trusts a looked-up API key. */
   apiKeyCacheSeconds: number;

@@ -215,6 +215,20 @@ describe('refused sends are never charged', () => {
   });
 });
 
+describe('deployment channels (OTP_ALLOWED_CHANNELS)', () => {
+  it('a channel the deployment does not allow is never tried, whatever the service enables', async () => {
+    const smsOnly = await startHarness({ env: { OTP_ALLOWED_CHANNELS: 'sms' } });
+    try {
+      const client = smsOnly.client(await smsOnly.createAccount());
+      expect((await client.send({ To: GB_MOBILE })).body.channel).toBe('sms');
+      const snaService = smsOnly.client(await smsOnly.createAccount({ channels: ['sna', 'whatsapp'] }));
+      expect((await snaService.send({ To: GB_MOBILE })).body.code).toBe('no_eligible_channel');
+    } finally {
+      await smsOnly.close();
+    }
+  });
+});
+
 describe('delivery rules', () => {
   it('block only what they name', async () => {
     await harness.accounts.setRules(account.serviceSid, {

@@ -41,6 +41,8 @@ export interface Harness {
 
 export interface HarnessOptions {
   settings?: Partial<Settings>;
+  /** Other environment of the functions, e.g. `OTP_ALLOWED_CHANNELS`. */
+  env?: Record<string, string>;
   carrierDefault?: ChannelBehaviour;
 }
 
@@ -67,7 +69,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const clock = new FakeClock();
   const logs: string[] = [];
   const masterKey = randomBytes(32).toString('base64url');
-  const env: Record<string, string> = {};
+  const env: Record<string, string> = { ...options.env };
   // Short receipt waits keep the suite fast; delivery tests set their own.
   const settings: Partial<Settings> = { channelWaitSeconds: 1, ...options.settings };
   for (const [name, value] of Object.entries(settings)) {

@@ -1,3 +1,4 @@
+import { allowedChannelsFromEnv } from '../../functions/runtime';
 import { formatUnits, parseUsd } from '../../functions/core/money';
 import { DEFAULT_SETTINGS, settingsFromEnv } from '../../functions/core/settings';
 import type { Verification } from '../../functions/core/model';
@@ -99,5 +100,13 @@ describe('code status derived on read (spec 3)', () => {
 
   it('renders every placeholder of a template', () => {
     expect(renderMessage('{code} is your code ({code})', '123456')).toBe('123456 is your code (123456)');
+  });
+});
+
+describe('OTP_ALLOWED_CHANNELS', () => {
+  it('limits the channels of the deployment, all five by default, and refuses unknown names', () => {
+    expect(allowedChannelsFromEnv({})).toEqual(['sms', 'whatsapp', 'viber', 'rcs', 'sna']);
+    expect(allowedChannelsFromEnv({ OTP_ALLOWED_CHANNELS: 'sms, whatsapp' })).toEqual(['sms', 'whatsapp']);
+    expect(() => allowedChannelsFromEnv({ OTP_ALLOWED_CHANNELS: 'sms,telegram' })).toThrow(/telegram/);
   });
 });
