@@ -1,7 +1,7 @@
 /**
  * The CDK stack, checked offline: the synthesized template (routes, IAM, table, state machine, secrets, logs,
  * alarms) and cdk-nag's AwsSolutions rules. The stack is synthesized with real esbuild bundling ONCE for the
- * whole file (six functions); the context-variation tests skip bundling.
+ * whole file (seven functions); the context-variation tests skip bundling.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +20,15 @@ const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8'
   .context;
 
 type FunctionName = keyof OtpStack['functions'];
-const FUNCTION_NAMES: FunctionName[] = ['send', 'check', 'fetch', 'receipt', 'deliver', 'afterWait'];
+const FUNCTION_NAMES: FunctionName[] = [
+  'send',
+  'check',
+  'fetch',
+  'receipt',
+  'deliver',
+  'afterWait',
+  'sweeper',
+];
 const ENTRIES: Record<FunctionName, string> = {
   send: 'functions/api/send.ts',
   check: 'functions/api/check.ts',
@@ -28,6 +36,18 @@ const ENTRIES: Record<FunctionName, string> = {
   receipt: 'functions/api/receipt.ts',
   deliver: 'functions/tasks/deliver.ts',
   afterWait: 'functions/tasks/after-wait.ts',
+  sweeper: 'functions/tasks/sweeper.ts',
+};
+/** The functions that start the delivery workflow: send, and the sweeper that restarts stalled deliveries. */
+const STARTS_DELIVERY: FunctionName[] = ['send', 'sweeper'];
+const TIMEOUTS: Record<FunctionName, number> = {
+  send: 10,
+  check: 10,
+  fetch: 10,
+  receipt: 10,
+  deliver: 30,
+  afterWait: 30,
+  sweeper: 50,
 };
 const SETTING_DEFAULTS = {
   OTP_CODE_TTL_SECONDS: '300',
@@ -100,16 +120,15 @@ const sortStatements = (statements: { actions: string[]; resource: unknown }[]) 
   [...statements].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 describe('functions', () => {
-  test('six Node.js 22 arm64 functions, 256 MB, traced, each with its own log group', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 6);
+  test('seven Node.js 22 arm64 functions, 256 MB, traced, each with its own log group', () => {
+    template.resourceCountIs('AWS::Lambda::Function', 7);
     for (const name of FUNCTION_NAMES) {
-      const isTask = name === 'deliver' || name === 'afterWait';
       const logGroupId = logicalId(stack.logGroups[name]);
       template.hasResourceProperties('AWS::Lambda::Function', {
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
         MemorySize: 256,
-        Timeout: isTask ? 30 : 10,
+        Timeout: TIMEOUTS[name],
         TracingConfig: { Mode: 'Active' },
         Handler: 'index.handler',
         LoggingConfig: { LogGroup: ref(logGroupId) },
@@ -153,7 +172,7 @@ describe('functions', () => {
         ...SETTING_DEFAULTS,
         NODE_OPTIONS: '--enable-source-maps',
       };
-      if (name === 'send') expected.STATE_MACHINE_ARN = ref(stateMachineId);
+      if (STARTS_DELIVERY.includes(name)) expected.STATE_MACHINE_ARN = ref(stateMachineId);
       // Exactly these: no carrier URL unless configured, nothing else.
       expect(variables).toEqual(expected);
     }
@@ -242,12 +261,12 @@ describe('IAM least privilege', () => {
     receipt: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
     deliver: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
     afterWait: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+    sweeper: [],
   };
 
   test.each(FUNCTION_NAMES)('%s: exactly its table actions, the secret, its own log group', (name) => {
     const roleId = logicalId(stack.functions[name].role!);
-    const expected = [
-      { actions: expectedTableActions[name], resource: getAtt(logicalId(stack.table)) },
+    const expected: { actions: string[]; resource: unknown }[] = [
       { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.secret)) },
       {
         actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
@@ -255,8 +274,23 @@ describe('IAM least privilege', () => {
       },
       XRAY,
     ];
-    if (name === 'send') {
+    if (expectedTableActions[name].length > 0) {
+      expected.push({ actions: expectedTableActions[name], resource: getAtt(logicalId(stack.table)) });
+    }
+    if (STARTS_DELIVERY.includes(name)) {
       expected.push({ actions: ['states:StartExecution'], resource: ref(logicalId(stack.stateMachine)) });
+    }
+    if (name === 'sweeper') {
+      // Query on the sparse pending-delivery index only: not on the table, not on any other index.
+      expected.push({
+        actions: ['dynamodb:Query'],
+        resource: {
+          'Fn::Join': [
+            '',
+            [getAtt(logicalId(stack.table)), `/index/${TABLE_SCHEMA.indexes.pendingDelivery.name}`],
+          ],
+        },
+      });
     }
     expect(sortStatements(statementsOf(roleId))).toEqual(sortStatements(expected));
     // No managed policies (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on *).
@@ -308,6 +342,8 @@ describe('DynamoDB table', () => {
         AttributeDefinitions: Match.arrayEquals([
           { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
           { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+          { AttributeName: TABLE_SCHEMA.indexes.pendingDelivery.partitionKey, AttributeType: 'S' },
+          { AttributeName: TABLE_SCHEMA.indexes.pendingDelivery.sortKey, AttributeType: 'S' },
         ]),
         TimeToLiveSpecification: { AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true },
         BillingMode: 'PAY_PER_REQUEST',
@@ -315,6 +351,49 @@ describe('DynamoDB table', () => {
         DeletionProtectionEnabled: true,
         ProvisionedThroughput: Match.absent(),
       },
+    });
+  });
+
+  test('every index of TABLE_SCHEMA, keys only, string keys (the sparse pending-delivery outbox)', () => {
+    const [table] = Object.values(template.findResources('AWS::DynamoDB::Table'));
+    expect(table!.Properties.GlobalSecondaryIndexes).toEqual(
+      Object.values(TABLE_SCHEMA.indexes).map((index) => ({
+        IndexName: index.name,
+        KeySchema: [
+          { AttributeName: index.partitionKey, KeyType: 'HASH' },
+          { AttributeName: index.sortKey, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      })),
+    );
+    expect(TABLE_SCHEMA.indexes.pendingDelivery.name).toBe('pending-delivery');
+  });
+});
+
+describe('sweeper schedule', () => {
+  test('an EventBridge rule runs the sweeper every minute, and only it', () => {
+    template.resourceCountIs('AWS::Events::Rule', 1);
+    const [ruleId, rule] = Object.entries(template.findResources('AWS::Events::Rule'))[0]!;
+    expect(rule.Properties).toMatchObject({ ScheduleExpression: 'rate(1 minute)', State: 'ENABLED' });
+    const targets = rule.Properties.Targets as { Arn: unknown }[];
+    expect(targets).toHaveLength(1);
+    expect(targets[0]).toMatchObject({
+      Arn: getAtt(fnId('sweeper')),
+      RetryPolicy: { MaximumEventAgeInSeconds: 60 },
+    });
+    // EventBridge may invoke the sweeper, from this rule only.
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: getAtt(fnId('sweeper')),
+      SourceArn: getAtt(ruleId),
+    });
+  });
+
+  test('a failed run is not retried by Lambda: the next scheduled run does the same work', () => {
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: ref(fnId('sweeper')),
+      MaximumRetryAttempts: 0,
     });
   });
 });
@@ -377,9 +456,9 @@ describe('state machine', () => {
     );
   });
 
-  test('send may start it (and gets its ARN)', () => {
+  test.each(STARTS_DELIVERY)('%s may start it (and gets its ARN)', (name) => {
     const variables = (
-      resources[fnId('send')]!.Properties.Environment as { Variables: Record<string, unknown> }
+      resources[fnId(name)]!.Properties.Environment as { Variables: Record<string, unknown> }
     ).Variables;
     expect(variables.STATE_MACHINE_ARN).toEqual(ref(logicalId(stack.stateMachine)));
   });
@@ -470,8 +549,8 @@ describe('alarms', () => {
     alarm({ Namespace: 'OtpVerify/OtpVerify', MetricName: 'DeliveriesFailed' });
   });
 
-  test('nine alarms in all, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 9);
+  test('ten alarms in all, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 10);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }
@@ -544,7 +623,7 @@ describe('configuration from context', () => {
 
   test('settings, channels and carrier URL reach every function', () => {
     const functions = custom.template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
     for (const fn of Object.values(functions)) {
       expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
         OTP_CODE_TTL_SECONDS: '600',
