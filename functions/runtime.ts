@@ -3,6 +3,7 @@
  * and builds the adapters at cold start. Local stack and tests wire the same handlers themselves.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import type { DeliveryDeps, DeliveryTaskInput, DeliveryTaskOutput } from './core/delivery';
 import { CHANNELS, isChannel, type Channel } from './core/routing';
@@ -44,9 +45,11 @@ export function buildDeps(
   env: Env,
   masterKey: string,
   logger: Logger = jsonLogger(),
+  /** A DynamoDB client built elsewhere: the reliability tests pass one that fails chosen calls. */
+  dynamoClient?: DynamoDBDocumentClient,
 ): Omit<Deps, 'workflow'> {
   const store = new DynamoStore(
-    createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
+    dynamoClient ?? createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
     required(env, 'TABLE_NAME'),
   );
   const carrier = new HttpCarrierProvider({

@@ -9,8 +9,15 @@ import type { OutboundMessage, ProviderAnswer } from '../functions/core/provider
 import { CHANNELS, type Channel } from '../functions/core/routing';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
 
-/** `deliver`: a receipt after that many ms; `silent`: accepted, never confirmed; `reject`: the number is rejected. */
-export type ChannelBehaviour = 'silent' | 'reject' | { deliver: number };
+/**
+ * `deliver`: a receipt after that many ms; `silent`: accepted, never confirmed; `reject`: the number is rejected;
+ * `error`: the carrier answers HTTP 500; `hang`: it answers nothing for that many ms (the service's time-out
+ * fires first), then 500. An error or a hang carries nothing.
+ */
+export type ChannelBehaviour = 'silent' | 'reject' | 'error' | { deliver: number } | { hang: number };
+
+const fails = (behaviour: ChannelBehaviour): boolean =>
+  behaviour === 'error' || (typeof behaviour === 'object' && 'hang' in behaviour);
 
 export interface CarrierRule {
   prefix: string;
@@ -20,7 +27,9 @@ export interface CarrierRule {
 const behaviourSchema = z.union([
   z.literal('silent'),
   z.literal('reject'),
+  z.literal('error'),
   z.object({ deliver: z.number().int().min(0).max(600_000) }),
+  z.object({ hang: z.number().int().min(0).max(600_000) }),
 ]);
 
 export const carrierRuleSchema = z.object({
@@ -55,6 +64,9 @@ export class SimulatedCarrier {
   private readonly answers = new Map<string, ProviderAnswer>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly pendingReceipts = new Set<Promise<void>>();
+  private readonly hangs = new Set<{ timer: NodeJS.Timeout; release: () => void }>();
+  /** Messages answered with an error or a hang, for tests. */
+  readonly failures: { to: string; channel: Channel; reference: string; time: string }[] = [];
 
   constructor(private readonly options: SimulatedCarrierOptions) {}
 
@@ -72,11 +84,30 @@ export class SimulatedCarrier {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
+  /** The HTTP answer to `POST /messages`: 200 with `accept`'s answer, or 500 for `error` and `hang`. */
+  async respond(message: OutboundMessage): Promise<{ status: number; body: unknown }> {
+    const behaviour = this.answers.has(message.reference)
+      ? undefined
+      : this.behaviourFor(message.to, message.channel);
+    if (behaviour && fails(behaviour)) {
+      this.failures.push({
+        to: message.to,
+        channel: message.channel,
+        reference: message.reference,
+        time: new Date().toISOString(),
+      });
+      if (typeof behaviour === 'object' && 'hang' in behaviour) await this.hang(behaviour.hang);
+      return { status: 500, body: { error: 'carrier error' } };
+    }
+    return { status: 200, body: this.accept(message) };
+  }
+
   /** Takes a message. The same reference twice (a task run twice) carries it once and answers the same. */
   accept(message: OutboundMessage): ProviderAnswer {
     const known = this.answers.get(message.reference);
     if (known) return known;
     const behaviour = this.behaviourFor(message.to, message.channel);
+    if (fails(behaviour)) throw new Error('The carrier failed');
     const record: CarriedMessage = {
       to: message.to,
       channel: message.channel,
@@ -91,7 +122,8 @@ export class SimulatedCarrier {
     } else {
       record.messageId = `SM${randomUUID().replaceAll('-', '')}`;
       answer = { status: 'accepted', messageId: record.messageId };
-      if (behaviour !== 'silent') this.scheduleReceipt(record, behaviour.deliver);
+      if (typeof behaviour === 'object' && 'deliver' in behaviour)
+        this.scheduleReceipt(record, behaviour.deliver);
     }
     this.carried.push(record);
     this.answers.set(message.reference, answer);
@@ -107,6 +139,11 @@ export class SimulatedCarrier {
   async close(): Promise<void> {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    for (const hang of this.hangs) {
+      clearTimeout(hang.timer);
+      hang.release();
+    }
+    this.hangs.clear();
     await Promise.allSettled([...this.pendingReceipts]);
   }
 
@@ -115,6 +152,16 @@ export class SimulatedCarrier {
       .filter((candidate) => to.startsWith(candidate.prefix))
       .sort((a, b) => b.prefix.length - a.prefix.length)[0];
     return rule?.channels[channel] ?? this.options.defaultBehaviour ?? { deliver: 200 };
+  }
+
+  private hang(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const entry = {
+        timer: setTimeout(() => (this.hangs.delete(entry), resolve()), ms),
+        release: resolve,
+      };
+      this.hangs.add(entry);
+    });
   }
 
   private scheduleReceipt(record: CarriedMessage, afterMs: number): void {

@@ -3,10 +3,12 @@
  * engine, wired with the local workflow runner and the simulated carrier. `npm start` and the
  * integration tests both build it here.
  */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { buildApi, buildReceiptHandler } from '../functions/http/api';
 import { buildDeps, type Deps } from '../functions/runtime';
 import { restartStalledDeliveries } from '../functions/core/sweeper';
+import type { DeliveryWorkflow } from '../functions/core/ports';
 import { deriveKey } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -47,6 +49,10 @@ export interface LocalStackOptions {
   logger?: Logger;
   /** Replace adapters, e.g. a fake clock in tests. */
   override?: Partial<Omit<Deps, 'workflow' | 'store'>>;
+  /** The service's DynamoDB client, e.g. one whose middleware fails chosen calls (reliability tests). */
+  dynamoClient?: DynamoDBDocumentClient;
+  /** Wraps the workflow the handlers and the sweeper start, e.g. to make StartExecution fail (tests). */
+  wrapWorkflow?: (workflow: DeliveryWorkflow) => DeliveryWorkflow;
   carrierDefault?: ChannelBehaviour;
   /** How often the stalled-delivery sweeper runs, as the scheduled Lambda does every minute on AWS; 0: never. */
   sweepIntervalMs?: number;
@@ -73,7 +79,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     OTP_CARRIER_URL: `${url}/_local/carrier`,
   };
   const logger = options.logger ?? jsonLogger();
-  const base = { ...buildDeps(env, options.masterKey, logger), ...options.override };
+  const base = { ...buildDeps(env, options.masterKey, logger, options.dynamoClient), ...options.override };
   const carrier = new SimulatedCarrier({
     receiptUrl: () => `${url}/v2/Callbacks/carrier`,
     receiptSecret: deriveKey(options.masterKey, 'receipt:carrier'),
@@ -83,7 +89,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // The workflow needs the deps and the deps need the workflow: tie the knot through a late-bound object.
   const deps = { ...base } as Deps;
   const workflow = new LocalWorkflow(deps, logger);
-  deps.workflow = workflow;
+  deps.workflow = options.wrapWorkflow ? options.wrapWorkflow(workflow) : workflow;
 
   const api = buildApi(deps);
   routes = {
@@ -179,7 +185,7 @@ function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
           return { status: 401, body: { error: 'unauthorized' } };
         const message = messageSchema.safeParse(parseJson(body));
         if (!message.success) return { status: 400, body: { error: 'bad message' } };
-        return { status: 200, body: carrier.accept(message.data) };
+        return carrier.respond(message.data);
       },
     },
   ];

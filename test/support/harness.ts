@@ -3,6 +3,7 @@
  * port, a demo account, and a small HTTP client. Tests talk HTTP to the same handlers that Lambda runs.
  */
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
@@ -10,6 +11,7 @@ import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { cryptoRandom } from '../../functions/adapters/crypto';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { UNITS_PER_USD } from '../../functions/core/money';
+import type { DeliveryWorkflow } from '../../functions/core/ports';
 import { CHANNELS, type Channel } from '../../functions/core/routing';
 import { SETTING_ENV, type Settings } from '../../functions/core/settings';
 import type { ChannelBehaviour } from '../../local/carrier';
@@ -44,6 +46,10 @@ export interface HarnessOptions {
   /** Other environment of the functions, e.g. `OTP_ALLOWED_CHANNELS`. */
   env?: Record<string, string>;
   carrierDefault?: ChannelBehaviour;
+  /** Called with the service's DynamoDB client before the stack starts, e.g. to add a fault middleware. */
+  decorateDynamoClient?: (client: DynamoDBDocumentClient) => void;
+  /** Wraps the delivery workflow that send and the sweeper start, e.g. to make StartExecution fail. */
+  wrapWorkflow?: (workflow: DeliveryWorkflow) => DeliveryWorkflow;
 }
 
 export function dynamoEndpoint(): string {
@@ -65,6 +71,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   await createTable(raw, tableName);
   const documents = createDocumentClient({ endpoint });
+  // The service's own client, apart from the one the harness reads and seeds with: faults touch only the service.
+  const serviceClient = createDocumentClient({ endpoint });
+  options.decorateDynamoClient?.(serviceClient);
   const accounts = new AccountStore(documents, tableName, cryptoRandom);
   const clock = new FakeClock();
   const logs: string[] = [];
@@ -82,6 +91,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     env,
     logger: jsonLogger((line) => logs.push(line)),
     override: { clock },
+    dynamoClient: serviceClient,
+    ...(options.wrapWorkflow && { wrapWorkflow: options.wrapWorkflow }),
     // Tests run the sweeper themselves when they need it.
     sweepIntervalMs: 0,
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
@@ -123,6 +134,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await stack.close();
       raw.destroy();
       documents.destroy();
+      serviceClient.destroy();
     },
   };
 }

@@ -1,0 +1,77 @@
+/**
+ * The money audit of the reliability tests, over a scan of the whole table: every verification has exactly
+ * one charge line of its price and every charge line has its verification (the accepting transaction wrote
+ * both or neither), and each service's balance is its starting balance less the sum of its charge lines.
+ */
+import { UNITS_PER_USD } from '../../functions/core/money';
+import type { Account, Harness } from './harness';
+
+type Item = Record<string, unknown>;
+
+/** Starting balances in units, by service SID, of the services a test created. */
+export class Books {
+  private readonly opening = new Map<string, number>();
+
+  constructor(private readonly harness: Harness) {}
+
+  /** Creates a service with a balance and remembers it. */
+  async open(balanceUsd = 100, options: Parameters<Harness['createAccount']>[0] = {}): Promise<Account> {
+    const account = await this.harness.createAccount({ ...options, balanceUsd });
+    this.opening.set(account.serviceSid, Math.round(balanceUsd * UNITS_PER_USD));
+    return account;
+  }
+
+  /** Every breach of the invariants, as readable lines; empty when the books balance. */
+  async audit(items?: Item[]): Promise<string[]> {
+    return auditBooks(items ?? (await this.harness.scanTable()), this.opening);
+  }
+}
+
+export function auditBooks(items: Item[], opening: ReadonlyMap<string, number>): string[] {
+  const problems: string[] = [];
+  const verifications = items.filter((item) => item.type === 'verification');
+  const charges = items.filter((item) => item.type === 'charge');
+  const chargesBySid = new Map<string, Item[]>();
+  for (const charge of charges) {
+    const sid = charge.verification_sid as string;
+    chargesBySid.set(sid, [...(chargesBySid.get(sid) ?? []), charge]);
+  }
+  const verificationsBySid = new Map(verifications.map((item) => [item.sid as string, item]));
+
+  for (const verification of verifications) {
+    const lines = chargesBySid.get(verification.sid as string) ?? [];
+    if (lines.length !== 1) {
+      problems.push(`verification ${String(verification.sid)} has ${lines.length} charge lines`);
+    } else if (lines[0]!.amount !== verification.price) {
+      problems.push(`verification ${String(verification.sid)} charged ${String(lines[0]!.amount)}`);
+    } else if (lines[0]!.pk !== `SERVICE#${String(verification.service_sid)}`) {
+      problems.push(`verification ${String(verification.sid)} charged to ${String(lines[0]!.pk)}`);
+    }
+  }
+  for (const charge of charges) {
+    if (!verificationsBySid.has(charge.verification_sid as string)) {
+      problems.push(`charge ${String(charge.sk)} has no verification`);
+    }
+  }
+  for (const [serviceSid, balance] of opening) {
+    const service = items.find((item) => item.pk === `SERVICE#${serviceSid}` && item.sk === 'SERVICE');
+    const charged = charges
+      .filter((charge) => charge.pk === `SERVICE#${serviceSid}`)
+      .reduce((sum, charge) => sum + (charge.amount as number), 0);
+    if (!service) problems.push(`service ${serviceSid} is missing`);
+    else if (service.balance !== balance - charged) {
+      problems.push(
+        `service ${serviceSid}: balance ${String(service.balance)}, expected ${balance} - ${charged}`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** The verifications and charge lines of one service in a scan. */
+export function ledgerOf(items: Item[], serviceSid: string): { verifications: Item[]; charges: Item[] } {
+  return {
+    verifications: items.filter((item) => item.type === 'verification' && item.service_sid === serviceSid),
+    charges: items.filter((item) => item.type === 'charge' && item.pk === `SERVICE#${serviceSid}`),
+  };
+}
