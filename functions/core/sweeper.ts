@@ -25,8 +25,18 @@ export async function restartStalledDeliveries(deps: SweeperDeps): Promise<strin
     new Date(now - lookback * 1000),
     new Date(now - STALL_SECONDS * 1000),
   );
+  // One failed start must not hold up the deliveries behind it: try each; the failed ones stay in the index
+  // for the next run, and the run still fails (the function's error alarm) once the others were started.
+  const failures: unknown[] = [];
   for (const sid of stalled) {
-    await deps.workflow.start({ sid, waitSeconds: deps.settings.channelWaitSeconds, restart: true });
+    try {
+      await deps.workflow.start({ sid, waitSeconds: deps.settings.channelWaitSeconds, restart: true });
+    } catch (error) {
+      failures.push(error);
+    }
+  }
+  if (failures.length > 0) {
+    throw new AggregateError(failures, `${failures.length} of ${stalled.length} delivery restarts failed`);
   }
   return stalled;
 }

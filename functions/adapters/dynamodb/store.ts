@@ -59,7 +59,10 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
 
   async getVerification(sid: string): Promise<Verification | undefined> {
     const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.verification(sid) }),
+      // Strongly consistent: a replay, a fetch or the first delivery task can come milliseconds after the
+      // accepting transaction, and an eventually consistent read may not see the item yet (a replay would
+      // answer 500, a fetch 404, and the delivery task would end without sending).
+      new GetCommand({ TableName: this.tableName, Key: keys.verification(sid), ConsistentRead: true }),
     );
     return Item && verificationFromItem(Item);
   }
@@ -162,8 +165,24 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         },
       });
     }
+    // The new verification's SID is unique, so it serves as the transaction's idempotency token: DynamoDB
+    // applies a transaction repeated with the same token once (within 10 minutes); the SDK's retries reuse it.
+    const transaction = () =>
+      new TransactWriteCommand({
+        TransactItems: items.map(({ item }) => item),
+        ClientRequestToken: verification.sid,
+      });
     try {
-      await this.client.send(new TransactWriteCommand({ TransactItems: items.map(({ item }) => item) }));
+      try {
+        await this.client.send(transaction());
+      } catch (error) {
+        if (error instanceof TransactionCanceledException) throw error;
+        // No clear answer (time-out, InternalServerError or throttling after the SDK's retries): the charge may
+        // have been applied, and answering 5xx would then charge a send the caller was told failed (billing
+        // rule 2). Settle it by sending the same transaction once more: applied before, this succeeds without
+        // applying it again; not applied, it is applied now or cancelled for the reasons read below.
+        await this.client.send(transaction());
+      }
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;

@@ -1,0 +1,316 @@
+/**
+ * Faults (issue 6): DynamoDB errors and throttling on every call of the send path, lost answers, stale
+ * reads, Step Functions start failures and provider errors and time-outs. A send answers 5xx or succeeds,
+ * never half done; an error is never charged; an accepted send is always delivered.
+ */
+import { Books, ledgerOf } from '../support/books';
+import {
+  DynamoFaults,
+  FlakyWorkflow,
+  type DynamoCall,
+  type FaultKind,
+  type FaultTiming,
+} from '../support/faults';
+import { eventually, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+
+const PRICE_US = 500;
+let harness: Harness;
+let books: Books;
+let flaky: FlakyWorkflow;
+const faults = new DynamoFaults();
+
+beforeAll(async () => {
+  harness = await startHarness({
+    settings: { keyRequestsPerMinute: 100_000 },
+    decorateDynamoClient: faults.install,
+    wrapWorkflow: (workflow) => (flaky = new FlakyWorkflow(workflow)),
+  });
+  books = new Books(harness);
+});
+afterEach(() => {
+  faults.reset();
+  flaky.reset();
+  harness.stack.carrier.clearRules();
+});
+afterAll(async () => {
+  // Whatever happened above, the money adds up across the whole table.
+  await harness.stack.workflow.idle();
+  expect(await books.audit()).toEqual([]);
+  await harness.close();
+});
+
+let counter = 0;
+const freshUsNumber = () => `+1415555${String(3000 + ++counter).padStart(4, '0')}`;
+/** UK mobiles reach all five channels: sna, viber, whatsapp, rcs, sms (cheapest first). */
+const freshUkMobile = () => `+447400${String(1_200_000 + ++counter).slice(1)}`;
+const idempotencyKey = () => ({ 'idempotency-key': `key-${++counter}-${Math.random()}` });
+
+/** The send path's own calls; delivery tasks running in the background touch only verification items. */
+const onSendPath = (call: DynamoCall) => !call.pks.every((pk) => pk.startsWith('VERIFICATION#'));
+
+async function ledger(account: Account) {
+  return ledgerOf(await harness.scanTable(), account.serviceSid);
+}
+
+async function balance(account: Account): Promise<number> {
+  return (await harness.accounts.getService(account.serviceSid))!.balance;
+}
+
+const isServerError = (status: number) => status >= 500 && status <= 599;
+
+describe('DynamoDB faults on the send path', () => {
+  it('the send path is four calls: key lookup, key counter, one batch read, one transaction', async () => {
+    const api = harness.client(await books.open());
+    faults.reset();
+    expect((await api.send({ To: freshUsNumber() }, { headers: idempotencyKey() })).status).toBe(201);
+    expect(
+      faults.calls.filter(onSendPath).map((call) => `${call.operation} ${call.pks[0]!.split('#')[0]}`),
+    ).toEqual(['GetItem APIKEY', 'UpdateItem RATE', 'BatchGetItem SERVICE', 'TransactWriteItems SERVICE']);
+  });
+
+  const calls = ['GetItem', 'UpdateItem', 'BatchGetItem', 'TransactWriteItems'];
+  const kinds: FaultKind[] = ['throttling', 'provisioned', 'internal'];
+  const timings: FaultTiming[] = ['before', 'after'];
+  const cases = calls.flatMap((operation, index) =>
+    timings.flatMap((timing) => kinds.map((kind) => [operation, timing, kind, index] as const)),
+  );
+
+  it.each(cases)(
+    '%s fails %s it is applied (%s): 5xx and no charge, or 201; the retry with the key charges once',
+    async (operation, timing, kind, index) => {
+      const account = await books.open(1);
+      const api = harness.client(account);
+      const headers = idempotencyKey();
+      const to = freshUsNumber();
+      const injected = faults.inject({ where: onSendPath, skip: index, kind, timing });
+
+      const first = await api.send({ To: to }, { headers });
+      expect(injected.fired).toBe(1);
+      expect(injected.calls[0]!.operation).toBe(operation);
+      const afterFirst = await ledger(account);
+      if (first.status === 201) {
+        expect(afterFirst.charges).toHaveLength(1);
+        expect(afterFirst.verifications.map((item) => item.sid)).toEqual([first.body.sid]);
+      } else {
+        // Billing rule 2: an error response is never charged, whatever DynamoDB did.
+        expect(isServerError(first.status)).toBe(true);
+        expect(first.body.code).toEqual(expect.any(String));
+        expect(afterFirst).toEqual({ verifications: [], charges: [] });
+      }
+
+      const retry = await api.send({ To: to }, { headers });
+      expect(retry.status).toBe(201);
+      if (first.status === 201) expect(retry.body.sid).toBe(first.body.sid);
+      const final = await ledger(account);
+      expect(final.charges).toHaveLength(1);
+      expect(final.verifications.map((item) => item.sid)).toEqual([retry.body.sid]);
+      expect(await balance(account)).toBe(10_000 - PRICE_US);
+    },
+  );
+
+  it.each(timings)(
+    'a lost answer (%s) of the accepting transaction without an Idempotency-Key: 201, or 5xx and no charge',
+    async (timing) => {
+      const account = await books.open(1);
+      const api = harness.client(account);
+      faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing });
+      const response = await api.send({ To: freshUsNumber() });
+      const { charges } = await ledger(account);
+      if (response.status === 201)
+        expect(charges.map((line) => line.verification_sid)).toEqual([response.body.sid]);
+      else {
+        expect(isServerError(response.status)).toBe(true);
+        expect(charges).toEqual([]);
+      }
+    },
+  );
+
+  it.each([0, 1, 2, 3].flatMap((index) => timings.map((timing) => [index, timing] as const)))(
+    'refused send (402): a fault on call %i (%s it is applied) answers 5xx or 402, and charges nothing',
+    async (index, timing) => {
+      const account = await books.open(0);
+      const api = harness.client(account);
+      const injected = faults.inject({ where: onSendPath, skip: index, kind: 'internal', timing });
+      const response = await api.send({ To: freshUsNumber() });
+      expect(injected.fired).toBe(1);
+      // The fourth call is the refusal counted against the number.
+      if (index === 3) expect(injected.calls[0]!.pks).toEqual([expect.stringMatching(/^NUMBER#/)]);
+      expect([402, 500, 503]).toContain(response.status);
+      expect(response.body.code).toEqual(expect.any(String));
+      expect(await ledger(account)).toEqual({ verifications: [], charges: [] });
+      expect(await balance(account)).toBe(0);
+    },
+  );
+
+  it.each(cases.filter(([, , kind]) => kind !== 'provisioned'))(
+    'one failed attempt of %s (%s it is applied, %s) is retried by the SDK: 201, one charge, one send counted',
+    async (_, timing, kind, index) => {
+      const account = await books.open(1);
+      const api = harness.client(account);
+      const to = freshUsNumber();
+      const injected = faults.inject({ where: onSendPath, skip: index, kind, timing, layer: 'attempt' });
+      const response = await api.send({ To: to });
+      expect(injected.fired).toBe(1);
+      expect(response.status).toBe(201);
+      const { charges } = await ledger(account);
+      expect(charges.map((line) => line.verification_sid)).toEqual([response.body.sid]);
+      // A transaction re-sent by the SDK after a lost answer carries the same ClientRequestToken: applied once.
+      const number = (await harness.scanTable()).find((item) => item.pk === `NUMBER#${to}`)!;
+      expect(number.sends).toHaveLength(1);
+    },
+  );
+
+  it('a replay and a fetch right after the send see the verification, even where reads lag', async () => {
+    const account = await books.open();
+    const api = harness.client(account);
+    const headers = idempotencyKey();
+    const sent = await api.send({ To: freshUsNumber() }, { headers });
+    expect(sent.status).toBe(201);
+    // An eventually consistent read may not see the verification yet; the service must not depend on one.
+    const stale = faults.inject({
+      operation: 'GetItem',
+      pkPrefix: 'VERIFICATION#',
+      kind: 'stale',
+      times: 100,
+    });
+    const replay = await api.send({ To: freshUsNumber() }, { headers });
+    expect(replay.status).toBe(201);
+    expect(replay.body.sid).toBe(sent.body.sid);
+    const fetched = await api.fetch(sent.body.sid as string);
+    expect(fetched.status).toBe(200);
+    expect(stale.fired).toBe(0);
+  });
+});
+
+describe('Step Functions start failures (the pending-delivery outbox)', () => {
+  /** Waits until the carrier carried a message to `to` (the delivery ran). */
+  const delivered = (api: ApiClient, sid: string) =>
+    eventually(
+      async () => {
+        const body = (await api.fetch(sid)).body;
+        return body.delivery_status === 'DELIVERED' ? body : undefined;
+      },
+      10_000,
+      50,
+    );
+
+  it('StartExecution fails: still 201 and charged; the sweeper delivers it once it is 30 s old', async () => {
+    const account = await books.open();
+    const api = harness.client(account);
+    const to = freshUsNumber();
+    flaky.failNext(1);
+    const sent = await api.send({ To: to });
+    expect(sent.status).toBe(201);
+    const sid = sent.body.sid as string;
+    expect(flaky.failed.map((input) => input.sid)).toEqual([sid]);
+    expect(harness.logs.some((line) => line.includes('delivery.start_failed') && line.includes(sid))).toBe(
+      true,
+    );
+    expect((await ledger(account)).charges).toHaveLength(1);
+
+    // Nothing runs it until the sweeper does; a young send is not taken as stalled.
+    await harness.stack.workflow.idle();
+    expect(harness.stack.carrier.messagesTo(to)).toEqual([]);
+    expect(await harness.stack.sweep()).toEqual([]);
+    harness.clock.advance(29_000);
+    expect(await harness.stack.sweep()).toEqual([]);
+
+    harness.clock.advance(2_000);
+    expect(await harness.stack.sweep()).toEqual([sid]);
+    await delivered(api, sid);
+    expect(harness.stack.carrier.messagesTo(to)).toHaveLength(1);
+    // Out of the outbox once the first task ran: the next sweep restarts nothing.
+    expect(await harness.stack.sweep()).toEqual([]);
+    await harness.stack.workflow.idle();
+    expect(harness.stack.carrier.messagesTo(to)).toHaveLength(1);
+  });
+
+  it('a restart that fails too is retried by the next sweep, and does not hold up the others', async () => {
+    const api = harness.client(await books.open());
+    const [first, second] = [freshUsNumber(), freshUsNumber()];
+    flaky.failNext(2);
+    const sids: unknown[] = [(await api.send({ To: first })).body.sid];
+    // The sweeper restarts in creation order: the older one, whose restart fails below, comes first.
+    harness.clock.advance(1_000);
+    sids.push((await api.send({ To: second })).body.sid);
+    expect(flaky.failed.map((input) => input.sid)).toEqual(sids);
+    harness.clock.advance(31_000);
+
+    // The first restart fails; the second still goes.
+    flaky.failNext(1, (input) => input.sid === sids[0]);
+    await expect(harness.stack.sweep()).rejects.toThrow();
+    await delivered(api, sids[1] as string);
+    expect(harness.stack.carrier.messagesTo(first)).toEqual([]);
+
+    expect(await harness.stack.sweep()).toEqual([sids[0]]);
+    await delivered(api, sids[0] as string);
+    await harness.stack.workflow.idle();
+    expect(harness.stack.carrier.messagesTo(first)).toHaveLength(1);
+    expect(harness.stack.carrier.messagesTo(second)).toHaveLength(1);
+  });
+
+  it('a replayed send whose delivery has not started is still delivered by the sweeper', async () => {
+    const api = harness.client(await books.open());
+    const headers = idempotencyKey();
+    flaky.failNext(1);
+    const sent = await api.send({ To: freshUsNumber() }, { headers });
+    const replay = await api.send({ To: freshUsNumber() }, { headers });
+    expect(replay.body.sid).toBe(sent.body.sid);
+    harness.clock.advance(31_000);
+    expect(await harness.stack.sweep()).toEqual([sent.body.sid]);
+    await delivered(api, sent.body.sid as string);
+  });
+});
+
+describe('provider errors and time-outs move delivery to the next channel', () => {
+  const pollEnded = (api: ApiClient, sid: string, timeoutMs = 15_000) =>
+    eventually(
+      async () => {
+        const body = (await api.fetch(sid)).body;
+        return ['DELIVERED', 'FAILED', 'SENT'].includes(body.delivery_status as string) ? body : undefined;
+      },
+      timeoutMs,
+      100,
+    );
+
+  it('an HTTP 500 and a hang past the time-out each move on to the next channel', async () => {
+    const api = harness.client(await books.open());
+    const to = freshUkMobile();
+    harness.stack.carrier.setRule({
+      prefix: to,
+      channels: { sna: 'error', viber: { hang: 4_000 }, whatsapp: { deliver: 50 } },
+    });
+    const sent = await api.send({ To: to });
+    expect(sent.body.channel).toBe('sna');
+    const final = await pollEnded(api, sent.body.sid as string);
+    expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'whatsapp' });
+    const item = (await harness.scanTable()).find((entry) => entry.sid === sent.body.sid)!;
+    const deliveries = item.deliveries as Record<
+      string,
+      { channel: string; outcome: string; reason?: string }
+    >;
+    expect(deliveries['0']).toMatchObject({ channel: 'sna', outcome: 'failed' });
+    expect(deliveries['1']).toMatchObject({ channel: 'viber', outcome: 'failed' });
+    expect(deliveries['2']).toMatchObject({ channel: 'whatsapp', outcome: 'accepted' });
+    expect(harness.stack.carrier.failures.filter((f) => f.to === to).map((f) => f.channel)).toEqual([
+      'sna',
+      'viber',
+    ]);
+    expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['whatsapp']);
+  }, 20_000);
+
+  it('every channel erroring ends FAILED, but an error says nothing about the number: not unreachable', async () => {
+    const api = harness.client(await books.open());
+    const to = freshUsNumber();
+    harness.stack.carrier.setRule({
+      prefix: to,
+      channels: { sna: 'error', whatsapp: 'error', rcs: 'error', sms: 'error' },
+    });
+    const sent = await api.send({ To: to });
+    const final = await pollEnded(api, sent.body.sid as string);
+    expect(final.delivery_status).toBe('FAILED');
+    await harness.stack.workflow.idle();
+    harness.stack.carrier.clearRules();
+    expect((await api.send({ To: to })).status).toBe(201);
+  });
+});
