@@ -1,7 +1,13 @@
-import { CreateTableCommand, UpdateTimeToLiveCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  UpdateTableCommand,
+  UpdateTimeToLiveCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
 
-/** Creates the service table from the same schema the CDK stack uses. */
+/** Creates the service table from the same schema the CDK stack uses, with its change stream (webhook events). */
 export async function createTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
     await client.send(
@@ -28,17 +34,29 @@ export async function createTable(client: DynamoDBClient, tableName: string): Pr
           ],
           Projection: { ProjectionType: 'KEYS_ONLY' as const },
         })),
+        StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_SCHEMA.streamViewType },
       }),
     );
   } catch (error) {
-    // A persisted local database already has it.
-    if ((error as Error).name === 'ResourceInUseException') return;
+    // A persisted local database already has it; one made before webhooks existed gets its stream now.
+    if ((error as Error).name === 'ResourceInUseException') return enableStream(client, tableName);
     throw error;
   }
   await client.send(
     new UpdateTimeToLiveCommand({
       TableName: tableName,
       TimeToLiveSpecification: { AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true },
+    }),
+  );
+}
+
+async function enableStream(client: DynamoDBClient, tableName: string): Promise<void> {
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+  if (Table?.StreamSpecification?.StreamEnabled) return;
+  await client.send(
+    new UpdateTableCommand({
+      TableName: tableName,
+      StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_SCHEMA.streamViewType },
     }),
   );
 }

@@ -98,7 +98,9 @@ export async function acceptReceipt(
   }
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
   if (receipt.status !== 'delivered') return 'duplicate';
-  return (await deps.store.markDelivered(verification.sid, attempt.channel)) ? 'applied' : 'duplicate';
+  return (await deps.store.markDelivered(verification.sid, attempt.channel, deps.clock.now()))
+    ? 'applied'
+    : 'duplicate';
 }
 
 async function sendOnce(
@@ -156,7 +158,7 @@ async function finish(
 ): Promise<DeliveryTaskOutput> {
   const attempts = verification.channels.map((_, index) => verification.deliveries[String(index)]);
   const status = attempts.some((attempt) => attempt?.outcome === 'accepted') ? 'SENT' : 'FAILED';
-  await deps.store.finishDelivery(verification.sid, status);
+  await deps.store.finishDelivery(verification.sid, status, deps.clock.now());
   if (attempts.length > 0 && attempts.every((attempt) => attempt?.outcome === 'rejected')) {
     const until = new Date(deps.clock.now().getTime() + deps.settings.unreachableDays * 86_400_000);
     await deps.store.markUnreachable(verification.to, until);

@@ -29,6 +29,8 @@ export interface Service {
   /** The default template, held on the service so a send needs no extra read for it. */
   defaultTemplate?: Template;
   createdAt: string;
+  /** SIDs of the service's webhook endpoints (details in their own items; at most 10). */
+  webhookEndpoints: string[];
 }
 
 export type DeliveryOutcome = 'accepted' | 'rejected' | 'failed';

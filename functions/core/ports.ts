@@ -12,6 +12,7 @@ import type {
   Verification,
 } from './model';
 import type { Channel } from './routing';
+import type { SidPrefix } from './sids';
 
 export interface Clock {
   now(): Date;
@@ -21,7 +22,7 @@ export interface Random {
   /** A uniformly random 6-digit code from a CSPRNG. */
   code(): string;
   /** A new SID: the prefix and 32 hex characters from 128 random bits. */
-  sid(prefix: 'VA' | 'VE' | 'HX'): string;
+  sid(prefix: SidPrefix): string;
 }
 
 /** Keyed hashing and encryption of codes; the keys never leave the adapter. */
@@ -113,9 +114,9 @@ export interface DeliveryStore {
   /** Records a channel's outcome once; false when this index was already recorded (a task run twice). */
   recordDeliveryAttempt(sid: string, index: number, attempt: DeliveryAttempt): Promise<boolean>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
-  finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>): Promise<void>;
+  finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>, now: Date): Promise<void>;
   /** DELIVERED over `channel`, whenever the receipt comes; a duplicate changes nothing. */
-  markDelivered(sid: string, channel: Channel): Promise<boolean>;
+  markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean>;
   markUnreachable(e164: string, until: Date): Promise<void>;
 }
 

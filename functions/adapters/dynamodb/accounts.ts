@@ -68,6 +68,7 @@ export class AccountStore {
       prices: {},
       ...(template && { defaultTemplate: template }),
       createdAt: now.toISOString(),
+      webhookEndpoints: [],
     };
     await this.client.send(
       new TransactWriteCommand({

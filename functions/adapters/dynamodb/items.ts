@@ -3,6 +3,7 @@
  * operator reading the table sees the same words as a caller.
  */
 import type { ApiKeyRecord, NumberRecord, Service, Template, Verification } from '../../core/model';
+import type { WebhookEndpoint } from '../../core/webhooks';
 import { keys } from './keys';
 
 type Item = Record<string, unknown>;
@@ -61,6 +62,18 @@ export function verificationFromItem(item: Item): Verification {
   };
 }
 
+/**
+ * Every write that changes a verification's `status` or `delivery_status` also does `ADD event_seq 1` and
+ * `SET event_at = now` in the same update (store.ts), so the webhook events read from the change stream get an
+ * increasing sequence number and the time of the change at no extra write. A new verification has neither.
+ */
+export function eventMarksFromItem(item: Item): { sequence: number; at: Date } {
+  return {
+    sequence: typeof item.event_seq === 'number' ? item.event_seq : 0,
+    at: new Date(typeof item.event_at === 'string' ? item.event_at : (item.date_created as string)),
+  };
+}
+
 export function serviceToItem(s: Service): Item {
   return {
     ...keys.service(s.sid),
@@ -91,6 +104,8 @@ export function serviceFromItem(item: Item): Service {
     prices: (item.prices as Record<string, number>) ?? {},
     ...(defaultTemplate && { defaultTemplate: templateFromItem(defaultTemplate) }),
     createdAt: item.created_at as string,
+    webhookEndpoints:
+      item.webhook_endpoints instanceof Set ? [...(item.webhook_endpoints as Set<string>)].sort() : [],
   };
 }
 
@@ -150,3 +165,35 @@ export function numberTtl(now: Date, unreachableUntil: number | undefined): numb
 export const IDEMPOTENCY_RETENTION_SECONDS = DAY_SECONDS;
 
 export const ttlAfter = (now: Date, seconds: number): number => epochSeconds(now) + seconds;
+
+export function webhookEndpointToItem(e: WebhookEndpoint): Item {
+  return {
+    ...keys.webhookEndpoint(e.serviceSid, e.sid),
+    type: 'webhook_endpoint',
+    sid: e.sid,
+    service_sid: e.serviceSid,
+    url: e.url,
+    enabled: e.enabled,
+    created_at: e.createdAt,
+    sealed_secret: e.sealedSecret,
+    ...(e.previousSealedSecret !== undefined && { previous_sealed_secret: e.previousSealedSecret }),
+    ...(e.previousSecretUntil !== undefined && { previous_secret_until: e.previousSecretUntil }),
+  };
+}
+
+export function webhookEndpointFromItem(item: Item): WebhookEndpoint {
+  return {
+    sid: item.sid as string,
+    serviceSid: item.service_sid as string,
+    url: item.url as string,
+    enabled: item.enabled === true,
+    createdAt: item.created_at as string,
+    sealedSecret: item.sealed_secret as string,
+    ...(typeof item.previous_sealed_secret === 'string' && {
+      previousSealedSecret: item.previous_sealed_secret,
+    }),
+    ...(typeof item.previous_secret_until === 'string' && {
+      previousSecretUntil: item.previous_secret_until,
+    }),
+  };
+}

@@ -8,6 +8,11 @@ export const TABLE_SCHEMA = {
   partitionKey: 'pk',
   sortKey: 'sk',
   ttlAttribute: 'ttl',
+  /**
+   * The change stream feeds the webhook events (a transactional outbox): old and new images, so an event is the
+   * difference between them and no request writes anything extra for it.
+   */
+  streamViewType: 'NEW_AND_OLD_IMAGES',
   indexes: {
     /**
      * Sparse index of verifications whose delivery has not started yet: written with the verification,
@@ -60,6 +65,11 @@ export const keys = {
     pk: `RATE#${keyHash}#${windowStart.toISOString().slice(0, 16)}`,
     sk: 'RATE',
   }),
+  /** A webhook endpoint, under its service so that one query finds all of a service's endpoints. */
+  webhookEndpoint: (serviceSid: string, endpointSid: string): ItemKey => ({
+    pk: `SERVICE#${serviceSid}`,
+    sk: `WEBHOOK#${endpointSid}`,
+  }),
   /** Index keys of a verification waiting for its first delivery task, in one partition per minute. */
   pendingDelivery: (createdAt: Date, verificationSid: string) => ({
     pending_pk: pendingDeliveryPartition(createdAt),
@@ -74,4 +84,5 @@ export const SERVICE_CHILD_PREFIX = {
   template: 'TEMPLATE#',
   charge: 'CHARGE#',
   apiKey: 'APIKEY#',
+  webhookEndpoint: 'WEBHOOK#',
 } as const;

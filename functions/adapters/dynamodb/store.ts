@@ -231,7 +231,8 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   async verifyCode(sid: string, serviceSid: string, codeHash: string, now: Date): Promise<CheckWrite> {
     return this.conditionalVerificationUpdate({
       Key: keys.verification(sid),
-      UpdateExpression: 'SET #status = :verified, attempts_remaining = attempts_remaining - :one',
+      UpdateExpression:
+        'SET #status = :verified, attempts_remaining = attempts_remaining - :one, event_at = :now ADD event_seq :one',
       ConditionExpression:
         'service_sid = :service AND #status = :pending AND expires_at > :now AND attempts_remaining > :zero AND code_hash = :hash',
       ExpressionAttributeNames: { '#status': 'status' },
@@ -249,17 +250,22 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
 
   async spendAttempt(sid: string, seenAttempts: number, now: Date): Promise<CheckWrite> {
     const remaining = seenAttempts - 1;
+    const locks = remaining <= 0;
     return this.conditionalVerificationUpdate({
       Key: keys.verification(sid),
-      UpdateExpression: 'SET attempts_remaining = :remaining, #status = :status',
+      // Locking changes `status`, so it is an event (see eventMarksFromItem); a wrong code alone is not.
+      UpdateExpression: locks
+        ? 'SET attempts_remaining = :remaining, #status = :status, event_at = :now ADD event_seq :one'
+        : 'SET attempts_remaining = :remaining, #status = :status',
       ConditionExpression: 'attempts_remaining = :seen AND #status = :pending AND expires_at > :now',
       ExpressionAttributeNames: { '#status': 'status' },
       ExpressionAttributeValues: {
         ':remaining': remaining,
-        ':status': remaining <= 0 ? 'LOCKED' : 'PENDING',
+        ':status': locks ? 'LOCKED' : 'PENDING',
         ':seen': seenAttempts,
         ':pending': 'PENDING',
         ':now': now.toISOString(),
+        ...(locks && { ':one': 1 }),
       },
     });
   }
@@ -270,13 +276,14 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
-          UpdateExpression: 'SET #status = :expired',
+          UpdateExpression: 'SET #status = :expired, event_at = :now ADD event_seq :one',
           ConditionExpression: '#status = :pending AND expires_at <= :now',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':expired': 'EXPIRED',
             ':pending': 'PENDING',
             ':now': now.toISOString(),
+            ':one': 1,
           },
         }),
       );
@@ -351,15 +358,21 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     }
   }
 
-  async finishDelivery(sid: string, status: 'SENT' | 'FAILED'): Promise<void> {
+  async finishDelivery(sid: string, status: 'SENT' | 'FAILED', now: Date): Promise<void> {
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
-          UpdateExpression: 'SET delivery_status = :status REMOVE sealed_code, pending_pk, pending_sk',
+          UpdateExpression:
+            'SET delivery_status = :status, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
           ConditionExpression: 'delivery_status = :pending',
-          ExpressionAttributeValues: { ':status': status, ':pending': 'PENDING' },
+          ExpressionAttributeValues: {
+            ':status': status,
+            ':pending': 'PENDING',
+            ':now': now.toISOString(),
+            ':one': 1,
+          },
         }),
       );
     } catch (error) {
@@ -368,16 +381,21 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     }
   }
 
-  async markDelivered(sid: string, channel: Channel): Promise<boolean> {
+  async markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean> {
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
           UpdateExpression:
-            'SET delivery_status = :delivered, channel = :channel REMOVE sealed_code, pending_pk, pending_sk',
+            'SET delivery_status = :delivered, channel = :channel, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
           ConditionExpression: 'attribute_exists(pk) AND delivery_status <> :delivered',
-          ExpressionAttributeValues: { ':delivered': 'DELIVERED', ':channel': channel },
+          ExpressionAttributeValues: {
+            ':delivered': 'DELIVERED',
+            ':channel': channel,
+            ':now': now.toISOString(),
+            ':one': 1,
+          },
         }),
       );
       return true;

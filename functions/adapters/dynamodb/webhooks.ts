@@ -1,0 +1,207 @@
+/**
+ * Webhook endpoints in the single table: one item per endpoint under its service (`SERVICE#<VA>` /
+ * `WEBHOOK#<WH>`), and the set of endpoint SIDs on the service item, kept in the same transaction, which also
+ * caps their number. The events function lists a service's endpoints with one query; the sender reads one.
+ */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import type { Random } from '../../core/ports';
+import {
+  MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
+  type WebhookEndpoint,
+  type WebhookEndpointStore,
+} from '../../core/webhooks';
+import type { WebhookSecretVault } from '../webhooks/secrets';
+import { newWebhookSecret } from '../webhooks/signing';
+import { webhookEndpointFromItem, webhookEndpointToItem } from './items';
+import { SERVICE_CHILD_PREFIX, keys } from './keys';
+
+/** After a rotation the previous secret signs too, for this long, so receivers can switch without a gap. */
+export const PREVIOUS_SECRET_OVERLAP_SECONDS = 24 * 3600;
+
+export type AddEndpointResult =
+  { ok: true; endpoint: WebhookEndpoint; secret: string } | { ok: false; reason: 'no_service' | 'too_many' };
+
+export class DynamoWebhookEndpoints implements WebhookEndpointStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async listEndpoints(serviceSid: string): Promise<WebhookEndpoint[]> {
+    const endpoints: WebhookEndpoint[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: {
+            ':pk': keys.service(serviceSid).pk,
+            ':prefix': SERVICE_CHILD_PREFIX.webhookEndpoint,
+          },
+          ExclusiveStartKey: start,
+        }),
+      );
+      endpoints.push(...(page.Items ?? []).map(webhookEndpointFromItem));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return endpoints;
+  }
+
+  async getEndpoint(serviceSid: string, endpointSid: string): Promise<WebhookEndpoint | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.webhookEndpoint(serviceSid, endpointSid) }),
+    );
+    return Item && webhookEndpointFromItem(Item);
+  }
+
+  /** Registers an enabled endpoint with a new secret; the secret is returned once and stored sealed. */
+  async addEndpoint(
+    serviceSid: string,
+    url: string,
+    vault: WebhookSecretVault,
+    random: Random,
+    now = new Date(),
+  ): Promise<AddEndpointResult> {
+    const sid = random.sid('WH');
+    const secret = newWebhookSecret();
+    const endpoint: WebhookEndpoint = {
+      sid,
+      serviceSid,
+      url,
+      enabled: true,
+      createdAt: now.toISOString(),
+      sealedSecret: vault.seal(serviceSid, sid, secret),
+    };
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: keys.service(serviceSid),
+                UpdateExpression: 'ADD webhook_endpoints :sid',
+                ConditionExpression:
+                  'attribute_exists(pk) AND (attribute_not_exists(webhook_endpoints) OR size(webhook_endpoints) < :max)',
+                ExpressionAttributeValues: {
+                  ':sid': new Set([sid]),
+                  ':max': MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
+                },
+              },
+            },
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: webhookEndpointToItem(endpoint),
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+          ],
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      if (error.CancellationReasons?.[0]?.Code !== 'ConditionalCheckFailed') throw error;
+      const exists = await this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: keys.service(serviceSid),
+          ProjectionExpression: 'pk',
+        }),
+      );
+      return { ok: false, reason: exists.Item ? 'too_many' : 'no_service' };
+    }
+    return { ok: true, endpoint, secret };
+  }
+
+  /** False when there is no such endpoint. */
+  async setEnabled(serviceSid: string, endpointSid: string, enabled: boolean): Promise<boolean> {
+    return this.updateEndpoint(serviceSid, endpointSid, 'SET enabled = :enabled', { ':enabled': enabled });
+  }
+
+  /**
+   * A new secret, returned once. The previous one keeps signing (a second signature in the header) for
+   * PREVIOUS_SECRET_OVERLAP_SECONDS. Undefined when there is no such endpoint.
+   */
+  async rotateSecret(
+    serviceSid: string,
+    endpointSid: string,
+    vault: WebhookSecretVault,
+    now = new Date(),
+  ): Promise<string | undefined> {
+    const secret = newWebhookSecret();
+    const rotated = await this.updateEndpoint(
+      serviceSid,
+      endpointSid,
+      'SET previous_sealed_secret = sealed_secret, previous_secret_until = :until, sealed_secret = :sealed',
+      {
+        ':sealed': vault.seal(serviceSid, endpointSid, secret),
+        ':until': new Date(now.getTime() + PREVIOUS_SECRET_OVERLAP_SECONDS * 1000).toISOString(),
+      },
+    );
+    return rotated ? secret : undefined;
+  }
+
+  /** False when there is no such endpoint. Jobs already queued for it are dropped when their turn comes. */
+  async removeEndpoint(serviceSid: string, endpointSid: string): Promise<boolean> {
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Delete: {
+                TableName: this.tableName,
+                Key: keys.webhookEndpoint(serviceSid, endpointSid),
+                ConditionExpression: 'attribute_exists(pk)',
+              },
+            },
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: keys.service(serviceSid),
+                UpdateExpression: 'DELETE webhook_endpoints :sid',
+                ConditionExpression: 'attribute_exists(pk)',
+                ExpressionAttributeValues: { ':sid': new Set([endpointSid]) },
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof TransactionCanceledException) return false;
+      throw error;
+    }
+  }
+
+  private async updateEndpoint(
+    serviceSid: string,
+    endpointSid: string,
+    expression: string,
+    values: Record<string, unknown>,
+  ): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.webhookEndpoint(serviceSid, endpointSid),
+          UpdateExpression: expression,
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,100 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import {
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type RequestOptions,
+} from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { checkWebhookUrl, isPublicAddress } from '../../core/webhook-url';
+import type { WebhookRequest, WebhookResponse, WebhookTransport } from '../../core/webhooks';
+
+export interface HttpWebhookTransportOptions {
+  /** http:// and private addresses (the local stack only). */
+  allowPrivateTargets: boolean;
+}
+
+/**
+ * Posts webhooks with node:http(s). The URL is checked again here (a table edited by hand must not get around
+ * the registration check), and every address the host name resolves to is checked in the connection's own DNS
+ * lookup, so the address connected to is the one checked (no DNS-rebinding gap between check and connect).
+ * Redirects are not followed; one time limit covers DNS, connecting, TLS and the response status.
+ */
+export class HttpWebhookTransport implements WebhookTransport {
+  constructor(private readonly options: HttpWebhookTransportOptions) {}
+
+  post(request: WebhookRequest): Promise<WebhookResponse> {
+    const checked = checkWebhookUrl(request.url, { allowPrivate: this.options.allowPrivateTargets });
+    if (!checked.ok) return Promise.resolve({ error: `URL refused: ${checked.reason}` });
+    const url = checked.url;
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const options: RequestOptions = {
+      method: 'POST',
+      headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) },
+      // A fresh connection per delivery: each one goes through the address check, and a slow endpoint holds
+      // nothing shared.
+      agent: false,
+      lookup: guardedLookup(this.options.allowPrivateTargets),
+    };
+
+    return new Promise<WebhookResponse>((resolve) => {
+      let settled = false;
+      const finish = (response: WebhookResponse) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(response);
+      };
+      let outgoing: ClientRequest | undefined;
+      const timer = setTimeout(() => {
+        finish({ error: `no response within ${request.timeoutMs} ms` });
+        outgoing?.destroy();
+      }, request.timeoutMs);
+      try {
+        outgoing = send(url, options, (response: IncomingMessage) => {
+          // Only the status matters; the body is read and dropped (bounded by the timer) so the socket closes.
+          response.resume();
+          response.on('error', () => undefined);
+          finish({ status: response.statusCode ?? 0 });
+          response.on('end', () => outgoing?.destroy());
+        });
+      } catch (error) {
+        finish({ error: describe(error) });
+        return;
+      }
+      outgoing.on('error', (error) => finish({ error: describe(error) }));
+      outgoing.end(request.body);
+    });
+  }
+}
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** A DNS lookup that fails when any resolved address is not public (unless private targets are allowed). */
+export function guardedLookup(allowPrivateTargets: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...(options as LookupOptions), all: true }, (error, addresses) => {
+      const cb = callback as (
+        error: NodeJS.ErrnoException | null,
+        address: string | LookupAddress[],
+        family?: number,
+      ) => void;
+      if (error) return cb(error, []);
+      const list = addresses as LookupAddress[];
+      const blocked = allowPrivateTargets ? undefined : list.find((entry) => !isPublicAddress(entry.address));
+      if (blocked || list.length === 0) {
+        const refusal: NodeJS.ErrnoException = new Error(
+          blocked
+            ? `${hostname} resolves to ${blocked.address}, which is not a public address`
+            : `${hostname} has no address`,
+        );
+        refusal.code = 'EADDRNOTPUBLIC';
+        return cb(refusal, []);
+      }
+      if ((options as LookupOptions).all) return cb(null, list);
+      const first = list[0]!;
+      return cb(null, first.address, first.family);
+    });
+  };
+}

@@ -1,0 +1,59 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { WebhookEndpoint, WebhookSigner } from '../../core/webhooks';
+import { deriveKey } from '../crypto';
+import { signWebhookContent } from './signing';
+
+/**
+ * Webhook signing secrets are stored encrypted (AES-256-GCM with a key derived from the master key), since the
+ * sender must sign with them; each is bound to its endpoint, so a sealed secret copied to another item opens
+ * nowhere. The plain secret is shown once, when it is made.
+ */
+export class WebhookSecretVault {
+  private readonly key: Buffer;
+
+  constructor(masterKey: string) {
+    this.key = deriveKey(masterKey, 'webhook-secrets');
+  }
+
+  seal(serviceSid: string, endpointSid: string, secret: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(Buffer.from(`${serviceSid}/${endpointSid}`));
+    const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+    return [iv, sealed, cipher.getAuthTag()].map((part) => part.toString('base64url')).join('.');
+  }
+
+  open(serviceSid: string, endpointSid: string, sealed: string): string {
+    const [iv, data, tag] = sealed.split('.').map((part) => Buffer.from(part, 'base64url'));
+    if (!iv || !data || !tag) throw new Error('Malformed sealed webhook secret');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, iv);
+    decipher.setAAD(Buffer.from(`${serviceSid}/${endpointSid}`));
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8');
+  }
+
+  /** The secrets a delivery is signed with now: the current one, and the previous one during its overlap. */
+  signingSecrets(endpoint: WebhookEndpoint, now: Date): string[] {
+    const secrets = [this.open(endpoint.serviceSid, endpoint.sid, endpoint.sealedSecret)];
+    if (
+      endpoint.previousSealedSecret &&
+      endpoint.previousSecretUntil &&
+      now.toISOString() < endpoint.previousSecretUntil
+    ) {
+      secrets.push(this.open(endpoint.serviceSid, endpoint.sid, endpoint.previousSealedSecret));
+    }
+    return secrets;
+  }
+}
+
+/** Signs with every secret in force, space-separated, as Standard Webhooks does during a rotation. */
+export class EndpointSigner implements WebhookSigner {
+  constructor(private readonly vault: WebhookSecretVault) {}
+
+  signature(endpoint: WebhookEndpoint, content: string, now: Date): string {
+    return this.vault
+      .signingSecrets(endpoint, now)
+      .map((secret) => signWebhookContent(secret, content))
+      .join(' ');
+  }
+}

@@ -1,0 +1,127 @@
+import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { z } from 'zod';
+import {
+  WEBHOOK_EVENT_TYPES,
+  runWebhookJob,
+  type QueuedJob,
+  type WebhookJob,
+  type WebhookJobOutcome,
+  type WebhookQueue,
+  type WebhookSenderDeps,
+} from '../../core/webhooks';
+import type { Logger } from '../logger';
+
+/** SQS delays one message by at most 15 minutes; longer waits hop with `notBefore`. */
+const SQS_MAX_DELAY_SECONDS = 900;
+const SQS_BATCH_LIMIT = 10;
+
+/**
+ * The webhook queue on AWS. A retry is a new message delayed by the schedule (the attempt number and, past 15
+ * minutes, `notBefore` ride in the body), so the schedule can span more than a day, past SQS's 12-hour
+ * visibility limit. Jobs whose retries are exhausted go to the dead-letter queue, which also receives messages
+ * the sender kept failing on (the redrive policy).
+ */
+export class SqsWebhookQueue implements WebhookQueue {
+  readonly maxDelaySeconds = SQS_MAX_DELAY_SECONDS;
+
+  constructor(
+    private readonly queueUrl: string,
+    private readonly deadLetterQueueUrl: string | undefined,
+    private readonly client = new SQSClient({ maxAttempts: 5 }),
+  ) {}
+
+  async enqueue(jobs: QueuedJob[]): Promise<void> {
+    for (let start = 0; start < jobs.length; start += SQS_BATCH_LIMIT) {
+      const chunk = jobs.slice(start, start + SQS_BATCH_LIMIT);
+      const result = await this.client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: chunk.map(({ job, delaySeconds }, index) => ({
+            Id: String(index),
+            MessageBody: JSON.stringify(job),
+            DelaySeconds: Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delaySeconds)),
+          })),
+        }),
+      );
+      // Throwing makes the caller's batch fail and be retried: a duplicate enqueue is harmless, a lost one is not.
+      if (result.Failed && result.Failed.length > 0) {
+        throw new Error(`SQS refused ${result.Failed.length} webhook job(s): ${result.Failed[0]?.Message}`);
+      }
+    }
+  }
+
+  async deadLetter(job: WebhookJob, reason: string): Promise<void> {
+    if (!this.deadLetterQueueUrl) throw new Error('No dead-letter queue configured');
+    await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: this.deadLetterQueueUrl,
+        MessageBody: JSON.stringify({ job, reason, at: new Date().toISOString() }),
+      }),
+    );
+  }
+}
+
+const jobSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('deliver'),
+    serviceSid: z.string(),
+    endpointSid: z.string(),
+    eventId: z.string(),
+    eventType: z.enum(WEBHOOK_EVENT_TYPES),
+    payload: z.string(),
+    attempt: z.number().int().min(1),
+    notBefore: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('expire'),
+    serviceSid: z.string(),
+    verificationSid: z.string(),
+    expiresAt: z.string(),
+  }),
+]);
+
+export const parseWebhookJob = (body: string): WebhookJob => jobSchema.parse(JSON.parse(body)) as WebhookJob;
+
+/**
+ * The sender function's batch: every job at once (a slow endpoint delays nobody else's job beyond its own time
+ * limit); a job that threw is reported so SQS delivers that message again, the others are deleted.
+ */
+export async function handleWebhookQueueBatch(
+  deps: WebhookSenderDeps,
+  event: SQSEvent,
+  logger: Logger,
+): Promise<SQSBatchResponse> {
+  const results = await Promise.allSettled(
+    event.Records.map(async (record) => {
+      const job = parseWebhookJob(record.body);
+      const outcome = await runWebhookJob(deps, job);
+      logJob(logger, job, outcome);
+    }),
+  );
+  const failures = event.Records.filter((_, index) => results[index]?.status === 'rejected');
+  results.forEach((result, index) => {
+    if (result.status === 'rejected') {
+      logger.log('error', 'webhook.job_failed', {
+        messageId: event.Records[index]?.messageId,
+        error: String(result.reason),
+      });
+    }
+  });
+  return { batchItemFailures: failures.map((record) => ({ itemIdentifier: record.messageId })) };
+}
+
+/** One line per job; `webhook.dead` lines are what an operator looks for beside the dead-letter alarm. */
+export function logJob(logger: Logger, job: WebhookJob, outcome: WebhookJobOutcome): void {
+  if (job.kind === 'expire') {
+    logger.log('info', 'webhook.expiry', { sid: job.verificationSid, outcome });
+    return;
+  }
+  logger.log(outcome === 'dead' ? 'warn' : 'info', `webhook.${outcome}`, {
+    eventId: job.eventId,
+    eventType: job.eventType,
+    serviceSid: job.serviceSid,
+    endpointSid: job.endpointSid,
+    attempt: job.attempt,
+  });
+}
