@@ -11,11 +11,12 @@ import { restartStalledDeliveries } from '../functions/core/sweeper';
 import type { DeliveryWorkflow } from '../functions/core/ports';
 import { deriveKey } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { SimulatedCarrier, carrierRuleSchema, type ChannelBehaviour } from './carrier';
 import { startHttpServer, type LocalRoute, type Route } from './server';
+import { startLocalWebhooks, type LocalWebhooks } from './webhooks';
 import { LocalWorkflow } from './workflow';
 
 /** Where a running `npm start` says how to reach it (read by `npm run admin`). */
@@ -25,11 +26,15 @@ export interface LocalStackState {
   baseUrl: string;
   dynamoEndpoint: string;
   tableName: string;
+  /** The local stack's master key: `webhook add` and `webhook rotate` seal new signing secrets with it. */
+  masterKey?: string;
 }
 
 export function writeLocalStackState(state: LocalStackState): void {
   mkdirSync(dirname(LOCAL_STACK_STATE_FILE), { recursive: true });
-  writeFileSync(LOCAL_STACK_STATE_FILE, JSON.stringify(state));
+  // It holds the local master key: readable by this user only.
+  writeFileSync(LOCAL_STACK_STATE_FILE, JSON.stringify(state), { mode: 0o600 });
+  chmodSync(LOCAL_STACK_STATE_FILE, 0o600);
 }
 
 /** The running local stack, or undefined when `npm start` is not running. */
@@ -63,6 +68,8 @@ export interface LocalStack {
   deps: Deps;
   carrier: SimulatedCarrier;
   workflow: LocalWorkflow;
+  /** The events handler on the table's stream, the webhook queue and sender, the receiver and the log. */
+  webhooks: LocalWebhooks;
   /** Runs the sweeper once (it also runs every `sweepIntervalMs`). */
   sweep(): Promise<string[]>;
   close(): Promise<void>;
@@ -77,6 +84,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     TABLE_NAME: options.tableName,
     DYNAMODB_ENDPOINT: options.dynamoEndpoint,
     OTP_CARRIER_URL: `${url}/_local/carrier`,
+    // Webhooks may go to http://127.0.0.1 here (the local receiver); never on AWS.
+    OTP_WEBHOOK_ALLOW_PRIVATE: (options.env ?? process.env).OTP_WEBHOOK_ALLOW_PRIVATE ?? 'true',
   };
   const logger = options.logger ?? jsonLogger();
   const base = { ...buildDeps(env, options.masterKey, logger, options.dynamoClient), ...options.override };
@@ -90,6 +99,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const deps = { ...base } as Deps;
   const workflow = new LocalWorkflow(deps, logger);
   deps.workflow = options.wrapWorkflow ? options.wrapWorkflow(workflow) : workflow;
+  const webhooks = await startLocalWebhooks({
+    env,
+    masterKey: options.masterKey,
+    dynamoEndpoint: options.dynamoEndpoint,
+    tableName: options.tableName,
+    store: deps.store,
+    clock: deps.clock,
+    logger,
+  });
 
   const api = buildApi(deps);
   routes = {
@@ -103,7 +121,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       },
       { method: 'POST', path: '/v2/Callbacks/{Provider}', handler: buildReceiptHandler(deps) },
     ],
-    local: localRoutes(carrier),
+    local: [...localRoutes(carrier), ...webhooks.routes],
   };
 
   const sweep = () => restartStalledDeliveries(deps);
@@ -120,11 +138,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     deps,
     carrier,
     workflow,
+    webhooks,
     sweep,
     close: async () => {
       clearInterval(sweeper);
       await workflow.idle();
       await carrier.close();
+      // Before the server: a webhook in flight may be posting to the local receiver.
+      await webhooks.close();
       await closeServer(server);
     },
   };

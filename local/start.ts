@@ -70,7 +70,12 @@ async function main(): Promise<void> {
   });
   stopAll.push(() => stack.close());
   // `npm run admin` finds the running local stack through this file.
-  writeLocalStackState({ baseUrl: stack.url, dynamoEndpoint: dynamo.endpoint, tableName: LOCAL_TABLE_NAME });
+  writeLocalStackState({
+    baseUrl: stack.url,
+    dynamoEndpoint: dynamo.endpoint,
+    tableName: LOCAL_TABLE_NAME,
+    masterKey,
+  });
   stopAll.push(async () => rmSync(LOCAL_STACK_STATE_FILE, { force: true }));
 
   if (values.json) {
@@ -85,6 +90,8 @@ OTP service running (local stack)
   API key      ${account.apiKey}
   DynamoDB     ${dynamo.endpoint} (table ${LOCAL_TABLE_NAME}${persistDir ? `, data in ${persistDir}` : ', in memory'})
   Messages     ${stack.url}/_local/messages?to=%2B14155550100
+  Webhooks     npm run admin -- webhook add ${account.serviceSid} ${stack.url}/_local/webhooks/receiver
+               then ${stack.url}/_local/webhooks
 
 Ctrl-C stops everything.`);
   }

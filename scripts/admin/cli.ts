@@ -7,7 +7,10 @@
  * (`OTP_ADMIN_DEBUG=1` prints it for unexpected errors).
  */
 import { parseArgs } from 'node:util';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
+import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { cryptoRandom } from '../../functions/adapters/crypto';
 import { readLocalStackState, type LocalStackState } from '../../local/stack';
@@ -42,6 +45,8 @@ export interface AdminTarget {
   region?: string;
   /** How the table was found, for messages. */
   source: 'local-stack' | 'options';
+  /** The running local stack's master key (for sealing webhook secrets). */
+  masterKey?: string;
 }
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -90,11 +95,17 @@ export async function runAdmin(argv: string[], io: AdminIo, options: AdminOption
     });
     try {
       const accounts = new AccountStore(client, target.tableName, cryptoRandom);
-      const output = await work({ accounts, targetDescription: describeTarget(target) }).catch(
-        (error: unknown) => {
-          throw explainAwsError(error, target);
-        },
-      );
+      const webhooks = new DynamoWebhookEndpoints(client, target.tableName);
+      const webhookVault = async () =>
+        new WebhookSecretVault(await masterKeyFor(target, values, options.env ?? process.env));
+      const output = await work({
+        accounts,
+        webhooks,
+        webhookVault,
+        targetDescription: describeTarget(target),
+      }).catch((error: unknown) => {
+        throw explainAwsError(error, target);
+      });
       io.out(values.json ? JSON.stringify(output.json) : output.text);
       return EXIT.ok;
     } finally {
@@ -191,7 +202,42 @@ export function resolveTarget(
         'or target a table: --table NAME [--region R] (deployed), --endpoint URL --table NAME (DynamoDB Local).',
     );
   }
-  return { tableName: state.tableName, endpoint: state.dynamoEndpoint, source: 'local-stack' };
+  return {
+    tableName: state.tableName,
+    endpoint: state.dynamoEndpoint,
+    source: 'local-stack',
+    ...(state.masterKey && { masterKey: state.masterKey }),
+  };
+}
+
+/**
+ * The deployment's master key, for the commands that seal a webhook secret: the running local stack's, or
+ * OTP_MASTER_KEY, or the stack's secret read from Secrets Manager (--secret-arn or OTP_SECRETS_ARN) with the
+ * operator's own AWS credentials.
+ */
+async function masterKeyFor(
+  target: AdminTarget,
+  values: OptionValues,
+  env: Record<string, string | undefined>,
+): Promise<string> {
+  if (target.masterKey) return target.masterKey;
+  if (env.OTP_MASTER_KEY) return env.OTP_MASTER_KEY;
+  const secretArn = values['secret-arn'] ?? env.OTP_SECRETS_ARN;
+  if (!secretArn) {
+    throw new AdminError(
+      'Sealing a webhook secret needs the master key: pass --secret-arn ARN (the stack output SecretArn), ' +
+        'or set OTP_SECRETS_ARN or OTP_MASTER_KEY',
+    );
+  }
+  const client = new SecretsManagerClient(target.region ? { region: target.region } : {});
+  try {
+    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
+    const masterKey = (JSON.parse(SecretString ?? '{}') as { masterKey?: string }).masterKey;
+    if (!masterKey) throw new AdminError(`The secret ${secretArn} has no masterKey`);
+    return masterKey;
+  } finally {
+    client.destroy();
+  }
 }
 
 function describeTarget(target: AdminTarget): string {
@@ -258,8 +304,9 @@ function generalHelp(): string {
   return [
     'Usage: npm run admin -- <command> [arguments] [--json] [--table NAME [--region R] | --endpoint URL --table NAME]',
     '',
-    'Manage services, API keys, balance, templates, delivery rules, prices and channels.',
-    'VA = a Service SID, HX = a template SID, CC = an ISO 3166-1 alpha-2 country, amounts in USD (up to 4 decimals).',
+    'Manage services, API keys, balance, templates, delivery rules, prices, channels and webhook endpoints.',
+    'VA = a Service SID, HX = a template SID, WH = a webhook endpoint SID, CC = an ISO 3166-1 alpha-2 country,',
+    'amounts in USD (up to 4 decimals).',
     ...lines,
     '',
     '  help [command]  Usage and examples of a command (or: <command> --help)',

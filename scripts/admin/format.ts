@@ -44,6 +44,7 @@ export function serviceText(service: Service): string {
       'Own prices (USD)',
       prices.length > 0 ? `${prices.join(', ')}; list prices elsewhere` : 'none (list prices)',
     ],
+    ['Webhook endpoints', service.webhookEndpoints.length > 0 ? `${list(service.webhookEndpoints)}` : 'none'],
     ['Created', service.createdAt],
   ]);
 }
@@ -60,6 +61,7 @@ export function serviceJson(service: Service) {
     prices: Object.fromEntries(
       Object.entries(service.prices).map(([country, units]) => [country, formatUnits(units)]),
     ),
+    webhookEndpoints: service.webhookEndpoints,
     createdAt: service.createdAt,
   };
 }

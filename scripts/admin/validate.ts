@@ -5,6 +5,7 @@
 import { isSupportedCountry } from 'libphonenumber-js/max';
 import { formatUnits, parseUsd } from '../../functions/core/money';
 import { CHANNELS, ROUTES, isChannel, type Channel } from '../../functions/core/routing';
+import { checkWebhookUrl } from '../../functions/core/webhook-url';
 
 /** The command line is wrong: exit code 2, and the usage of the command is worth showing. */
 export class UsageError extends Error {
@@ -18,6 +19,7 @@ export class AdminError extends Error {
 
 const SERVICE_SID = /^VA[0-9a-f]{32}$/;
 const TEMPLATE_SID = /^HX[0-9a-f]{32}$/;
+const WEBHOOK_SID = /^WH[0-9a-f]{32}$/;
 /** Key ids are the first hex characters of the key's SHA-256; 8 is the shortest the store accepts. */
 const KEY_ID = /^[0-9a-f]{8,64}$/;
 /** E.164 country codes never start with 0, and a number has at most 15 digits. */
@@ -44,6 +46,30 @@ export function templateSid(text: string): string {
     );
   }
   return text;
+}
+
+export function webhookSid(text: string): string {
+  if (!WEBHOOK_SID.test(text)) {
+    throw new UsageError(
+      `"${text}" is not a webhook endpoint SID: expected WH followed by 32 lowercase hex characters (see webhook list)`,
+    );
+  }
+  return text;
+}
+
+/**
+ * A webhook URL: HTTPS to a public host for a deployed table; the local stack (and any DynamoDB Local) also
+ * takes http:// and loopback, so its own receiver can be registered.
+ */
+export function webhookUrl(text: string, { allowPrivate }: { allowPrivate: boolean }): string {
+  const checked = checkWebhookUrl(text, { allowPrivate });
+  if (!checked.ok) {
+    throw new UsageError(
+      `"${text}" cannot be a webhook URL: ${checked.reason}` +
+        (allowPrivate ? '' : ' (a deployed stack posts only to public https:// URLs)'),
+    );
+  }
+  return checked.url.toString();
 }
 
 export function keyId(text: string): string {

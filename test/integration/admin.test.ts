@@ -376,6 +376,7 @@ describe('output, errors and targets', () => {
       },
       rules: { blockedCountries: [], blockedPrefixes: ['+4470'] },
       prices: { CU: '0.0600' },
+      webhookEndpoints: [],
       createdAt: expect.stringMatching(/Z$/),
     });
   });

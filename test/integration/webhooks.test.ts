@@ -1,0 +1,559 @@
+/**
+ * Webhooks (spec part 6, docs/webhooks.md) on the local stack: endpoints registered with the admin command, events
+ * read from DynamoDB Local's change stream by the same handler as the events function, posted by the same sender
+ * as on AWS with the retry schedule shortened (OTP_WEBHOOK_BACKOFF_SCALE), and checked with the recipe in the docs.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { deriveKey } from '../../functions/adapters/crypto';
+import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
+import { MAX_DELIVERY_ATTEMPTS, RETRY_DELAYS_SECONDS } from '../../functions/core/webhooks';
+import type { WebhookPost } from '../../local/webhooks';
+import { runAdmin } from '../../scripts/admin/cli';
+import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } from '../support/harness';
+
+/** Retry n waits 5 s × 4^(n-1) × this: 50 µs ... 0.82 s, so the whole nine-attempt schedule takes about a second. */
+const BACKOFF_SCALE = 0.00001;
+const TIMEOUT_MS = 400;
+
+let harness: Harness;
+let counter = 0;
+/** UK mobiles reach all five channels: sna, viber, whatsapp, rcs, sms (cheapest first). */
+const freshMobile = () => `+447400${String(2_100_000 + ++counter).slice(1)}`;
+
+beforeAll(async () => {
+  harness = await startHarness({
+    settings: { channelWaitSeconds: 1 },
+    env: { OTP_WEBHOOK_BACKOFF_SCALE: String(BACKOFF_SCALE), OTP_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) },
+  });
+});
+afterAll(() => harness.close());
+afterEach(() => harness.stack.carrier.clearRules());
+
+// --- helpers ---------------------------------------------------------------------------------------------------
+
+/** The verification recipe exactly as docs/webhooks.md prints it. */
+type Recipe = (secret: string, headers: Record<string, string | undefined>, rawBody: string) => unknown;
+function documentedRecipe(): Recipe {
+  const docs = readFileSync(join(__dirname, '..', '..', 'docs', 'webhooks.md'), 'utf8');
+  const code = /### Verifying in Node\s+```js\n([\s\S]*?)```/.exec(docs)?.[1];
+  if (!code) throw new Error('No verification recipe in docs/webhooks.md');
+  return new Function('require', `${code}\nreturn verifyWebhook;`)(require) as Recipe;
+}
+const verifyWebhook = documentedRecipe();
+
+async function admin(args: string[]): Promise<Record<string, unknown>> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runAdmin(
+    [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
+    { out: (text) => out.push(text), err: (text) => err.push(text) },
+    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
+  );
+  expect({ code, err }).toEqual({ code: 0, err: [] });
+  return JSON.parse(out.join('\n')) as Record<string, unknown>;
+}
+
+interface Endpoint {
+  endpointSid: string;
+  secret: string;
+}
+const addEndpoint = async (account: Account, url: string): Promise<Endpoint> =>
+  (await admin(['webhook', 'add', account.serviceSid, url])) as unknown as Endpoint;
+
+const receiverUrl = () => `${harness.stack.url}/_local/webhooks/receiver`;
+
+async function posts(query: Record<string, string> = {}): Promise<WebhookPost[]> {
+  const response = await fetch(`${harness.stack.url}/_local/webhooks?${new URLSearchParams(query)}`);
+  return (await response.json()) as WebhookPost[];
+}
+
+/** Waits until the endpoint has a successful POST of each type given, and returns those POSTs in order. */
+async function delivered(endpointSid: string, types: string[], verification: string): Promise<WebhookPost[]> {
+  return eventually(async () => {
+    const ok = (await posts({ endpoint: endpointSid, verification })).filter(
+      (post) => post.response && 'status' in post.response && post.response.status === 200,
+    );
+    return types.every((type) => ok.some((post) => post.eventType === type)) ? ok : undefined;
+  }, 15_000);
+}
+
+interface Received {
+  headers: Record<string, string | undefined>;
+  body: string;
+  at: number;
+  answeredAt?: number;
+}
+
+/** A customer's endpoint on loopback whose answers a test scripts: a status, or `hang` (never answers). */
+class TestEndpoint {
+  readonly received: Received[] = [];
+  answers: (number | 'hang')[] = [];
+  fallback: number | 'hang' = 200;
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const entry: Received = {
+          headers: req.headers as Record<string, string | undefined>,
+          body: Buffer.concat(chunks).toString('utf8'),
+          at: Date.now(),
+        };
+        this.received.push(entry);
+        const answer = this.answers.shift() ?? this.fallback;
+        res.on('close', () => (entry.answeredAt = Date.now()));
+        if (answer !== 'hang') res.writeHead(answer).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks/otp`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+function postReceipt(body: Record<string, string>) {
+  const text = JSON.stringify(body);
+  const secret = deriveKey(harness.masterKey, 'receipt:carrier');
+  return fetch(`${harness.stack.url}/v2/Callbacks/carrier`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      [SIGNATURE_HEADER]: signPayload(secret, text, new Date()),
+    },
+    body: text,
+  });
+}
+
+const statusOf = (post: WebhookPost) =>
+  post.response && 'status' in post.response ? post.response.status : 'error';
+
+// --- the events ------------------------------------------------------------------------------------------------
+
+describe('events of the fallback path', () => {
+  it('arrive in the documented order with increasing sequence numbers, signed, carrying the fetched object, never the code', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const local = await addEndpoint(account, receiverUrl());
+    const own = await new TestEndpoint().start();
+    const external = await addEndpoint(account, own.url);
+    try {
+      const to = freshMobile();
+      harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: { deliver: 100 } } });
+      const sent = await api.send({ To: to });
+      const sid = sent.body.sid as string;
+
+      const [deliveredPost] = await delivered(local.endpointSid, ['verification.delivery.delivered'], sid);
+      const afterDelivery = await api.fetch(sid);
+      expect(afterDelivery.body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'viber' });
+      expect((deliveredPost!.payload as { data: unknown }).data).toEqual(afterDelivery.body);
+
+      const code = await api.latestCode(to);
+      const check = await api.check({ VerificationSid: sid, Code: code });
+      expect(check.status).toBe(200);
+      const events = await delivered(
+        local.endpointSid,
+        ['verification.delivery.delivered', 'verification.verified'],
+        sid,
+      );
+
+      // The documented order (docs/webhooks.md, "Fallback"), one POST each, sequence 1 then 2.
+      expect(events.map((post) => [post.eventType, post.sequence, post.attempt])).toEqual([
+        ['verification.delivery.delivered', 1, 1],
+        ['verification.verified', 2, 1],
+      ]);
+      const payloads = events.map((post) => post.payload as Record<string, unknown>);
+      expect(payloads[1]!.data).toEqual(check.body);
+      expect(payloads[1]!.data).toEqual((await api.fetch(sid)).body);
+      for (const payload of payloads) {
+        expect(Object.keys(payload)).toEqual(['id', 'type', 'created_at', 'sequence', 'data']);
+        expect(payload.id).toMatch(/^EV[0-9a-f]{32}$/);
+      }
+      expect(Date.parse(payloads[0]!.created_at as string)).toBeLessThanOrEqual(
+        Date.parse(payloads[1]!.created_at as string),
+      );
+
+      // The local receiver checked each signature with the endpoint's secret.
+      expect(events.map((post) => post.signature)).toEqual(['valid', 'valid']);
+      // Never the code, nor the message it was sent in.
+      for (const post of await posts({ verification: sid })) {
+        const body = JSON.stringify(post.payload);
+        expect(body).not.toContain(code);
+        expect(body).not.toContain('Your code is');
+      }
+
+      // The customer's own endpoint got the same events (same ids), verifiable with the documented recipe.
+      await eventually(async () => (own.received.length >= 2 ? true : undefined));
+      expect(own.received.map((request) => request.headers['webhook-id'])).toEqual(payloads.map((p) => p.id));
+      for (const request of own.received) {
+        const event = verifyWebhook(external.secret, request.headers, request.body) as { id: string };
+        expect(event.id).toBe(request.headers['webhook-id']);
+        expect(request.headers['content-type']).toBe('application/json');
+        // Signed with that endpoint's own secret, not the other endpoint's.
+        expect(() => verifyWebhook(local.secret, request.headers, request.body)).toThrow('signature');
+      }
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('every channel silent: delivery.sent, then a late receipt gives delivery.delivered with a higher sequence', async () => {
+    const account = await harness.createAccount({ channels: ['sms', 'whatsapp'] });
+    const api = harness.client(account);
+    const endpoint = await addEndpoint(account, receiverUrl());
+    const to = freshMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { whatsapp: 'silent', sms: 'silent' } });
+    const sid = (await api.send({ To: to })).body.sid as string;
+    await delivered(endpoint.endpointSid, ['verification.delivery.sent'], sid);
+
+    const whatsapp = harness.stack.carrier.messagesTo(to).find((message) => message.channel === 'whatsapp')!;
+    const receipt = await postReceipt({
+      reference: whatsapp.reference,
+      messageId: whatsapp.messageId!,
+      status: 'delivered',
+    });
+    expect(receipt.status).toBe(200);
+    const events = await delivered(
+      endpoint.endpointSid,
+      ['verification.delivery.sent', 'verification.delivery.delivered'],
+      sid,
+    );
+    expect(events.map((post) => [post.eventType, post.sequence])).toEqual([
+      ['verification.delivery.sent', 1],
+      ['verification.delivery.delivered', 2],
+    ]);
+    expect((events[1]!.payload as { data: unknown }).data).toEqual((await api.fetch(sid)).body);
+  });
+
+  it('every channel rejects: delivery.failed', async () => {
+    const account = await harness.createAccount({ channels: ['sms', 'whatsapp'] });
+    const endpoint = await addEndpoint(account, receiverUrl());
+    const to = freshMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { whatsapp: 'reject', sms: 'reject' } });
+    const sid = (await harness.client(account).send({ To: to })).body.sid as string;
+    const events = await delivered(endpoint.endpointSid, ['verification.delivery.failed'], sid);
+    expect(events.map((post) => [post.eventType, post.sequence])).toEqual([
+      ['verification.delivery.failed', 1],
+    ]);
+    expect((events[0]!.payload as { data: { delivery_status: string } }).data.delivery_status).toBe('FAILED');
+  });
+
+  it('five wrong codes: one event, verification.locked, none for the wrong codes before it', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const endpoint = await addEndpoint(account, receiverUrl());
+    const sid = (await api.send({ To: freshMobile() })).body.sid as string;
+    await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], sid);
+    for (let attempt = 0; attempt < 5; attempt++) await api.check({ VerificationSid: sid, Code: 'wrong1' });
+    const events = await delivered(
+      endpoint.endpointSid,
+      ['verification.delivery.delivered', 'verification.locked'],
+      sid,
+    );
+    expect(events.map((post) => [post.eventType, post.sequence])).toEqual([
+      ['verification.delivery.delivered', 1],
+      ['verification.locked', 2],
+    ]);
+    expect((events[1]!.payload as { data: unknown }).data).toMatchObject({
+      status: 'LOCKED',
+      attempts_remaining: 0,
+    });
+  });
+});
+
+// --- delivery: retries, isolation --------------------------------------------------------------------------------
+
+describe('delivery', () => {
+  it('retries on 5xx and on a time-out, with the same event id, and stops at the first 2xx', async () => {
+    const account = await harness.createAccount();
+    const own = await new TestEndpoint().start();
+    try {
+      own.answers = [500, 'hang', 502, 204];
+      const endpoint = await addEndpoint(account, own.url);
+      const sid = (await harness.client(account).send({ To: freshMobile() })).body.sid as string;
+      await eventually(async () => (own.received.length >= 4 ? true : undefined));
+      // Well past the next delay of the schedule: nothing more comes.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(own.received).toHaveLength(4);
+      expect(new Set(own.received.map((request) => request.headers['webhook-id'])).size).toBe(1);
+
+      const attempts = await posts({ endpoint: endpoint.endpointSid, verification: sid });
+      expect(attempts.map((post) => [post.attempt, statusOf(post)])).toEqual([
+        [1, 500],
+        [2, 'error'],
+        [3, 502],
+        [4, 204],
+      ]);
+      expect(attempts[1]!.response).toEqual({ error: `no response within ${TIMEOUT_MS} ms` });
+      // Each retry is signed afresh, and verifies.
+      for (const request of own.received)
+        expect(verifyWebhook(endpoint.secret, request.headers, request.body)).toBeTruthy();
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('nine failed attempts on the exponential schedule, then the dead-letter queue', async () => {
+    const account = await harness.createAccount();
+    const own = await new TestEndpoint().start();
+    try {
+      own.fallback = 503;
+      const endpoint = await addEndpoint(account, own.url);
+      const sid = (await harness.client(account).send({ To: freshMobile() })).body.sid as string;
+      const dead = await eventually(async () => {
+        const letters = (await (await fetch(`${harness.stack.url}/_local/webhooks/dead-letters`)).json()) as {
+          job: { endpointSid: string; attempt: number };
+          reason: string;
+        }[];
+        return letters.find((letter) => letter.job.endpointSid === endpoint.endpointSid);
+      }, 15_000);
+      expect(dead.job.attempt).toBe(MAX_DELIVERY_ATTEMPTS);
+      expect(dead.reason).toBe('9 attempts failed; last: HTTP 503');
+      expect(own.received).toHaveLength(MAX_DELIVERY_ATTEMPTS);
+      const attempts = await posts({ endpoint: endpoint.endpointSid, verification: sid });
+      expect(attempts.map((post) => post.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      // The last waits are long enough to see the schedule through the scale: ~0.2 s, then ~0.82 s.
+      const gaps = own.received.slice(1).map((request, i) => request.at - own.received[i]!.at);
+      expect(gaps[7]).toBeGreaterThanOrEqual(RETRY_DELAYS_SECONDS[7]! * BACKOFF_SCALE * 1000 - 20);
+      expect(gaps[6]).toBeGreaterThanOrEqual(RETRY_DELAYS_SECONDS[6]! * BACKOFF_SCALE * 1000 - 20);
+      expect(gaps[7]!).toBeGreaterThan(gaps[6]!);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('an endpoint that hangs slows neither the sends of its service nor the webhooks of another service', async () => {
+    const quiet = harness.client(await harness.createAccount());
+    const timeSends = async (api: typeof quiet, count: number) => {
+      const durations: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const started = performance.now();
+        expect((await api.send({ To: freshMobile() })).status).toBe(201);
+        durations.push(performance.now() - started);
+      }
+      return durations;
+    };
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const baseline = await timeSends(quiet, 5);
+
+    const hanging = await new TestEndpoint().start();
+    hanging.fallback = 'hang';
+    const slowAccount = await harness.createAccount();
+    const slow = await addEndpoint(slowAccount, hanging.url);
+    const otherAccount = await harness.createAccount();
+    const other = await addEndpoint(otherAccount, receiverUrl());
+    try {
+      const api = harness.client(slowAccount);
+      // Get webhooks hanging first, then send while they hang.
+      await api.send({ To: freshMobile() });
+      await eventually(async () => (hanging.received.length > 0 ? true : undefined));
+      const sendsStarted = Date.now();
+      const durations = await timeSends(api, 5);
+      const sendsEnded = Date.now();
+      expect(median(durations)).toBeLessThan(median(baseline) + 150);
+      for (const duration of durations) expect(duration).toBeLessThan(TIMEOUT_MS);
+      // Sends completed while the hanging endpoint held requests open.
+      expect(
+        hanging.received.some(
+          (request) => request.at < sendsEnded && (request.answeredAt ?? Infinity) > sendsStarted,
+        ),
+      ).toBe(true);
+
+      // Another service's endpoint gets its event promptly, however many deliveries hang.
+      const sid = (await harness.client(otherAccount).send({ To: freshMobile() })).body.sid as string;
+      const deliveredAt = await eventually(async () => {
+        const body = (await harness.client(otherAccount).fetch(sid)).body;
+        return body.delivery_status === 'DELIVERED' ? Date.now() : undefined;
+      });
+      const [event] = await delivered(other.endpointSid, ['verification.delivery.delivered'], sid);
+      expect(Date.parse(event!.postedAt) - deliveredAt).toBeLessThan(TIMEOUT_MS);
+    } finally {
+      // Removing the endpoint drops its queued retries.
+      await admin(['webhook', 'remove', slowAccount.serviceSid, slow.endpointSid]);
+      await hanging.stop();
+    }
+  });
+});
+
+// --- registration ------------------------------------------------------------------------------------------------
+
+describe('endpoints', () => {
+  it('disabled endpoints get nothing, enabled ones get events again; service show lists them', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const endpoint = await addEndpoint(account, receiverUrl());
+    expect(await admin(['service', 'show', account.serviceSid])).toMatchObject({
+      webhookEndpoints: [endpoint.endpointSid],
+    });
+    expect(await admin(['webhook', 'disable', account.serviceSid, endpoint.endpointSid])).toMatchObject({
+      enabled: false,
+      changed: true,
+    });
+    const quietSid = (await api.send({ To: freshMobile() })).body.sid as string;
+    await eventually(async () =>
+      (await api.fetch(quietSid)).body.delivery_status === 'DELIVERED' ? true : undefined,
+    );
+    expect((await admin(['webhook', 'list', account.serviceSid])).endpoints).toEqual([
+      expect.objectContaining({ endpointSid: endpoint.endpointSid, enabled: false, url: receiverUrl() }),
+    ]);
+
+    await admin(['webhook', 'enable', account.serviceSid, endpoint.endpointSid]);
+    const sid = (await api.send({ To: freshMobile() })).body.sid as string;
+    await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], sid);
+    expect(await posts({ verification: quietSid })).toEqual([]);
+  });
+
+  it('a rotated secret signs beside the old one for 24 hours; both verify with the recipe', async () => {
+    const account = await harness.createAccount();
+    const own = await new TestEndpoint().start();
+    try {
+      const endpoint = await addEndpoint(account, own.url);
+      const rotated = (await admin(['webhook', 'rotate', account.serviceSid, endpoint.endpointSid])) as {
+        secret: string;
+        previousSecretUntil: string;
+      };
+      expect(rotated.secret).toMatch(/^whsec_/);
+      expect(rotated.secret).not.toBe(endpoint.secret);
+      expect(Date.parse(rotated.previousSecretUntil) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+      await harness.client(account).send({ To: freshMobile() });
+      await eventually(async () => (own.received.length > 0 ? true : undefined));
+      const [request] = own.received;
+      expect(request!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+      for (const secret of [rotated.secret, endpoint.secret]) {
+        expect(verifyWebhook(secret, request!.headers, request!.body)).toBeTruthy();
+      }
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('the documented recipe refuses a changed body, a wrong secret and a stale timestamp', async () => {
+    const account = await harness.createAccount();
+    const own = await new TestEndpoint().start();
+    try {
+      const endpoint = await addEndpoint(account, own.url);
+      await harness.client(account).send({ To: freshMobile() });
+      await eventually(async () => (own.received.length > 0 ? true : undefined));
+      const { headers, body } = own.received[0]!;
+      expect(verifyWebhook(endpoint.secret, headers, body)).toMatchObject({
+        type: 'verification.delivery.delivered',
+      });
+      expect(() => verifyWebhook(endpoint.secret, headers, body.replace('DELIVERED', 'FAILED'))).toThrow(
+        'signature',
+      );
+      const other = (await addEndpoint(account, own.url)).secret;
+      expect(() => verifyWebhook(other, headers, body)).toThrow('signature');
+      const stale = { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 301) };
+      expect(() => verifyWebhook(endpoint.secret, stale, body)).toThrow('stale');
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('webhook add refuses http:// and private URLs for a deployed table, before touching AWS', async () => {
+    const VA = `VA${'a'.repeat(32)}`;
+    for (const url of [
+      'http://hooks.example.com/otp',
+      'https://169.254.169.254/latest',
+      'https://localhost/x',
+    ]) {
+      const err: string[] = [];
+      const code = await runAdmin(
+        ['webhook', 'add', VA, url, '--table', 'OtpVerify-Table', '--region', 'eu-west-1'],
+        { out: () => undefined, err: (text) => err.push(text) },
+        { readLocalStack: () => undefined },
+      );
+      expect(code).toBe(2);
+      expect(err[0]).toContain('cannot be a webhook URL');
+    }
+  });
+
+  it('at most ten endpoints per service; removing one makes room', async () => {
+    const account = await harness.createAccount();
+    const added: Endpoint[] = [];
+    for (let i = 0; i < 10; i++) added.push(await addEndpoint(account, `${receiverUrl()}?n=${i}`));
+    const err: string[] = [];
+    const code = await runAdmin(
+      [
+        'webhook',
+        'add',
+        account.serviceSid,
+        receiverUrl(),
+        '--endpoint',
+        dynamoEndpoint(),
+        '--table',
+        harness.tableName,
+      ],
+      { out: () => undefined, err: (text) => err.push(text) },
+      { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
+    );
+    expect(code).toBe(1);
+    expect(err[0]).toContain('already has 10 webhook endpoints');
+    await admin(['webhook', 'remove', account.serviceSid, added[0]!.endpointSid]);
+    await addEndpoint(account, receiverUrl());
+    expect(((await admin(['service', 'show', account.serviceSid])).webhookEndpoints as string[]).length).toBe(
+      10,
+    );
+  });
+});
+
+// --- expiry (last: it moves the stack's clock) -------------------------------------------------------------------
+
+describe('expiry', () => {
+  afterAll(() => harness.clock.set(new Date()));
+
+  it('the expiry timer writes EXPIRED back at expires_at and fires verification.expired; without an endpoint at send time, the next check does', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const lateAccount = await harness.createAccount();
+    const lateApi = harness.client(lateAccount);
+    const endpoint = await addEndpoint(account, receiverUrl());
+    const sid = (await api.send({ To: freshMobile() })).body.sid as string;
+    // No endpoint yet for this one: no timer.
+    const lateSid = (await lateApi.send({ To: freshMobile() })).body.sid as string;
+    await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], sid);
+    // Receipts are signed with the real time: let both deliveries end before the clock moves.
+    await eventually(async () =>
+      (await lateApi.fetch(lateSid)).body.delivery_status === 'DELIVERED' ? true : undefined,
+    );
+    const timer = (job: { kind: string; verificationSid?: string }) =>
+      job.kind === 'expire' && job.verificationSid === sid;
+    await eventually(async () => (harness.stack.webhooks.queue.waiting.some(timer) ? true : undefined));
+    expect(
+      harness.stack.webhooks.queue.waiting.some(
+        (job) => job.kind === 'expire' && job.verificationSid === lateSid,
+      ),
+    ).toBe(false);
+
+    // Five minutes pass; the timer's delay (on the real clock) is cut short.
+    harness.clock.advance(301_000);
+    expect(harness.stack.webhooks.queue.runNow(timer)).toBe(1);
+    const events = await delivered(
+      endpoint.endpointSid,
+      ['verification.delivery.delivered', 'verification.expired'],
+      sid,
+    );
+    expect(events.map((post) => [post.eventType, post.sequence])).toEqual([
+      ['verification.delivery.delivered', 1],
+      ['verification.expired', 2],
+    ]);
+    const fetched = (await api.fetch(sid)).body;
+    expect(fetched.status).toBe('EXPIRED');
+    expect((events[1]!.payload as { data: unknown }).data).toEqual(fetched);
+
+    const late = await addEndpoint(lateAccount, receiverUrl());
+    expect((await lateApi.check({ VerificationSid: lateSid, Code: '123456' })).body.status).toBe('EXPIRED');
+    const lateEvents = await delivered(late.endpointSid, ['verification.expired'], lateSid);
+    expect(lateEvents.map((post) => [post.eventType, post.sequence])).toEqual([['verification.expired', 2]]);
+  });
+});
