@@ -4,17 +4,23 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context } from 'aws-lambda';
+import type { Context, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { DeliveryDeps, DeliveryTaskInput, DeliveryTaskOutput } from './core/delivery';
 import { CHANNELS, isChannel, type Channel } from './core/routing';
 import { settingsFromEnv } from './core/settings';
 import { restartStalledDeliveries } from './core/sweeper';
+import { webhookSettingsFromEnv, type WebhookEventsDeps, type WebhookSenderDeps } from './core/webhooks';
 import { CryptoCodeVault, cryptoRandom, deriveKey, systemClock } from './adapters/crypto';
 import { createDocumentClient } from './adapters/dynamodb/client';
 import { DynamoStore } from './adapters/dynamodb/store';
+import { DynamoWebhookEndpoints } from './adapters/dynamodb/webhooks';
 import { jsonLogger, type Logger } from './adapters/logger';
 import { HttpCarrierProvider, singleProviderRegistry } from './adapters/providers/http-carrier';
 import { StepFunctionsWorkflow } from './adapters/sfn-workflow';
+import { HttpWebhookTransport } from './adapters/webhooks/http-transport';
+import { EndpointSigner, WebhookSecretVault } from './adapters/webhooks/secrets';
+import { SqsWebhookQueue, handleWebhookQueueBatch } from './adapters/webhooks/sqs-queue';
+import { handleVerificationStream } from './adapters/webhooks/stream';
 import type { ApiDeps, ApiHandler } from './http/api';
 import type { ApiContext, ApiEvent } from './http/middleware';
 
@@ -134,5 +140,60 @@ export function taskEntry(task: (deps: Deps, input: DeliveryTaskInput) => Promis
       });
     }
     return output;
+  };
+}
+
+/**
+ * The webhook events function: the table's change stream in, webhook jobs out. It signs nothing, so it has no
+ * master key (and no permission to read it).
+ */
+export function webhookEventsEntry() {
+  let events: WebhookEventsDeps | undefined;
+  const logger = jsonLogger();
+  return async (event: DynamoDBStreamEvent): Promise<void> => {
+    const env = process.env;
+    events ??= {
+      endpoints: new DynamoWebhookEndpoints(
+        createDocumentClient({ region: env.AWS_REGION }),
+        required(env, 'TABLE_NAME'),
+      ),
+      queue: new SqsWebhookQueue(required(env, 'WEBHOOK_QUEUE_URL'), undefined),
+      clock: systemClock,
+    };
+    const published = await handleVerificationStream(events, event);
+    if (published.jobs > 0) logger.log('info', 'webhook.published', { ...published });
+  };
+}
+
+/** Everything the webhook sender needs: endpoints, the sealed secrets' key, the queue, the store for expiry. */
+export function buildWebhookSenderDeps(env: Env, masterKey: string): WebhookSenderDeps {
+  const client = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION });
+  const tableName = required(env, 'TABLE_NAME');
+  const settings = webhookSettingsFromEnv(env);
+  return {
+    endpoints: new DynamoWebhookEndpoints(client, tableName),
+    signer: new EndpointSigner(new WebhookSecretVault(masterKey)),
+    transport: new HttpWebhookTransport({ allowPrivateTargets: settings.allowPrivateTargets }),
+    queue: new SqsWebhookQueue(
+      required(env, 'WEBHOOK_QUEUE_URL'),
+      required(env, 'WEBHOOK_DEAD_LETTER_QUEUE_URL'),
+    ),
+    store: new DynamoStore(client, tableName),
+    clock: systemClock,
+    settings,
+  };
+}
+
+/** The webhook sender function: jobs from SQS, failed ones reported back for redelivery. */
+export function webhookSenderEntry() {
+  let sender: Promise<WebhookSenderDeps> | undefined;
+  const logger = jsonLogger();
+  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    sender ??= loadMasterKey(process.env).then((masterKey) => buildWebhookSenderDeps(process.env, masterKey));
+    // A failed cold start (the secret briefly unreadable) must not poison the container.
+    sender.catch(() => {
+      sender = undefined;
+    });
+    return handleWebhookQueueBatch(await sender, event, logger);
   };
 }

@@ -10,10 +10,12 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
@@ -25,7 +27,16 @@ const ROOT = path.join(__dirname, '..');
 /** The pattern the FAILED-deliveries metric counts; the task handlers log exactly one such line per ended delivery. */
 export const FAILED_DELIVERY_PATTERN = '{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }';
 
-type FunctionName = 'send' | 'check' | 'fetch' | 'receipt' | 'deliver' | 'afterWait' | 'sweeper';
+type FunctionName =
+  | 'send'
+  | 'check'
+  | 'fetch'
+  | 'receipt'
+  | 'deliver'
+  | 'afterWait'
+  | 'sweeper'
+  | 'webhookEvents'
+  | 'webhookSender';
 type IndexName = keyof typeof TABLE_SCHEMA.indexes;
 
 interface FunctionSpec {
@@ -40,6 +51,8 @@ interface FunctionSpec {
   indexActions?: Partial<Record<IndexName, string[]>>;
   /** Starts the delivery workflow: gets `STATE_MACHINE_ARN` and `states:StartExecution` on it. */
   startsDelivery?: boolean;
+  /** False for a function that never reads the master key (no secretsmanager:GetSecretValue). */
+  readsMasterKey?: false;
 }
 
 const API_TIMEOUT = Duration.seconds(10);
@@ -110,7 +123,29 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     indexActions: { pendingDelivery: ['dynamodb:Query'] },
     startsDelivery: true,
   },
+  webhookEvents: {
+    id: 'WebhookEvents',
+    entry: 'functions/webhooks/events.ts',
+    description: 'Table stream to webhook jobs: an event per status change, a job per enabled endpoint',
+    timeout: Duration.seconds(30),
+    // One Query under the service for its endpoints; the stream itself is read through the event source's grant.
+    tableActions: ['dynamodb:Query'],
+    // It builds and queues events; signing is the sender's job.
+    readsMasterKey: false,
+  },
+  webhookSender: {
+    id: 'WebhookSender',
+    entry: 'functions/webhooks/sender.ts',
+    description: 'Signs and posts webhooks, retries on the schedule, writes EXPIRED back at expires_at',
+    // A batch of up to 10 posts runs at once, each cut off after 5 s.
+    timeout: Duration.seconds(30),
+    // GetItem: the endpoint (URL, sealed secret); UpdateItem: the expiry write-back.
+    tableActions: READ_UPDATE,
+  },
 };
+
+/** A message the sender kept failing on (not a failed delivery: those are retried by schedule) moves to the DLQ. */
+const WEBHOOK_MAX_RECEIVES = 5;
 
 /** The HTTP API's routes, each to its function. */
 const ROUTES: { method: HttpMethod; path: string; fn: FunctionName }[] = [
@@ -128,6 +163,8 @@ export class OtpStack extends Stack {
   readonly logGroups: Record<FunctionName, logs.LogGroup>;
   readonly stateMachine: sfn.StateMachine;
   readonly api: HttpApi;
+  readonly webhookQueue: sqs.Queue;
+  readonly webhookDeadLetterQueue: sqs.Queue;
 
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
@@ -143,6 +180,8 @@ export class OtpStack extends Stack {
       deletionProtection: true,
       // Balances, API keys and the charge ledger outlive the stack.
       removalPolicy: RemovalPolicy.RETAIN,
+      // The webhook events' outbox: each status change is read from the stream, no request writes anything more.
+      stream: TABLE_SCHEMA.streamViewType as dynamodb.StreamViewType,
     });
     for (const index of Object.values(TABLE_SCHEMA.indexes)) {
       this.table.addGlobalSecondaryIndex({
@@ -247,12 +286,14 @@ export class OtpStack extends Stack {
           }),
         );
       }
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['secretsmanager:GetSecretValue'],
-          resources: [this.secret.secretArn],
-        }),
-      );
+      if (spec.readsMasterKey !== false) {
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['secretsmanager:GetSecretValue'],
+            resources: [this.secret.secretArn],
+          }),
+        );
+      }
       Validations.of(role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
         reason:
@@ -281,6 +322,7 @@ export class OtpStack extends Stack {
       );
     }
     this.createSweeperSchedule();
+    [this.webhookQueue, this.webhookDeadLetterQueue] = this.createWebhookDelivery();
 
     this.api = this.createApi(config);
     this.createAlarms(config);
@@ -298,6 +340,72 @@ export class OtpStack extends Stack {
       value: this.secret.secretArn,
       description: 'Secrets Manager secret holding the master key',
     });
+    new CfnOutput(this, 'WebhookDeadLetterQueueUrl', {
+      value: this.webhookDeadLetterQueue.queueUrl,
+      description:
+        'Webhook deliveries whose retries ran out, and batches the webhook functions could not process',
+    });
+  }
+
+  /**
+   * Webhooks: the table's stream feeds the events function (verification items only, filtered before any
+   * invocation), which queues one job per event and endpoint; the sender consumes the queue. Retries are new
+   * messages delayed by the schedule (docs/webhooks.md), so the queue's own redrive only catches jobs the
+   * sender kept failing on; both end in the dead-letter queue, which has an alarm.
+   */
+  private createWebhookDelivery(): [sqs.Queue, sqs.Queue] {
+    const { webhookEvents, webhookSender } = this.functions;
+    const deadLetters = new sqs.Queue(this, 'WebhookDeadLetterQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    const queue = new sqs.Queue(this, 'WebhookQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // Six times the sender's timeout, as Lambda advises for SQS event sources.
+      visibilityTimeout: Duration.seconds(FUNCTIONS.webhookSender.timeout.toSeconds() * 6),
+      deadLetterQueue: { queue: deadLetters, maxReceiveCount: WEBHOOK_MAX_RECEIVES },
+    });
+
+    webhookEvents.addEventSource(
+      new DynamoEventSource(this.table, {
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        batchSize: 100,
+        // A failing batch is split to isolate the bad record, retried, then reported to the dead-letter queue.
+        bisectBatchOnError: true,
+        retryAttempts: 10,
+        onFailure: new SqsDlq(deadLetters),
+        // Only verifications can make events; API-key counters, number logs and ledger lines never reach it.
+        filters: [
+          lambda.FilterCriteria.filter({
+            dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
+          }),
+        ],
+      }),
+    );
+    webhookEvents.addEnvironment('WEBHOOK_QUEUE_URL', queue.queueUrl);
+    webhookEvents.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [queue.queueArn] }),
+    );
+    Validations.of(webhookEvents.role!).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'X-Ray (xray:PutTraceSegments, xray:PutTelemetryRecords) and dynamodb:ListStreams, which the DynamoDB ' +
+        'event source needs and which has no resource-level permissions; reading the stream is on its ARN only.',
+    });
+
+    webhookSender.addEventSource(new SqsEventSource(queue, { batchSize: 10, reportBatchItemFailures: true }));
+    webhookSender.addEnvironment('WEBHOOK_QUEUE_URL', queue.queueUrl);
+    webhookSender.addEnvironment('WEBHOOK_DEAD_LETTER_QUEUE_URL', deadLetters.queueUrl);
+    // Retries are re-enqueued; deliveries whose retries ran out go to the dead-letter queue.
+    webhookSender.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: [queue.queueArn, deadLetters.queueArn],
+      }),
+    );
+    return [queue, deadLetters];
   }
 
   /**
@@ -439,6 +547,14 @@ export class OtpStack extends Stack {
         `The ${FUNCTIONS[name].id} function threw (see its log group).`,
       );
     }
+    alarmOn(
+      'WebhookDeadLettersAlarm',
+      this.webhookDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period,
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      'Webhook deliveries ran out of retries, or a webhook batch could not be processed (see the dead-letter queue).',
+    );
     alarmOn(
       'DeliveryExecutionsFailedAlarm',
       this.stateMachine.metricFailed({ period, statistic: cloudwatch.Stats.SUM }),

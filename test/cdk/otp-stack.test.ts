@@ -1,7 +1,8 @@
 /**
  * The CDK stack, checked offline: the synthesized template (routes, IAM, table, state machine, secrets, logs,
  * alarms) and cdk-nag's AwsSolutions rules. The stack is synthesized with real esbuild bundling ONCE for the
- * whole file (seven functions); the context-variation tests skip bundling.
+ * whole file (nine functions); the context-variation tests skip bundling. The webhook resources have their
+ * own tests in webhooks.test.ts.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +29,12 @@ const FUNCTION_NAMES: FunctionName[] = [
   'deliver',
   'afterWait',
   'sweeper',
+  'webhookEvents',
+  'webhookSender',
 ];
+/** Their IAM, event sources and queues are checked in webhooks.test.ts. */
+const WEBHOOK_FUNCTIONS: FunctionName[] = ['webhookEvents', 'webhookSender'];
+const NON_WEBHOOK = FUNCTION_NAMES.filter((name) => !WEBHOOK_FUNCTIONS.includes(name));
 const ENTRIES: Record<FunctionName, string> = {
   send: 'functions/api/send.ts',
   check: 'functions/api/check.ts',
@@ -37,6 +43,8 @@ const ENTRIES: Record<FunctionName, string> = {
   deliver: 'functions/tasks/deliver.ts',
   afterWait: 'functions/tasks/after-wait.ts',
   sweeper: 'functions/tasks/sweeper.ts',
+  webhookEvents: 'functions/webhooks/events.ts',
+  webhookSender: 'functions/webhooks/sender.ts',
 };
 /** The functions that start the delivery workflow: send, and the sweeper that restarts stalled deliveries. */
 const STARTS_DELIVERY: FunctionName[] = ['send', 'sweeper'];
@@ -48,6 +56,8 @@ const TIMEOUTS: Record<FunctionName, number> = {
   deliver: 30,
   afterWait: 30,
   sweeper: 50,
+  webhookEvents: 30,
+  webhookSender: 30,
 };
 const SETTING_DEFAULTS = {
   OTP_CODE_TTL_SECONDS: '300',
@@ -120,8 +130,8 @@ const sortStatements = (statements: { actions: string[]; resource: unknown }[]) 
   [...statements].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 describe('functions', () => {
-  test('seven Node.js 22 arm64 functions, 256 MB, traced, each with its own log group', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 7);
+  test('nine Node.js 22 arm64 functions, 256 MB, traced, each with its own log group', () => {
+    template.resourceCountIs('AWS::Lambda::Function', 9);
     for (const name of FUNCTION_NAMES) {
       const logGroupId = logicalId(stack.logGroups[name]);
       template.hasResourceProperties('AWS::Lambda::Function', {
@@ -173,6 +183,10 @@ describe('functions', () => {
         NODE_OPTIONS: '--enable-source-maps',
       };
       if (STARTS_DELIVERY.includes(name)) expected.STATE_MACHINE_ARN = ref(stateMachineId);
+      if (WEBHOOK_FUNCTIONS.includes(name)) expected.WEBHOOK_QUEUE_URL = ref(logicalId(stack.webhookQueue));
+      if (name === 'webhookSender') {
+        expected.WEBHOOK_DEAD_LETTER_QUEUE_URL = ref(logicalId(stack.webhookDeadLetterQueue));
+      }
       // Exactly these: no carrier URL unless configured, nothing else.
       expect(variables).toEqual(expected);
     }
@@ -262,9 +276,11 @@ describe('IAM least privilege', () => {
     deliver: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
     afterWait: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
     sweeper: [],
+    webhookEvents: ['dynamodb:Query'],
+    webhookSender: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
   };
 
-  test.each(FUNCTION_NAMES)('%s: exactly its table actions, the secret, its own log group', (name) => {
+  test.each(NON_WEBHOOK)('%s: exactly its table actions, the secret, its own log group', (name) => {
     const roleId = logicalId(stack.functions[name].role!);
     const expected: { actions: string[]; resource: unknown }[] = [
       { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.secret)) },
@@ -313,14 +329,15 @@ describe('IAM least privilege', () => {
     expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
   });
 
-  test('no wildcard action anywhere; "*" resources only for X-Ray and Step Functions log delivery', () => {
+  test('no wildcard action anywhere; "*" resources only for X-Ray, Step Functions log delivery and ListStreams', () => {
     for (const resource of Object.values(resources)) {
       if (resource.Type !== 'AWS::IAM::Policy') continue;
       for (const statement of (resource.Properties.PolicyDocument as { Statement: Statement[] }).Statement) {
         const actions = [statement.Action].flat();
         for (const action of actions) expect(action).not.toMatch(/\*/);
         if ([statement.Resource].flat().includes('*')) {
-          for (const action of actions) expect(action).toMatch(/^(xray|logs):/);
+          // dynamodb:ListStreams: the webhook events function's stream event source (no resource-level permission).
+          for (const action of actions) expect(action).toMatch(/^(xray:|logs:|dynamodb:ListStreams$)/);
           expect(actions.some((a) => a.startsWith('logs:Put') && a !== 'logs:PutResourcePolicy')).toBe(false);
         }
       }
@@ -549,8 +566,8 @@ describe('alarms', () => {
     alarm({ Namespace: 'OtpVerify/OtpVerify', MetricName: 'DeliveriesFailed' });
   });
 
-  test('ten alarms in all, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 10);
+  test('thirteen alarms in all, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 13);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }
@@ -623,7 +640,7 @@ describe('configuration from context', () => {
 
   test('settings, channels and carrier URL reach every function', () => {
     const functions = custom.template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions)).toHaveLength(7);
+    expect(Object.keys(functions)).toHaveLength(9);
     for (const fn of Object.values(functions)) {
       expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
         OTP_CODE_TTL_SECONDS: '600',

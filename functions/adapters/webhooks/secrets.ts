@@ -40,7 +40,11 @@ export class WebhookSecretVault {
       endpoint.previousSecretUntil &&
       now.toISOString() < endpoint.previousSecretUntil
     ) {
-      secrets.push(this.open(endpoint.serviceSid, endpoint.sid, endpoint.previousSealedSecret));
+      try {
+        secrets.push(this.open(endpoint.serviceSid, endpoint.sid, endpoint.previousSealedSecret));
+      } catch {
+        // Sealed under a master key that has since been rotated: the current secret alone signs.
+      }
     }
     return secrets;
   }

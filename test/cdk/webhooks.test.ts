@@ -1,0 +1,261 @@
+/**
+ * The webhook resources of the CDK stack: the table's stream, the events function's stream event source, the
+ * queue and its dead-letter queue, the sender's SQS event source, exact IAM, the alarm and cdk-nag. Synthesized
+ * once without bundling (bundles are checked in otp-stack.test.ts): only the template matters here.
+ */
+import { readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { App, CfnElement } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
+import { OtpStack } from '../../lib/otp-stack';
+
+const ROOT = path.join(__dirname, '..', '..');
+const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
+  .context;
+
+let app: App;
+let stack: OtpStack;
+let template: Template;
+let resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+
+beforeAll(() => {
+  app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
+  stack = new OtpStack(app, 'OtpVerify');
+  template = Template.fromStack(stack);
+  resources = template.toJSON().Resources;
+}, 60_000);
+afterAll(() => {
+  if (app.outdir.startsWith(tmpdir())) rmSync(app.outdir, { recursive: true, force: true });
+});
+
+const logicalId = (construct: IConstruct): string => {
+  const element = construct instanceof CfnElement ? construct : construct.node.defaultChild;
+  if (!(element instanceof CfnElement)) throw new Error(`${construct.node.path} has no CFN resource`);
+  return stack.resolve(element.logicalId) as string;
+};
+const getAtt = (id: string, attribute = 'Arn') => ({ 'Fn::GetAtt': [id, attribute] });
+const ref = (id: string) => ({ Ref: id });
+const ids = () => ({
+  table: logicalId(stack.table),
+  queue: logicalId(stack.webhookQueue),
+  deadLetters: logicalId(stack.webhookDeadLetterQueue),
+  events: logicalId(stack.functions.webhookEvents),
+  sender: logicalId(stack.functions.webhookSender),
+});
+
+/** Every statement of a role's inline policies: actions sorted, one entry per resource. */
+function statementsOf(roleId: string): { actions: string[]; resource: unknown }[] {
+  const out: { actions: string[]; resource: unknown }[] = [];
+  for (const resource of Object.values(resources)) {
+    if (resource.Type !== 'AWS::IAM::Policy') continue;
+    if (
+      !(resource.Properties.Roles as unknown[]).some(
+        (role) => JSON.stringify(role) === JSON.stringify(ref(roleId)),
+      )
+    )
+      continue;
+    const document = resource.Properties.PolicyDocument as {
+      Statement: { Effect: string; Action: string | string[]; Resource: unknown }[];
+    };
+    for (const statement of document.Statement) {
+      expect(statement.Effect).toBe('Allow');
+      for (const target of [statement.Resource].flat()) {
+        out.push({ actions: [statement.Action].flat().sort(), resource: target });
+      }
+    }
+  }
+  return out.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+}
+const sorted = (statements: { actions: string[]; resource: unknown }[]) =>
+  statements
+    .map((s) => ({ ...s, actions: [...s.actions].sort() }))
+    .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+
+test('the table has a stream with old and new images (the outbox the events are read from)', () => {
+  expect(TABLE_SCHEMA.streamViewType).toBe('NEW_AND_OLD_IMAGES');
+  template.hasResourceProperties('AWS::DynamoDB::Table', {
+    StreamSpecification: { StreamViewType: TABLE_SCHEMA.streamViewType },
+  });
+});
+
+test('the events function reads the stream: verifications only, bisect on error, retries, then the DLQ', () => {
+  const { table, deadLetters, events } = ids();
+  const mappings = Object.values(resources).filter(
+    (r) =>
+      r.Type === 'AWS::Lambda::EventSourceMapping' &&
+      JSON.stringify(r.Properties.FunctionName) === JSON.stringify(ref(events)),
+  );
+  expect(mappings).toHaveLength(1);
+  expect(mappings[0]!.Properties).toEqual({
+    FunctionName: ref(events),
+    EventSourceArn: getAtt(table, 'StreamArn'),
+    StartingPosition: 'TRIM_HORIZON',
+    BatchSize: 100,
+    BisectBatchOnFunctionError: true,
+    MaximumRetryAttempts: 10,
+    DestinationConfig: { OnFailure: { Destination: getAtt(deadLetters) } },
+    FilterCriteria: {
+      Filters: [{ Pattern: JSON.stringify({ dynamodb: { NewImage: { type: { S: ['verification'] } } } }) }],
+    },
+  });
+});
+
+test('the sender consumes the queue in batches of 10, reporting the jobs that failed', () => {
+  const { queue, sender } = ids();
+  template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+    FunctionName: ref(sender),
+    EventSourceArn: getAtt(queue),
+    BatchSize: 10,
+    FunctionResponseTypes: ['ReportBatchItemFailures'],
+  });
+  template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
+});
+
+test('queue and dead-letter queue: encrypted, TLS only, redrive after 5 receives, visibility 6 × the sender timeout', () => {
+  const { queue, deadLetters } = ids();
+  template.resourceCountIs('AWS::SQS::Queue', 2);
+  expect(resources[queue]!.Properties).toEqual({
+    SqsManagedSseEnabled: true,
+    VisibilityTimeout: 180,
+    RedrivePolicy: { deadLetterTargetArn: getAtt(deadLetters), maxReceiveCount: 5 },
+  });
+  expect(resources[deadLetters]!.Properties).toEqual({
+    SqsManagedSseEnabled: true,
+    MessageRetentionPeriod: 14 * 86400,
+  });
+  for (const id of [queue, deadLetters]) {
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [ref(id)],
+      PolicyDocument: {
+        Statement: [
+          {
+            Action: 'sqs:*',
+            Effect: 'Deny',
+            Principal: { AWS: '*' },
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            Resource: getAtt(id),
+          },
+        ],
+      },
+    });
+  }
+});
+
+test('events function IAM: Query the table, read its stream, send to the queue (and failures to the DLQ); no secret', () => {
+  const { table, queue, deadLetters } = ids();
+  expect(statementsOf(logicalId(stack.functions.webhookEvents.role!))).toEqual(
+    sorted([
+      {
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resource: getAtt(logicalId(stack.logGroups.webhookEvents)),
+      },
+      // ListStreams has no resource-level permission; X-Ray neither.
+      {
+        actions: ['dynamodb:ListStreams', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
+        resource: '*',
+      },
+      { actions: ['dynamodb:Query'], resource: getAtt(table) },
+      {
+        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
+        resource: getAtt(table, 'StreamArn'),
+      },
+      { actions: ['sqs:SendMessage'], resource: getAtt(queue) },
+      // The event source's on-failure destination.
+      {
+        actions: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
+        resource: getAtt(deadLetters),
+      },
+    ]),
+  );
+});
+
+test('sender IAM: read the endpoint and write expiry, the secret, consume the queue, send to queue and DLQ', () => {
+  const { table, queue, deadLetters } = ids();
+  expect(statementsOf(logicalId(stack.functions.webhookSender.role!))).toEqual(
+    sorted([
+      {
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resource: getAtt(logicalId(stack.logGroups.webhookSender)),
+      },
+      { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' },
+      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], resource: getAtt(table) },
+      { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.secret)) },
+      {
+        actions: [
+          'sqs:ChangeMessageVisibility',
+          'sqs:DeleteMessage',
+          'sqs:GetQueueAttributes',
+          'sqs:GetQueueUrl',
+          'sqs:ReceiveMessage',
+        ],
+        resource: getAtt(queue),
+      },
+      { actions: ['sqs:SendMessage'], resource: getAtt(queue) },
+      { actions: ['sqs:SendMessage'], resource: getAtt(deadLetters) },
+    ]),
+  );
+});
+
+test('no other role may use the queues or the stream', () => {
+  const { queue, deadLetters, table } = ids();
+  const allowed = new Set([
+    logicalId(stack.functions.webhookEvents.role!),
+    logicalId(stack.functions.webhookSender.role!),
+  ]);
+  const sensitive = [getAtt(queue), getAtt(deadLetters), getAtt(table, 'StreamArn')].map((r) =>
+    JSON.stringify(r),
+  );
+  for (const resource of Object.values(resources)) {
+    if (resource.Type !== 'AWS::IAM::Policy') continue;
+    const roles = (resource.Properties.Roles as { Ref: string }[]).map((role) => role.Ref);
+    if (roles.every((role) => allowed.has(role))) continue;
+    expect(
+      sensitive.some((target) => JSON.stringify(resource.Properties.PolicyDocument).includes(target)),
+    ).toBe(false);
+  }
+});
+
+test('the functions learn the queue URLs from their environment', () => {
+  const { queue, deadLetters, events, sender } = ids();
+  const variables = (id: string) =>
+    (resources[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+  expect(variables(events).WEBHOOK_QUEUE_URL).toEqual(ref(queue));
+  expect(variables(events).WEBHOOK_DEAD_LETTER_QUEUE_URL).toBeUndefined();
+  expect(variables(sender)).toMatchObject({
+    WEBHOOK_QUEUE_URL: ref(queue),
+    WEBHOOK_DEAD_LETTER_QUEUE_URL: ref(deadLetters),
+  });
+  // Private targets are never allowed on AWS.
+  expect(variables(sender).OTP_WEBHOOK_ALLOW_PRIVATE).toBeUndefined();
+});
+
+test('alarms: dead letters, and errors of both functions', () => {
+  const { deadLetters, events, sender } = ids();
+  template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+    Namespace: 'AWS/SQS',
+    MetricName: 'ApproximateNumberOfMessagesVisible',
+    Dimensions: [{ Name: 'QueueName', Value: getAtt(deadLetters, 'QueueName') }],
+    Statistic: 'Maximum',
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 0,
+  });
+  for (const id of [events, sender]) {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: ref(id) }],
+    });
+  }
+  template.hasOutput('WebhookDeadLetterQueueUrl', { Value: ref(deadLetters) });
+});
+
+test('cdk-nag finds nothing unacknowledged', () => {
+  const report = new AwsSolutionsChecks().validateScope(app);
+  expect(
+    report.violations.map((v) => `${v.ruleName}: ${v.violatingResources.map((r) => r.constructPath)}`),
+  ).toEqual([]);
+});
