@@ -1,0 +1,218 @@
+/**
+ * The AWS side of webhooks without AWS: the SQS queue adapter against a recording client, the sender's batch
+ * handler (batch item failures), and the events handler on Lambda-shaped stream records.
+ */
+import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord, SQSEvent } from 'aws-lambda';
+import { verificationToItem } from '../../functions/adapters/dynamodb/items';
+import { silentLogger } from '../../functions/adapters/logger';
+import {
+  SqsWebhookQueue,
+  handleWebhookQueueBatch,
+  parseWebhookJob,
+} from '../../functions/adapters/webhooks/sqs-queue';
+import { changeFromStreamRecord, handleVerificationStream } from '../../functions/adapters/webhooks/stream';
+import type { Verification } from '../../functions/core/model';
+import type { QueuedJob, WebhookJob, WebhookSenderDeps } from '../../functions/core/webhooks';
+import { FakeClock } from '../support/fake-clock';
+
+const SERVICE = 'VA0123456789abcdef0123456789abcdef';
+const SID = 'VE0123456789abcdef0123456789abcdef';
+const deliver = (attempt = 1): WebhookJob => ({
+  kind: 'deliver',
+  serviceSid: SERVICE,
+  endpointSid: 'WH1',
+  eventId: 'EV1',
+  eventType: 'verification.verified',
+  payload: '{"id":"EV1"}',
+  attempt,
+});
+
+function recordingClient(failFirst = 0) {
+  const sent: unknown[] = [];
+  const client = {
+    send: async (command: unknown) => {
+      sent.push(command);
+      if (command instanceof SendMessageBatchCommand) {
+        const entries = command.input.Entries ?? [];
+        return {
+          Successful: entries.slice(failFirst).map((entry) => ({ Id: entry.Id })),
+          Failed: entries.slice(0, failFirst).map((entry) => ({ Id: entry.Id, Message: 'throttled' })),
+        };
+      }
+      return {};
+    },
+  };
+  return { client: client as unknown as SQSClient, sent };
+}
+
+describe('SqsWebhookQueue', () => {
+  it('sends in batches of ten, delays rounded up to whole seconds and capped at 15 minutes', async () => {
+    const { client, sent } = recordingClient();
+    const queue = new SqsWebhookQueue('https://sqs.example/q', 'https://sqs.example/dlq', client);
+    const jobs: QueuedJob[] = Array.from({ length: 12 }, (_, i) => ({
+      job: deliver(i + 1),
+      delaySeconds: i === 0 ? 0.02 : i === 1 ? 5000 : 0,
+    }));
+    await queue.enqueue(jobs);
+    expect(sent).toHaveLength(2);
+    const [first, second] = sent as SendMessageBatchCommand[];
+    expect(first!.input.QueueUrl).toBe('https://sqs.example/q');
+    expect(first!.input.Entries).toHaveLength(10);
+    expect(second!.input.Entries).toHaveLength(2);
+    expect(first!.input.Entries![0]!.DelaySeconds).toBe(1);
+    expect(first!.input.Entries![1]!.DelaySeconds).toBe(900);
+    expect(parseWebhookJob(first!.input.Entries![3]!.MessageBody!)).toEqual(deliver(4));
+    expect(queue.maxDelaySeconds).toBe(900);
+  });
+
+  it('a partly refused batch throws, so the caller is retried (duplicates are deduped, losses are not)', async () => {
+    const { client } = recordingClient(1);
+    const queue = new SqsWebhookQueue('https://sqs.example/q', undefined, client);
+    await expect(queue.enqueue([{ job: deliver(), delaySeconds: 0 }])).rejects.toThrow('SQS refused 1');
+  });
+
+  it('dead letters carry the job and the reason', async () => {
+    const { client, sent } = recordingClient();
+    await new SqsWebhookQueue('https://sqs.example/q', 'https://sqs.example/dlq', client).deadLetter(
+      deliver(9),
+      '9 attempts failed; last: HTTP 500',
+    );
+    const [command] = sent as SendMessageCommand[];
+    expect(command).toBeInstanceOf(SendMessageCommand);
+    expect(command!.input.QueueUrl).toBe('https://sqs.example/dlq');
+    expect(JSON.parse(command!.input.MessageBody!)).toMatchObject({
+      job: deliver(9),
+      reason: '9 attempts failed; last: HTTP 500',
+    });
+  });
+});
+
+describe('handleWebhookQueueBatch', () => {
+  it('reports exactly the messages whose job threw (bad body, store down), and deletes the rest', async () => {
+    const deps = {
+      clock: new FakeClock(),
+      endpoints: {
+        getEndpoint: async (_service: string, endpointSid: string) => {
+          if (endpointSid === 'WHdown') throw new Error('DynamoDB unreachable');
+          return undefined; // removed: the job is dropped
+        },
+      },
+    } as unknown as WebhookSenderDeps;
+    const event = {
+      Records: [
+        { messageId: 'm1', body: JSON.stringify(deliver()) },
+        { messageId: 'm2', body: '{"kind":"deliver"}' },
+        { messageId: 'm3', body: JSON.stringify({ ...deliver(), endpointSid: 'WHdown' }) },
+        { messageId: 'm4', body: 'not json' },
+      ],
+    } as unknown as SQSEvent;
+    expect(await handleWebhookQueueBatch(deps, event, silentLogger)).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm2' }, { itemIdentifier: 'm3' }, { itemIdentifier: 'm4' }],
+    });
+  });
+});
+
+describe('handleVerificationStream', () => {
+  const verification = (changes: Partial<Verification> = {}): Verification => ({
+    sid: SID,
+    serviceSid: SERVICE,
+    to: '+447400123456',
+    status: 'PENDING',
+    deliveryStatus: 'PENDING',
+    channel: 'sna',
+    price: 600,
+    attemptsRemaining: 5,
+    expiresAt: '2026-11-21T12:05:00.000Z',
+    dateCreated: '2026-11-21T12:00:00.000Z',
+    clientCode: false,
+    codeHash: 'h',
+    message: 'Your code is {code}.',
+    channels: ['sna'],
+    deliveries: {},
+    ...changes,
+  });
+  const image = (v: Verification, extra: Record<string, unknown> = {}) =>
+    marshall({ ...verificationToItem(v), ...extra }, { removeUndefinedValues: true }) as NonNullable<
+      DynamoDBRecord['dynamodb']
+    >['NewImage'];
+
+  const modify = (
+    before: Verification,
+    after: Verification,
+    extra: Record<string, unknown>,
+  ): DynamoDBRecord => ({
+    eventName: 'MODIFY',
+    dynamodb: { OldImage: image(before), NewImage: image(after, extra) },
+  });
+
+  it('reads the sequence and the time of the change from the new image', () => {
+    const change = changeFromStreamRecord(
+      modify(verification(), verification({ status: 'VERIFIED' }), {
+        event_seq: 3,
+        event_at: '2026-11-21T12:01:00.000Z',
+      }),
+    );
+    expect(change).toMatchObject({ sequence: 3, at: new Date('2026-11-21T12:01:00.000Z') });
+    expect(change?.before?.status).toBe('PENDING');
+    expect(change?.after.status).toBe('VERIFIED');
+  });
+
+  it('ignores deletions (TTL) and other items', () => {
+    expect(
+      changeFromStreamRecord({ eventName: 'REMOVE', dynamodb: { OldImage: image(verification()) } }),
+    ).toBe(undefined);
+    expect(
+      changeFromStreamRecord({
+        eventName: 'MODIFY',
+        dynamodb: { NewImage: marshall({ pk: 'RATE#x', sk: 'RATE', count: 3 }) as never },
+      }),
+    ).toBeUndefined();
+  });
+
+  it('queues one job per event and enabled endpoint', async () => {
+    const queued: QueuedJob[] = [];
+    const result = await handleVerificationStream(
+      {
+        endpoints: {
+          listEndpoints: async () => [
+            {
+              sid: 'WH1',
+              serviceSid: SERVICE,
+              url: 'https://a.example.com',
+              enabled: true,
+              createdAt: '',
+              sealedSecret: 's',
+            },
+          ],
+        },
+        queue: {
+          maxDelaySeconds: 900,
+          enqueue: async (jobs) => void queued.push(...jobs),
+          deadLetter: async () => {},
+        },
+        clock: new FakeClock(new Date('2026-11-21T12:01:00.000Z')),
+      },
+      {
+        Records: [
+          modify(verification(), verification({ deliveryStatus: 'DELIVERED' }), {
+            event_seq: 1,
+            event_at: '2026-11-21T12:00:30.000Z',
+          }),
+          { eventName: 'REMOVE', dynamodb: { OldImage: image(verification()) } },
+        ],
+      },
+    );
+    expect(result).toEqual({ events: 1, jobs: 1 });
+    expect(queued[0]!.job).toMatchObject({
+      kind: 'deliver',
+      endpointSid: 'WH1',
+      eventType: 'verification.delivery.delivered',
+    });
+    const payload = JSON.parse((queued[0]!.job as { payload: string }).payload) as {
+      data: { delivery_status: string };
+    };
+    expect(payload.data.delivery_status).toBe('DELIVERED');
+  });
+});
