@@ -1,0 +1,411 @@
+/**
+ * Part 4: each Lambda entry bundled with esbuild exactly as CDK's NodejsFunction bundles it in
+ * lib/otp-stack.ts (bundle, platform node, target node22, format cjs, minify, linked source map without
+ * sources content, main fields module,main, the AWS SDK bundled), its size, and its cold initialisation:
+ * a fresh `node` process that loads the bundle and serves one event, median of several runs.
+ */
+import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { deriveKey } from '../functions/adapters/crypto';
+import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
+import { fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
+import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
+import { median, round } from './stats';
+
+const ROOT = resolve(__dirname, '..');
+/** Where the stack names its functions' entries; without it, every file in these folders. */
+const STACK_FILE = 'lib/otp-stack.ts';
+const ENTRY_DIRS = ['functions/api', 'functions/tasks'];
+/** Functions whose cold start is measured (they serve an event with DynamoDB Local alone). */
+const COLD_START_DIRS = ['functions/api/', 'functions/tasks/'];
+export const BUNDLE_LIMIT_BYTES = 400 * 1024;
+
+export interface ColdStart {
+  /** Node flags of the run: `--enable-source-maps` is what the stack sets in NODE_OPTIONS. */
+  variant: string;
+  runs: number;
+  /** From spawning `node` to the handler's answer, as the parent saw it. */
+  spawnToResponseMs?: { median: number; min: number; max: number };
+  /** `require` of the bundle (module evaluation). */
+  requireMs?: number;
+  /** The first invocation: building the dependencies, first DynamoDB connection, the event's requests. */
+  firstInvokeMs?: number;
+  /** The handler's answer (status code, or what a task returned). */
+  answer: string;
+  /** Why the runs failed (e.g. a function that needs settings this bench does not give it). */
+  error?: string;
+}
+
+export interface BundleResult {
+  entry: string;
+  /** The entry could not be bundled. */
+  error?: string;
+  bytes: number;
+  kb: number;
+  gzipKb: number;
+  mapKb: number;
+  underLimit: boolean;
+  /** Largest contributors to the minified output, by package. */
+  largest: { source: string; kb: number }[];
+  cold: ColdStart[];
+}
+
+export interface WhatIf {
+  variant: string;
+  /** Minified JS bytes per entry. */
+  kb: Record<string, number>;
+}
+
+export interface BundleResults {
+  esbuildOptions: Record<string, unknown>;
+  node: string;
+  results: BundleResult[];
+  /** Sizes of the same entries built with a change to the code or the bundling, to show what a fix buys. */
+  whatIf: WhatIf[];
+}
+
+/** `import { z } from 'zod'` pulls all of zod 4 classic (~440 KB minified); the namespace import tree-shakes. */
+const zodNamespace: Plugin = {
+  name: 'zod-namespace-import',
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]functions[\\/].*\.ts$/ }, async (args) => ({
+      contents: (await readFile(args.path, 'utf8')).replace(
+        /import\s*\{\s*z\s*\}\s*from\s*'zod';/g,
+        "import * as z from 'zod';",
+      ),
+      loader: 'ts',
+    }));
+  },
+};
+
+async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
+  const variants: { variant: string; options: BuildOptions }[] = [
+    {
+      variant: "zod imported as a namespace (import * as z from 'zod')",
+      options: { plugins: [zodNamespace] },
+    },
+    {
+      variant: 'that, and the AWS SDK v3 the Node.js 22 runtime ships (external @aws-sdk/*)',
+      options: { plugins: [zodNamespace], external: ['@aws-sdk/*'] },
+    },
+  ];
+  const results: WhatIf[] = [];
+  for (const { variant, options } of variants) {
+    const kb: Record<string, number> = {};
+    for (const entry of entries) {
+      try {
+        const built = await build({
+          ...CDK_ESBUILD_OPTIONS,
+          mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
+          ...options,
+          entryPoints: [join(ROOT, entry)],
+          outfile: join(ROOT, 'index.js'),
+          absWorkingDir: ROOT,
+          write: false,
+        });
+        const js = built.outputFiles.find((file) => file.path.endsWith('.js'));
+        if (js) kb[entry] = round(js.contents.length / 1024, 1);
+      } catch {
+        // Reported as missing ('-') in the table.
+      }
+    }
+    results.push({ variant, kb });
+  }
+  return results;
+}
+
+/** The options CDK passes to esbuild for the stack's functions (see lib/otp-stack.ts `bundling`). */
+export const CDK_ESBUILD_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  target: 'node22',
+  format: 'cjs',
+  minify: true,
+  sourcemap: true,
+  sourcesContent: false,
+  mainFields: ['module', 'main'],
+  logLevel: 'error',
+} as const;
+
+/** The entries the CDK stack deploys (its `entry: 'functions/...'` lines). */
+export function lambdaEntries(): string[] {
+  const named = [
+    ...readFileSync(join(ROOT, STACK_FILE), 'utf8').matchAll(/entry:\s*'(functions\/[^']+\.ts)'/g),
+  ].map((match) => match[1]!);
+  if (named.length > 0) return [...new Set(named)];
+  return ENTRY_DIRS.flatMap((dir) =>
+    readdirSync(join(ROOT, dir))
+      .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
+      .sort()
+      .map((name) => `${dir}/${name}`),
+  );
+}
+
+const RUNNER = `'use strict';
+const { performance } = require('node:perf_hooks');
+const t0 = performance.now();
+const mod = require(process.env.BENCH_BUNDLE);
+const t1 = performance.now();
+const event = JSON.parse(process.env.BENCH_EVENT);
+const context = { awsRequestId: 'cold-' + process.pid, functionName: 'bench-cold', getRemainingTimeInMillis: () => 10000 };
+const report = (fields, code) => {
+  process.stdout.write('\\nBENCH_RESULT ' + JSON.stringify(fields) + '\\n', () => process.exit(code));
+};
+Promise.resolve(mod.handler(event, context)).then(
+  (result) => {
+    const t2 = performance.now();
+    const answer = result && result.statusCode !== undefined ? String(result.statusCode) : JSON.stringify(result && (result.next || result));
+    report({ requireMs: t1 - t0, invokeMs: t2 - t1, answer }, 0);
+  },
+  (error) => report({ error: String(error && error.stack || error) }, 1),
+);
+`;
+
+export async function measureBundles(
+  db: BenchDb,
+  numbers: NumberSource,
+  options: { runs: number; deadline: number },
+): Promise<BundleResults> {
+  const dir = mkdtempSync(join(tmpdir(), 'otp-bench-bundles-'));
+  const masterKey = randomBytes(32).toString('base64url');
+  try {
+    writeFileSync(join(dir, 'runner.cjs'), RUNNER);
+    const results: BundleResult[] = [];
+    for (const entry of lambdaEntries()) {
+      const outdir = join(dir, basename(entry, '.ts'));
+      let built: Awaited<ReturnType<typeof build>>;
+      try {
+        built = await build({
+          ...CDK_ESBUILD_OPTIONS,
+          mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
+          entryPoints: [join(ROOT, entry)],
+          outfile: join(outdir, 'index.js'),
+          absWorkingDir: ROOT,
+          metafile: true,
+        });
+      } catch (error) {
+        results.push({ ...EMPTY_BUNDLE, entry, error: String(error).slice(0, 300) });
+        continue;
+      }
+      const js = join(outdir, 'index.js');
+      const bytes = statSync(js).size;
+      const output = Object.values(built.metafile?.outputs ?? {}).find((out) => out.entryPoint !== undefined);
+      const bySource = new Map<string, number>();
+      for (const [input, { bytesInOutput }] of Object.entries(output?.inputs ?? {})) {
+        const source = packageOf(input);
+        bySource.set(source, (bySource.get(source) ?? 0) + bytesInOutput);
+      }
+      const largest = [...bySource]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 6)
+        .map(([source, size]) => ({ source, kb: round(size / 1024, 1) }));
+
+      const cold: ColdStart[] = [];
+      // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
+      // would need AWS endpoints this bench does not fake, so only their size is reported.
+      const servable = COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
+      // Each function gets a table of its own: the sweeper must not find the sends' never-started deliveries.
+      const coldDb = servable ? await addTable(db) : undefined;
+      const caller = coldDb ? await createAccount(coldDb, 1000) : undefined;
+      for (const [variant, runs] of [
+        ['--enable-source-maps', options.runs],
+        ['plain', Math.max(3, Math.ceil(options.runs / 2))],
+      ] as const) {
+        if (!coldDb || !caller || Date.now() > options.deadline) break;
+        cold.push(
+          await coldStarts(variant, runs, (flags) =>
+            coldRun(join(dir, 'runner.cjs'), js, flags, eventFor(entry, caller, numbers, masterKey), {
+              TABLE_NAME: coldDb.tableName,
+              DYNAMODB_ENDPOINT: db.endpoint,
+              OTP_MASTER_KEY: masterKey,
+            }),
+          ),
+        );
+      }
+      results.push({
+        entry,
+        bytes,
+        kb: round(bytes / 1024, 1),
+        gzipKb: round(gzipSync(readFileSync(js)).length / 1024, 1),
+        mapKb: round(statSync(`${js}.map`).size / 1024, 1),
+        underLimit: bytes < BUNDLE_LIMIT_BYTES,
+        largest,
+        cold,
+      });
+    }
+    const built = results.filter((result) => !result.error);
+    const whatIf = await whatIfSizes(built.map((result) => result.entry));
+    return { esbuildOptions: { ...CDK_ESBUILD_OPTIONS }, node: process.version, results, whatIf };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const EMPTY_BUNDLE = { bytes: 0, kb: 0, gzipKb: 0, mapKb: 0, underLimit: false, largest: [], cold: [] };
+
+/** `runs` cold starts after one uncounted run that warms the OS file cache, as on a real host. */
+async function coldStarts(
+  variant: string,
+  runs: number,
+  once: (flags: string[]) => Promise<RunResult>,
+): Promise<ColdStart> {
+  const flags = variant === 'plain' ? [] : [variant];
+  const spawnTimes: number[] = [];
+  const requireTimes: number[] = [];
+  const invokeTimes: number[] = [];
+  let answer = '';
+  try {
+    for (let run = 0; run <= runs; run++) {
+      const result = await once(flags);
+      if (run === 0) continue;
+      spawnTimes.push(result.spawnToResponseMs);
+      requireTimes.push(result.requireMs);
+      invokeTimes.push(result.invokeMs);
+      answer = result.answer;
+    }
+  } catch (error) {
+    return { variant, runs: spawnTimes.length, answer, error: String(error).slice(0, 300) };
+  }
+  return {
+    variant,
+    runs: spawnTimes.length,
+    spawnToResponseMs: {
+      median: round(median(spawnTimes), 1),
+      min: round(Math.min(...spawnTimes), 1),
+      max: round(Math.max(...spawnTimes), 1),
+    },
+    requireMs: round(median(requireTimes), 1),
+    firstInvokeMs: round(median(invokeTimes), 1),
+    answer,
+  };
+}
+
+function packageOf(input: string): string {
+  const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+  if (match) return match[1]!;
+  return input.startsWith('functions/') ? 'functions/ (this project)' : input;
+}
+
+/** One event per function, each a real request it serves (mostly a miss, so it changes little). */
+function eventFor(entry: string, caller: Caller, numbers: NumberSource, masterKey: string): unknown {
+  const unknownSid = `VE${randomBytes(16).toString('hex')}`;
+  switch (basename(entry, '.ts')) {
+    case 'send':
+      return sendEvent(caller, numbers.take());
+    case 'check':
+      return checkEvent(caller, unknownSid, '123456');
+    case 'fetch':
+      return fetchEvent(caller, unknownSid);
+    case 'receipt': {
+      const body = JSON.stringify({
+        reference: `${unknownSid}.0`,
+        messageId: 'SMbench',
+        status: 'delivered',
+      });
+      return receiptEvent(
+        body,
+        signPayload(deriveKey(masterKey, 'receipt:carrier'), body, new Date()),
+        SIGNATURE_HEADER,
+      );
+    }
+    case 'deliver':
+    case 'after-wait':
+      return { sid: unknownSid, channelIndex: 0, waitSeconds: 8 };
+    default:
+      // A scheduled task (the sweeper): EventBridge's scheduled event.
+      return {
+        version: '0',
+        id: randomBytes(8).toString('hex'),
+        'detail-type': 'Scheduled Event',
+        source: 'aws.events',
+        account: '000000000000',
+        time: new Date().toISOString(),
+        region: 'us-east-1',
+        resources: [],
+        detail: {},
+      };
+  }
+}
+
+interface RunResult {
+  spawnToResponseMs: number;
+  requireMs: number;
+  invokeMs: number;
+  answer: string;
+}
+
+/** Spawns `node runner bundle`; resolves when the runner reports its answer (bounded by a 30 s time-out). */
+function coldRun(
+  runner: string,
+  bundle: string,
+  flags: string[],
+  event: unknown,
+  env: Record<string, string>,
+): Promise<RunResult> {
+  return new Promise((resolvePromise, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [...flags, runner], {
+      // A clean environment: no loader flags of the parent (tsx), no AWS profile.
+      env: {
+        PATH: process.env.PATH ?? '',
+        BENCH_BUNDLE: bundle,
+        BENCH_EVENT: JSON.stringify(event),
+        // Never look for credentials on the network (the instance metadata address): loopback traffic only.
+        AWS_EC2_METADATA_DISABLED: 'true',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let result: RunResult | undefined;
+    let failure: Error | undefined;
+    const timer = setTimeout(() => {
+      failure = new Error(`cold run of ${bundle} took over 30 s`);
+      child.kill('SIGKILL');
+    }, 30_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      const at = performance.now();
+      stdout += chunk.toString();
+      const line = result || failure ? undefined : /BENCH_RESULT (.*)\n/.exec(stdout)?.[1];
+      if (!line) return;
+      const parsed = JSON.parse(line) as {
+        requireMs?: number;
+        invokeMs?: number;
+        answer?: string;
+        error?: string;
+      };
+      if (parsed.error) {
+        failure = new Error(`cold run of ${bundle} failed: ${parsed.error}`);
+        return;
+      }
+      result = {
+        spawnToResponseMs: at - started,
+        requireMs: parsed.requireMs ?? Number.NaN,
+        invokeMs: parsed.invokeMs ?? Number.NaN,
+        answer: parsed.answer ?? '',
+      };
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    // Settle on exit, so runs never overlap.
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (result && !failure) resolvePromise(result);
+      else
+        reject(
+          failure ??
+            new Error(`cold run of ${bundle} exited with ${code} before answering: ${stderr.slice(-500)}`),
+        );
+    });
+  });
+}

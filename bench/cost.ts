@@ -1,0 +1,271 @@
+/**
+ * Part 5: the AWS bill of one million verifications, from the figures this run counted and measured.
+ *
+ * A verification: one send (accepted), one check with the right code, two fetches, delivered on the first
+ * channel (deliver task, the 8-second wait, the receipt callback, the after-wait task).
+ *
+ * Prices: public list prices for us-east-1 as the bench's author knew them in 2025. They are NOT fetched
+ * when the bench runs; check them on the AWS pricing pages before quoting a figure.
+ */
+import { DEFAULT_SETTINGS } from '../functions/core/settings';
+import type { CountResults, OperationCount, PathCount } from './counts';
+import type { LatencyResults } from './latency';
+import { round } from './stats';
+
+export const PRICES = {
+  region: 'us-east-1',
+  takenFor: '2025 public list prices (author knowledge, not fetched at run time; verify before quoting)',
+  /** HTTP API, first 300 million requests a month, per million (requests up to 512 KB). */
+  apiGatewayHttpPerMillion: 1.0,
+  /** Lambda, per million requests. */
+  lambdaRequestsPerMillion: 0.2,
+  /** Lambda arm64 (Graviton), per GB-second, first 7.5 billion GB-s a month. */
+  lambdaArmPerGbSecond: 0.0000133334,
+  /** DynamoDB on-demand (after the November 2024 price cut), per million write request units. */
+  dynamoDbPerMillionWru: 0.625,
+  /** DynamoDB on-demand, per million read request units. */
+  dynamoDbPerMillionRru: 0.125,
+  /** Step Functions Express, per million executions (requests). */
+  stepFunctionsExpressPerMillionRequests: 1.0,
+  /** Step Functions Express duration, per GB-second (first 1,000 GB-hours a month: $0.06 per GB-hour). */
+  stepFunctionsExpressPerGbSecond: 0.00001667,
+  /** Express bills memory in 64 MB chunks and duration in 100 ms steps. */
+  stepFunctionsExpressMemoryGb: 64 / 1024,
+  stepFunctionsExpressDurationStepMs: 100,
+  /** CloudWatch Logs ingestion (Standard class), per GB. */
+  cloudWatchLogsIngestPerGb: 0.5,
+  /** X-Ray, per million traces recorded (the stack turns active tracing on). */
+  xRayPerMillionTraces: 5.0,
+} as const;
+
+/** Assumptions of the projection to AWS; each is a guess and is reported as such. */
+export const ASSUMPTIONS = {
+  lambdaMemoryMb: 256,
+  /** Lambda gives a function CPU in proportion to memory: one vCPU at 1,769 MB. */
+  lambdaCpuSlowdown: 1769 / 256,
+  /** One DynamoDB request from a Lambda in the same region, SDK work included, ms. */
+  dynamoDbRequestMs: { GetItem: 5, UpdateItem: 6, BatchGetItem: 6, TransactWriteItems: 12 } as Record<
+    string,
+    number
+  >,
+  /** StartExecution of an Express workflow, from the send function, ms. */
+  startExecutionMs: 15,
+  /** The carrier's API answering a message, from the deliver task, ms. */
+  carrierApiMs: 150,
+  /** Lambda's own START, END and REPORT lines per invocation, bytes. */
+  lambdaPlatformLogBytes: 350,
+  /** One Step Functions execution history event logged at level ALL without execution data, bytes. */
+  stepFunctionsLogEventBytes: 350,
+  /** X-Ray's default sampling at volume: 1 request a second, then 5 %. */
+  xRaySampledShare: 0.05,
+  /** The channel wait on AWS: the spec's default. */
+  channelWaitSeconds: DEFAULT_SETTINGS.channelWaitSeconds,
+};
+
+export interface CostLine {
+  service: string;
+  /** USD per million verifications with the durations measured on this machine. */
+  measured: number;
+  /** USD per million verifications with durations projected to AWS (see ASSUMPTIONS). */
+  projected: number;
+  basis: string;
+}
+
+export interface CostResults {
+  prices: typeof PRICES;
+  assumptions: typeof ASSUMPTIONS;
+  perVerification: {
+    apiGatewayRequests: number;
+    lambdaInvocations: number;
+    lambdaMs: { measured: number; projected: number };
+    rru: number;
+    wru: number;
+    /** What DynamoDB Local reported (not DynamoDB's rules: see bench/meter.ts). */
+    reportedCapacityByLocal: number;
+    stepFunctions: { executions: number; billedSeconds: { measured: number; projected: number } };
+    logBytes: number;
+  };
+  lines: CostLine[];
+  totalFourServices: { measured: number; projected: number };
+  totalWithOther: { measured: number; projected: number };
+}
+
+const perMillion = (usdPerUnit: number, units: number) => usdPerUnit * units * 1_000_000;
+
+export function costModel(counts: CountResults, latency: LatencyResults): CostResults {
+  const op = (name: string): OperationCount => {
+    const found = counts.operations.find((entry) => entry.operation === name);
+    if (!found) throw new Error(`No count for ${name}`);
+    return found;
+  };
+  const path: PathCount | undefined = counts.paths.find((entry) => entry.path === 'first channel delivers');
+  if (!path) throw new Error('No count for the first-channel path');
+  const api = [
+    { count: op('send accepted'), latency: 'send', calls: 1, extraMs: ASSUMPTIONS.startExecutionMs },
+    { count: op('check, right code'), latency: 'check, right code', calls: 1, extraMs: 0 },
+    { count: op('fetch'), latency: 'fetch', calls: 2, extraMs: 0 },
+  ];
+  const timing = (name: string) => {
+    const found = latency.operations.find((entry) => entry.operation === name);
+    if (!found) throw new Error(`No latency for ${name}`);
+    return found;
+  };
+  const taskTiming = (name: string) => {
+    const found = latency.tasks.find((entry) => entry.task.startsWith(name));
+    if (!found) throw new Error(`No timing for ${name}`);
+    return found;
+  };
+  // Lambda bills each invocation rounded up to the next millisecond: on average about half a ms more.
+  const billed = (ms: number) => ms + 0.5;
+  const projectMs = (overheadMs: number, requests: Record<string, number>, extraMs: number) =>
+    overheadMs * ASSUMPTIONS.lambdaCpuSlowdown +
+    Object.entries(requests).reduce(
+      (total, [kind, n]) => total + n * (ASSUMPTIONS.dynamoDbRequestMs[kind.replace('auth:', '')] ?? 6),
+      0,
+    ) +
+    extraMs;
+
+  let lambdaMsMeasured = 0;
+  let lambdaMsProjected = 0;
+  let invocations = 0;
+  let rru = 0;
+  let wru = 0;
+  let reported = 0;
+  let logBytes = 0;
+  for (const entry of api) {
+    const timed = timing(entry.latency);
+    lambdaMsMeasured += entry.calls * billed(timed.handler.mean);
+    lambdaMsProjected +=
+      entry.calls * billed(projectMs(timed.overhead.mean, entry.count.withAuth.byKind, entry.extraMs));
+    invocations += entry.calls;
+    rru += entry.calls * entry.count.withAuth.rru;
+    wru += entry.calls * entry.count.withAuth.wru;
+    reported += entry.count.withAuth.reportedCapacity * entry.calls;
+    logBytes += entry.calls * entry.count.logBytes;
+  }
+
+  // The delivery: its tasks and receipt callbacks, as counted on the path; durations from the task timings.
+  const deliverRuns = path.tasks.DeliverOverChannel ?? 0;
+  const afterWaitRuns = path.tasks.AfterWait ?? 0;
+  const deliver = taskTiming('deliver');
+  const receipt = taskTiming('receipt');
+  const afterWait = taskTiming('after-wait');
+  const overhead = (task: typeof deliver) => Math.max(0, task.duration.mean - task.dynamo.mean);
+  // Measured: the task timings. Projected: their CPU slowed to Lambda's share, plus the requests the path
+  // counted at in-region round trips, plus the carrier's API for each message handed over.
+  const taskMsMeasured = deliverRuns * deliver.duration.mean + afterWaitRuns * afterWait.duration.mean;
+  const taskMsProjected =
+    projectMs(
+      deliverRuns * overhead(deliver) + afterWaitRuns * overhead(afterWait),
+      path.taskRequests.byKind,
+      0,
+    ) +
+    deliverRuns * ASSUMPTIONS.carrierApiMs;
+  const receiptMsMeasured = path.receipts * receipt.duration.mean;
+  const receiptMsProjected = projectMs(path.receipts * overhead(receipt), path.receiptRequests.byKind, 0);
+  const deliveryInvocations = deliverRuns + afterWaitRuns + path.receipts;
+  lambdaMsMeasured += taskMsMeasured + receiptMsMeasured + billed(0) * deliveryInvocations;
+  lambdaMsProjected += taskMsProjected + receiptMsProjected + billed(0) * deliveryInvocations;
+  invocations += deliveryInvocations;
+  rru += path.total.rru;
+  wru += path.total.wru;
+  reported += path.total.reportedCapacity;
+  logBytes += path.logBytes;
+
+  const apiGatewayRequests = api.reduce((total, entry) => total + entry.calls, 0) + path.receipts;
+  const waitMs = path.waits * ASSUMPTIONS.channelWaitSeconds * 1000;
+  const step = PRICES.stepFunctionsExpressDurationStepMs;
+  const sfnSeconds = (taskMs: number) => (Math.ceil((waitMs + taskMs) / step) * step) / 1000;
+  const sfnEvents =
+    deliverRuns * 5 + afterWaitRuns * 5 + (path.stateTransitions - deliverRuns - afterWaitRuns) * 2 + 2;
+  const logTotal =
+    logBytes +
+    invocations * ASSUMPTIONS.lambdaPlatformLogBytes +
+    sfnEvents * ASSUMPTIONS.stepFunctionsLogEventBytes;
+
+  const lambda = (ms: number) =>
+    perMillion(PRICES.lambdaRequestsPerMillion / 1_000_000, invocations) +
+    perMillion(PRICES.lambdaArmPerGbSecond, (ms / 1000) * (ASSUMPTIONS.lambdaMemoryMb / 1024));
+  const sfn = (seconds: number) =>
+    perMillion(PRICES.stepFunctionsExpressPerMillionRequests / 1_000_000, 1) +
+    perMillion(PRICES.stepFunctionsExpressPerGbSecond, seconds * PRICES.stepFunctionsExpressMemoryGb);
+  const dynamo =
+    perMillion(PRICES.dynamoDbPerMillionWru / 1_000_000, wru) +
+    perMillion(PRICES.dynamoDbPerMillionRru / 1_000_000, rru);
+  const apiGateway = perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, apiGatewayRequests);
+  const logs = perMillion(PRICES.cloudWatchLogsIngestPerGb / 1024 ** 3, logTotal);
+  // Traces: every API request and the execution (whose tasks join its trace).
+  const xray = perMillion(
+    (PRICES.xRayPerMillionTraces / 1_000_000) * ASSUMPTIONS.xRaySampledShare,
+    apiGatewayRequests + 1,
+  );
+
+  const lines: CostLine[] = [
+    {
+      service: 'API Gateway (HTTP API)',
+      measured: apiGateway,
+      projected: apiGateway,
+      basis: `${apiGatewayRequests} requests (send, check, 2 fetches, ${path.receipts} receipt callback)`,
+    },
+    {
+      service: 'Lambda (arm64, 256 MB)',
+      measured: lambda(lambdaMsMeasured),
+      projected: lambda(lambdaMsProjected),
+      basis: `${invocations} invocations, ${round(lambdaMsMeasured, 1)} ms billed measured / ${round(lambdaMsProjected, 1)} ms projected`,
+    },
+    {
+      service: 'DynamoDB on-demand',
+      measured: dynamo,
+      projected: dynamo,
+      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2)`,
+    },
+    {
+      service: 'Step Functions Express',
+      measured: sfn(sfnSeconds(taskMsMeasured)),
+      projected: sfn(sfnSeconds(taskMsProjected)),
+      basis: `1 execution, ${path.waits} wait of ${ASSUMPTIONS.channelWaitSeconds} s, ${sfnSeconds(taskMsMeasured)} s / ${sfnSeconds(taskMsProjected)} s at 64 MB`,
+    },
+    {
+      service: 'other: CloudWatch Logs (estimate)',
+      measured: logs,
+      projected: logs,
+      basis: `${Math.round(logTotal)} bytes: app lines measured, Lambda platform and Step Functions ALL-level lines assumed`,
+    },
+    {
+      service: 'other: X-Ray (estimate)',
+      measured: xray,
+      projected: xray,
+      basis: `${ASSUMPTIONS.xRaySampledShare * 100} % of ${apiGatewayRequests + 1} traces sampled`,
+    },
+  ];
+  const sum = (field: 'measured' | 'projected', filter: (line: CostLine) => boolean) =>
+    round(
+      lines.filter(filter).reduce((total, line) => total + line[field], 0),
+      2,
+    );
+  const four = (line: CostLine) => !line.service.startsWith('other');
+  return {
+    prices: PRICES,
+    assumptions: ASSUMPTIONS,
+    perVerification: {
+      apiGatewayRequests,
+      lambdaInvocations: invocations,
+      lambdaMs: { measured: round(lambdaMsMeasured, 2), projected: round(lambdaMsProjected, 2) },
+      rru: round(rru, 3),
+      wru: round(wru, 3),
+      reportedCapacityByLocal: round(reported, 3),
+      stepFunctions: {
+        executions: 1,
+        billedSeconds: { measured: sfnSeconds(taskMsMeasured), projected: sfnSeconds(taskMsProjected) },
+      },
+      logBytes: Math.round(logTotal),
+    },
+    lines: lines.map((line) => ({
+      ...line,
+      measured: round(line.measured, 2),
+      projected: round(line.projected, 2),
+    })),
+    totalFourServices: { measured: sum('measured', four), projected: sum('projected', four) },
+    totalWithOther: { measured: sum('measured', () => true), projected: sum('projected', () => true) },
+  };
+}

@@ -1,0 +1,317 @@
+/**
+ * Part 1: DynamoDB requests and capacity of each operation and of one delivery workflow by path, counted
+ * by the meters on the real clients (one handler call at a time, nothing else running, so the difference
+ * of two snapshots is exactly that call's requests).
+ */
+import { randomUUID } from 'node:crypto';
+import type { HttpResponse } from '../functions/http/response';
+import { parsePhone } from '../functions/core/phone';
+import { CHANNELS, planRoute, type Channel } from '../functions/core/routing';
+import type { ChannelBehaviour } from '../local/carrier';
+import { checkEvent, fetchEvent, lambdaContext, sendEvent, type Caller } from './events';
+import { AUTH, diffTotals, summarize, sumTotals, type RequestSummary, type Totals } from './meter';
+import type { BenchService } from './service';
+import { NumberSource } from './setup';
+import { round } from './stats';
+
+export interface OperationCount {
+  operation: string;
+  /** HTTP status and error code seen (every run must see the same). */
+  outcome: string;
+  runs: number;
+  /** Per call, averaged over the runs: every request, the API-key middleware's included. */
+  withAuth: RequestSummary;
+  /** Per call: the operation's own requests, without the per-key limit and key lookup. */
+  withoutAuth: RequestSummary;
+  /** Bytes of log lines the handler wrote per call (CloudWatch Logs ingestion). */
+  logBytes: number;
+}
+
+export interface PathCount {
+  path: string;
+  runs: number;
+  deliveryStatus: string;
+  /** Task runs (Lambda invocations by Step Functions) per execution. */
+  tasks: Record<string, number>;
+  /** States entered per execution (what Standard workflows would bill). */
+  stateTransitions: number;
+  /** Wait states entered per execution. */
+  waits: number;
+  /** Receipt callbacks per execution (each an API Gateway request and a Lambda invocation). */
+  receipts: number;
+  /** From the send's answer to the end of the execution, on this machine (receipt wait shortened). */
+  executionMs: number;
+  taskRequests: RequestSummary;
+  receiptRequests: RequestSummary;
+  total: RequestSummary;
+  /** Bytes of log lines the tasks and the receipt handler wrote per execution. */
+  logBytes: number;
+}
+
+export interface CountResults {
+  operations: OperationCount[];
+  paths: PathCount[];
+}
+
+type Api = BenchService['quietApi'];
+
+const ofResponse = (response: HttpResponse): string => {
+  if (response.statusCode < 400) return String(response.statusCode);
+  try {
+    return `${response.statusCode} ${(JSON.parse(response.body) as { code?: string }).code ?? ''}`.trim();
+  } catch {
+    return String(response.statusCode);
+  }
+};
+
+const sidOf = (response: HttpResponse): string => (JSON.parse(response.body) as { sid: string }).sid;
+
+/** Divides every figure of a per-run total by the number of runs. */
+function perRun(summary: RequestSummary, runs: number): RequestSummary {
+  return {
+    byKind: Object.fromEntries(Object.entries(summary.byKind).map(([kind, n]) => [kind, round(n / runs)])),
+    requests: round(summary.requests / runs),
+    conditionFailures: round(summary.conditionFailures / runs),
+    reportedCapacity: round(summary.reportedCapacity / runs),
+    rru: round(summary.rru / runs),
+    wru: round(summary.wru / runs),
+    gsiWru: round(summary.gsiWru / runs),
+  };
+}
+
+export async function countOperations(
+  service: BenchService,
+  caller: Caller,
+  brokeCaller: Caller,
+  numbers: NumberSource,
+  runs: number,
+): Promise<CountResults> {
+  const meter = service.meters.api;
+  const api = service.quietApi;
+  const send = (using: Api, to: string, key?: string) =>
+    using.send(sendEvent(caller, to, key), lambdaContext('send'));
+  const newVerification = async () => {
+    const response = await send(api, numbers.take());
+    if (response.statusCode !== 201) throw new Error(`setup send answered ${ofResponse(response)}`);
+    const sid = sidOf(response);
+    return { sid, code: service.random.codeOf(sid) };
+  };
+  const wrongCode = (code: string) => (code === '000000' ? '111111' : '000000');
+
+  const operations: OperationCount[] = [];
+  async function measure<T>(
+    operation: string,
+    expected: string,
+    prepare: () => Promise<T>,
+    act: (prepared: T) => Promise<HttpResponse>,
+  ): Promise<void> {
+    const all: Totals[] = [];
+    let logBytes = 0;
+    for (let run = 0; run < runs; run++) {
+      const prepared = await prepare();
+      const before = meter.snapshot();
+      const logged = service.logger.bytes;
+      const response = await act(prepared);
+      all.push(diffTotals(meter.snapshot(), before));
+      logBytes += service.logger.bytes - logged;
+      const outcome = ofResponse(response);
+      if (outcome !== expected) throw new Error(`${operation}: expected ${expected}, got ${outcome}`);
+    }
+    const totals = sumTotals(...all);
+    operations.push({
+      operation,
+      outcome: expected,
+      runs,
+      withAuth: perRun(summarize(totals), runs),
+      withoutAuth: perRun(
+        summarize(totals, (kind) => !kind.startsWith(AUTH)),
+        runs,
+      ),
+      logBytes: round(logBytes / runs, 1),
+    });
+  }
+
+  // Warm the API-key cache of the handlers for both keys (a warm function); the cold rows show a miss.
+  await newVerification();
+  await api.send(sendEvent(brokeCaller, numbers.take()), lambdaContext('send'));
+
+  await measure(
+    'send accepted',
+    '201',
+    async () => numbers.take(),
+    (to) => send(api, to),
+  );
+  await measure(
+    'send accepted, with Idempotency-Key',
+    '201',
+    async () => numbers.take(),
+    (to) => send(api, to, randomUUID()),
+  );
+  await measure(
+    'send replayed by Idempotency-Key',
+    '201',
+    async () => {
+      const to = numbers.take();
+      const key = randomUUID();
+      await send(api, to, key);
+      return { to, key };
+    },
+    ({ to, key }) => send(api, to, key),
+  );
+  await measure(
+    'send refused: burst',
+    '429 burst',
+    async () => {
+      const to = numbers.take();
+      const burstLimit = service.taskDeps.settings.burstLimit;
+      for (let i = 0; i < burstLimit; i++) await send(api, to);
+      return to;
+    },
+    (to) => send(api, to),
+  );
+  await measure(
+    'send refused: insufficient_funds',
+    '402 insufficient_funds',
+    async () => numbers.take(),
+    (to) => api.send(sendEvent(brokeCaller, to), lambdaContext('send')),
+  );
+  await measure('check, right code', '200', newVerification, ({ sid, code }) =>
+    api.check(checkEvent(caller, sid, code), lambdaContext('check')),
+  );
+  await measure('check, wrong code', '422', newVerification, ({ sid, code }) =>
+    api.check(checkEvent(caller, sid, wrongCode(code)), lambdaContext('check')),
+  );
+  await measure('fetch', '200', newVerification, ({ sid }) =>
+    api.fetch(fetchEvent(caller, sid), lambdaContext('fetch')),
+  );
+  await measure(
+    'send accepted, cold function (API-key cache miss)',
+    '201',
+    async () => ({ to: numbers.take(), cold: service.coldQuietApi() }),
+    ({ to, cold }) => send(cold, to),
+  );
+  await measure(
+    'fetch, cold function (API-key cache miss)',
+    '200',
+    async () => ({ ...(await newVerification()), cold: service.coldQuietApi() }),
+    ({ sid, cold }) => cold.fetch(fetchEvent(caller, sid), lambdaContext('fetch')),
+  );
+
+  const paths = await countPaths(service, caller);
+  return { operations, paths };
+}
+
+interface PathSpec {
+  path: string;
+  runs: number;
+  numbers: NumberSource;
+  prefix: string;
+  behaviour: (channels: Channel[]) => Partial<Record<Channel, ChannelBehaviour>>;
+}
+
+/** Channels a number is tried on, cheapest first, with every channel enabled. */
+function channelsFor(number: string): Channel[] {
+  const phone = parsePhone(number);
+  if (!phone) throw new Error(`Not a valid number: ${number}`);
+  const plan = planRoute(phone, { enabledChannels: [...CHANNELS], prices: {} });
+  if (!plan.ok) throw new Error(`No route for ${number}`);
+  return plan.channels;
+}
+
+/** Each path gets its own range of numbers (+44 74N…), so a carrier rule by prefix gives it its behaviour. */
+const PATHS: PathSpec[] = [
+  {
+    path: 'first channel delivers',
+    runs: 3,
+    numbers: new NumberSource(90_000_000),
+    prefix: '+44749',
+    behaviour: (channels) => ({ [channels[0]!]: { deliver: 200 } }),
+  },
+  {
+    path: 'first channel silent, second delivers',
+    runs: 2,
+    numbers: new NumberSource(80_000_000),
+    prefix: '+44748',
+    behaviour: (channels) => ({ [channels[0]!]: 'silent', [channels[1]!]: { deliver: 100 } }),
+  },
+  {
+    path: 'every channel rejects (FAILED, unreachable)',
+    runs: 2,
+    numbers: new NumberSource(70_000_000),
+    prefix: '+44747',
+    behaviour: (channels) => Object.fromEntries(channels.map((channel) => [channel, 'reject'])),
+  },
+  {
+    path: 'every channel silent (SENT)',
+    runs: 1,
+    numbers: new NumberSource(60_000_000),
+    prefix: '+44746',
+    behaviour: (channels) => Object.fromEntries(channels.map((channel) => [channel, 'silent'])),
+  },
+];
+
+async function countPaths(service: BenchService, caller: Caller): Promise<PathCount[]> {
+  const results: PathCount[] = [];
+  for (const spec of PATHS) {
+    const tasks: Record<string, number> = {};
+    let transitions = 0;
+    let waits = 0;
+    let receipts = 0;
+    let executionMs = 0;
+    let logBytes = 0;
+    const taskTotals: Totals[] = [];
+    const receiptTotals: Totals[] = [];
+    let deliveryStatus = '';
+    for (let run = 0; run < spec.runs; run++) {
+      const to = spec.numbers.take();
+      service.carrier.setRule({ prefix: spec.prefix, channels: spec.behaviour(channelsFor(to)) });
+      const tasksBefore = service.meters.tasks.snapshot();
+      const receiptsBefore = service.meters.receipts.snapshot();
+      const receiptCalls = service.receiptDurations.length;
+      const logStart = service.workflow.taskLog.length;
+      const response = await service.api.send(sendEvent(caller, to), lambdaContext('send'));
+      if (response.statusCode !== 201) throw new Error(`${spec.path}: send answered ${ofResponse(response)}`);
+      const started = performance.now();
+      const logged = service.logger.bytes;
+      await service.workflow.idle();
+      executionMs += performance.now() - started;
+      // A receipt posted just before the execution ended may still be in flight: give it a moment.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      taskTotals.push(diffTotals(service.meters.tasks.snapshot(), tasksBefore));
+      receiptTotals.push(diffTotals(service.meters.receipts.snapshot(), receiptsBefore));
+      receipts += service.receiptDurations.length - receiptCalls;
+      logBytes += service.logger.bytes - logged;
+      const sid = sidOf(response);
+      const log = service.workflow.taskLog.slice(logStart).filter((entry) => entry.input.sid === sid);
+      for (const entry of log) {
+        tasks[entry.state] = (tasks[entry.state] ?? 0) + 1;
+        // The task, then the Choice after it; a Wait when it said so; Done when it ended.
+        transitions += 2;
+        if (entry.output.next === 'wait') {
+          transitions++;
+          waits++;
+        }
+        if (entry.output.next === 'end') transitions++;
+      }
+      deliveryStatus = log.at(-1)?.output.deliveryStatus ?? 'unknown';
+    }
+    const taskSummary = perRun(summarize(sumTotals(...taskTotals)), spec.runs);
+    const receiptSummary = perRun(summarize(sumTotals(...receiptTotals)), spec.runs);
+    results.push({
+      path: spec.path,
+      runs: spec.runs,
+      deliveryStatus,
+      tasks: Object.fromEntries(Object.entries(tasks).map(([state, n]) => [state, round(n / spec.runs)])),
+      stateTransitions: round(transitions / spec.runs),
+      waits: round(waits / spec.runs),
+      receipts: round(receipts / spec.runs),
+      executionMs: round(executionMs / spec.runs, 1),
+      taskRequests: taskSummary,
+      receiptRequests: receiptSummary,
+      total: perRun(summarize(sumTotals(...taskTotals, ...receiptTotals)), spec.runs),
+      logBytes: round(logBytes / spec.runs, 1),
+    });
+  }
+  service.carrier.clearRules();
+  return results;
+}

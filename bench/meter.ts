@@ -1,0 +1,366 @@
+/**
+ * Counts and times every DynamoDB request of a real client, from a middleware on its stack: the request
+ * kind, how long it took as the caller saw it (marshalling, signing, HTTP, retries), whether a condition
+ * failed, and the capacity DynamoDB reported (`ReturnConsumedCapacity` is set on every request).
+ *
+ * DynamoDB Local does not report capacity the way DynamoDB does (it reports 4 WCU for a one-item
+ * transaction of a 100-byte item, 0 RCU for a BatchGetItem of missing keys, nothing for a failed
+ * condition). So, when a probe client is given, the meter also prices each request by DynamoDB's
+ * documented rules from the real item sizes, read before and after each write with an unmetered client:
+ * the "modelled" figures, which the cost model uses. The reported ones are kept beside them.
+ */
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
+
+type Item = Record<string, unknown>;
+type Key = { pk: string; sk: string };
+
+export interface KindTotals {
+  calls: number;
+  /** Condition failures (ConditionalCheckFailed, a cancelled transaction). */
+  conditionFailures: number;
+  /** Other errors. */
+  errors: number;
+  ms: number;
+  /** Capacity units DynamoDB Local reported, summed over the calls. */
+  reportedCapacity: number;
+  /** By DynamoDB's rules from item sizes (only with a probe client). */
+  modelRru: number;
+  modelWru: number;
+  /** Of modelWru: writes to the sparse pending-delivery index. */
+  modelGsiWru: number;
+}
+
+export type Totals = Record<string, KindTotals>;
+
+const READ_KINDS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
+const INDEX = TABLE_SCHEMA.indexes.pendingDelivery;
+
+export const isReadKind = (kind: string): boolean => READ_KINDS.has(kind);
+
+/**
+ * Requests of the API-key middleware (the per-key limit's UpdateItem, the key lookup on a cache miss) are
+ * counted under `auth:<kind>`, so every operation can be reported with and without them.
+ */
+export const AUTH = 'auth:';
+const AUTH_KEY_PREFIXES = ['RATE#', 'APIKEY#'];
+
+function isAuthRequest(input: Item): boolean {
+  const pk = (input.Key as Item | undefined)?.pk;
+  return typeof pk === 'string' && AUTH_KEY_PREFIXES.some((prefix) => pk.startsWith(prefix));
+}
+
+const emptyTotals = (): KindTotals => ({
+  calls: 0,
+  conditionFailures: 0,
+  errors: 0,
+  ms: 0,
+  reportedCapacity: 0,
+  modelRru: 0,
+  modelWru: 0,
+  modelGsiWru: 0,
+});
+
+export class DynamoMeter {
+  private totals: Totals = {};
+  /** Time spent in DynamoDB calls and their number, over all kinds (for per-request attribution). */
+  busyMs = 0;
+  calls = 0;
+  /** Per-call durations by kind, kept only while `keepSamples` is on. */
+  readonly samples = new Map<string, number[]>();
+  keepSamples = false;
+
+  /**
+   * @param probe an unmetered client: when set, every request is also priced by DynamoDB's rules (slower:
+   * writes are bracketed by reads of the items they touch). Unset it for latency runs.
+   */
+  constructor(
+    readonly name: string,
+    public probe?: DynamoDBDocumentClient,
+  ) {}
+
+  /** Adds the middleware to a document client; outermost, so it sees document-level input and output. */
+  attach(client: DynamoDBDocumentClient): DynamoDBDocumentClient {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const kind = String(context.commandName ?? 'Unknown').replace(/Command$/, '');
+        const input = args.input as Item;
+        const label = isAuthRequest(input) ? `${AUTH}${kind}` : kind;
+        input.ReturnConsumedCapacity = 'INDEXES';
+        const before = this.probe && !isReadKind(kind) ? await this.readTouched(kind, input) : undefined;
+        const started = performance.now();
+        let output: Item | undefined;
+        let failure: 'condition' | 'error' | undefined;
+        try {
+          const result = await next(args);
+          output = result.output as Item;
+          return result;
+        } catch (error) {
+          const name = (error as Error).name;
+          failure =
+            name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException'
+              ? 'condition'
+              : 'error';
+          throw error;
+        } finally {
+          const ms = performance.now() - started;
+          const totals = (this.totals[label] ??= emptyTotals());
+          totals.calls++;
+          totals.ms += ms;
+          this.busyMs += ms;
+          this.calls++;
+          if (failure === 'condition') totals.conditionFailures++;
+          if (failure === 'error') totals.errors++;
+          totals.reportedCapacity += reportedCapacity(output?.ConsumedCapacity);
+          if (this.keepSamples) {
+            const list = this.samples.get(label) ?? [];
+            list.push(ms);
+            this.samples.set(label, list);
+          }
+          if (this.probe) {
+            if (isReadKind(kind)) {
+              if (output) totals.modelRru += readUnits(kind, input, output);
+            } else if (before) {
+              const after = failure ? undefined : await this.readTouched(kind, input);
+              const units = writeUnits(kind, before, after, failure !== undefined);
+              totals.modelWru += units.table + units.index;
+              totals.modelGsiWru += units.index;
+            }
+          }
+        }
+      },
+      { step: 'initialize', name: `benchMeter-${this.name}`, priority: 'high' },
+    );
+    return client;
+  }
+
+  snapshot(): Totals {
+    return structuredClone(this.totals);
+  }
+
+  reset(): void {
+    this.totals = {};
+    this.busyMs = 0;
+    this.calls = 0;
+    this.samples.clear();
+  }
+
+  /** Items touched by a write, as they are now (undefined where absent). */
+  private async readTouched(kind: string, input: Item): Promise<(Item | undefined)[]> {
+    const targets = writeTargets(kind, input);
+    return Promise.all(
+      targets.map(async ({ table, key }) => {
+        const { Item: found } = await this.probe!.send(
+          new GetCommand({ TableName: table, Key: key, ConsistentRead: true }),
+        );
+        return found;
+      }),
+    );
+  }
+}
+
+/** Per-kind difference of two snapshots (`after - before`). */
+export function diffTotals(after: Totals, before: Totals): Totals {
+  const result: Totals = {};
+  for (const [kind, now] of Object.entries(after)) {
+    const was = before[kind] ?? emptyTotals();
+    const delta = emptyTotals();
+    for (const field of Object.keys(delta) as (keyof KindTotals)[]) delta[field] = now[field] - was[field];
+    if (delta.calls > 0) result[kind] = delta;
+  }
+  return result;
+}
+
+/** Adds several totals together. */
+export function sumTotals(...all: Totals[]): Totals {
+  const result: Totals = {};
+  for (const totals of all) {
+    for (const [kind, value] of Object.entries(totals)) {
+      const into = (result[kind] ??= emptyTotals());
+      for (const field of Object.keys(into) as (keyof KindTotals)[]) into[field] += value[field];
+    }
+  }
+  return result;
+}
+
+export interface RequestSummary {
+  /** Requests by kind, e.g. `{ UpdateItem: 1, GetItem: 1 }`. */
+  byKind: Record<string, number>;
+  requests: number;
+  conditionFailures: number;
+  reportedCapacity: number;
+  rru: number;
+  wru: number;
+  gsiWru: number;
+}
+
+/** Sums the totals, optionally only the kinds `include` accepts. */
+export function summarize(totals: Totals, include: (kind: string) => boolean = () => true): RequestSummary {
+  const entries = Object.entries(totals).filter(([kind]) => include(kind));
+  const values = entries.map(([, value]) => value);
+  const sum = (field: keyof KindTotals) => values.reduce((total, value) => total + value[field], 0);
+  return {
+    byKind: Object.fromEntries(entries.map(([kind, value]) => [kind, value.calls])),
+    requests: sum('calls'),
+    conditionFailures: sum('conditionFailures'),
+    reportedCapacity: round(sum('reportedCapacity')),
+    rru: round(sum('modelRru')),
+    wru: round(sum('modelWru')),
+    gsiWru: round(sum('modelGsiWru')),
+  };
+}
+
+const round = (value: number) => Math.round(value * 1000) / 1000;
+
+function reportedCapacity(consumed: unknown): number {
+  const list = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
+  return list.reduce(
+    (total: number, entry: { CapacityUnits?: number }) => total + (entry.CapacityUnits ?? 0),
+    0,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// DynamoDB's documented capacity rules (on-demand request units are priced the same way as capacity units):
+// - a read: 1 RRU per 4 KB (rounded up) strongly consistent, half that eventually consistent; an item that
+//   does not exist still costs the minimum; BatchGetItem is priced as one GetItem per key;
+// - a write: 1 WRU per 1 KB of the larger of the item's before and after images, at least 1; a write whose
+//   condition fails still costs the existing item's size (at least 1);
+// - a transaction: twice that for each item;
+// - a global secondary index: 1 WRU per 1 KB of projected item for each index entry put or deleted
+//   (KEYS_ONLY here: well under 1 KB); an update that leaves the index keys as they were writes nothing to it.
+// ---------------------------------------------------------------------------------------------------------
+
+interface WriteTarget {
+  table: string;
+  key: Key;
+}
+
+function keyOf(item: Item): Key {
+  return { pk: item.pk as string, sk: item.sk as string };
+}
+
+function writeTargets(kind: string, input: Item): WriteTarget[] {
+  switch (kind) {
+    case 'PutItem':
+      return [{ table: input.TableName as string, key: keyOf(input.Item as Item) }];
+    case 'UpdateItem':
+    case 'DeleteItem':
+      return [{ table: input.TableName as string, key: keyOf(input.Key as Item) }];
+    case 'TransactWriteItems':
+      return (input.TransactItems as Item[]).map((entry) => {
+        const [operation, body] = Object.entries(entry)[0] as [string, Item];
+        return {
+          table: body.TableName as string,
+          key: operation === 'Put' ? keyOf(body.Item as Item) : keyOf(body.Key as Item),
+        };
+      });
+    case 'BatchWriteItem':
+      return Object.entries(input.RequestItems as Record<string, Item[]>).flatMap(([table, requests]) =>
+        requests.map((request) => ({
+          table,
+          key: request.PutRequest
+            ? keyOf((request.PutRequest as Item).Item as Item)
+            : keyOf((request.DeleteRequest as Item).Key as Item),
+        })),
+      );
+    default:
+      return [];
+  }
+}
+
+function writeUnits(
+  kind: string,
+  before: (Item | undefined)[],
+  after: (Item | undefined)[] | undefined,
+  failed: boolean,
+): { table: number; index: number } {
+  const factor = kind === 'TransactWriteItems' ? 2 : 1;
+  let table = 0;
+  let index = 0;
+  before.forEach((old, i) => {
+    const oldSize = old ? itemSize(old) : 0;
+    if (failed || !after) {
+      table += factor * Math.max(1, Math.ceil(oldSize / 1024));
+      return;
+    }
+    const now = after[i];
+    const newSize = now ? itemSize(now) : 0;
+    table += factor * Math.max(1, Math.ceil(Math.max(oldSize, newSize) / 1024));
+    index += indexWrites(old, now);
+  });
+  // A cancelled transaction is priced as if every item's condition failed (an estimate).
+  return { table, index };
+}
+
+function indexWrites(before: Item | undefined, after: Item | undefined): number {
+  const entry = (item: Item | undefined) =>
+    item && typeof item[INDEX.partitionKey] === 'string' && typeof item[INDEX.sortKey] === 'string'
+      ? `${String(item[INDEX.partitionKey])}\u0000${String(item[INDEX.sortKey])}`
+      : undefined;
+  const old = entry(before);
+  const now = entry(after);
+  if (old === now) return 0;
+  return (old ? 1 : 0) + (now ? 1 : 0);
+}
+
+function readUnits(kind: string, input: Item, output: Item): number {
+  const unit = (item: Item | undefined, consistent: boolean) =>
+    Math.max(1, Math.ceil((item ? itemSize(item) : 0) / 4096)) * (consistent ? 1 : 0.5);
+  if (kind === 'GetItem') return unit(output.Item as Item | undefined, input.ConsistentRead === true);
+  if (kind === 'BatchGetItem') {
+    let units = 0;
+    const responses = (output.Responses ?? {}) as Record<string, Item[]>;
+    for (const [table, request] of Object.entries(input.RequestItems as Record<string, Item>)) {
+      const found = responses[table] ?? [];
+      for (const key of request.Keys as Key[]) {
+        const item = found.find((candidate) => candidate.pk === key.pk && candidate.sk === key.sk);
+        units += unit(item, request.ConsistentRead === true);
+      }
+    }
+    return units;
+  }
+  // Query, Scan, TransactGetItems are not on the measured paths; price what came back.
+  const items = (output.Items ?? []) as Item[];
+  const bytes = items.reduce((total, item) => total + itemSize(item), 0);
+  return Math.max(1, Math.ceil(bytes / 4096)) * (input.ConsistentRead === true ? 1 : 0.5);
+}
+
+/** DynamoDB's item size: attribute names plus values, as its documentation counts them. */
+export function itemSize(item: Item): number {
+  let size = 0;
+  for (const [name, value] of Object.entries(item)) {
+    if (value === undefined) continue;
+    size += Buffer.byteLength(name) + valueSize(value);
+  }
+  return size;
+}
+
+function valueSize(value: unknown): number {
+  if (value === null || typeof value === 'boolean') return 1;
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return numberSize(String(value));
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (value instanceof Set)
+    return [...value].reduce((total: number, element) => total + valueSize(element), 0);
+  if (Array.isArray(value))
+    return 3 + value.reduce((total: number, element) => total + 1 + valueSize(element), 0);
+  if (typeof value === 'object') {
+    return (
+      3 +
+      Object.entries(value as Item).reduce(
+        (total, [name, element]) =>
+          element === undefined ? total : total + Buffer.byteLength(name) + 1 + valueSize(element),
+        0,
+      )
+    );
+  }
+  return 0;
+}
+
+/** Numbers take about one byte per two significant digits, plus one. */
+function numberSize(text: string): number {
+  const mantissa = text.replace(/^-/, '').replace(/e.*$/i, '').replace('.', '').replace(/^0+/, '');
+  const digits = Math.max(1, mantissa.replace(/0+$/, '').length);
+  return Math.ceil(digits / 2) + 1;
+}

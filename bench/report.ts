@@ -1,0 +1,402 @@
+/** Part 6: the targets of the issue against the figures, and the printed tables (text or Markdown). */
+import type { BundleResults } from './bundles';
+import { BUNDLE_LIMIT_BYTES } from './bundles';
+import type { CostResults } from './cost';
+import type { CountResults, OperationCount } from './counts';
+import type { LatencyResults } from './latency';
+import { fmt, markdownTable, round, table } from './stats';
+import type { ThroughputResults } from './throughput';
+
+export interface Machine {
+  date: string;
+  nproc: number;
+  cpu: string;
+  node: string;
+  platform: string;
+  memoryGb: number;
+  loadAverageAtStart: number[];
+  loadAverageAtEnd: number[];
+  commit: string;
+}
+
+export interface Target {
+  target: string;
+  limit: string;
+  measured: string;
+  met: boolean;
+  note: string;
+}
+
+export interface BenchResults {
+  machine: Machine;
+  runSeconds: number;
+  /** Seconds each part took. */
+  partSeconds: Record<string, number>;
+  counts: CountResults;
+  latency: LatencyResults;
+  throughput?: ThroughputResults;
+  bundles?: BundleResults;
+  cost: CostResults;
+  targets: Target[];
+}
+
+const ROUND_TRIP_TARGETS: { operation: string; max: number; label: string }[] = [
+  { operation: 'send accepted', max: 3, label: 'accepted send: at most 3 round trips plus cache misses' },
+  { operation: 'check, right code', max: 1, label: 'check with the right code: 1 round trip' },
+  { operation: 'check, wrong code', max: 2, label: 'check with a wrong code: at most 2 round trips' },
+  { operation: 'fetch', max: 1, label: 'fetch: 1 round trip' },
+];
+
+export function evaluateTargets(
+  counts: CountResults,
+  latency: LatencyResults,
+  bundles: BundleResults | undefined,
+): Target[] {
+  const targets: Target[] = [];
+  const op = (name: string): OperationCount | undefined =>
+    counts.operations.find((entry) => entry.operation === name);
+  for (const { operation, max, label } of ROUND_TRIP_TARGETS) {
+    const count = op(operation);
+    if (!count) continue;
+    const withAuth = count.withAuth.requests;
+    const without = count.withoutAuth.requests;
+    const metWith = withAuth <= max;
+    const metWithout = without <= max;
+    targets.push({
+      target: label,
+      limit: `<= ${max}`,
+      measured: `${fmt(withAuth)} with the per-key limit, ${fmt(without)} without`,
+      met: metWith,
+      note: metWith
+        ? 'met with every request the handler makes (warm API-key cache)'
+        : metWithout
+          ? `met by the operation itself; the per-key request limit adds ${fmt(withAuth - without)} UpdateItem to every API request`
+          : `missed by ${fmt(without - max)} even without the per-key limit`,
+    });
+  }
+  const coldSend = op('send accepted, cold function (API-key cache miss)');
+  if (coldSend) {
+    targets.push({
+      target: 'accepted send on a cold function (API-key cache miss)',
+      limit: '<= 3 + 1 miss',
+      measured: `${fmt(coldSend.withAuth.requests)} (${Object.entries(coldSend.withAuth.byKind)
+        .map(([kind, n]) => `${kind} ${fmt(n)}`)
+        .join(', ')})`,
+      met: coldSend.withAuth.requests <= 4,
+      note: 'the API-key GetItem happens once per key per 60 s per warm function',
+    });
+  }
+  for (const operation of latency.operations) {
+    targets.push({
+      target: `${operation.operation}: p50 handler <= 1.3 x its DynamoDB time`,
+      limit: '<= 1.3',
+      measured: `${fmt(operation.ratioP50)} (${fmt(operation.handler.p50)} ms / ${fmt(operation.dynamo.p50)} ms)`,
+      met: operation.ratioP50 <= 1.3,
+      note: `overhead p50 ${fmt(operation.overhead.p50)} ms; vs raw round trips ${fmt(operation.ratioToRaw)}`,
+    });
+  }
+  for (const bundle of bundles?.results ?? []) {
+    if (bundle.error) continue;
+    targets.push({
+      target: `bundle ${bundle.entry} under 400 KB minified`,
+      limit: '< 400 KB',
+      measured: `${fmt(bundle.kb)} KB`,
+      met: bundle.bytes < BUNDLE_LIMIT_BYTES,
+      note: bundle.underLimit
+        ? ''
+        : `over by ${fmt(round((bundle.bytes - BUNDLE_LIMIT_BYTES) / 1024, 1))} KB; largest: ${bundle.largest
+            .slice(0, 3)
+            .map((part) => `${part.source} ${fmt(part.kb)} KB`)
+            .join(', ')}`,
+    });
+  }
+  return targets;
+}
+
+type Render = (header: string[], rows: (string | number)[][]) => string;
+
+const kinds = (byKind: Record<string, number>) =>
+  Object.entries(byKind)
+    .map(([kind, n]) => (n === 1 ? kind : `${fmt(n)}x ${kind}`))
+    .join(' + ');
+
+export function renderReport(results: BenchResults, markdown = false): string {
+  const render: Render = markdown ? markdownTable : table;
+  const heading = (text: string) => (markdown ? `\n### ${text}\n` : `\n== ${text} ==\n`);
+  const out: string[] = [];
+  const m = results.machine;
+  out.push(
+    `${markdown ? '' : 'otp bench: '}${m.date}, ${m.nproc} CPUs (${m.cpu}), Node ${m.node}, ${m.platform}, ` +
+      `load average ${m.loadAverageAtStart.map((n) => n.toFixed(2)).join(' ')} at start, ` +
+      `${m.loadAverageAtEnd.map((n) => n.toFixed(2)).join(' ')} at end; commit ${m.commit}; ran ${Math.round(results.runSeconds)} s (` +
+      Object.entries(results.partSeconds)
+        .map(([part, seconds]) => `${part} ${Math.round(seconds)} s`)
+        .join(', ') +
+      ')',
+  );
+
+  out.push(heading('DynamoDB requests and capacity per operation (warm function unless said)'));
+  out.push(
+    render(
+      [
+        'operation',
+        'answer',
+        'requests (all)',
+        'of which per-key limit / key lookup',
+        'without them',
+        'RRU',
+        'WRU',
+        'GSI WRU',
+        'Local reported CU',
+      ],
+      results.counts.operations.map((entry) => [
+        entry.operation,
+        entry.outcome,
+        entry.withAuth.requests,
+        kinds(
+          Object.fromEntries(
+            Object.entries(entry.withAuth.byKind).filter(([kind]) => kind.startsWith('auth:')),
+          ),
+        ),
+        `${fmt(entry.withoutAuth.requests)}: ${kinds(entry.withoutAuth.byKind)}`,
+        entry.withAuth.rru,
+        entry.withAuth.wru,
+        entry.withAuth.gsiWru,
+        entry.withAuth.reportedCapacity,
+      ]),
+    ),
+  );
+
+  out.push(heading('One delivery workflow by path (tasks + receipt callbacks)'));
+  out.push(
+    render(
+      [
+        'path',
+        'ends',
+        'task runs',
+        'states entered',
+        'receipts',
+        'requests',
+        'by kind',
+        'RRU',
+        'WRU',
+        'ms here (wait 1 s)',
+      ],
+      results.counts.paths.map((entry) => [
+        entry.path,
+        entry.deliveryStatus,
+        kinds(entry.tasks),
+        entry.stateTransitions,
+        entry.receipts,
+        entry.total.requests,
+        kinds(entry.total.byKind),
+        entry.total.rru,
+        entry.total.wru,
+        entry.executionMs,
+      ]),
+    ),
+  );
+
+  const lat = results.latency;
+  out.push(heading(`Latency in-process, ${lat.iterations} calls each after ${lat.warmup} warm-up (ms)`));
+  out.push(
+    render(
+      [
+        'operation',
+        'p50',
+        'p95',
+        'p99',
+        'DynamoDB p50',
+        'overhead p50',
+        'p50 ratio',
+        'per-call ratio',
+        'raw round trips p50',
+        'ratio to raw',
+      ],
+      lat.operations.map((entry) => [
+        entry.operation,
+        entry.handler.p50,
+        entry.handler.p95,
+        entry.handler.p99,
+        entry.dynamo.p50,
+        entry.overhead.p50,
+        entry.ratioP50,
+        entry.ratioPerCallMedian,
+        entry.rawDynamoP50,
+        entry.ratioToRaw,
+      ]),
+    ),
+  );
+  out.push('');
+  out.push(
+    render(
+      ['request kind', 'raw p50', 'raw p95', 'raw p99', 'in handlers p50', 'in handlers p95'],
+      lat.raw.map((entry) => [
+        entry.kind,
+        entry.raw.p50,
+        entry.raw.p95,
+        entry.raw.p99,
+        entry.inHandlers?.p50 ?? '-',
+        entry.inHandlers?.p95 ?? '-',
+      ]),
+    ),
+  );
+  out.push('');
+  out.push(
+    render(
+      ['delivery side', 'n', 'mean', 'p50', 'p95', 'DynamoDB p50'],
+      lat.tasks.map((entry) => [
+        entry.task,
+        entry.duration.n,
+        entry.duration.mean,
+        entry.duration.p50,
+        entry.duration.p95,
+        entry.dynamo.p50,
+      ]),
+    ),
+  );
+
+  if (results.throughput) {
+    out.push(
+      heading(`Throughput over HTTP on the local stack, ${results.throughput.durationPerRunS} s per run`),
+    );
+    out.push(
+      render(
+        [
+          'operation',
+          'connections',
+          'req/s',
+          'latency p50',
+          'p97.5',
+          'p99',
+          'requests',
+          's',
+          'unexpected',
+          'DynamoDB req per request',
+        ],
+        results.throughput.runs.map((run) => [
+          run.operation,
+          run.connections,
+          run.requestsPerSecond,
+          run.latencyMs.p50,
+          run.latencyMs.p97_5,
+          run.latencyMs.p99,
+          run.completed,
+          run.durationS,
+          run.unexpected + run.errors,
+          run.dynamoRequestsPerRequest,
+        ]),
+      ),
+    );
+  }
+
+  if (results.bundles) {
+    out.push(
+      heading(
+        `Lambda bundles (esbuild as CDK: minify, node22, cjs); cold start on Node ${results.bundles.node}`,
+      ),
+    );
+    out.push(
+      render(
+        [
+          'entry',
+          'KB',
+          'gzip KB',
+          'cold: spawn to answer (median)',
+          'require',
+          'first invoke',
+          'without --enable-source-maps',
+          'answer',
+          'largest parts',
+        ],
+        results.bundles.results.map((bundle) => {
+          if (bundle.error)
+            return [bundle.entry, '-', '-', `not bundled: ${bundle.error}`, '-', '-', '-', '-', '-'];
+          const deployed = bundle.cold.find((run) => run.variant !== 'plain');
+          const plain = bundle.cold.find((run) => run.variant === 'plain');
+          return [
+            bundle.entry,
+            bundle.kb,
+            bundle.gzipKb,
+            deployed?.spawnToResponseMs
+              ? `${fmt(deployed.spawnToResponseMs.median)} (${deployed.runs} runs)`
+              : deployed?.error
+                ? `failed: ${deployed.error.split('\n')[0]}`
+                : 'size only (stream/queue consumer)',
+            deployed?.requireMs ?? '-',
+            deployed?.firstInvokeMs ?? '-',
+            plain?.spawnToResponseMs?.median ?? '-',
+            deployed?.answer || '-',
+            bundle.largest
+              .slice(0, 3)
+              .map((part) => `${part.source} ${fmt(part.kb)}`)
+              .join(', '),
+          ];
+        }),
+      ),
+    );
+    if (results.bundles.whatIf.length > 0) {
+      out.push('');
+      const entries = results.bundles.results.map((bundle) => bundle.entry);
+      out.push(
+        render(
+          ['what if (KB)', ...entries.map((entry) => entry.replace('functions/', ''))],
+          [
+            ['as deployed', ...results.bundles.results.map((bundle) => (bundle.error ? '-' : bundle.kb))],
+            ...results.bundles.whatIf.map((variant) => [
+              variant.variant,
+              ...entries.map((entry) => variant.kb[entry] ?? '-'),
+            ]),
+          ],
+        ),
+      );
+    }
+  }
+
+  const cost = results.cost;
+  out.push(
+    heading(
+      `AWS bill per 1,000,000 verifications (send, check, 2 fetches, delivered on the first channel), USD, ${cost.prices.region}, ${cost.prices.takenFor}`,
+    ),
+  );
+  out.push(
+    render(
+      ['service', 'durations measured here', 'durations projected to AWS', 'basis'],
+      [
+        ...cost.lines.map((line) => [
+          line.service,
+          line.measured.toFixed(2),
+          line.projected.toFixed(2),
+          line.basis,
+        ]),
+        [
+          'total of the four',
+          cost.totalFourServices.measured.toFixed(2),
+          cost.totalFourServices.projected.toFixed(2),
+          '',
+        ],
+        [
+          'total with the estimates',
+          cost.totalWithOther.measured.toFixed(2),
+          cost.totalWithOther.projected.toFixed(2),
+          '',
+        ],
+      ],
+    ),
+  );
+
+  out.push(heading('Targets'));
+  out.push(
+    render(
+      ['target', 'limit', 'measured', 'met', 'note'],
+      results.targets.map((target) => [
+        target.target,
+        target.limit,
+        target.measured,
+        target.met ? 'yes' : 'NO',
+        target.note,
+      ]),
+    ),
+  );
+  return out.join('\n');
+}

@@ -1,0 +1,178 @@
+/**
+ * `npm run bench`: DynamoDB requests and capacity per operation and per delivery path, latency against the
+ * DynamoDB time, throughput over HTTP, Lambda bundle sizes and cold starts, and the AWS bill per million
+ * verifications, against DynamoDB Local. Writes bench/results.json and prints the tables (docs/bench.md).
+ *
+ *   npm run bench                 the full run (within 10 minutes on 2 cores)
+ *   npm run bench -- --quick      fewer iterations, to try the bench itself
+ *   npm run bench -- --markdown   print the tables as Markdown (for docs/bench.md)
+ *   npm run bench -- --markdown --from-results   print the last run's tables again, without running
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { measureBundles } from './bundles';
+import { costModel } from './cost';
+import { countOperations } from './counts';
+import { measureLatency } from './latency';
+import { evaluateTargets, renderReport, type BenchResults, type Machine } from './report';
+import { startBenchService } from './service';
+import { NumberSource, createAccount, startBenchDb } from './setup';
+import { measureThroughput } from './throughput';
+
+const args = new Set(process.argv.slice(2));
+const quick = args.has('--quick');
+
+/** The whole run must end within 10 minutes; the parts shorten themselves past their share. */
+const HARD_LIMIT_MS = 10 * 60_000;
+const PLAN = quick
+  ? {
+      countRuns: 2,
+      iterations: 200,
+      warmup: 50,
+      taskIterations: 50,
+      levels: [1, 8],
+      durationS: 2,
+      coldRuns: 3,
+    }
+  : {
+      countRuns: 5,
+      iterations: 2000,
+      warmup: 200,
+      taskIterations: 200,
+      levels: [1, 8, 32],
+      durationS: 5,
+      coldRuns: 10,
+    };
+
+const RESULTS_FILE = join(__dirname, 'results.json');
+
+const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+function machine(): Omit<Machine, 'loadAverageAtEnd'> {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      encoding: 'utf8',
+    }).trim();
+    if (dirty) commit += ' (with uncommitted changes)';
+  } catch {
+    // Not a git checkout.
+  }
+  return {
+    date: new Date().toISOString(),
+    nproc: availableParallelism(),
+    cpu: cpus()[0]?.model ?? 'unknown',
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    memoryGb: Math.round(totalmem() / 1024 ** 3),
+    loadAverageAtStart: loadavg(),
+    commit,
+  };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const at = (fraction: number) => started + fraction * HARD_LIMIT_MS;
+  const host = machine();
+  log(`${quick ? 'quick run' : 'full run'} on ${host.nproc} CPUs (${host.cpu}), Node ${host.node}`);
+
+  const db = await startBenchDb();
+  // If anything ends the process early, DynamoDB Local (a Java child) must not outlive it.
+  const killDynamo = () => db.dynamo.process.kill('SIGKILL');
+  process.once('exit', killDynamo);
+  const watchdog = setTimeout(() => {
+    log('over 10 minutes: stopping');
+    process.exit(2);
+  }, HARD_LIMIT_MS);
+  watchdog.unref();
+
+  let results: BenchResults;
+  const parts: Record<string, number> = {};
+  let partStarted = Date.now();
+  const partDone = (name: string) => {
+    parts[name] = Math.round((Date.now() - partStarted) / 100) / 10;
+    partStarted = Date.now();
+  };
+  try {
+    partDone('DynamoDB Local');
+    const numbers = new NumberSource();
+    const service = await startBenchService(db, {
+      // The spec's limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
+      settings: { channelWaitSeconds: 1, keyRequestsPerMinute: 1_000_000_000 },
+      modelCapacity: true,
+    });
+    let counts;
+    let latency;
+    try {
+      const caller = await createAccount(db, 1_000_000);
+      const broke = await createAccount(db, 0);
+      log('counting DynamoDB requests per operation and per delivery path');
+      counts = await countOperations(service, caller, broke, numbers, PLAN.countRuns);
+      partDone('counts');
+
+      // Latency runs without the capacity probes (they read items around every write).
+      for (const meter of Object.values(service.meters)) meter.probe = undefined;
+      log(`latency: ${PLAN.iterations} calls of each operation`);
+      latency = await measureLatency(db, service, caller, numbers, {
+        iterations: PLAN.iterations,
+        warmup: PLAN.warmup,
+        taskIterations: PLAN.taskIterations,
+        deadline: at(0.55),
+      });
+      partDone('latency');
+    } finally {
+      await service.close();
+    }
+
+    log(`throughput over HTTP at ${PLAN.levels.join(', ')} connections`);
+    const throughput = await measureThroughput(db, numbers, {
+      levels: PLAN.levels,
+      durationS: PLAN.durationS,
+      deadline: at(0.75),
+    });
+    partDone('throughput');
+
+    log(`bundles and cold starts (${PLAN.coldRuns} runs each)`);
+    const bundles = await measureBundles(db, numbers, { runs: PLAN.coldRuns, deadline: at(0.92) });
+    partDone('bundles');
+
+    const cost = costModel(counts, latency);
+    results = {
+      machine: { ...host, loadAverageAtEnd: loadavg() },
+      runSeconds: (Date.now() - started) / 1000,
+      partSeconds: parts,
+      counts,
+      latency,
+      throughput,
+      bundles,
+      cost,
+      targets: evaluateTargets(counts, latency, bundles),
+    };
+  } finally {
+    clearTimeout(watchdog);
+    await db.stop();
+    process.off('exit', killDynamo);
+  }
+
+  const file = RESULTS_FILE;
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`${renderReport(results, args.has('--markdown'))}\n`);
+  log(
+    `wrote ${file}; ${results.targets.filter((target) => !target.met).length} of ${results.targets.length} targets missed (see docs/bench.md)`,
+  );
+}
+
+if (args.has('--from-results')) {
+  const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as BenchResults;
+  process.stdout.write(`${renderReport(saved, args.has('--markdown'))}\n`);
+} else {
+  main().catch((error: unknown) => {
+    process.stderr.write(
+      `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 1;
+  });
+}
