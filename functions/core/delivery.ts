@@ -86,19 +86,21 @@ export async function acceptReceipt(
   const reference = parseMessageReference(receipt.reference);
   if (!reference) return 'unknown';
   const verification = await deps.store.getVerification(reference.sid);
-  const attempt = verification?.deliveries[String(reference.channelIndex)];
-  // The receipt must name the message this provider accepted for that channel.
-  if (
-    !verification ||
-    !attempt ||
-    attempt.messageId !== receipt.messageId ||
-    attempt.outcome !== 'accepted'
-  ) {
-    return 'unknown';
-  }
+  if (!verification) return 'unknown';
+  const attempt = verification.deliveries[String(reference.channelIndex)];
+  const channel = attempt?.channel ?? verification.channels[reference.channelIndex];
+  if (!channel) return 'unknown';
+  // The receipt must name the message this provider accepted for that channel. With no attempt recorded yet,
+  // it beat the deliver task's write of the provider's answer (a fast receipt, a slow write): it is believed
+  // when signed by that channel's provider for a reference only the service hands out (SID and channel
+  // index). Dropping it made the workflow send the code again on the next channel.
+  const known = attempt
+    ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
+    : deps.providers.forChannel(channel).name === providerName;
+  if (!known) return 'unknown';
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
   if (receipt.status !== 'delivered') return 'duplicate';
-  return (await deps.store.markDelivered(verification.sid, attempt.channel, deps.clock.now()))
+  return (await deps.store.markDelivered(verification.sid, channel, deps.clock.now()))
     ? 'applied'
     : 'duplicate';
 }

@@ -299,6 +299,25 @@ describe('provider errors and time-outs move delivery to the next channel', () =
     expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['whatsapp']);
   }, 20_000);
 
+  it('a receipt that beats the record of the provider answer still counts: no second channel', async () => {
+    const api = harness.client(await books.open());
+    const to = freshUkMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { sna: { deliver: 0 }, viber: { deliver: 0 } } });
+    // The deliver task's write of the carrier's answer is slow; the carrier's receipt comes first.
+    const slow = faults.inject({
+      operation: 'UpdateItem',
+      pkPrefix: 'VERIFICATION#',
+      kind: 'slow',
+      delayMs: 600,
+    });
+    const sent = await api.send({ To: to });
+    const final = await pollEnded(api, sent.body.sid as string);
+    await harness.stack.workflow.idle();
+    expect(slow.fired).toBe(1);
+    expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+    expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
+  });
+
   it('every channel erroring ends FAILED, but an error says nothing about the number: not unreachable', async () => {
     const api = harness.client(await books.open());
     const to = freshUsNumber();

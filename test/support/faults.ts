@@ -16,9 +16,9 @@ import type { DeliveryInput, DeliveryWorkflow } from '../../functions/core/ports
  * `throttling` and `provisioned`: DynamoDB's two throttling errors (HTTP 400, retryable as throttling);
  * `internal`: InternalServerError (HTTP 500, retryable as transient); `stale`: an eventually consistent read
  * that does not see recent writes yet (answers "no item"); it never applies to a consistent read, exactly as
- * DynamoDB guarantees.
+ * DynamoDB guarantees; `slow`: the call is held `delayMs` before it is sent (a slow write), then succeeds.
  */
-export type FaultKind = 'throttling' | 'provisioned' | 'internal' | 'stale';
+export type FaultKind = 'throttling' | 'provisioned' | 'internal' | 'stale' | 'slow';
 
 /**
  * `call`: above the SDK's retries, so the call as a whole fails, as when every retry was used up or the
@@ -53,6 +53,8 @@ export interface FaultRule {
   /** How many matching calls to fail, one after the other. Default 1. */
   times?: number;
   kind?: FaultKind;
+  /** How long a `slow` call is held. Default 500 ms. */
+  delayMs?: number;
   timing?: FaultTiming;
   layer?: FaultLayer;
 }
@@ -84,6 +86,7 @@ export class DynamoFaults {
     const kind = rule.kind ?? 'throttling';
     const active: ActiveRule = {
       skip: rule.skip ?? 0,
+      delayMs: rule.delayMs ?? 500,
       times: rule.times ?? 1,
       kind,
       timing: rule.timing ?? 'before',
@@ -124,6 +127,10 @@ export class DynamoFaults {
         const rule = this.take('call', call);
         if (!rule) return next(args);
         if (rule.kind === 'stale') return { output: staleOutput(call.operation), response: {} } as never;
+        if (rule.kind === 'slow') {
+          await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+          return next(args);
+        }
         if (rule.timing === 'after') await next(args);
         throw faultError(rule.kind);
       },
@@ -183,6 +190,7 @@ function faultError(kind: FaultKind): Error {
       return new ProvisionedThroughputExceededException({ message, $metadata: { httpStatusCode: 400 } });
     case 'internal':
     case 'stale':
+    case 'slow':
       return new InternalServerError({ message, $metadata: { httpStatusCode: 500 } });
   }
 }
