@@ -1,0 +1,170 @@
+/**
+ * Concurrency (issue 6): real parallel HTTP requests against DynamoDB Local. Idempotency, the balance and
+ * the per-number limits hold exactly under races; attempts are never overspent. (20 simultaneous checks of
+ * the right code, and 20 wrong ones, are in test/integration/check.test.ts.)
+ */
+import { UNITS_PER_USD } from '../../functions/core/money';
+import { Books, ledgerOf } from '../support/books';
+import { eventually, startHarness, type ApiClient, type ApiResponse, type Harness } from '../support/harness';
+
+const PRICE_US = 500;
+let harness: Harness;
+let books: Books;
+
+beforeAll(async () => {
+  harness = await startHarness({ settings: { keyRequestsPerMinute: 100_000 } });
+  books = new Books(harness);
+});
+afterAll(async () => {
+  await harness.stack.workflow.idle();
+  expect(await books.audit()).toEqual([]);
+  await harness.close();
+});
+
+let counter = 0;
+const freshUsNumber = () => `+1415555${String(4000 + ++counter).padStart(4, '0')}`;
+const statuses = (responses: ApiResponse[]) => responses.map((response) => response.status);
+const count = <T>(values: T[], value: T) => values.filter((v) => v === value).length;
+const times = <T>(n: number, make: (i: number) => Promise<T>) =>
+  Promise.all(Array.from({ length: n }, (_, i) => make(i)));
+
+async function waitForCode(api: ApiClient, to: string): Promise<string> {
+  await eventually(async () => ((await api.messages(to)).length > 0 ? true : undefined), 10_000, 20);
+  return api.latestCode(to);
+}
+
+it('50 simultaneous sends with one Idempotency-Key: all 201 with one sid, one verification, one charge', async () => {
+  const account = await books.open();
+  const api = harness.client(account);
+  // Each to another number (spec 4.1 rule 3: the key replays "even if To differs"), so that no per-number
+  // write orders them: only the idempotency item can.
+  const numbers = Array.from({ length: 50 }, () => freshUsNumber());
+  const headers = { 'idempotency-key': `same-${Math.random()}` };
+  const responses = await Promise.all(numbers.map((to) => api.send({ To: to }, { headers })));
+
+  expect(statuses(responses)).toEqual(Array(50).fill(201));
+  const sids = new Set(responses.map((response) => response.body.sid));
+  expect(sids.size).toBe(1);
+  const to = responses[0]!.body.to as string;
+  expect(responses.every((response) => response.body.to === to)).toBe(true);
+  // Exactly one of them was the accepted send; the rest replayed it.
+  expect(responses.filter((response) => response.headers.get('idempotent-replayed') === 'true')).toHaveLength(
+    49,
+  );
+
+  const { verifications, charges } = ledgerOf(await harness.scanTable(), account.serviceSid);
+  expect(verifications.map((item) => item.sid)).toEqual([...sids]);
+  expect(charges.map((line) => line.verification_sid)).toEqual([...sids]);
+  expect((await harness.accounts.getService(account.serviceSid))!.balance).toBe(
+    100 * UNITS_PER_USD - PRICE_US,
+  );
+  await waitForCode(api, to);
+  await harness.stack.workflow.idle();
+  // One message, to the accepted send's number; none to the 49 others.
+  const carried = numbers.flatMap((number) => harness.stack.carrier.messagesTo(number));
+  expect(carried.map((message) => message.to)).toEqual([to]);
+});
+
+it('a balance for exactly N sends, 3N simultaneous sends: exactly N accepted, balance exactly 0', async () => {
+  const N = 10;
+  const account = await books.open((N * PRICE_US) / UNITS_PER_USD);
+  const api = harness.client(account);
+  const responses = await times(3 * N, () => api.send({ To: freshUsNumber() }));
+
+  const codes = statuses(responses);
+  expect(count(codes, 201)).toBe(N);
+  expect(count(codes, 402)).toBe(2 * N);
+  expect(responses.filter((r) => r.status === 402).every((r) => r.body.code === 'insufficient_funds')).toBe(
+    true,
+  );
+  expect((await harness.accounts.getService(account.serviceSid))!.balance).toBe(0);
+  const accepted = responses.filter((r) => r.status === 201).map((r) => r.body.sid as string);
+  const { verifications, charges } = ledgerOf(await harness.scanTable(), account.serviceSid);
+  expect(charges.map((line) => line.verification_sid).sort()).toEqual([...accepted].sort());
+  expect(verifications.map((item) => item.sid).sort()).toEqual([...accepted].sort());
+  expect(charges.every((line) => line.amount === PRICE_US)).toBe(true);
+});
+
+it('simultaneous right and wrong checks: at most one 200, never more than 5 attempts, never negative', async () => {
+  const api = harness.client(await books.open());
+  const sent = await times(5, async () => {
+    const to = freshUsNumber();
+    const response = await api.send({ To: to });
+    return { sid: response.body.sid as string, code: await waitForCode(api, to) };
+  });
+  const wrong = (code: string) => (code === '000000' ? '111111' : '000000');
+  // 15 wrong and 5 right checks per verification, interleaved, all 100 at once.
+  const plan = sent.flatMap(({ sid, code }) =>
+    Array.from({ length: 20 }, (_, i) => ({ sid, code: i % 4 === 3 ? code : wrong(code) })),
+  );
+  const responses = await Promise.all(
+    plan.map(({ sid, code }) => api.check({ VerificationSid: sid, Code: code })),
+  );
+  expect(responses.every((r) => [200, 409, 422].includes(r.status))).toBe(true);
+  expect(responses.every((r) => (r.body.attempts_remaining as number) >= 0)).toBe(true);
+
+  const items = await harness.scanTable();
+  for (const { sid } of sent) {
+    const mine = responses.filter((_, i) => plan[i]!.sid === sid);
+    const ok = count(statuses(mine), 200);
+    const wrongCodes = count(statuses(mine), 422);
+    expect(ok).toBeLessThanOrEqual(1);
+    expect(ok + wrongCodes).toBeLessThanOrEqual(5);
+    const item = items.find((entry) => entry.sid === sid)!;
+    expect(item.attempts_remaining).toBeGreaterThanOrEqual(0);
+    // Every attempt spent was answered 200 or 422, except the one that locked (409 LOCKED).
+    const locked = item.status === 'LOCKED' ? 1 : 0;
+    expect(item.attempts_remaining).toBe(5 - ok - wrongCodes - locked);
+    expect(item.status).toBe(ok === 1 ? 'VERIFIED' : 'LOCKED');
+  }
+  // And nowhere in the table is an attempt count out of range.
+  for (const item of items.filter((entry) => entry.type === 'verification')) {
+    expect(item.attempts_remaining).toBeGreaterThanOrEqual(0);
+    expect(item.attempts_remaining).toBeLessThanOrEqual(5);
+  }
+});
+
+describe('per-number limits across services', () => {
+  it('burst: 12 simultaneous sends to one number from 3 services: exactly 3 accepted, all 12 counted', async () => {
+    const to = freshUsNumber();
+    const clients = await times(3, async () => harness.client(await books.open()));
+    const responses = await times(12, (i) => clients[i % 3]!.send({ To: to }));
+    const codes = statuses(responses);
+    expect(count(codes, 201)).toBe(3);
+    expect(responses.filter((r) => r.status !== 201).map((r) => [r.status, r.body.code])).toEqual(
+      Array(9).fill([429, 'burst']),
+    );
+    const items = await harness.scanTable();
+    const charged = items.filter((item) => item.type === 'charge' && item.to === undefined);
+    const mine = charged.filter((line) =>
+      responses.some((r) => r.status === 201 && r.body.sid === line.verification_sid),
+    );
+    expect(mine).toHaveLength(3);
+    // Refused sends count too; the log keeps the last 10 (enough for both windows).
+    const number = items.find((item) => item.pk === `NUMBER#${to}`)!;
+    expect(number.sends).toHaveLength(10);
+    expect(number.version).toBe(12);
+  });
+
+  it('hourly: 15 simultaneous sends to one number from 3 services, no burst limit: exactly 10 accepted', async () => {
+    const hourly = await startHarness({
+      settings: { keyRequestsPerMinute: 100_000, burstLimit: 100 },
+    });
+    try {
+      const to = freshUsNumber();
+      const hourlyBooks = new Books(hourly);
+      const clients = await times(3, async () => hourly.client(await hourlyBooks.open()));
+      const responses = await times(15, (i) => clients[i % 3]!.send({ To: to }));
+      expect(count(statuses(responses), 201)).toBe(10);
+      expect(responses.filter((r) => r.status !== 201).map((r) => [r.status, r.body.code])).toEqual(
+        Array(5).fill([429, 'rate_limited']),
+      );
+      await hourly.stack.workflow.idle();
+      expect(await hourlyBooks.audit()).toEqual([]);
+      const charges = (await hourly.scanTable()).filter((item) => item.type === 'charge');
+      expect(charges).toHaveLength(10);
+    } finally {
+      await hourly.close();
+    }
+  });
+});
