@@ -1,7 +1,8 @@
 /**
  * The local stand-in for Lambda's DynamoDB stream event source: reads DynamoDB Local's own change stream of the
  * table (the Streams API, as on AWS) and hands each batch, shaped as the Lambda event, to the same handler the
- * events function runs. Shards are read in order, a child shard after its parent; a batch whose handler fails
+ * events function runs. Shards are read in order, a child shard after its parent (new shards are looked for
+ * every few seconds); a shard whose read fails is reopened after its last record; a batch whose handler fails
  * is retried a few times, then skipped and logged (the on-failure destination on AWS).
  */
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -27,6 +28,8 @@ export interface StreamPollerOptions {
 }
 
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+/** How often the stream's shards are listed again, for shards opened since. */
+const DISCOVERY_INTERVAL_MS = 2000;
 
 export class StreamPoller {
   private readonly streams: DynamoDBStreamsClient;
@@ -34,7 +37,14 @@ export class StreamPoller {
   private streamArn = '';
   /** Open iterators by shard id. */
   private readonly iterators = new Map<string, string>();
+  /** The last record read from each shard, to reopen it after an error without skipping or repeating. */
+  private readonly lastSequence = new Map<string, string>();
+  /** Every shard seen, open or finished. */
+  private readonly known = new Set<string>();
   private readonly finished = new Set<string>();
+  private lastDiscovery = 0;
+  /** Where each shard was first opened: where a shard with nothing read yet is reopened. */
+  private readonly openedAs = new Map<string, 'LATEST' | 'TRIM_HORIZON'>();
   private stopped = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -51,11 +61,12 @@ export class StreamPoller {
     const { Table } = await this.tables.send(new DescribeTableCommand({ TableName: this.options.tableName }));
     if (!Table?.LatestStreamArn) throw new Error(`Table ${this.options.tableName} has no stream enabled`);
     this.streamArn = Table.LatestStreamArn;
-    const shards = await this.describeShards();
-    for (const shard of shards) {
+    for (const shard of await this.describeShards()) {
+      this.known.add(shard.id);
       if (shard.closed) this.finished.add(shard.id);
       else await this.openShard(shard.id, 'LATEST');
     }
+    this.lastDiscovery = Date.now();
     this.loop = this.run();
   }
 
@@ -72,14 +83,21 @@ export class StreamPoller {
     const interval = this.options.intervalMs ?? 50;
     while (!this.stopped) {
       let busy = false;
-      try {
-        for (const [shardId, iterator] of [...this.iterators]) {
-          if (this.stopped) break;
-          busy = (await this.readShard(shardId, iterator)) || busy;
-        }
-      } catch (error) {
+      for (const [shardId, iterator] of [...this.iterators]) {
         if (this.stopped) break;
-        this.options.logger.log('error', 'stream.read_failed', { error: String(error) });
+        try {
+          busy = (await this.readShard(shardId, iterator)) || busy;
+        } catch (error) {
+          if (this.stopped) break;
+          // An expired iterator, or DynamoDB Local busy: continue after the last record read.
+          this.options.logger.log('error', 'stream.read_failed', { shardId, error: String(error) });
+          await this.reopenShard(shardId);
+        }
+      }
+      if (!this.stopped && Date.now() - this.lastDiscovery > DISCOVERY_INTERVAL_MS) {
+        await this.discoverShards().catch((error: unknown) => {
+          this.options.logger.log('error', 'stream.describe_failed', { error: String(error) });
+        });
       }
       // Read again at once while records flow; otherwise wait a little.
       if (!busy && !this.stopped) {
@@ -95,20 +113,51 @@ export class StreamPoller {
   private async readShard(shardId: string, iterator: string): Promise<boolean> {
     const page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 100 }));
     const records = page.Records ?? [];
-    if (records.length > 0) await this.deliver(records);
+    if (records.length > 0) {
+      await this.deliver(records);
+      const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
+      if (last) this.lastSequence.set(shardId, last);
+    }
     if (page.NextShardIterator) {
       this.iterators.set(shardId, page.NextShardIterator);
     } else {
       // The shard closed: its children take over, each from its beginning.
       this.iterators.delete(shardId);
       this.finished.add(shardId);
-      for (const shard of await this.describeShards()) {
-        if (!this.iterators.has(shard.id) && !this.finished.has(shard.id) && shard.parent === shardId) {
-          await this.openShard(shard.id, 'TRIM_HORIZON');
-        }
-      }
+      await this.discoverShards();
     }
     return records.length > 0;
+  }
+
+  /** Opens the shards not seen before whose parent is read to its end (or unknown: trimmed away). */
+  private async discoverShards(): Promise<void> {
+    this.lastDiscovery = Date.now();
+    for (const shard of await this.describeShards()) {
+      if (this.known.has(shard.id)) continue;
+      if (shard.parent && this.known.has(shard.parent) && !this.finished.has(shard.parent)) continue;
+      this.known.add(shard.id);
+      await this.openShard(shard.id, 'TRIM_HORIZON');
+    }
+  }
+
+  private async reopenShard(shardId: string): Promise<void> {
+    const after = this.lastSequence.get(shardId);
+    try {
+      const { ShardIterator } = await this.streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: this.streamArn,
+          ShardId: shardId,
+          ...(after
+            ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after }
+            : { ShardIteratorType: this.openedAs.get(shardId) ?? 'TRIM_HORIZON' }),
+        }),
+      );
+      if (ShardIterator) this.iterators.set(shardId, ShardIterator);
+      else this.iterators.delete(shardId);
+    } catch (error) {
+      // Keep the old iterator: the next round tries again.
+      this.options.logger.log('error', 'stream.reopen_failed', { shardId, error: String(error) });
+    }
   }
 
   private async deliver(records: StreamRecord[]): Promise<void> {
@@ -154,6 +203,7 @@ export class StreamPoller {
     const { ShardIterator } = await this.streams.send(
       new GetShardIteratorCommand({ StreamArn: this.streamArn, ShardId: shardId, ShardIteratorType: type }),
     );
+    this.openedAs.set(shardId, type);
     if (ShardIterator) this.iterators.set(shardId, ShardIterator);
   }
 }
