@@ -133,6 +133,9 @@ export interface WebhookPost {
   signature?: 'valid' | 'invalid';
 }
 
+/** The local log keeps this many POSTs, dropping the oldest: `npm start` may run for days. */
+const MAX_RECORDED_POSTS = 2000;
+
 /** Wraps the real transport and keeps every POST, oldest first. */
 export class RecordingTransport implements WebhookTransport {
   readonly posts: WebhookPost[] = [];
@@ -165,6 +168,7 @@ export class RecordingTransport implements WebhookTransport {
     };
     // Recorded before it is sent, so the receiver finds it when the request arrives.
     this.posts.push(post);
+    if (this.posts.length > MAX_RECORDED_POSTS) this.posts.splice(0, this.posts.length - MAX_RECORDED_POSTS);
     const started = performance.now();
     const response = await this.inner.post(request);
     post.response = response;

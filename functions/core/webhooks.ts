@@ -259,42 +259,48 @@ export async function publishVerificationChanges(
     byService.set(change.after.serviceSid, list);
   }
   const now = deps.clock.now();
-  const jobs: QueuedJob[] = [];
-  let eventCount = 0;
-  for (const [serviceSid, serviceChanges] of byService) {
-    const events = serviceChanges.flatMap(eventsForChange);
-    const created = serviceChanges.filter((change) => !change.before && change.after.status === 'PENDING');
-    if (events.length === 0 && created.length === 0) continue;
-    const endpoints = (await deps.endpoints.listEndpoints(serviceSid)).filter((endpoint) => endpoint.enabled);
-    if (endpoints.length === 0) continue;
-    eventCount += events.length;
-    for (const event of events) {
-      const payload = JSON.stringify(event);
-      for (const endpoint of endpoints) {
-        jobs.push({
-          job: {
-            kind: 'deliver',
-            serviceSid,
-            endpointSid: endpoint.sid,
-            eventId: event.id,
-            eventType: event.type,
-            payload,
-            attempt: 1,
-          },
-          delaySeconds: 0,
-        });
+  // The services' endpoint lookups run side by side; the jobs keep the order of the changes within a service.
+  const perService = await Promise.all(
+    [...byService].map(async ([serviceSid, serviceChanges]) => {
+      const events = serviceChanges.flatMap(eventsForChange);
+      const created = serviceChanges.filter((change) => !change.before && change.after.status === 'PENDING');
+      if (events.length === 0 && created.length === 0) return { events: 0, jobs: [] };
+      const endpoints = (await deps.endpoints.listEndpoints(serviceSid)).filter(
+        (endpoint) => endpoint.enabled,
+      );
+      if (endpoints.length === 0) return { events: 0, jobs: [] };
+      const jobs: QueuedJob[] = [];
+      for (const event of events) {
+        const payload = JSON.stringify(event);
+        for (const endpoint of endpoints) {
+          jobs.push({
+            job: {
+              kind: 'deliver',
+              serviceSid,
+              endpointSid: endpoint.sid,
+              eventId: event.id,
+              eventType: event.type,
+              payload,
+              attempt: 1,
+            },
+            delaySeconds: 0,
+          });
+        }
       }
-    }
-    for (const { after } of created) {
-      const job: WebhookJob = {
-        kind: 'expire',
-        serviceSid,
-        verificationSid: after.sid,
-        expiresAt: after.expiresAt,
-      };
-      jobs.push(scheduleAt(deps.queue, job, new Date(after.expiresAt), now));
-    }
-  }
+      for (const { after } of created) {
+        const job: WebhookJob = {
+          kind: 'expire',
+          serviceSid,
+          verificationSid: after.sid,
+          expiresAt: after.expiresAt,
+        };
+        jobs.push(scheduleAt(deps.queue, job, new Date(after.expiresAt), now));
+      }
+      return { events: events.length, jobs };
+    }),
+  );
+  const jobs = perService.flatMap((service) => service.jobs);
+  const eventCount = perService.reduce((sum, service) => sum + service.events, 0);
   if (jobs.length > 0) await deps.queue.enqueue(jobs);
   return { events: eventCount, jobs: jobs.length };
 }
