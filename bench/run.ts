@@ -79,6 +79,12 @@ async function main(): Promise<void> {
   const host = machine();
   log(`${quick ? 'quick run' : 'full run'} on ${host.nproc} CPUs (${host.cpu}), Node ${host.node}`);
 
+  const parts: Record<string, number> = {};
+  let partStarted = Date.now();
+  const partDone = (name: string) => {
+    parts[name] = Math.round((Date.now() - partStarted) / 100) / 10;
+    partStarted = Date.now();
+  };
   const db = await startBenchDb();
   // If anything ends the process early, DynamoDB Local (a Java child) must not outlive it.
   const killDynamo = () => db.dynamo.process.kill('SIGKILL');
@@ -90,12 +96,6 @@ async function main(): Promise<void> {
   watchdog.unref();
 
   let results: BenchResults;
-  const parts: Record<string, number> = {};
-  let partStarted = Date.now();
-  const partDone = (name: string) => {
-    parts[name] = Math.round((Date.now() - partStarted) / 100) / 10;
-    partStarted = Date.now();
-  };
   try {
     partDone('DynamoDB Local');
     const numbers = new NumberSource();
