@@ -4,7 +4,7 @@
  * service's real callback route. It speaks the HTTP carrier protocol of functions/adapters/providers.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { OutboundMessage, ProviderAnswer } from '../functions/core/providers';
 import { CHANNELS, type Channel } from '../functions/core/routing';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';

@@ -4,7 +4,7 @@
  * integration tests both build it here.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { buildApi, buildReceiptHandler } from '../functions/http/api';
 import { buildDeps, type Deps } from '../functions/runtime';
 import { restartStalledDeliveries } from '../functions/core/sweeper';

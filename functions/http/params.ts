@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { OtpError, type ErrorCode } from '../core/errors';
 
 /** Bodies are small forms; anything larger is refused before parsing. */
