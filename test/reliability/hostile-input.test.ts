@@ -335,7 +335,13 @@ describe('every endpoint, any input', () => {
         const after = await balances();
         if (response.status === 201 && response.headers['idempotent-replayed'] !== 'true') {
           // Charged exactly the price, to the service whose key and path it was.
-          expect(after).toEqual([before[0]! - Math.round(Number(answer.price) * UNITS_PER_USD), before[1]]);
+          const charged = [h.key === 'MINE' ? mine : theirs].map((a) => a.serviceSid);
+          expect(['MINE', 'THEIRS']).toContain(h.key);
+          expect([service]).toEqual(charged);
+          const price = Math.round(Number(answer.price) * UNITS_PER_USD);
+          expect(after).toEqual(
+            h.key === 'MINE' ? [before[0]! - price, before[1]] : [before[0], before[1]! - price],
+          );
         } else {
           // Refused, or an Idempotency-Key replay: nothing charged.
           expect(after).toEqual(before);
@@ -370,9 +376,10 @@ describe('every endpoint, any input', () => {
         const response = await raw('GET', `/v2/Services/${service}/Verifications/${sid}`, headersOf(h));
         const answer = expectWellFormed(response);
         if (response.status === 200) {
-          expect(answer.sid).toBe(mySid);
-          expect(service).toBe(mine.serviceSid);
-          expect(h.key).toBe('MINE');
+          // Only with the key of the service in the path, for a verification of that same service.
+          const owner = h.key === 'MINE' ? [mine.serviceSid, mySid] : [theirs.serviceSid, theirSid];
+          expect(['MINE', 'THEIRS']).toContain(h.key);
+          expect([service, answer.sid]).toEqual(owner);
         }
       }),
       RUNS,
