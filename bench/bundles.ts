@@ -1,11 +1,10 @@
 /**
  * Part 4: each Lambda entry bundled with esbuild exactly as CDK's NodejsFunction bundles it in
  * lib/otp-stack.ts (bundle, platform node, target node22, format cjs, minify, linked source map without
- * sources content, main fields module,main, the AWS SDK bundled), its size, and its cold initialisation:
+ * sources content, main fields module,main, the AWS SDK left to the runtime), its size, and its cold initialisation:
  * a fresh `node` process that loads the bundle and serves one event, median of several runs.
  */
-import { build, type BuildOptions, type Plugin } from 'esbuild';
-import { readFile } from 'node:fs/promises';
+import { build, type BuildOptions } from 'esbuild';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
@@ -70,29 +69,11 @@ export interface BundleResults {
   whatIf: WhatIf[];
 }
 
-/** `import { z } from 'zod'` pulls all of zod 4 classic (~440 KB minified); the namespace import tree-shakes. */
-const zodNamespace: Plugin = {
-  name: 'zod-namespace-import',
-  setup(builder) {
-    builder.onLoad({ filter: /[\\/]functions[\\/].*\.ts$/ }, async (args) => ({
-      contents: (await readFile(args.path, 'utf8')).replace(
-        /import\s*\{\s*z\s*\}\s*from\s*'zod';/g,
-        "import * as z from 'zod';",
-      ),
-      loader: 'ts',
-    }));
-  },
-};
-
 async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
   const variants: { variant: string; options: BuildOptions }[] = [
     {
-      variant: "zod imported as a namespace (import * as z from 'zod')",
-      options: { plugins: [zodNamespace] },
-    },
-    {
-      variant: 'that, and the AWS SDK v3 the Node.js 22 runtime ships (external @aws-sdk/*)',
-      options: { plugins: [zodNamespace], external: ['@aws-sdk/*'] },
+      variant: 'with the AWS SDK bundled into each function (bundleAwsSDK: true)',
+      options: { external: [] },
     },
   ];
   const results: WhatIf[] = [];
@@ -103,6 +84,7 @@ async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
         const built = await build({
           ...CDK_ESBUILD_OPTIONS,
           mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
+          external: [...CDK_ESBUILD_OPTIONS.external],
           ...options,
           entryPoints: [join(ROOT, entry)],
           outfile: join(ROOT, 'index.js'),
@@ -130,6 +112,8 @@ export const CDK_ESBUILD_OPTIONS = {
   sourcemap: true,
   sourcesContent: false,
   mainFields: ['module', 'main'],
+  // bundleAwsSDK: false in the stack: the runtime's SDK v3.
+  external: ['@aws-sdk/*'],
   logLevel: 'error',
 } as const;
 
@@ -184,6 +168,7 @@ export async function measureBundles(
         built = await build({
           ...CDK_ESBUILD_OPTIONS,
           mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
+          external: [...CDK_ESBUILD_OPTIONS.external],
           entryPoints: [join(ROOT, entry)],
           outfile: join(outdir, 'index.js'),
           absWorkingDir: ROOT,
@@ -358,6 +343,8 @@ function coldRun(
         BENCH_EVENT: JSON.stringify(event),
         // Never look for credentials on the network (the instance metadata address): loopback traffic only.
         AWS_EC2_METADATA_DISABLED: 'true',
+        // The bundles leave the AWS SDK to the runtime, as Lambda's Node.js 22 does from /var/runtime.
+        NODE_PATH: join(ROOT, 'node_modules'),
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -424,7 +424,7 @@ describe('state machine', () => {
       StateMachineType: 'EXPRESS',
       TracingConfiguration: { Enabled: true },
       LoggingConfiguration: {
-        Level: 'ALL',
+        Level: 'ERROR',
         IncludeExecutionData: false,
         Destinations: [
           { CloudWatchLogsLogGroup: { LogGroupArn: { 'Fn::GetAtt': [Match.anyValue(), 'Arn'] } } },
@@ -612,6 +612,7 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-APIG4',
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-L1',
+      'AwsSolutions-SF1',
       'AwsSolutions-SMG4',
     ]);
     // Every acknowledgment says why.
