@@ -62,6 +62,8 @@ export class SimulatedCarrier {
   private rules: CarrierRule[] = [];
   private readonly carried: CarriedMessage[] = [];
   private readonly answers = new Map<string, ProviderAnswer>();
+  /** How many times the service handed over each message reference, duplicates included. */
+  readonly requestsByReference = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly pendingReceipts = new Set<Promise<void>>();
   private readonly hangs = new Set<{ timer: NodeJS.Timeout; release: () => void }>();
@@ -104,6 +106,11 @@ export class SimulatedCarrier {
 
   /** Takes a message. The same reference twice (a task run twice) carries it once and answers the same. */
   accept(message: OutboundMessage): ProviderAnswer {
+    // Counted before deduplication: tests use it to prove the service itself sends once.
+    this.requestsByReference.set(
+      message.reference,
+      (this.requestsByReference.get(message.reference) ?? 0) + 1,
+    );
     const known = this.answers.get(message.reference);
     if (known) return known;
     const behaviour = this.behaviourFor(message.to, message.channel);

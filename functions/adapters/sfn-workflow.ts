@@ -1,7 +1,11 @@
 import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { DeliveryInput, DeliveryWorkflow } from '../core/ports';
 
-/** Starts the delivery state machine on AWS. The execution is named after the SID, so a retry cannot start two. */
+/**
+ * Starts the delivery state machine on AWS. Express does not deduplicate execution names, so an SDK retry
+ * after a lost answer, or a sweeper restart, can start a second execution: the deliver task's channel claim
+ * makes that harmless (one message per channel). The name after the SID still finds it in the console.
+ */
 export class StepFunctionsWorkflow implements DeliveryWorkflow {
   constructor(
     private readonly stateMachineArn: string,
@@ -19,6 +23,7 @@ export class StepFunctionsWorkflow implements DeliveryWorkflow {
         }),
       );
     } catch (error) {
+      // Standard workflows do refuse a reused name; the execution is running already, which is the goal.
       if (!(error instanceof ExecutionAlreadyExists)) throw error;
     }
   }

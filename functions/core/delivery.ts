@@ -50,15 +50,16 @@ export async function deliverOverChannel(
 
   let attempt = verification.deliveries[String(input.channelIndex)];
   if (!attempt) {
+    // Claim the channel before calling its provider, so that a task or an execution run twice (Express runs
+    // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
+    // `sending`: it is waited on like an accepted one and the workflow moves on after the wait.
+    const claim: DeliveryAttempt = { channel, outcome: 'sending', at: deps.clock.now().toISOString() };
+    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim)))
+      return { ...input, next: 'wait' };
     attempt = await sendOnce(deps, verification, input.channelIndex);
-    const recorded = await deps.store.recordDeliveryAttempt(input.sid, input.channelIndex, attempt);
-    if (!recorded) {
-      // A duplicate run of this task recorded first; follow what it recorded.
-      const latest = await deps.store.getVerification(input.sid);
-      attempt = latest?.deliveries[String(input.channelIndex)] ?? attempt;
-    }
+    await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
   }
-  if (attempt.outcome === 'accepted') return { ...input, next: 'wait' };
+  if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return { ...input, next: 'wait' };
   return nextChannel(deps, verification, input);
 }
 
@@ -90,13 +91,14 @@ export async function acceptReceipt(
   const attempt = verification.deliveries[String(reference.channelIndex)];
   const channel = attempt?.channel ?? verification.channels[reference.channelIndex];
   if (!channel) return 'unknown';
-  // The receipt must name the message this provider accepted for that channel. With no attempt recorded yet,
-  // it beat the deliver task's write of the provider's answer (a fast receipt, a slow write): it is believed
+  // The receipt must name the message this provider accepted for that channel. With no answer recorded yet
+  // (only the claim, or nothing), it beat the deliver task's write of the provider's answer: it is believed
   // when signed by that channel's provider for a reference only the service hands out (SID and channel
   // index). Dropping it made the workflow send the code again on the next channel.
-  const known = attempt
-    ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
-    : deps.providers.forChannel(channel).name === providerName;
+  const known =
+    attempt && attempt.outcome !== 'sending'
+      ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
+      : deps.providers.forChannel(channel).name === providerName;
   if (!known) return 'unknown';
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
   if (receipt.status !== 'delivered') return 'duplicate';
@@ -159,7 +161,9 @@ async function finish(
   input: DeliveryTaskInput,
 ): Promise<DeliveryTaskOutput> {
   const attempts = verification.channels.map((_, index) => verification.deliveries[String(index)]);
-  const status = attempts.some((attempt) => attempt?.outcome === 'accepted') ? 'SENT' : 'FAILED';
+  // A channel left `sending` by a run that died may have carried the message: count it as sent.
+  const carried = (outcome: string | undefined) => outcome === 'accepted' || outcome === 'sending';
+  const status = attempts.some((attempt) => carried(attempt?.outcome)) ? 'SENT' : 'FAILED';
   await deps.store.finishDelivery(verification.sid, status, deps.clock.now());
   if (attempts.length > 0 && attempts.every((attempt) => attempt?.outcome === 'rejected')) {
     const until = new Date(deps.clock.now().getTime() + deps.settings.unreachableDays * 86_400_000);

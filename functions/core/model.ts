@@ -33,7 +33,8 @@ export interface Service {
   webhookEndpoints: string[];
 }
 
-export type DeliveryOutcome = 'accepted' | 'rejected' | 'failed';
+/** `sending`: a task claimed the channel and is handing the message over (or died doing so). */
+export type DeliveryOutcome = 'sending' | 'accepted' | 'rejected' | 'failed';
 
 /** One channel tried by the delivery workflow. */
 export interface DeliveryAttempt {

@@ -111,8 +111,13 @@ export interface ApiKeyStore {
 
 export interface DeliveryStore {
   getVerification(sid: string): Promise<Verification | undefined>;
-  /** Records a channel's outcome once; false when this index was already recorded (a task run twice). */
-  recordDeliveryAttempt(sid: string, index: number, attempt: DeliveryAttempt): Promise<boolean>;
+  /**
+   * Claims channel `index` before its provider is called (outcome `sending`); false when another run of the
+   * task claimed it first. Express may run a task, or a whole execution, twice: only the claimant sends.
+   */
+  claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean>;
+  /** Records the provider's answer on the claimed channel. */
+  recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
   finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>, now: Date): Promise<void>;
   /** DELIVERED over `channel`, whenever the receipt comes; a duplicate changes nothing. */

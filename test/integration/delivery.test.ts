@@ -217,6 +217,21 @@ it('a task run twice sends once and writes once', async () => {
   expect(carried.filter((message) => message.channel === 'sna')).toHaveLength(1);
   expect(carried.filter((message) => message.channel === 'viber')).toHaveLength(1);
   expect(carried.find((message) => message.channel === 'viber')!.messageId).toBe(deliveries['1']!.messageId);
+  // The service itself called the carrier once per channel: the claim, not the carrier's deduplication.
+  const requests = harness.stack.carrier.requestsByReference;
+  expect([requests.get(`${sid}.0`), requests.get(`${sid}.1`)]).toEqual([1, 1]);
+});
+
+it('a second execution for the same verification (Express does not deduplicate names) sends nothing more', async () => {
+  const to = freshMobile();
+  harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: { deliver: 50 } } });
+  const sid = (await api.send({ To: to })).body.sid as string;
+  await harness.stack.workflow.start({ sid, waitSeconds: WAIT_SECONDS, restart: true });
+  await pollUntil(sid, (body) => body.delivery_status === 'DELIVERED');
+  await harness.stack.workflow.idle();
+  expect(messagesTo(to).map((message) => message.channel)).toEqual(['sna', 'viber']);
+  const requests = harness.stack.carrier.requestsByReference;
+  expect([requests.get(`${sid}.0`), requests.get(`${sid}.1`)]).toEqual([1, 1]);
 });
 
 it('keeps the code out of the workflow input and history', async () => {

@@ -339,16 +339,17 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     }
   }
 
-  async recordDeliveryAttempt(sid: string, index: number, attempt: DeliveryAttempt): Promise<boolean> {
+  async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.verification(sid),
-          UpdateExpression: 'SET deliveries.#index = :attempt REMOVE pending_pk, pending_sk',
+          // The first task run also takes the verification out of the pending-delivery outbox.
+          UpdateExpression: 'SET deliveries.#index = :claim REMOVE pending_pk, pending_sk',
           ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deliveries.#index)',
           ExpressionAttributeNames: { '#index': String(index) },
-          ExpressionAttributeValues: { ':attempt': attempt },
+          ExpressionAttributeValues: { ':claim': claim },
         }),
       );
       return true;
@@ -356,6 +357,18 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       if (isConditionFailure(error)) return false;
       throw error;
     }
+  }
+
+  async recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.verification(sid),
+        UpdateExpression: 'SET deliveries.#index = :attempt',
+        ExpressionAttributeNames: { '#index': String(index) },
+        ExpressionAttributeValues: { ':attempt': attempt },
+      }),
+    );
   }
 
   async finishDelivery(sid: string, status: 'SENT' | 'FAILED', now: Date): Promise<void> {
