@@ -392,25 +392,28 @@ describe('endpoints', () => {
     const account = await harness.createAccount();
     const api = harness.client(account);
     const endpoint = await addEndpoint(account, receiverUrl());
+    // A second, always-enabled endpoint shows when an event has been processed (the stream is asynchronous).
+    const witness = await addEndpoint(account, receiverUrl());
     expect(await admin(['service', 'show', account.serviceSid])).toMatchObject({
-      webhookEndpoints: [endpoint.endpointSid],
+      webhookEndpoints: expect.arrayContaining([endpoint.endpointSid, witness.endpointSid]),
     });
     expect(await admin(['webhook', 'disable', account.serviceSid, endpoint.endpointSid])).toMatchObject({
       enabled: false,
       changed: true,
     });
     const quietSid = (await api.send({ To: freshMobile() })).body.sid as string;
-    await eventually(async () =>
-      (await api.fetch(quietSid)).body.delivery_status === 'DELIVERED' ? true : undefined,
+    await delivered(witness.endpointSid, ['verification.delivery.delivered'], quietSid);
+    expect(await posts({ endpoint: endpoint.endpointSid, verification: quietSid })).toEqual([]);
+    expect((await admin(['webhook', 'list', account.serviceSid])).endpoints).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ endpointSid: endpoint.endpointSid, enabled: false, url: receiverUrl() }),
+      ]),
     );
-    expect((await admin(['webhook', 'list', account.serviceSid])).endpoints).toEqual([
-      expect.objectContaining({ endpointSid: endpoint.endpointSid, enabled: false, url: receiverUrl() }),
-    ]);
 
     await admin(['webhook', 'enable', account.serviceSid, endpoint.endpointSid]);
     const sid = (await api.send({ To: freshMobile() })).body.sid as string;
     await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], sid);
-    expect(await posts({ verification: quietSid })).toEqual([]);
+    expect(await posts({ endpoint: endpoint.endpointSid, verification: quietSid })).toEqual([]);
   });
 
   it('a rotated secret signs beside the old one for 24 hours; both verify with the recipe', async () => {
