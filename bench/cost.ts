@@ -54,8 +54,13 @@ export const ASSUMPTIONS = {
   carrierApiMs: 150,
   /** Lambda's own START, END and REPORT lines per invocation, bytes. */
   lambdaPlatformLogBytes: 350,
-  /** One Step Functions execution history event logged at level ALL without execution data, bytes. */
+  /**
+   * One Step Functions execution history event, bytes. The stack logs executions at level ERROR, so a
+   * successful delivery logs none; kept to show what level ALL would add.
+   */
   stepFunctionsLogEventBytes: 350,
+  /** The state machine's log level in lib/otp-stack.ts. */
+  stepFunctionsLogLevel: 'ERROR' as 'ERROR' | 'ALL',
   /** X-Ray's default sampling at volume: 1 request a second, then 5 %. */
   xRaySampledShare: 0.05,
   /** The channel wait on AWS: the spec's default. */
@@ -176,8 +181,10 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
   const waitMs = path.waits * ASSUMPTIONS.channelWaitSeconds * 1000;
   const step = PRICES.stepFunctionsExpressDurationStepMs;
   const sfnSeconds = (taskMs: number) => (Math.ceil((waitMs + taskMs) / step) * step) / 1000;
-  const sfnEvents =
+  const sfnEventsAtAll =
     deliverRuns * 5 + afterWaitRuns * 5 + (path.stateTransitions - deliverRuns - afterWaitRuns) * 2 + 2;
+  // At level ERROR a successful execution logs nothing.
+  const sfnEvents = ASSUMPTIONS.stepFunctionsLogLevel === 'ALL' ? sfnEventsAtAll : 0;
   const logTotal =
     logBytes +
     invocations * ASSUMPTIONS.lambdaPlatformLogBytes +
@@ -229,7 +236,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       service: 'other: CloudWatch Logs (estimate)',
       measured: logs,
       projected: logs,
-      basis: `${Math.round(logTotal)} bytes: app lines measured, Lambda platform and Step Functions ALL-level lines assumed`,
+      basis: `${Math.round(logTotal)} bytes: app lines measured, Lambda platform lines assumed; Step Functions at level ${ASSUMPTIONS.stepFunctionsLogLevel} (ALL would add ${sfnEventsAtAll * ASSUMPTIONS.stepFunctionsLogEventBytes} bytes)`,
     },
     {
       service: 'other: X-Ray (estimate)',
