@@ -8,6 +8,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
   type TransactWriteCommandInput,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord, DeliveryAttempt, NumberRecord, Verification } from '../../core/model';
 import type {
@@ -200,15 +201,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand(this.numberLogUpdate(input.number, input.numberSends, input.now)),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return this.updateIfConditionHolds(this.numberLogUpdate(input.number, input.numberSends, input.now));
   }
 
   /** Replaces the number's send log if nobody changed it since it was read (optimistic version check). */
@@ -271,24 +264,29 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   async markExpired(sid: string, now: Date): Promise<void> {
+    // Refused when a check or the expiry timer wrote it back first.
+    await this.updateIfConditionHolds({
+      Key: keys.verification(sid),
+      UpdateExpression: 'SET #status = :expired, event_at = :now ADD event_seq :one',
+      ConditionExpression: '#status = :pending AND expires_at <= :now',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':expired': 'EXPIRED',
+        ':pending': 'PENDING',
+        ':now': now.toISOString(),
+        ':one': 1,
+      },
+    });
+  }
+
+  /** An UpdateItem whose failed condition is an answer, not an error: false when the condition did not hold. */
+  private async updateIfConditionHolds(update: Omit<UpdateCommandInput, 'TableName'>): Promise<boolean> {
     try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.verification(sid),
-          UpdateExpression: 'SET #status = :expired, event_at = :now ADD event_seq :one',
-          ConditionExpression: '#status = :pending AND expires_at <= :now',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':expired': 'EXPIRED',
-            ':pending': 'PENDING',
-            ':now': now.toISOString(),
-            ':one': 1,
-          },
-        }),
-      );
+      await this.client.send(new UpdateCommand({ ...update, TableName: this.tableName }));
+      return true;
     } catch (error) {
-      if (!isConditionFailure(error)) throw error;
+      if (isConditionFailure(error)) return false;
+      throw error;
     }
   }
 
@@ -320,43 +318,25 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   async countKeyRequest(keyHash: string, windowStart: Date, limit: number): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.keyWindow(keyHash, windowStart),
-          UpdateExpression: 'ADD #count :one SET #ttl = :ttl',
-          ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
-          ExpressionAttributeNames: { '#count': 'count', '#ttl': 'ttl' },
-          // Kept a few minutes past the window for inspection; the window itself is in the key.
-          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':ttl': ttlAfter(windowStart, 300) },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return this.updateIfConditionHolds({
+      Key: keys.keyWindow(keyHash, windowStart),
+      UpdateExpression: 'ADD #count :one SET #ttl = :ttl',
+      ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
+      ExpressionAttributeNames: { '#count': 'count', '#ttl': 'ttl' },
+      // Kept a few minutes past the window for inspection; the window itself is in the key.
+      ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':ttl': ttlAfter(windowStart, 300) },
+    });
   }
 
   async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.verification(sid),
-          // The first task run also takes the verification out of the pending-delivery outbox.
-          UpdateExpression: 'SET deliveries.#index = :claim REMOVE pending_pk, pending_sk',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deliveries.#index)',
-          ExpressionAttributeNames: { '#index': String(index) },
-          ExpressionAttributeValues: { ':claim': claim },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return this.updateIfConditionHolds({
+      Key: keys.verification(sid),
+      // The first task run also takes the verification out of the pending-delivery outbox.
+      UpdateExpression: 'SET deliveries.#index = :claim REMOVE pending_pk, pending_sk',
+      ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deliveries.#index)',
+      ExpressionAttributeNames: { '#index': String(index) },
+      ExpressionAttributeValues: { ':claim': claim },
+    });
   }
 
   async recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void> {
@@ -372,50 +352,34 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   async finishDelivery(sid: string, status: 'SENT' | 'FAILED', now: Date): Promise<void> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.verification(sid),
-          UpdateExpression:
-            'SET delivery_status = :status, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
-          ConditionExpression: 'delivery_status = :pending',
-          ExpressionAttributeValues: {
-            ':status': status,
-            ':pending': 'PENDING',
-            ':now': now.toISOString(),
-            ':one': 1,
-          },
-        }),
-      );
-    } catch (error) {
-      // Already ended: a receipt made it DELIVERED (and dropped the code), or this task ran twice.
-      if (!isConditionFailure(error)) throw error;
-    }
+    // Refused when already ended: a receipt made it DELIVERED (and dropped the code), or this task ran twice.
+    await this.updateIfConditionHolds({
+      Key: keys.verification(sid),
+      UpdateExpression:
+        'SET delivery_status = :status, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
+      ConditionExpression: 'delivery_status = :pending',
+      ExpressionAttributeValues: {
+        ':status': status,
+        ':pending': 'PENDING',
+        ':now': now.toISOString(),
+        ':one': 1,
+      },
+    });
   }
 
   async markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.verification(sid),
-          UpdateExpression:
-            'SET delivery_status = :delivered, channel = :channel, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
-          ConditionExpression: 'attribute_exists(pk) AND delivery_status <> :delivered',
-          ExpressionAttributeValues: {
-            ':delivered': 'DELIVERED',
-            ':channel': channel,
-            ':now': now.toISOString(),
-            ':one': 1,
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return this.updateIfConditionHolds({
+      Key: keys.verification(sid),
+      UpdateExpression:
+        'SET delivery_status = :delivered, channel = :channel, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
+      ConditionExpression: 'attribute_exists(pk) AND delivery_status <> :delivered',
+      ExpressionAttributeValues: {
+        ':delivered': 'DELIVERED',
+        ':channel': channel,
+        ':now': now.toISOString(),
+        ':one': 1,
+      },
+    });
   }
 
   async markUnreachable(e164: string, until: Date): Promise<void> {
