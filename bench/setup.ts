@@ -4,11 +4,10 @@
  * gets its own meter so requests are attributed without guessing: the API handlers, the delivery tasks,
  * the receipt handler.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
-import { createDocumentClient } from '../functions/adapters/dynamodb/client';
+import { createDocumentClient, createDynamoClient } from '../functions/adapters/dynamodb/client';
 import { DynamoStore } from '../functions/adapters/dynamodb/store';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
@@ -34,11 +33,7 @@ export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }>
   const dynamo = await startDynamoLocal();
   const tableName = `otp-bench-${randomBytes(4).toString('hex')}`;
   // DynamoDB Local keeps one database per access key and region: use the ones createDocumentClient uses.
-  const raw = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const raw = createDynamoClient({ endpoint: dynamo.endpoint });
   try {
     await createTable(raw, tableName);
   } finally {
@@ -61,11 +56,7 @@ export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }>
 /** Another table in the same DynamoDB Local, with its own account store. */
 export async function addTable(db: BenchDb): Promise<BenchDb> {
   const tableName = `otp-bench-${randomBytes(4).toString('hex')}`;
-  const raw = new DynamoDBClient({
-    endpoint: db.endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const raw = createDynamoClient({ endpoint: db.endpoint });
   try {
     await createTable(raw, tableName);
   } finally {

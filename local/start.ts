@@ -6,12 +6,11 @@
  *   npm start -- --json            one JSON line {"baseUrl","serviceSid","apiKey"} once ready
  *   npm start -- --persist DIR     keep data (and the demo account) in DIR between runs
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createDocumentClient } from '../functions/adapters/dynamodb/client';
+import { createDocumentClient, createDynamoClient } from '../functions/adapters/dynamodb/client';
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { startDynamoLocal } from './dynamodb-local';
@@ -47,11 +46,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
 
-  const raw = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const raw = createDynamoClient({ endpoint: dynamo.endpoint });
   await createTable(raw, LOCAL_TABLE_NAME);
   const documents = createDocumentClient({ endpoint: dynamo.endpoint });
 

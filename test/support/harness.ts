@@ -2,12 +2,12 @@
  * Integration-test harness: a fresh table in the run's DynamoDB Local, the local stack in-process on a free
  * port, a demo account, and a small HTTP client. Tests talk HTTP to the same handlers that Lambda runs.
  */
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
-import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { cryptoRandom } from '../../functions/adapters/crypto';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { UNITS_PER_USD } from '../../functions/core/money';
@@ -64,11 +64,7 @@ export function dynamoEndpoint(): string {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const endpoint = dynamoEndpoint();
   const tableName = `otp-test-${randomBytes(6).toString('hex')}`;
-  const raw = new DynamoDBClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const raw = createDynamoClient({ endpoint });
   await createTable(raw, tableName);
   const documents = createDocumentClient({ endpoint });
   // The service's own client, apart from the one the harness reads and seeds with: faults touch only the service.

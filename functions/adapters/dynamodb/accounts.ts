@@ -6,7 +6,6 @@ import {
   DeleteCommand,
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -24,6 +23,7 @@ import {
   templateToItem,
 } from './items';
 import { SERVICE_CHILD_PREFIX, keys } from './keys';
+import { queryServiceChildren } from './service-children';
 
 export interface NewService {
   name: string;
@@ -255,22 +255,7 @@ export class AccountStore {
     );
   }
 
-  private async queryChildren(serviceSid: string, prefix: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': keys.service(serviceSid).pk, ':prefix': prefix },
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      );
-      items.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
+  private queryChildren(serviceSid: string, prefix: string): Promise<Record<string, unknown>[]> {
+    return queryServiceChildren(this.client, this.tableName, serviceSid, prefix, true);
   }
 }

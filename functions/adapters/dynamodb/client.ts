@@ -7,9 +7,9 @@ export interface DynamoConnection {
   region?: string;
 }
 
-/** The one way the service builds its DynamoDB client, so every adapter marshals the same way. */
-export function createDocumentClient(connection: DynamoConnection = {}): DynamoDBDocumentClient {
-  const client = new DynamoDBClient({
+/** The low-level client (table administration, streams); DynamoDB Local gets fixed local credentials. */
+export function createDynamoClient(connection: DynamoConnection = {}): DynamoDBClient {
+  return new DynamoDBClient({
     ...(connection.region && { region: connection.region }),
     ...(connection.endpoint && {
       endpoint: connection.endpoint,
@@ -19,7 +19,11 @@ export function createDocumentClient(connection: DynamoConnection = {}): DynamoD
     }),
     maxAttempts: 4,
   });
-  return DynamoDBDocumentClient.from(client, {
+}
+
+/** The one way the service builds its DynamoDB document client, so every adapter marshals the same way. */
+export function createDocumentClient(connection: DynamoConnection = {}): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(createDynamoClient(connection), {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   });
 }

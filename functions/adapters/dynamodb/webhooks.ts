@@ -6,7 +6,6 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -21,6 +20,7 @@ import type { WebhookSecretVault } from '../webhooks/secrets';
 import { newWebhookSecret } from '../webhooks/signing';
 import { webhookEndpointFromItem, webhookEndpointToItem } from './items';
 import { SERVICE_CHILD_PREFIX, keys } from './keys';
+import { queryServiceChildren } from './service-children';
 
 /** After a rotation the previous secret signs too, for this long, so receivers can switch without a gap. */
 export const PREVIOUS_SECRET_OVERLAP_SECONDS = 24 * 3600;
@@ -35,24 +35,13 @@ export class DynamoWebhookEndpoints implements WebhookEndpointStore {
   ) {}
 
   async listEndpoints(serviceSid: string): Promise<WebhookEndpoint[]> {
-    const endpoints: WebhookEndpoint[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: {
-            ':pk': keys.service(serviceSid).pk,
-            ':prefix': SERVICE_CHILD_PREFIX.webhookEndpoint,
-          },
-          ExclusiveStartKey: start,
-        }),
-      );
-      endpoints.push(...(page.Items ?? []).map(webhookEndpointFromItem));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return endpoints;
+    const items = await queryServiceChildren(
+      this.client,
+      this.tableName,
+      serviceSid,
+      SERVICE_CHILD_PREFIX.webhookEndpoint,
+    );
+    return items.map(webhookEndpointFromItem);
   }
 
   async getEndpoint(serviceSid: string, endpointSid: string): Promise<WebhookEndpoint | undefined> {
