@@ -29,16 +29,23 @@ export interface BenchDb {
   stop(): Promise<void>;
 }
 
-export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }> {
-  const dynamo = await startDynamoLocal();
+/** A fresh table, named at random, in the DynamoDB Local at `endpoint`. */
+async function createBenchTable(endpoint: string): Promise<string> {
   const tableName = `otp-bench-${randomBytes(4).toString('hex')}`;
-  // DynamoDB Local keeps one database per access key and region: use the ones createDocumentClient uses.
-  const raw = createDynamoClient({ endpoint: dynamo.endpoint });
+  // createDynamoClient uses the same local credentials as createDocumentClient: DynamoDB Local keeps one
+  // database per access key and region.
+  const raw = createDynamoClient({ endpoint });
   try {
     await createTable(raw, tableName);
   } finally {
     raw.destroy();
   }
+  return tableName;
+}
+
+export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }> {
+  const dynamo = await startDynamoLocal();
+  const tableName = await createBenchTable(dynamo.endpoint);
   const documents = createDocumentClient({ endpoint: dynamo.endpoint });
   return {
     dynamo,
@@ -55,13 +62,7 @@ export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }>
 
 /** Another table in the same DynamoDB Local, with its own account store. */
 export async function addTable(db: BenchDb): Promise<BenchDb> {
-  const tableName = `otp-bench-${randomBytes(4).toString('hex')}`;
-  const raw = createDynamoClient({ endpoint: db.endpoint });
-  try {
-    await createTable(raw, tableName);
-  } finally {
-    raw.destroy();
-  }
+  const tableName = await createBenchTable(db.endpoint);
   return {
     ...db,
     tableName,

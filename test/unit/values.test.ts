@@ -1,8 +1,8 @@
 import { allowedChannelsFromEnv } from '../../functions/runtime';
 import { formatUnits, parseUsd } from '../../functions/core/money';
 import { DEFAULT_SETTINGS, settingsFromEnv } from '../../functions/core/settings';
-import type { Verification } from '../../functions/core/model';
 import { effectiveStatus, renderMessage, toView } from '../../functions/core/verification';
+import { CREATED_AT, aVerification } from '../support/fixtures';
 
 describe('money in units of 0.0001 USD', () => {
   it.each([
@@ -49,23 +49,15 @@ describe('settings', () => {
 });
 
 describe('code status derived on read (spec 3)', () => {
-  const created = new Date('2026-11-21T12:00:00.000Z');
-  const verification: Verification = {
-    sid: 'VE0123456789abcdef0123456789abcdef',
-    serviceSid: 'VA0123456789abcdef0123456789abcdef',
+  const created = CREATED_AT;
+  const verification = aVerification({
     to: '+14155550100',
-    status: 'PENDING',
     deliveryStatus: 'SENT',
     channel: 'sms',
     price: 500,
-    attemptsRemaining: 5,
-    expiresAt: '2026-11-21T12:05:00.000Z',
-    dateCreated: created.toISOString(),
-    clientCode: false,
-    message: 'Code {code}',
-    channels: ['sms'],
-    deliveries: {},
-  };
+    codeHash: undefined,
+    sealedCode: undefined,
+  });
 
   it('a PENDING code past expires_at is EXPIRED, whatever is stored', () => {
     expect(effectiveStatus(verification, new Date('2026-11-21T12:04:59.999Z'))).toBe('PENDING');

@@ -16,9 +16,9 @@ import { changeFromStreamRecord, handleVerificationStream } from '../../function
 import type { Verification } from '../../functions/core/model';
 import type { QueuedJob, WebhookJob, WebhookSenderDeps } from '../../functions/core/webhooks';
 import { FakeClock } from '../support/fake-clock';
+import { SERVICE_SID, aVerification } from '../support/fixtures';
 
-const SERVICE = 'VA0123456789abcdef0123456789abcdef';
-const SID = 'VE0123456789abcdef0123456789abcdef';
+const SERVICE = SERVICE_SID;
 const deliver = (attempt = 1): WebhookJob => ({
   kind: 'deliver',
   serviceSid: SERVICE,
@@ -115,24 +115,7 @@ describe('handleWebhookQueueBatch', () => {
 });
 
 describe('handleVerificationStream', () => {
-  const verification = (changes: Partial<Verification> = {}): Verification => ({
-    sid: SID,
-    serviceSid: SERVICE,
-    to: '+447400123456',
-    status: 'PENDING',
-    deliveryStatus: 'PENDING',
-    channel: 'sna',
-    price: 600,
-    attemptsRemaining: 5,
-    expiresAt: '2026-11-21T12:05:00.000Z',
-    dateCreated: '2026-11-21T12:00:00.000Z',
-    clientCode: false,
-    codeHash: 'h',
-    message: 'Your code is {code}.',
-    channels: ['sna'],
-    deliveries: {},
-    ...changes,
-  });
+  const verification = aVerification;
   const image = (v: Verification, extra: Record<string, unknown> = {}) =>
     marshall({ ...verificationToItem(v), ...extra }, { removeUndefinedValues: true }) as NonNullable<
       DynamoDBRecord['dynamodb']

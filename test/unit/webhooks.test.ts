@@ -32,33 +32,14 @@ import {
   WEBHOOK_SECRET_PREFIX,
 } from '../../functions/adapters/webhooks/signing';
 import { FakeClock } from '../support/fake-clock';
+import { CREATED_AT, SERVICE_SID, VERIFICATION_SID, aVerification } from '../support/fixtures';
 
-const SERVICE = 'VA0123456789abcdef0123456789abcdef';
-const SID = 'VE0123456789abcdef0123456789abcdef';
+const SERVICE = SERVICE_SID;
+const SID = VERIFICATION_SID;
 const ENDPOINT = 'WH0123456789abcdef0123456789abcdef';
-const T0 = new Date('2026-11-21T12:00:00.000Z');
+const T0 = CREATED_AT;
 
-function verification(changes: Partial<Verification> = {}): Verification {
-  return {
-    sid: SID,
-    serviceSid: SERVICE,
-    to: '+447400123456',
-    status: 'PENDING',
-    deliveryStatus: 'PENDING',
-    channel: 'sna',
-    price: 600,
-    attemptsRemaining: 5,
-    expiresAt: new Date(T0.getTime() + 300_000).toISOString(),
-    dateCreated: T0.toISOString(),
-    clientCode: false,
-    codeHash: 'hash-of-the-code',
-    sealedCode: 'sealed.code.value',
-    message: 'Your code is {code}.',
-    channels: ['sna', 'viber'],
-    deliveries: {},
-    ...changes,
-  };
-}
+const verification = aVerification;
 
 const change = (
   before: Partial<Verification> | undefined,
