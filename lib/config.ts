@@ -1,5 +1,10 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
+import {
+  deliveryTimeBudget,
+  EXPRESS_EXECUTION_LIMIT_SECONDS,
+  TASK_RUN_BUDGET_SECONDS,
+} from '../functions/core/delivery-time';
 import { CHANNELS } from '../functions/core/routing';
 import { DEFAULT_SETTINGS, SETTING_ENV, type Settings } from '../functions/core/settings';
 
@@ -91,6 +96,8 @@ export function readConfig(node: Node): OtpConfig {
     );
   }
 
+  checkDeliveryFitsExpress(settings.channelWaitSeconds, allowedChannels.length);
+
   const carrierUrl = raw(node, CONTEXT_KEYS.carrierUrl);
   if (carrierUrl !== undefined) {
     let protocol: string;
@@ -126,6 +133,27 @@ export function readConfig(node: Node): OtpConfig {
     logRetention: logRetention as RetentionDays,
     alarmTopicArn,
   };
+}
+
+/**
+ * The longest delivery (every channel silent: its wait and two task runs each, plus a settling run; see
+ * functions/core/delivery-time.ts) must end within the five minutes an Express execution may run, or AWS stops
+ * it mid-delivery. Refused here rather than discovered as deliveries the sweeper has to settle.
+ */
+function checkDeliveryFitsExpress(waitSeconds: number, channels: number): void {
+  const budget = deliveryTimeBudget(channels, waitSeconds);
+  if (budget.totalSeconds <= EXPRESS_EXECUTION_LIMIT_SECONDS) return;
+  const waitKey = settingContextKey('channelWaitSeconds');
+  const fix =
+    budget.maxWaitSeconds >= 0
+      ? `set ${waitKey} to at most ${budget.maxWaitSeconds}, or allow fewer channels`
+      : 'allow fewer channels';
+  throw new Error(
+    `Context ${waitKey}=${waitSeconds} is too long for ${channels} channels (${CONTEXT_KEYS.allowedChannels}): ` +
+      `${channels} × ${waitSeconds} s of receipt waits + ${budget.taskRuns} task runs × ${TASK_RUN_BUDGET_SECONDS} s ` +
+      `= ${budget.totalSeconds} s, over the ${EXPRESS_EXECUTION_LIMIT_SECONDS} s a Step Functions Express ` +
+      `execution may run; ${fix}`,
+  );
 }
 
 /** The settings as the functions' environment variables (names from the handlers' SETTING_ENV). */

@@ -1,0 +1,64 @@
+/**
+ * The delivery's time budget against the five-minute Express limit (issue 16 item 2): `readConfig` refuses a
+ * channel wait that cannot fit, naming the setting and the numbers, and accepts one that does.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { readConfig } from '../../lib/config';
+import {
+  deliveryTimeBudget,
+  EXPRESS_EXECUTION_LIMIT_SECONDS,
+  TASK_RUN_BUDGET_SECONDS,
+} from '../../functions/core/delivery-time';
+
+let outdir: string;
+beforeAll(() => (outdir = mkdtempSync(path.join(tmpdir(), 'cdk.out'))));
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+const configWith = (context: Record<string, unknown>) => readConfig(new App({ context, outdir }).node);
+
+describe('deliveryTimeBudget', () => {
+  it('counts every channel wait, two task runs per channel and a settling run', () => {
+    expect(TASK_RUN_BUDGET_SECONDS).toBe(10);
+    expect(EXPRESS_EXECUTION_LIMIT_SECONDS).toBe(300);
+    expect(deliveryTimeBudget(5, 8)).toEqual({
+      channels: 5,
+      waitSeconds: 8,
+      taskRuns: 11,
+      totalSeconds: 5 * 8 + 11 * 10,
+      maxWaitSeconds: 38,
+    });
+    expect(deliveryTimeBudget(1, 0).maxWaitSeconds).toBe(270);
+  });
+});
+
+describe('readConfig and the Express limit', () => {
+  it("the issue's example, 60 s × 5 channels, is refused with the setting and the numbers", () => {
+    expect(() => configWith({ 'otp:channelWaitSeconds': '60' })).toThrow(
+      'Context otp:channelWaitSeconds=60 is too long for 5 channels (otp:allowedChannels): ' +
+        '5 × 60 s of receipt waits + 11 task runs × 10 s = 410 s, over the 300 s a Step Functions Express ' +
+        'execution may run; set otp:channelWaitSeconds to at most 38, or allow fewer channels',
+    );
+  });
+
+  it('the largest wait that fits passes; one second more does not', () => {
+    expect(configWith({ 'otp:channelWaitSeconds': 38 }).settings.channelWaitSeconds).toBe(38);
+    expect(() => configWith({ 'otp:channelWaitSeconds': 39 })).toThrow(/= 305 s, over the 300 s/);
+  });
+
+  it('counts the channels the deployment allows: a long wait fits fewer channels', () => {
+    expect(() => configWith({ 'otp:channelWaitSeconds': 120 })).toThrow('otp:channelWaitSeconds=120');
+    const twoChannels = configWith({ 'otp:channelWaitSeconds': 120, 'otp:allowedChannels': 'sms,whatsapp' });
+    expect(twoChannels.settings.channelWaitSeconds).toBe(120);
+    expect(twoChannels.allowedChannels).toEqual(['sms', 'whatsapp']);
+    expect(() =>
+      configWith({ 'otp:channelWaitSeconds': 136, 'otp:allowedChannels': 'sms,whatsapp' }),
+    ).toThrow('2 × 136 s of receipt waits + 5 task runs × 10 s = 322 s');
+  });
+
+  it('the defaults pass', () => {
+    expect(configWith({}).settings.channelWaitSeconds).toBe(8);
+  });
+});
