@@ -2,7 +2,7 @@ import { OtpError } from './errors';
 import type { Verification } from './model';
 import type { Clock, CodeVault, VerificationStore } from './ports';
 import { isSid } from './sids';
-import { effectiveStatus, toView, type VerificationView } from './verification';
+import { effectiveStatus, settledStatus, toView, type VerificationView } from './verification';
 
 export interface CheckRequest {
   serviceSid: string;
@@ -33,41 +33,35 @@ export interface FetchDeps {
   clock: Clock;
 }
 
-/** Bounds the retries of a wrong-code write that lost a race with other checks of the same verification. */
-const MAX_ATTEMPT_WRITES = 50;
-
 export async function checkVerification(deps: CheckDeps, request: CheckRequest): Promise<CheckResult> {
   if (!isSid('VE', request.verificationSid)) throw notFound();
   const now = deps.clock.now();
-  // One conditional write decides a correct code: 20 simultaneous checks give exactly one `verified`.
-  const hash = deps.vault.hash(request.verificationSid, request.code);
-  const verified = await deps.store.verifyCode(request.verificationSid, request.serviceSid, hash, now);
-  if (verified.ok) return { outcome: 'verified', verification: toView(verified.verification, now) };
-
-  let current = verified.current;
-  for (let write = 0; write < MAX_ATTEMPT_WRITES; write++) {
-    if (!current || current.serviceSid !== request.serviceSid) throw notFound();
-    if (current.clientCode)
-      throw new OtpError('client_code', 'This code was supplied by the caller; check it yourself.');
-    const status = effectiveStatus(current, now);
-    if (status === 'VERIFIED') return settled('already_verified', current, now);
-    if (status === 'LOCKED') return settled('locked', current, now);
-    if (status === 'EXPIRED') {
-      if (current.status === 'PENDING') await deps.store.markExpired(current.sid, now);
-      return settled('expired', current, now);
-    }
-    // PENDING, unexpired, attempts left, and the hash did not match: the code is wrong. Spend one attempt.
-    const spent = await deps.store.spendAttempt(current.sid, current.attemptsRemaining, now);
-    if (spent.ok) {
-      const outcome = spent.verification.status === 'LOCKED' ? 'locked' : 'wrong_code';
-      return { outcome, verification: toView(spent.verification, now) };
-    }
-    current = spent.current;
+  // Spend first, compare second. One conditional write takes an attempt and records the guess while the code is
+  // PENDING, unexpired, has attempts left and was not guessed yet; only a guess that got an attempt is compared.
+  // Comparing inside a write's condition instead would compare every guess that reaches the table before the
+  // fifth attempt is spent: under concurrency, far more than five.
+  const guess = deps.vault.hash(request.verificationSid, request.code);
+  const spent = await deps.store.spendAttempt(request.verificationSid, request.serviceSid, guess, now);
+  if (spent.ok) {
+    const status = settledStatus(spent.verification);
+    const outcome = status === 'VERIFIED' ? 'verified' : status === 'LOCKED' ? 'locked' : 'wrong_code';
+    return { outcome, verification: toView(spent.verification, now) };
   }
-  throw new OtpError(
-    'service_unavailable',
-    'Too many simultaneous checks of this verification; retry shortly.',
-  );
+
+  // No attempt taken: say why, from the item as it was (absent: no such verification).
+  const current = spent.current;
+  if (!current || current.serviceSid !== request.serviceSid) throw notFound();
+  if (current.clientCode)
+    throw new OtpError('client_code', 'This code was supplied by the caller; check it yourself.');
+  const status = effectiveStatus(current, now);
+  if (status === 'VERIFIED') return settled('already_verified', current, now);
+  if (status === 'LOCKED') return settled('locked', current, now);
+  if (status === 'EXPIRED') {
+    if (current.status === 'PENDING') await deps.store.markExpired(current.sid, now);
+    return settled('expired', current, now);
+  }
+  // The write's condition is exactly "PENDING at `now`", so a PENDING item here is a broken invariant.
+  throw new Error(`Check of ${current.sid} refused while its code is PENDING`);
 }
 
 export async function fetchVerification(

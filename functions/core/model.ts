@@ -62,6 +62,11 @@ export interface Verification {
   clientCode: boolean;
   /** HMAC of the code; absent for caller-supplied codes, which are never checked. */
   codeHash?: string;
+  /**
+   * HMAC of the last guess that spent an attempt. A check spends first and compares second: the code is
+   * VERIFIED when this equals `codeHash` (see `settledStatus`), decided by the same write that spent the attempt.
+   */
+  lastGuessHash?: string;
   /** The code encrypted for delivery and channel fallback; removed when delivery ends. */
   sealedCode?: string;
   /** Template text the code is rendered into. */

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import { formatUnits } from './money';
 import type { CodeStatus, Verification } from './model';
 import type { Channel } from './routing';
@@ -17,14 +18,30 @@ export interface VerificationView {
 }
 
 /**
- * The code's state at `now`. Stored state can lag: a PENDING code past `expires_at` is EXPIRED (spec 3),
- * and a PENDING code with no attempts left is LOCKED, whether or not a write has caught up yet.
+ * The code's state as the checks left it, before time is considered. A check spends an attempt and records its
+ * guess in one write (never compares a guess that holds no attempt), so the write that spent the attempt also
+ * settles the code: VERIFIED when the recorded guess is the code, LOCKED when no attempt is left.
  */
-export function effectiveStatus(verification: Verification, now: Date): CodeStatus {
+export function settledStatus(verification: Verification): CodeStatus {
   if (verification.status !== 'PENDING') return verification.status;
+  if (guessIsCode(verification)) return 'VERIFIED';
   if (verification.attemptsRemaining <= 0) return 'LOCKED';
+  return 'PENDING';
+}
+
+/** The code's state at `now`: a PENDING code past `expires_at` is EXPIRED (spec 3), whether or not written back. */
+export function effectiveStatus(verification: Verification, now: Date): CodeStatus {
+  const settled = settledStatus(verification);
+  if (settled !== 'PENDING') return settled;
   if (now.toISOString() >= verification.expiresAt) return 'EXPIRED';
   return 'PENDING';
+}
+
+function guessIsCode({ codeHash, lastGuessHash }: Verification): boolean {
+  if (codeHash === undefined || lastGuessHash === undefined) return false;
+  const code = Buffer.from(codeHash);
+  const guess = Buffer.from(lastGuessHash);
+  return code.length === guess.length && timingSafeEqual(code, guess);
 }
 
 export function toView(verification: Verification, now: Date): VerificationView {

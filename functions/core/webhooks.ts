@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { CodeStatus, DeliveryStatus, Verification } from './model';
 import type { Clock, VerificationStore } from './ports';
-import { toView, type VerificationView } from './verification';
+import { settledStatus, toView, type VerificationView } from './verification';
 
 export const WEBHOOK_EVENT_TYPES = [
   'verification.delivery.sent',
@@ -71,7 +71,7 @@ export function eventsForChange(change: VerificationChange): WebhookEvent[] {
   const types: WebhookEventType[] = [];
   const delivery = before.deliveryStatus !== after.deliveryStatus && DELIVERY_EVENTS[after.deliveryStatus];
   if (delivery) types.push(delivery);
-  const status = before.status !== after.status && STATUS_EVENTS[after.status];
+  const status = settledStatus(before) !== settledStatus(after) && STATUS_EVENTS[settledStatus(after)];
   if (status) types.push(status);
   const data = toView(after, change.at);
   return types.map((type) => ({

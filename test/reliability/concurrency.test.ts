@@ -3,7 +3,11 @@
  * the per-number limits hold exactly under races; attempts are never overspent. (20 simultaneous checks of
  * the right code, and 20 wrong ones, are in test/integration/check.test.ts.)
  */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { CryptoCodeVault } from '../../functions/adapters/crypto';
+import { verificationFromItem } from '../../functions/adapters/dynamodb/items';
 import { UNITS_PER_USD } from '../../functions/core/money';
+import { settledStatus } from '../../functions/core/verification';
 import { Books, ledgerOf } from '../support/books';
 import { eventually, startHarness, type ApiClient, type ApiResponse, type Harness } from '../support/harness';
 
@@ -113,15 +117,136 @@ it('simultaneous right and wrong checks: at most one 200, never more than 5 atte
     const item = items.find((entry) => entry.sid === sid)!;
     expect(item.attempts_remaining).toBeGreaterThanOrEqual(0);
     // Every attempt spent was answered 200 or 422, except the one that locked (409 LOCKED).
-    const locked = item.status === 'LOCKED' ? 1 : 0;
+    const status = settledStatus(verificationFromItem(item));
+    const locked = status === 'LOCKED' ? 1 : 0;
     expect(item.attempts_remaining).toBe(5 - ok - wrongCodes - locked);
-    expect(item.status).toBe(ok === 1 ? 'VERIFIED' : 'LOCKED');
+    expect(status).toBe(ok === 1 ? 'VERIFIED' : 'LOCKED');
   }
   // And nowhere in the table is an attempt count out of range.
   for (const item of items.filter((entry) => entry.type === 'verification')) {
     expect(item.attempts_remaining).toBeGreaterThanOrEqual(0);
     expect(item.attempts_remaining).toBeLessThanOrEqual(5);
   }
+});
+
+/**
+ * Counts the guesses that were compared with the code, whatever the answers say. A guess reaches DynamoDB as a
+ * hashed value in a request's expression values. It is compared when the request's condition holds it (DynamoDB
+ * compares it whether or not the write then succeeds), or when a successful write stored it (whoever reads the
+ * item compares it). A refused write whose condition does not hold it compares nothing.
+ */
+class GuessComparisons {
+  private readonly guesses = new Map<string, string>();
+  compared: string[] = [];
+
+  watch(hash: string, label: string): void {
+    this.guesses.set(hash, label);
+  }
+
+  readonly install = (client: DynamoDBDocumentClient): void => {
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as {
+          ConditionExpression?: string;
+          ExpressionAttributeValues?: Record<string, unknown>;
+        };
+        const carried = Object.entries(input.ExpressionAttributeValues ?? {}).filter(
+          ([, value]) => typeof value === 'string' && this.guesses.has(value),
+        );
+        const inCondition = carried.filter(([name]) =>
+          new RegExp(`${name}(?![A-Za-z0-9_])`).test(input.ConditionExpression ?? ''),
+        );
+        const record = (entries: [string, unknown][]) =>
+          entries.forEach(([, value]) => this.compared.push(this.guesses.get(value as string)!));
+        record(inCondition);
+        const result = await next(args);
+        // Stored by a write that succeeded: compared by every later read of the item.
+        record(carried.filter((entry) => !inCondition.includes(entry)));
+        return result;
+      },
+      { step: 'initialize', priority: 'high', name: 'guessComparisons' },
+    );
+  };
+}
+
+describe('guesses compared per code (spend first, compare second)', () => {
+  const comparisons = new GuessComparisons();
+  let guarded: Harness;
+  let guardedBooks: Books;
+  let vault: CryptoCodeVault;
+
+  beforeAll(async () => {
+    guarded = await startHarness({
+      settings: { keyRequestsPerMinute: 100_000 },
+      decorateDynamoClient: comparisons.install,
+    });
+    guardedBooks = new Books(guarded);
+    vault = new CryptoCodeVault(guarded.masterKey);
+  });
+  afterAll(async () => {
+    await guarded.stack.workflow.idle();
+    expect(await guardedBooks.audit()).toEqual([]);
+    await guarded.close();
+  });
+
+  async function sendOne(api: ApiClient) {
+    const to = freshUsNumber();
+    const response = await api.send({ To: to });
+    expect(response.status).toBe(201);
+    return { sid: response.body.sid as string, code: await waitForCode(api, to) };
+  }
+
+  /** Distinct wrong 6-digit codes, none equal to `code`. */
+  const wrongCodes = (code: string, n: number) =>
+    Array.from({ length: n + 1 }, (_, i) => String(100000 + i * 7919))
+      .filter((c) => c !== code)
+      .slice(0, n);
+
+  it.each([1, 2, 3])(
+    'trial %i: 40 wrong checks and then the right one, all in flight: at most 5 compared, the right one only if it got an attempt',
+    async () => {
+      const api = guarded.client(await guardedBooks.open());
+      const { sid, code } = await sendOne(api);
+      const guesses = [...wrongCodes(code, 40), code];
+      guesses.forEach((guess) => comparisons.watch(vault.hash(sid, guess), guess));
+      comparisons.compared = [];
+
+      const responses = await Promise.all(
+        guesses.map((guess) => api.check({ VerificationSid: sid, Code: guess })),
+      );
+
+      expect(comparisons.compared.length).toBeLessThanOrEqual(5);
+      // Each compared guess holds one spent attempt, and was answered 200, 422 or the locking 409.
+      const fetched = await api.fetch(sid);
+      expect(comparisons.compared).toHaveLength(5 - (fetched.body.attempts_remaining as number));
+      expect(responses.filter((r) => r.status === 200 || r.status === 422).length).toBeLessThanOrEqual(5);
+      const right = responses[responses.length - 1]!;
+      expect(right.status === 200).toBe(comparisons.compared.includes(code));
+      expect(fetched.body.status).toBe(right.status === 200 ? 'VERIFIED' : 'LOCKED');
+    },
+  );
+
+  it('60 wrong checks in flight: exactly 5 compared and spent, then LOCKED', async () => {
+    const api = guarded.client(await guardedBooks.open());
+    const { sid, code } = await sendOne(api);
+    const guesses = wrongCodes(code, 60);
+    guesses.forEach((guess) => comparisons.watch(vault.hash(sid, guess), guess));
+    comparisons.compared = [];
+
+    const responses = await Promise.all(
+      guesses.map((guess) => api.check({ VerificationSid: sid, Code: guess })),
+    );
+
+    expect(comparisons.compared).toHaveLength(5);
+    expect(responses.filter((r) => r.status === 422)).toHaveLength(4);
+    expect(responses.filter((r) => r.status === 409).every((r) => r.body.status === 'LOCKED')).toBe(true);
+    const fetched = await api.fetch(sid);
+    expect(fetched.body).toMatchObject({ status: 'LOCKED', attempts_remaining: 0 });
+    // The right code after the lock is not compared either.
+    comparisons.watch(vault.hash(sid, code), code);
+    expect((await api.check({ VerificationSid: sid, Code: code })).status).toBe(409);
+    expect(comparisons.compared).not.toContain(code);
+  });
 });
 
 describe('per-number limits across services', () => {
