@@ -1,4 +1,5 @@
-import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { isIP } from 'node:net';
 
 /**
  * Which webhook URLs a service may register, and which addresses a webhook may be posted to. Webhooks are
@@ -15,61 +16,49 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
-/** Ranges a webhook must never reach: private, loopback, link-local, unique-local, shared, reserved. */
-const NON_PUBLIC = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // carrier-grade NAT (shared address space)
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local, including the instance metadata service 169.254.169.254
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments
-  ['192.0.2.0', 24], // documentation
-  ['192.88.99.0', 24], // 6to4 relay
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation
-  ['203.0.113.0', 24], // documentation
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, and the broadcast address
-] as const) {
-  NON_PUBLIC.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique-local (includes the metadata service's fd00:ec2::254)
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const) {
-  NON_PUBLIC.addSubnet(network, prefix, 'ipv6');
-}
+// An allow-list, not a deny-list: an address is a target only when ipaddr.js (a maintained classification of the
+// IANA special-purpose registries) puts it in no special range at all, which it calls `unicast`. Private,
+// loopback, link-local, shared (CGNAT), unique-local, site-local, documentation, benchmarking, multicast,
+// reserved and every transition range are therefore refused without being listed here, and a range the library
+// learns about later is refused by an update, not by someone remembering to add it.
 
-/** The IPv4 address inside an IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible or NAT64 (64:ff9b::/96) address. */
-function embeddedIpv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (!hex) return undefined;
-  const high = parseInt(hex[1]!, 16);
-  const low = parseInt(hex[2]!, 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
-}
+/**
+ * IPv6 global unicast is 2000::/3 (RFC 4291): ipaddr.js calls `unicast` whatever matches none of its ranges,
+ * which includes unassigned space such as ::/8 (where the deprecated IPv4-compatible ::a.b.c.d form lives), so
+ * an IPv6 target must also be inside 2000::/3.
+ */
+const IPV6_GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+/** NAT64's well-known prefix (RFC 6052): the last 32 bits are the IPv4 address the translator connects to. */
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
 
-/** True for an address on the public internet; false for private, loopback, link-local and reserved ones. */
+const isGlobalIpv4 = (address: ipaddr.IPv4): boolean => address.range() === 'unicast';
+
+/**
+ * True for an address on the public internet: IPv4 and IPv6 global unicast only.
+ *
+ * IPv6 forms that carry an IPv4 address: two are judged by the IPv4 address inside, because they reach exactly
+ * that address and public hosts legitimately appear in them: IPv4-mapped ::ffff:a.b.c.d (a dual-stack socket
+ * connects to a.b.c.d itself; getaddrinfo returns these with AI_V4MAPPED) and NAT64's well-known 64:ff9b::/96
+ * (what a DNS64 resolver, such as Route 53 Resolver in an IPv6-only subnet, returns for an IPv4-only host). Every
+ * other transition form is refused outright, whatever it embeds: the local-use NAT64 prefix 64:ff9b:1::/48 (RFC
+ * 8215: its embedding and translator are the site's own, so the address alone says nothing about where it
+ * leads), 6to4 2002::/16 and Teredo 2001::/32 (obsolete tunnels whose IPv4 part names a relay or a NAT, and
+ * Teredo's is obfuscated), IPv4-compatible ::a.b.c.d (deprecated, outside 2000::/3) and SIIT ::ffff:0:a.b.c.d.
+ * No webhook endpoint needs them, and refusing is the side to err on.
+ */
 export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return !NON_PUBLIC.check(address, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4 !== undefined) return isIP(v4) === 4 && !NON_PUBLIC.check(v4, 'ipv4');
-    return !NON_PUBLIC.check(address, 'ipv6');
+  if (isIP(address) === 0) return false;
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return false;
   }
-  return false;
+  if (parsed.kind() === 'ipv4') return isGlobalIpv4(parsed as ipaddr.IPv4);
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.range() === 'ipv4Mapped') return isGlobalIpv4(v6.toIPv4Address());
+  if (v6.match(NAT64_WELL_KNOWN)) return isGlobalIpv4(new ipaddr.IPv4(v6.toByteArray().slice(12)));
+  return v6.range() === 'unicast' && v6.match(IPV6_GLOBAL_UNICAST);
 }
 
 /** Host names that always mean this machine or its private network, whatever DNS says. */
@@ -101,7 +90,10 @@ export function checkWebhookUrl(text: string, policy: WebhookTargetPolicy): UrlC
   if (isIP(host) !== 0) {
     return isPublicAddress(host)
       ? { ok: true, url }
-      : { ok: false, reason: 'points at a private, loopback or link-local address' };
+      : {
+          ok: false,
+          reason: 'points at an address that is not global unicast (private, loopback, reserved...)',
+        };
   }
   if (LOCAL_NAMES.test(host) || !host.includes('.')) {
     return { ok: false, reason: 'names a local host, not a public one' };

@@ -370,6 +370,13 @@ describe('webhook URL policy', () => {
     ['https://[fd00:ec2::254]/', 'private'],
     ['https://[::ffff:127.0.0.1]/', 'private'],
     ['https://[::ffff:a9fe:a9fe]/', 'private'],
+    // IPv6 forms of loopback and metadata addresses that the old deny-list let through (issue 10, item 3).
+    ['https://[::7f00:1]/', 'private'],
+    ['https://[::ffff:0:7f00:1]/', 'private'],
+    ['https://[64:ff9b:1::7f00:1]/', 'private'],
+    ['https://[2002:a9fe:a9fe::]/', 'private'],
+    ['https://[2001::a9fe:a9fe]/', 'private'],
+    ['https://[fec0::1]/', 'private'],
     ['https://localhost/', 'local host'],
     ['https://api.localhost/', 'local host'],
     ['https://metadata/', 'local host'],
@@ -403,6 +410,49 @@ describe('webhook URL policy', () => {
     ['64:ff9b::10.0.0.1', false],
     ['64:ff9b::8.8.8.8', true],
     ['not-an-ip', false],
+    // Global unicast, IPv4 and IPv6, also in the IPv4-mapped form.
+    ['1.1.1.1', true],
+    ['2001:4860:4860::8888', true],
+    ['2a00:1450:4001:82a::200e', true],
+    ['::ffff:8.8.8.8', true],
+    ['::ffff:808:808', true],
+    // The rest of IPv4's special-purpose ranges.
+    ['100.64.0.1', false],
+    ['192.0.0.8', false],
+    ['192.0.2.1', false],
+    ['192.88.99.1', false],
+    ['198.18.0.1', false],
+    ['198.51.100.7', false],
+    ['203.0.113.9', false],
+    ['240.0.0.1', false],
+    // IPv4-compatible (deprecated) ::a.b.c.d, whatever it embeds: outside 2000::/3.
+    ['::7f00:1', false],
+    ['::127.0.0.1', false],
+    ['::808:808', false],
+    // SIIT ::ffff:0:a.b.c.d.
+    ['::ffff:0:7f00:1', false],
+    ['::ffff:0:808:808', false],
+    // IPv4-mapped and well-known NAT64 are judged by the IPv4 inside, in either notation.
+    ['::ffff:7f00:1', false],
+    ['::ffff:169.254.169.254', false],
+    ['64:ff9b::a9fe:a9fe', false],
+    ['64:ff9b::808:808', true],
+    // Local-use NAT64 (RFC 8215), 6to4 and Teredo are refused whatever they embed.
+    ['64:ff9b:1::7f00:1', false],
+    ['64:ff9b:1::808:808', false],
+    ['2002:a9fe:a9fe::', false],
+    ['2002:808:808::1', false],
+    ['2001::a9fe:a9fe', false],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', false],
+    // Site-local, documentation (old and new), discard, segment routing, ORCHIDv2, unassigned space.
+    ['fec0::1', false],
+    ['2001:db8::1', false],
+    ['3fff::1', false],
+    ['100::1', false],
+    ['5f00::1', false],
+    ['2001:20::1', false],
+    ['4000::1', false],
+    ['fe80::1%eth0', false],
   ])('isPublicAddress(%s) is %s', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected);
   });

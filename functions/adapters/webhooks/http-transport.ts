@@ -19,7 +19,12 @@ export interface HttpWebhookTransportOptions {
  * Posts webhooks with node:http(s). The URL is checked again here (a table edited by hand must not get around
  * the registration check), and every address the host name resolves to is checked in the connection's own DNS
  * lookup, so the address connected to is the one checked (no DNS-rebinding gap between check and connect).
- * Redirects are not followed; one time limit covers DNS, connecting, TLS and the response status.
+ * Redirects are not followed.
+ *
+ * An endpoint cannot hold the sender's sockets: one deadline covers the whole exchange (DNS, connecting, TLS,
+ * writing the request, the response headers), and the connection is destroyed as soon as the status is read or
+ * the deadline passes. Only the status matters, so the body is never read: an endpoint that answers 200 and then
+ * trickles its body loses the connection at once instead of keeping it (and the sender's Lambda) busy.
  */
 export class HttpWebhookTransport implements WebhookTransport {
   constructor(private readonly options: HttpWebhookTransportOptions) {}
@@ -40,24 +45,26 @@ export class HttpWebhookTransport implements WebhookTransport {
 
     return new Promise<WebhookResponse>((resolve) => {
       let settled = false;
+      let outgoing: ClientRequest | undefined;
+      // Every way out goes through here: the answer is given once and the connection is always torn down.
       const finish = (response: WebhookResponse) => {
+        clearTimeout(timer);
+        outgoing?.destroy();
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
         resolve(response);
       };
-      let outgoing: ClientRequest | undefined;
-      const timer = setTimeout(() => {
-        finish({ error: `no response within ${request.timeoutMs} ms` });
-        outgoing?.destroy();
-      }, request.timeoutMs);
+      const timer = setTimeout(
+        () => finish({ error: `no response within ${request.timeoutMs} ms` }),
+        request.timeoutMs,
+      );
       try {
         outgoing = send(url, options, (response: IncomingMessage) => {
-          // Only the status matters; the body is read and dropped (bounded by the timer) so the socket closes.
-          response.resume();
+          // The status is all a delivery needs: drop the response (and its socket) without reading the body.
           response.on('error', () => undefined);
-          finish({ status: response.statusCode ?? 0 });
-          response.on('end', () => outgoing?.destroy());
+          const status = response.statusCode ?? 0;
+          response.destroy();
+          finish({ status });
         });
       } catch (error) {
         finish({ error: describe(error) });
@@ -71,10 +78,20 @@ export class HttpWebhookTransport implements WebhookTransport {
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** A DNS lookup that fails when any resolved address is not public (unless private targets are allowed). */
-export function guardedLookup(allowPrivateTargets: boolean): LookupFunction {
+/** The resolver under the guard: node's own `dns.lookup` (getaddrinfo) with `all: true`; tests pass another. */
+export type Resolve = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/**
+ * A DNS lookup that fails when any resolved address is not global unicast (`isPublicAddress`), unless private
+ * targets are allowed.
+ */
+export function guardedLookup(allowPrivateTargets: boolean, resolve: Resolve = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...(options as LookupOptions), all: true }, (error, addresses) => {
+    resolve(hostname, { ...(options as LookupOptions), all: true }, (error, addresses) => {
       const cb = callback as (
         error: NodeJS.ErrnoException | null,
         address: string | LookupAddress[],
