@@ -30,6 +30,7 @@ export const OPTIONS = {
   default: { type: 'boolean' },
   locale: { type: 'string' },
   'secret-arn': { type: 'string' },
+  now: { type: 'boolean' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -725,21 +726,27 @@ function webhookSwitch(enable: boolean): Command {
 const webhookRotate = command({
   words: ['webhook', 'rotate'],
   args: ['<VA>', '<WH>'],
-  options: ['secret-arn'],
-  optionsUsage: '[--secret-arn ARN]',
-  summary: 'New signing secret, shown once; the old one also signs for 24 hours',
+  options: ['secret-arn', 'now'],
+  optionsUsage: '[--now] [--secret-arn ARN]',
+  summary: 'New signing secret, shown once; the old one also signs for 24 hours, or not at all with --now',
   details: [
     'During the 24 hours both signatures are sent (webhook-signature: "v1,<new> v1,<old>"), so the receiver can',
     'switch to the new secret without missing an event.',
+    '--now cuts every previous secret off at once (a leaked secret): from the next delivery on, retries already',
+    'queued included, only the new secret signs, and the receiver refuses events until it has the new secret.',
     ...SECRET_NOTE,
   ],
-  examples: [`webhook rotate ${VA} ${WH}`],
-  parse: ([sid, endpoint]) => ({ sid: parse.serviceSid(sid!), endpointSid: parse.webhookSid(endpoint!) }),
-  run: async (context, { sid, endpointSid }) => {
+  examples: [`webhook rotate ${VA} ${WH}`, `webhook rotate ${VA} ${WH} --now`],
+  parse: ([sid, endpoint], values) => ({
+    sid: parse.serviceSid(sid!),
+    endpointSid: parse.webhookSid(endpoint!),
+    immediate: values.now === true,
+  }),
+  run: async (context, { sid, endpointSid, immediate }) => {
     await loadEndpoint(context, sid, endpointSid);
     const vault = await context.webhookVault();
     const now = new Date();
-    const secret = await context.webhooks.rotateSecret(sid, endpointSid, vault, now);
+    const secret = await context.webhooks.rotateSecret(sid, endpointSid, vault, now, { immediate });
     if (!secret) throw new AdminError(`No webhook endpoint ${endpointSid} in service ${sid}`);
     const rotated = await context.webhooks.getEndpoint(sid, endpointSid);
     return {
@@ -748,7 +755,12 @@ const webhookRotate = command({
         `New signing secret for ${endpointSid}.`,
         rows([
           ['Signing secret', secretText(secret)],
-          ['Old secret', `also signs until ${rotated?.previousSecretUntil}`],
+          [
+            'Old secret',
+            rotated?.previousSecretUntil
+              ? `also signs until ${rotated.previousSecretUntil}`
+              : 'no longer signs (cut off now)',
+          ],
         ]),
       ].join('\n'),
     };

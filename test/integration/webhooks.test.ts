@@ -442,6 +442,45 @@ describe('endpoints', () => {
     }
   });
 
+  it('webhook rotate --now cuts the previous secrets off: a retry already queued is signed with the new one only', async () => {
+    const account = await harness.createAccount();
+    const own = await new TestEndpoint().start();
+    try {
+      const endpoint = await addEndpoint(account, own.url);
+      // A rotation still in its 24-hour overlap: --now ends that overlap too.
+      const overlapping = (await admin(['webhook', 'rotate', account.serviceSid, endpoint.endpointSid])) as {
+        secret: string;
+      };
+      // The first attempt hangs (until the 400 ms time limit); the secret is cut off while it does.
+      own.answers = ['hang'];
+      await harness.client(account).send({ To: freshMobile() });
+      await eventually(async () => (own.received.length > 0 ? true : undefined));
+      const cut = (await admin(['webhook', 'rotate', account.serviceSid, endpoint.endpointSid, '--now'])) as {
+        secret: string;
+        previousSecretUntil: string | null;
+      };
+      expect(cut.previousSecretUntil).toBeNull();
+      await eventually(async () => (own.received.length > 1 ? true : undefined));
+
+      const [before, after] = own.received;
+      // Signed before the cut: the two secrets of the overlap.
+      expect(before!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+      expect(verifyWebhook(endpoint.secret, before!.headers, before!.body)).toBeTruthy();
+      // The retry, after the cut: one signature, by the new secret; neither older secret verifies it.
+      expect(after!.headers['webhook-id']).toBe(before!.headers['webhook-id']);
+      expect(after!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+      expect(verifyWebhook(cut.secret, after!.headers, after!.body)).toBeTruthy();
+      for (const old of [endpoint.secret, overlapping.secret]) {
+        expect(() => verifyWebhook(old, after!.headers, after!.body)).toThrow('signature');
+      }
+      expect((await admin(['webhook', 'list', account.serviceSid])).endpoints).toEqual([
+        expect.objectContaining({ endpointSid: endpoint.endpointSid, previousSecretUntil: null }),
+      ]);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('the documented recipe refuses a changed body, a wrong secret and a stale timestamp', async () => {
     const account = await harness.createAccount();
     const own = await new TestEndpoint().start();

@@ -118,24 +118,36 @@ export class DynamoWebhookEndpoints implements WebhookEndpointStore {
 
   /**
    * A new secret, returned once. The previous one keeps signing (a second signature in the header) for
-   * PREVIOUS_SECRET_OVERLAP_SECONDS. Undefined when there is no such endpoint.
+   * PREVIOUS_SECRET_OVERLAP_SECONDS; with `immediate` (a leaked secret) it is deleted in the same write, so the
+   * next delivery, a retry already queued included, is signed with the new secret alone (the sender reads the
+   * endpoint for every delivery and caches nothing). Undefined when there is no such endpoint.
    */
   async rotateSecret(
     serviceSid: string,
     endpointSid: string,
     vault: WebhookSecretVault,
     now = new Date(),
+    { immediate = false }: { immediate?: boolean } = {},
   ): Promise<string | undefined> {
     const secret = newWebhookSecret();
-    const rotated = await this.updateEndpoint(
-      serviceSid,
-      endpointSid,
-      'SET previous_sealed_secret = sealed_secret, previous_secret_until = :until, sealed_secret = :sealed',
-      {
-        ':sealed': vault.seal(serviceSid, endpointSid, secret),
-        ':until': new Date(now.getTime() + PREVIOUS_SECRET_OVERLAP_SECONDS * 1000).toISOString(),
-      },
-    );
+    const sealed = vault.seal(serviceSid, endpointSid, secret);
+    const rotated = immediate
+      ? await this.updateEndpoint(
+          serviceSid,
+          endpointSid,
+          // Also ends the overlap of an earlier rotation: no secret but the new one signs from now on.
+          'SET sealed_secret = :sealed REMOVE previous_sealed_secret, previous_secret_until',
+          { ':sealed': sealed },
+        )
+      : await this.updateEndpoint(
+          serviceSid,
+          endpointSid,
+          'SET previous_sealed_secret = sealed_secret, previous_secret_until = :until, sealed_secret = :sealed',
+          {
+            ':sealed': sealed,
+            ':until': new Date(now.getTime() + PREVIOUS_SECRET_OVERLAP_SECONDS * 1000).toISOString(),
+          },
+        );
     return rotated ? secret : undefined;
   }
 
