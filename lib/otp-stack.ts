@@ -397,6 +397,11 @@ export class OtpStack extends Stack {
     });
 
     webhookSender.addEventSource(new SqsEventSource(queue, { batchSize: 10, reportBatchItemFailures: true }));
+    // The sender re-queues its own retries, and the 15-minute hops of longer waits, to the queue it consumes:
+    // Lambda's recursive loop detection (default Terminate) would stop one failing job's chain at about the 17th
+    // invocation, some 3 hours in, before attempts 8 and 9. The loop is intended and bounded by the job: at most
+    // 9 attempts and 128 invocations over about 30 hours (docs/webhooks.md, "Retries and Lambda's loop detection").
+    (webhookSender.node.defaultChild as lambda.CfnFunction).recursiveLoop = lambda.RecursiveLoop.ALLOW;
     webhookSender.addEnvironment('WEBHOOK_QUEUE_URL', queue.queueUrl);
     webhookSender.addEnvironment('WEBHOOK_DEAD_LETTER_QUEUE_URL', deadLetters.queueUrl);
     // Retries are re-enqueued; deliveries whose retries ran out go to the dead-letter queue.

@@ -114,6 +114,21 @@ test('the sender consumes the queue in batches of 10, reporting the jobs that fa
   template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
 });
 
+test("the sender alone may loop through its own queue (retries); every other function keeps Lambda's loop detection", () => {
+  const { sender } = ids();
+  // Its retries and 15-minute hops re-enter through the queue it consumes: up to 128 invocations per job over
+  // about 30 hours, which Lambda's default (Terminate) would cut at about 16 (docs/webhooks.md).
+  expect(resources[sender]!.Properties.RecursiveLoop).toBe('Allow');
+  const others = Object.entries(resources).filter(
+    ([id, resource]) => resource.Type === 'AWS::Lambda::Function' && id !== sender,
+  );
+  expect(others.length).toBeGreaterThanOrEqual(8);
+  for (const [id, resource] of others) {
+    // Absent is Lambda's default, Terminate: no other function is meant to invoke itself.
+    expect([id, resource.Properties.RecursiveLoop ?? 'Terminate']).toEqual([id, 'Terminate']);
+  }
+});
+
 test('queue and dead-letter queue: encrypted, TLS only, redrive after 5 receives, visibility 6 × the sender timeout', () => {
   const { queue, deadLetters } = ids();
   template.resourceCountIs('AWS::SQS::Queue', 2);
