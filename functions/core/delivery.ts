@@ -1,3 +1,4 @@
+import { settleDeadline } from './delivery-time';
 import type { DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { Clock, CodeVault, DeliveryStore } from './ports';
 import {
@@ -54,7 +55,10 @@ export async function deliverOverChannel(
     // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
     // `sending`: it is waited on like an accepted one and the workflow moves on after the wait.
     const claim: DeliveryAttempt = { channel, outcome: 'sending', at: deps.clock.now().toISOString() };
-    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim)))
+    // Channels are tried from 0: the claim of channel 0 is the delivery's first, which sets the deadline by
+    // which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
+    const settleBy = input.channelIndex === 0 ? settleDeadline(deps.clock.now()) : undefined;
+    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, settleBy)))
       return { ...input, next: 'wait' };
     attempt = await sendOnce(deps, verification, input.channelIndex);
     await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
@@ -153,7 +157,8 @@ async function nextChannel(
 
 /**
  * Every channel was tried. SENT when some channel accepted the message (a late receipt may still come),
- * FAILED when none did; when every channel rejected the number, it is refused for `unreachableDays`.
+ * FAILED when none did. Each channel that rejected the number is left out of its plans for `unreachableDays`;
+ * when every channel of a plan has, sends to it are refused with `unreachable`.
  */
 async function finish(
   deps: DeliveryDeps,
@@ -165,9 +170,11 @@ async function finish(
   const carried = (outcome: string | undefined) => outcome === 'accepted' || outcome === 'sending';
   const status = attempts.some((attempt) => carried(attempt?.outcome)) ? 'SENT' : 'FAILED';
   await deps.store.finishDelivery(verification.sid, status, deps.clock.now());
-  if (attempts.length > 0 && attempts.every((attempt) => attempt?.outcome === 'rejected')) {
+  // Each channel that rejected the number is remembered on the number, per channel, for every service.
+  const rejected = attempts.flatMap((attempt) => (attempt?.outcome === 'rejected' ? [attempt.channel] : []));
+  if (rejected.length > 0) {
     const until = new Date(deps.clock.now().getTime() + deps.settings.unreachableDays * 86_400_000);
-    await deps.store.markUnreachable(verification.to, until);
+    await deps.store.recordRejections(verification.to, rejected, until);
   }
   return { ...input, next: 'end', deliveryStatus: status };
 }
@@ -177,3 +184,49 @@ const ended = (input: DeliveryTaskInput, verification: Verification | undefined)
   next: 'end',
   ...(verification && { deliveryStatus: verification.deliveryStatus }),
 });
+
+/**
+ * The settling step: ends a delivery from what the record holds, SENT or FAILED by the same rule as the last
+ * channel's end (`finish`). The state machine's `Catch` runs it when a task still fails after its retries
+ * (input `settle: true`, see `afterWaitOrSettle`); the sweeper settles a delivery claimed long ago and never
+ * ended the same way (`settlePendingDelivery`). It trusts the SID only: nothing of the failed task's error
+ * reaches it, and the outcome comes from the record.
+ */
+export async function settleDelivery(
+  deps: DeliveryDeps,
+  input: DeliveryTaskInput,
+): Promise<DeliveryTaskOutput> {
+  const clean: DeliveryTaskInput = {
+    sid: input.sid,
+    channelIndex: input.channelIndex,
+    waitSeconds: input.waitSeconds,
+  };
+  const verification = await deps.store.getVerification(input.sid);
+  if (!verification || verification.deliveryStatus !== 'PENDING') return ended(clean, verification);
+  return finish(deps, verification, clean);
+}
+
+/** Settles a delivery the caller read as PENDING (the sweeper): SENT or FAILED, as `finish` decides. */
+export function settlePendingDelivery(
+  deps: DeliveryDeps,
+  verification: Verification,
+  input: DeliveryTaskInput,
+): Promise<DeliveryTaskOutput> {
+  return finish(deps, verification, input);
+}
+
+/** Input of the AfterWait function: `settle: true` when the state machine's `Catch` calls it. */
+export interface AfterWaitTaskInput extends DeliveryTaskInput {
+  settle?: boolean;
+}
+
+/**
+ * The AfterWait function's two uses: after a receipt wait, and the settling step of the state machine's
+ * `Catch` (one function for both, so no extra Lambda, role or cold start).
+ */
+export function afterWaitOrSettle(
+  deps: DeliveryDeps,
+  input: AfterWaitTaskInput,
+): Promise<DeliveryTaskOutput> {
+  return input.settle === true ? settleDelivery(deps, input) : afterReceiptWait(deps, input);
+}

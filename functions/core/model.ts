@@ -77,13 +77,16 @@ export interface Verification {
   deliveries: Record<string, DeliveryAttempt>;
 }
 
-/** Per-number send log shared by every service: enough to decide both windows exactly. */
+/** Per-number send log and channel rejections, shared by every service. */
 export interface NumberRecord {
   e164: string;
   /** Epoch milliseconds of recent sends (accepted and refused), oldest first. */
   sends: number[];
-  /** Epoch milliseconds until which sends are refused with `unreachable`. */
-  unreachableUntil?: number;
+  /**
+   * Per channel, epoch milliseconds until which that channel is known to reject the number (it rejected it
+   * within `unreachableDays`). A send is refused with `unreachable` only when every channel of its plan has.
+   */
+  rejectedUntil: Partial<Record<Channel, number>>;
   /** Optimistic-concurrency version; 0 when the item does not exist yet. */
   version: number;
 }

@@ -92,11 +92,13 @@ export interface VerificationStore {
   acceptSend(input: AcceptSend): Promise<AcceptResult>;
   /** Counts a refused send in the number's log; false when the log changed meanwhile. */
   recordRefusedSend(input: RecordRefusal): Promise<boolean>;
-  /** VERIFIED if the code hash matches and the code is PENDING, unexpired, with attempts left. */
-  verifyCode(sid: string, serviceSid: string, codeHash: string, now: Date): Promise<CheckWrite>;
-  /** Spends one attempt if `attemptsRemaining` is still `seenAttempts`; locks when none are left. */
-  spendAttempt(sid: string, seenAttempts: number, now: Date): Promise<CheckWrite>;
-  /** Writes back EXPIRED for a PENDING code past its expiry. */
+  /**
+   * Spends one attempt and records `guessHash` as the last guess, in one write, only while the code belongs to
+   * `serviceSid`, is PENDING, unexpired, has attempts left and was not guessed right already. The caller
+   * compares only a guess that this write accepted, so no more guesses are compared than there are attempts.
+   */
+  spendAttempt(sid: string, serviceSid: string, guessHash: string, now: Date): Promise<CheckWrite>;
+  /** Writes back EXPIRED for a PENDING code past its expiry (not one already verified or locked). */
   markExpired(sid: string, now: Date): Promise<void>;
 }
 
@@ -113,22 +115,32 @@ export interface DeliveryStore {
   getVerification(sid: string): Promise<Verification | undefined>;
   /**
    * Claims channel `index` before its provider is called (outcome `sending`); false when another run of the
-   * task claimed it first. Express may run a task, or a whole execution, twice: only the claimant sends.
+   * task claimed it first, or when delivery already ended. Express may run a task, or a whole execution,
+   * twice: only the claimant sends. With `settleBy` (the delivery's first claim), the same write moves the
+   * verification from the pending-delivery outbox to the unsettled deliveries due at that time, which the
+   * sweeper settles if nothing else did by then; ending delivery (finish or receipt) takes it out.
    */
-  claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean>;
+  claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean>;
   /** Records the provider's answer on the claimed channel. */
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
   finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>, now: Date): Promise<void>;
   /** DELIVERED over `channel`, whenever the receipt comes; a duplicate changes nothing. */
   markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean>;
-  markUnreachable(e164: string, until: Date): Promise<void>;
+  /** Remembers that each of `channels` rejected the number, until `until` (a later record extends it). */
+  recordRejections(e164: string, channels: Channel[], until: Date): Promise<void>;
 }
 
 /** Verifications whose delivery has not started (their workflow start failed, or its first task never ran). */
 export interface PendingDeliveryStore {
   /** SIDs of verifications created between `from` and `to` whose first delivery task has not run. */
   listPendingDeliveries(from: Date, to: Date): Promise<string[]>;
+}
+
+/** Deliveries that were claimed but not settled (their executions died, or ran past the Express limit). */
+export interface UnsettledDeliveryStore {
+  /** SIDs of PENDING deliveries whose settle-by time lies between `from` and `to`, oldest first. */
+  listUnsettledDeliveries(from: Date, to: Date): Promise<string[]>;
 }
 
 /** Starts the delivery workflow for an accepted send. Input carries the SID only, never the code. */

@@ -169,7 +169,12 @@ function decide(
     return refuse(route.code !== 'unroutable', route.code, messages[route.code]);
   }
   const nowMs = now.getTime();
-  if (context.number.unreachableUntil !== undefined && context.number.unreachableUntil > nowMs) {
+  // A channel that rejected this number recently cannot reach it: it is left out of the plan, and when every
+  // channel of this service's plan has, the send is refused. Rejections are kept per channel, so a service
+  // that enables one channel can never make a number unreachable for services that enable others.
+  const rejected = context.number.rejectedUntil;
+  const channels = route.channels.filter((channel) => !((rejected[channel] ?? 0) > nowMs));
+  if (channels.length === 0) {
     return refuse(true, 'unreachable', 'Every channel rejected this number recently.');
   }
   const sendsWithin = (seconds: number) =>
@@ -181,7 +186,7 @@ function decide(
     return refuse(true, 'rate_limited', `More than ${settings.hourlyLimit} sends to this number in an hour.`);
   }
   if (service.balance < route.price) return refuse(true, 'insufficient_funds', 'Balance too low.');
-  return { ok: true, template, channels: route.channels, price: route.price };
+  return { ok: true, template, channels, price: route.price };
 }
 
 function isBlocked(service: Service, phone: PhoneNumber): boolean {

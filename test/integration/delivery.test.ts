@@ -25,10 +25,15 @@ afterAll(() => harness.close());
 afterEach(() => harness.stack.carrier.clearRules());
 
 /** Polls fetch as spec 4.3 says a caller would, until delivery ends (DELIVERED or FAILED) or `status` holds. */
-async function pollUntil(sid: string, done: (body: Record<string, unknown>) => boolean, timeoutMs = 15_000) {
+async function pollUntil(
+  sid: string,
+  done: (body: Record<string, unknown>) => boolean,
+  timeoutMs = 15_000,
+  client = api,
+) {
   return eventually(
     async () => {
-      const response = await api.fetch(sid);
+      const response = await client.fetch(sid);
       return done(response.body) ? response.body : undefined;
     },
     timeoutMs,
@@ -154,6 +159,25 @@ it('all reject: FAILED, and the number is refused with `unreachable` for every s
   harness.clock.set(new Date());
 });
 
+it("one service's channels cannot make a number unreachable for another service", async () => {
+  const to = freshMobile();
+  harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'reject' } });
+  const snaOnly = harness.client(await harness.createAccount({ channels: ['sna'] }));
+  const sent = await snaOnly.send({ To: to });
+  expect((await pollUntil(sent.body.sid as string, ended, 15_000, snaOnly)).delivery_status).toBe('FAILED');
+  await harness.stack.workflow.idle();
+  // For the SNA-only service every channel it has rejected the number: refused.
+  expect((await snaOnly.send({ To: to })).body.code).toBe('unreachable');
+  // A service with all five channels is not refused: its plan leaves SNA out and the next channel delivers.
+  const allChannels = harness.client(await harness.createAccount());
+  const other = await allChannels.send({ To: to });
+  expect(other.status).toBe(201);
+  expect(other.body.channel).not.toBe('sna');
+  const final = await pollUntil(other.body.sid as string, ended, 15_000, allChannels);
+  expect(final.delivery_status).toBe('DELIVERED');
+  expect(harness.stack.carrier.messagesTo(to).filter((m) => m.outcome !== 'rejected').length).toBe(1);
+});
+
 describe('receipts', () => {
   it('a forged, replayed or foreign receipt changes nothing', async () => {
     const to = freshMobile();
@@ -174,7 +198,8 @@ describe('receipts', () => {
     const unsigned = await postRaw(JSON.stringify(genuine), undefined);
     const stale = await postRaw(
       JSON.stringify(genuine),
-      signPayload(secret, JSON.stringify(genuine), new Date(Date.now() - 301_000)),
+      // Stale for the service's clock, which a test may have left behind the real time.
+      signPayload(secret, JSON.stringify(genuine), new Date(harness.clock.now().getTime() - 301_000)),
     );
     const tampered = await postRaw(
       JSON.stringify({ ...genuine, messageId: 'SMother' }),

@@ -169,9 +169,12 @@ describe('refused sends are never charged', () => {
     expect(response.body.code).toBe('no_eligible_channel');
   });
 
-  it('400 unreachable while the number is refused after every channel rejected it', async () => {
+  it('400 unreachable while every channel of the plan rejected the number recently', async () => {
     const to = freshUsNumber();
-    await harness.stack.deps.store.markUnreachable(to, new Date(harness.clock.now().getTime() + 86_400_000));
+    const until = new Date(harness.clock.now().getTime() + 86_400_000);
+    // US mobiles: sna, whatsapp, rcs and sms; each rejected it (test/integration/delivery.test.ts has a plan
+    // with one channel left, and a service whose channels rejected it beside one whose channels did not).
+    await harness.stack.deps.store.recordRejections(to, ['sna', 'whatsapp', 'rcs', 'sms'], until);
     const response = await api.send({ To: to });
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('unreachable');

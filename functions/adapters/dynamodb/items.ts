@@ -4,6 +4,7 @@
  */
 import type { ApiKeyRecord, NumberRecord, Service, Template, Verification } from '../../core/model';
 import type { WebhookEndpoint } from '../../core/webhooks';
+import { CHANNELS, type Channel } from '../../core/routing';
 import { keys } from './keys';
 
 type Item = Record<string, unknown>;
@@ -149,18 +150,26 @@ export function apiKeyToItems(record: ApiKeyRecord): Item[] {
 }
 
 export function numberFromItem(e164: string, item: Item | undefined): NumberRecord {
-  if (!item) return { e164, sends: [], version: 0 };
+  if (!item) return { e164, sends: [], rejectedUntil: {}, version: 0 };
+  const rejectedUntil: NumberRecord['rejectedUntil'] = {};
+  for (const channel of CHANNELS) {
+    const until = item[rejectedAttribute(channel)];
+    if (typeof until === 'number') rejectedUntil[channel] = until;
+  }
   return {
     e164,
     sends: (item.sends as number[]) ?? [],
-    ...(typeof item.unreachable_until === 'number' && { unreachableUntil: item.unreachable_until }),
+    rejectedUntil,
     version: (item.version as number | undefined) ?? 0,
   };
 }
 
-/** A number's log is kept a day past its last send, or past its unreachable period, whichever is later. */
-export function numberTtl(now: Date, unreachableUntil: number | undefined): number {
-  return Math.max(epochSeconds(now), epochSeconds(unreachableUntil ?? 0)) + DAY_SECONDS;
+/** One top-level attribute per channel, so one rejection is a plain SET (a map would need to exist first). */
+export const rejectedAttribute = (channel: Channel): string => `rejected_${channel}`;
+
+/** A number's log is kept a day past its last send, or past its last channel rejection, whichever is later. */
+export function numberTtl(now: Date, rejectedUntil: NumberRecord['rejectedUntil']): number {
+  return Math.max(epochSeconds(now), ...Object.values(rejectedUntil).map(epochSeconds)) + DAY_SECONDS;
 }
 
 /** Idempotency keys are remembered for 24 hours. */

@@ -21,6 +21,7 @@ import type {
   RecordRefusal,
   SendContext,
   SendContextQuery,
+  UnsettledDeliveryStore,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -29,13 +30,25 @@ import {
   apiKeyFromItem,
   numberFromItem,
   numberTtl,
+  rejectedAttribute,
   serviceFromItem,
   templateFromItem,
   ttlAfter,
   verificationFromItem,
   verificationToItem,
 } from './items';
-import { TABLE_SCHEMA, keys, pendingDeliveryPartition, type ItemKey } from './keys';
+import {
+  TABLE_SCHEMA,
+  keys,
+  pendingDeliveryPartition,
+  unsettledDeliveryPartition,
+  type ItemKey,
+} from './keys';
+
+/** Attribute names written by the check. */
+const VERIFICATION_ATTR = { lastGuess: 'last_guess' } as const;
+/** The code was not guessed right yet (see `settledStatus`): compares two stored attributes, never a guess. */
+const NOT_GUESSED = `(attribute_not_exists(${VERIFICATION_ATTR.lastGuess}) OR ${VERIFICATION_ATTR.lastGuess} <> code_hash)`;
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -52,7 +65,9 @@ const oldImage = (error: unknown): Record<string, unknown> | undefined => {
 };
 
 /** The single-table adapter behind every storage port. One round trip per method unless noted. */
-export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore {
+export class DynamoStore
+  implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore, UnsettledDeliveryStore
+{
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
@@ -215,66 +230,45 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       ExpressionAttributeValues: {
         ':sends': sends,
         ':next': number.version + 1,
-        ':ttl': numberTtl(now, number.unreachableUntil),
+        ':ttl': numberTtl(now, number.rejectedUntil),
         ...(number.version !== 0 && { ':seen': number.version }),
       },
     };
   }
 
-  async verifyCode(sid: string, serviceSid: string, codeHash: string, now: Date): Promise<CheckWrite> {
+  async spendAttempt(sid: string, serviceSid: string, guessHash: string, now: Date): Promise<CheckWrite> {
     return this.conditionalVerificationUpdate({
       Key: keys.verification(sid),
-      UpdateExpression:
-        'SET #status = :verified, attempts_remaining = attempts_remaining - :one, event_at = :now ADD event_seq :one',
-      ConditionExpression:
-        'service_sid = :service AND #status = :pending AND expires_at > :now AND attempts_remaining > :zero AND code_hash = :hash',
+      // The guess is written, never compared, here: the condition holds no guess, so a refused write has
+      // compared nothing. Every check is marked as a possible event (a right guess or the last wrong one
+      // settles the code); the events function keeps only the changes of the settled status.
+      UpdateExpression: `SET attempts_remaining = attempts_remaining - :one, ${VERIFICATION_ATTR.lastGuess} = :guess, event_at = :now ADD event_seq :one`,
+      ConditionExpression: `service_sid = :service AND #status = :pending AND expires_at > :now AND attempts_remaining > :zero AND attribute_exists(code_hash) AND ${NOT_GUESSED}`,
       ExpressionAttributeNames: { '#status': 'status' },
       ExpressionAttributeValues: {
-        ':verified': 'VERIFIED',
         ':pending': 'PENDING',
         ':one': 1,
         ':zero': 0,
         ':service': serviceSid,
         ':now': now.toISOString(),
-        ':hash': codeHash,
-      },
-    });
-  }
-
-  async spendAttempt(sid: string, seenAttempts: number, now: Date): Promise<CheckWrite> {
-    const remaining = seenAttempts - 1;
-    const locks = remaining <= 0;
-    return this.conditionalVerificationUpdate({
-      Key: keys.verification(sid),
-      // Locking changes `status`, so it is an event (see eventMarksFromItem); a wrong code alone is not.
-      UpdateExpression: locks
-        ? 'SET attempts_remaining = :remaining, #status = :status, event_at = :now ADD event_seq :one'
-        : 'SET attempts_remaining = :remaining, #status = :status',
-      ConditionExpression: 'attempts_remaining = :seen AND #status = :pending AND expires_at > :now',
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':remaining': remaining,
-        ':status': locks ? 'LOCKED' : 'PENDING',
-        ':seen': seenAttempts,
-        ':pending': 'PENDING',
-        ':now': now.toISOString(),
-        ...(locks && { ':one': 1 }),
+        ':guess': guessHash,
       },
     });
   }
 
   async markExpired(sid: string, now: Date): Promise<void> {
-    // Refused when a check or the expiry timer wrote it back first.
+    // Refused when a check or the expiry timer wrote it back first, or when the code was verified or locked.
     await this.updateIfConditionHolds({
       Key: keys.verification(sid),
       UpdateExpression: 'SET #status = :expired, event_at = :now ADD event_seq :one',
-      ConditionExpression: '#status = :pending AND expires_at <= :now',
+      ConditionExpression: `#status = :pending AND expires_at <= :now AND attempts_remaining > :zero AND ${NOT_GUESSED}`,
       ExpressionAttributeNames: { '#status': 'status' },
       ExpressionAttributeValues: {
         ':expired': 'EXPIRED',
         ':pending': 'PENDING',
         ':now': now.toISOString(),
         ':one': 1,
+        ':zero': 0,
       },
     });
   }
@@ -328,14 +322,24 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     });
   }
 
-  async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
+  async claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean> {
+    const unsettled = settleBy && keys.unsettledDelivery(settleBy, sid);
     return this.updateIfConditionHolds({
       Key: keys.verification(sid),
-      // The first task run also takes the verification out of the pending-delivery outbox.
-      UpdateExpression: 'SET deliveries.#index = :claim REMOVE pending_pk, pending_sk',
-      ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deliveries.#index)',
+      // The first claim also moves the verification from the pending-delivery outbox to the unsettled
+      // deliveries due at `settleBy` (same index keys, same write); later claims leave the index keys alone.
+      UpdateExpression: unsettled
+        ? 'SET deliveries.#index = :claim, pending_pk = :unsettledPk, pending_sk = :unsettledSk'
+        : 'SET deliveries.#index = :claim',
+      // Only while delivery runs: a claim after the end would put an ended delivery back in the index.
+      ConditionExpression:
+        'attribute_exists(pk) AND attribute_not_exists(deliveries.#index) AND delivery_status = :pending',
       ExpressionAttributeNames: { '#index': String(index) },
-      ExpressionAttributeValues: { ':claim': claim },
+      ExpressionAttributeValues: {
+        ':claim': claim,
+        ':pending': 'PENDING',
+        ...(unsettled && { ':unsettledPk': unsettled.pending_pk, ':unsettledSk': unsettled.pending_sk }),
+      },
     });
   }
 
@@ -382,22 +386,41 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     });
   }
 
-  async markUnreachable(e164: string, until: Date): Promise<void> {
+  async recordRejections(e164: string, channels: Channel[], until: Date): Promise<void> {
+    const names = Object.fromEntries(channels.map((channel, i) => [`#r${i}`, rejectedAttribute(channel)]));
     await this.client.send(
       new UpdateCommand({
         TableName: this.tableName,
         Key: keys.number(e164),
-        UpdateExpression: 'SET unreachable_until = :until, #ttl = :ttl',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ':until': until.getTime(), ':ttl': numberTtl(until, until.getTime()) },
+        // The number's item exists (the accepting send wrote its log). Its TTL is pushed past the rejections.
+        UpdateExpression: `SET ${Object.keys(names)
+          .map((name) => `${name} = :until`)
+          .join(', ')}, #ttl = :ttl`,
+        ExpressionAttributeNames: { ...names, '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':until': until.getTime(), ':ttl': numberTtl(until, {}) },
       }),
     );
   }
 
   async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
+    return this.queryIndexPerMinute(pendingDeliveryPartition, from, to);
+  }
+
+  async listUnsettledDeliveries(from: Date, to: Date): Promise<string[]> {
+    return this.queryIndexPerMinute(unsettledDeliveryPartition, from, to);
+  }
+
+  /**
+   * SIDs in the sparse delivery index under the partitions of each minute from `from` to `to` (partition key
+   * `partition(minute)`, sort key `<time>#<sid>` with the time between the two), oldest first.
+   */
+  private async queryIndexPerMinute(
+    partition: (minute: Date) => string,
+    from: Date,
+    to: Date,
+  ): Promise<string[]> {
     const index = TABLE_SCHEMA.indexes.pendingDelivery;
     const sids: string[] = [];
-    // One partition per minute: query each minute from `from` to `to`.
     for (let minute = from.getTime() - (from.getTime() % 60_000); minute <= to.getTime(); minute += 60_000) {
       let start: Record<string, unknown> | undefined;
       do {
@@ -408,9 +431,9 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
             KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
             ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
             ExpressionAttributeValues: {
-              ':pk': pendingDeliveryPartition(new Date(minute)),
+              ':pk': partition(new Date(minute)),
               ':from': from.toISOString(),
-              // '~' sorts after '#' and every SID character: includes items created at exactly `to`.
+              // '~' sorts after '#' and every SID character: includes items at exactly `to`.
               ':to': `${to.toISOString()}~`,
             },
             // The index keeps keys only; its sort key ends with the SID.
