@@ -10,10 +10,21 @@ import { CHANNELS, isChannel, type Channel } from './core/routing';
 import { settingsFromEnv } from './core/settings';
 import { restartStalledDeliveries } from './core/sweeper';
 import { webhookSettingsFromEnv, type WebhookEventsDeps, type WebhookSenderDeps } from './core/webhooks';
-import { CryptoCodeVault, cryptoRandom, deriveKey, systemClock } from './adapters/crypto';
+import { CryptoCodeVault, cryptoRandom, systemClock } from './adapters/crypto';
 import { createDocumentClient } from './adapters/dynamodb/client';
 import { DynamoStore } from './adapters/dynamodb/store';
 import { DynamoWebhookEndpoints } from './adapters/dynamodb/webhooks';
+import {
+  KEY_GROUPS,
+  KEY_GROUP_NAMES,
+  groupKeyRing,
+  keySecretRoot,
+  masterKeyRing,
+  toKeyRing,
+  type KeyGroup,
+  type KeyRing,
+  type KeySource,
+} from './adapters/keyring';
 import { jsonLogger, type Logger } from './adapters/logger';
 import { HttpCarrierProvider, singleProviderRegistry } from './adapters/providers/http-carrier';
 import { StepFunctionsWorkflow } from './adapters/sfn-workflow';
@@ -32,24 +43,37 @@ function required(env: Env, name: string): string {
   return value;
 }
 
-/** The deployment master key: from Secrets Manager on AWS, from `OTP_MASTER_KEY` on the local stack. */
-export async function loadMasterKey(env: Env): Promise<string> {
-  if (env.OTP_SECRETS_ARN) {
-    const client = new SecretsManagerClient({});
-    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: env.OTP_SECRETS_ARN }));
-    const masterKey = (JSON.parse(SecretString ?? '{}') as { masterKey?: string }).masterKey;
-    if (!masterKey) throw new Error('The secret has no masterKey');
-    return masterKey;
-  }
-  return required(env, 'OTP_MASTER_KEY');
+/**
+ * This function's keys. On AWS: the key secrets its environment names (`KEY_GROUPS[group].env`), read once, in
+ * parallel, at cold start; the stack names only the groups the function needs and its role may read only those,
+ * so asking for any other purpose throws. Without any of them (the local stack, tests, the bench):
+ * `OTP_MASTER_KEY`, from which every purpose is derived as before. A function that needs no key at all (fetch,
+ * the sweeper) gets an empty ring.
+ */
+export async function loadKeyRing(env: Env, secrets?: SecretsManagerClient): Promise<KeyRing> {
+  const given = KEY_GROUP_NAMES.filter((group) => env[KEY_GROUPS[group].env]);
+  if (given.length === 0) return env.OTP_MASTER_KEY ? masterKeyRing(env.OTP_MASTER_KEY) : groupKeyRing({});
+  const client = secrets ?? new SecretsManagerClient({});
+  const roots = await Promise.all(
+    given.map(async (group): Promise<[KeyGroup, string]> => {
+      const secretId = env[KEY_GROUPS[group].env]!;
+      const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
+      return [group, keySecretRoot(group, SecretString, secretId)];
+    }),
+  );
+  return groupKeyRing(Object.fromEntries(roots));
 }
 
 export type Deps = ApiDeps & DeliveryDeps;
 
-/** Builds every dependency from an environment and a master key; shared with the local stack. */
+/**
+ * Builds every dependency from an environment and the keys (a key ring, or a master key: local stack, tests);
+ * shared with the local stack. Keys are taken from the ring on first use, so a function whose ring lacks a
+ * purpose works as long as its handler never needs it.
+ */
 export function buildDeps(
   env: Env,
-  masterKey: string,
+  keySource: KeySource,
   logger: Logger = jsonLogger(),
   /** A DynamoDB client built elsewhere: the reliability tests pass one that fails chosen calls. */
   dynamoClient?: DynamoDBDocumentClient,
@@ -58,15 +82,12 @@ export function buildDeps(
     dynamoClient ?? createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
     required(env, 'TABLE_NAME'),
   );
-  const carrier = new HttpCarrierProvider({
-    baseUrl: env.OTP_CARRIER_URL,
-    token: deriveKey(masterKey, 'carrier-token').toString('base64url'),
-    receiptSecret: deriveKey(masterKey, 'receipt:carrier'),
-  });
+  const keys = toKeyRing(keySource);
+  const carrier = new HttpCarrierProvider({ baseUrl: env.OTP_CARRIER_URL, keys });
   return {
     store,
     providers: singleProviderRegistry(carrier),
-    vault: new CryptoCodeVault(masterKey),
+    vault: new CryptoCodeVault(keys),
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),
@@ -90,8 +111,8 @@ let deps: Promise<Deps> | undefined;
 
 /** Built once per cold start, on the first invocation (the secret read is asynchronous). */
 function lambdaDeps(): Promise<Deps> {
-  deps ??= loadMasterKey(process.env).then((masterKey) => {
-    const base = buildDeps(process.env, masterKey);
+  deps ??= loadKeyRing(process.env).then((keys) => {
+    const base = buildDeps(process.env, keys);
     const stateMachineArn = process.env.STATE_MACHINE_ARN;
     return {
       ...base,
@@ -145,7 +166,7 @@ export function taskEntry(task: (deps: Deps, input: DeliveryTaskInput) => Promis
 
 /**
  * The webhook events function: the table's change stream in, webhook jobs out. It signs nothing, so it has no
- * master key (and no permission to read it).
+ * key (and no permission to read any key secret).
  */
 export function webhookEventsEntry() {
   let events: WebhookEventsDeps | undefined;
@@ -166,13 +187,13 @@ export function webhookEventsEntry() {
 }
 
 /** Everything the webhook sender needs: endpoints, the sealed secrets' key, the queue, the store for expiry. */
-export function buildWebhookSenderDeps(env: Env, masterKey: string): WebhookSenderDeps {
+export function buildWebhookSenderDeps(env: Env, keys: KeySource): WebhookSenderDeps {
   const client = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION });
   const tableName = required(env, 'TABLE_NAME');
   const settings = webhookSettingsFromEnv(env);
   return {
     endpoints: new DynamoWebhookEndpoints(client, tableName),
-    signer: new EndpointSigner(new WebhookSecretVault(masterKey)),
+    signer: new EndpointSigner(new WebhookSecretVault(keys)),
     transport: new HttpWebhookTransport({ allowPrivateTargets: settings.allowPrivateTargets }),
     queue: new SqsWebhookQueue(
       required(env, 'WEBHOOK_QUEUE_URL'),
@@ -189,7 +210,7 @@ export function webhookSenderEntry() {
   let sender: Promise<WebhookSenderDeps> | undefined;
   const logger = jsonLogger();
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    sender ??= loadMasterKey(process.env).then((masterKey) => buildWebhookSenderDeps(process.env, masterKey));
+    sender ??= loadKeyRing(process.env).then((keys) => buildWebhookSenderDeps(process.env, keys));
     // A failed cold start (the secret briefly unreadable) must not poison the container.
     sender.catch(() => {
       sender = undefined;

@@ -23,6 +23,11 @@ export interface OtpConfig {
   /** Default-stage throttling of the HTTP API (requests per second, and burst). */
   throttleRateLimit: number;
   throttleBurstLimit: number;
+  /** The receipt route's own throttling (requests per second, and burst), apart from the public API's. */
+  receiptThrottleRateLimit: number;
+  receiptThrottleBurstLimit: number;
+  /** Concurrency reserved for the receipt function; undefined: none (the account's unreserved pool). */
+  receiptReservedConcurrency: number | undefined;
   logRetention: RetentionDays;
   /** Existing SNS topic the alarms notify; without it the alarms only change state. */
   alarmTopicArn: string | undefined;
@@ -36,6 +41,9 @@ export const CONTEXT_KEYS = {
   carrierUrl: 'otp:carrierUrl',
   throttleRateLimit: 'otp:throttleRateLimit',
   throttleBurstLimit: 'otp:throttleBurstLimit',
+  receiptThrottleRateLimit: 'otp:receiptThrottleRateLimit',
+  receiptThrottleBurstLimit: 'otp:receiptThrottleBurstLimit',
+  receiptReservedConcurrency: 'otp:receiptReservedConcurrency',
   logRetentionDays: 'otp:logRetentionDays',
   alarmTopicArn: 'otp:alarmTopicArn',
 } as const;
@@ -43,6 +51,9 @@ export const CONTEXT_KEYS = {
 export const DEFAULTS = {
   throttleRateLimit: 100,
   throttleBurstLimit: 200,
+  // As much as the public API: each accepted send brings a receipt for each channel that accepted it.
+  receiptThrottleRateLimit: 100,
+  receiptThrottleBurstLimit: 200,
   logRetentionDays: RetentionDays.ONE_MONTH,
 } as const;
 
@@ -64,6 +75,11 @@ function wholeNumber(node: Node, key: string, fallback: number, min: number): nu
     throw new Error(`Context ${key} must be a whole number >= ${min}, got "${text}"`);
   }
   return value;
+}
+
+/** A whole number >= min, or undefined when the context key is not set. */
+function optionalWholeNumber(node: Node, key: string, min: number): number | undefined {
+  return raw(node, key) === undefined ? undefined : wholeNumber(node, key, min, min);
 }
 
 export function readConfig(node: Node): OtpConfig {
@@ -130,6 +146,19 @@ export function readConfig(node: Node): OtpConfig {
     carrierUrl: carrierUrl?.replace(/\/+$/, ''),
     throttleRateLimit: wholeNumber(node, CONTEXT_KEYS.throttleRateLimit, DEFAULTS.throttleRateLimit, 1),
     throttleBurstLimit: wholeNumber(node, CONTEXT_KEYS.throttleBurstLimit, DEFAULTS.throttleBurstLimit, 1),
+    receiptThrottleRateLimit: wholeNumber(
+      node,
+      CONTEXT_KEYS.receiptThrottleRateLimit,
+      DEFAULTS.receiptThrottleRateLimit,
+      1,
+    ),
+    receiptThrottleBurstLimit: wholeNumber(
+      node,
+      CONTEXT_KEYS.receiptThrottleBurstLimit,
+      DEFAULTS.receiptThrottleBurstLimit,
+      1,
+    ),
+    receiptReservedConcurrency: optionalWholeNumber(node, CONTEXT_KEYS.receiptReservedConcurrency, 1),
     logRetention: logRetention as RetentionDays,
     alarmTopicArn,
   };

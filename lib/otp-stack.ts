@@ -1,7 +1,13 @@
 import * as path from 'node:path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CfnStage,
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  LogGroupLogDestination,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -18,7 +24,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
+import { PARTITION_FAMILY, TABLE_SCHEMA, type PartitionFamily } from '../functions/adapters/dynamodb/keys';
+import { KEY_GROUPS, KEY_GROUP_NAMES, KEY_SECRET_FIELD, type KeyGroup } from '../functions/adapters/keyring';
 import { readConfig, settingsEnvironment, type OtpConfig } from './config';
 
 /** Repository root: function entries, the lock file and the state machine definition are found from here. */
@@ -39,20 +46,32 @@ type FunctionName =
   | 'webhookSender';
 type IndexName = keyof typeof TABLE_SCHEMA.indexes;
 
+/** DynamoDB actions on the table, allowed only on items whose partition key is of one of `families`. */
+interface TableGrant {
+  actions: string[];
+  families: PartitionFamily[];
+}
+
 interface FunctionSpec {
   /** Construct id prefix, also the function's description. */
   id: string;
   entry: string;
   description: string;
   timeout: Duration;
-  /** Exactly the DynamoDB actions the handler uses, on the table only. */
-  tableActions: string[];
+  /**
+   * Exactly the DynamoDB actions the handler uses, on the table only, each limited (`dynamodb:LeadingKeys`) to
+   * the item families it touches them on.
+   */
+  table: TableGrant[];
   /** DynamoDB actions on one of the table's indexes (`TABLE_SCHEMA.indexes`), on that index only. */
   indexActions?: Partial<Record<IndexName, string[]>>;
   /** Starts the delivery workflow: gets `STATE_MACHINE_ARN` and `states:StartExecution` on it. */
   startsDelivery?: boolean;
-  /** False for a function that never reads the master key (no secretsmanager:GetSecretValue). */
-  readsMasterKey?: false;
+  /**
+   * The key groups of the purposes the handler uses (functions/adapters/keyring.ts): it gets their secrets' ARNs
+   * in its environment and may read those secrets and no other. Empty: no key, no secretsmanager permission.
+   */
+  keys: KeyGroup[];
 }
 
 const API_TIMEOUT = Duration.seconds(10);
@@ -65,51 +84,72 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/api/send.ts',
     description: 'POST /v2/Services/{ServiceSid}/Verifications',
     timeout: API_TIMEOUT,
-    // The accepting TransactWriteItems needs the per-item actions it contains (Put, Update, ConditionCheck).
-    tableActions: [
-      'dynamodb:GetItem',
-      'dynamodb:BatchGetItem',
-      'dynamodb:UpdateItem',
-      'dynamodb:PutItem',
-      'dynamodb:ConditionCheckItem',
+    // The accepting TransactWriteItems needs the per-item actions it contains (Put, Update, ConditionCheck):
+    // the service's balance and charge line, the verification, the number's send log, the idempotency record;
+    // the API key's own item authenticates and counts the request.
+    table: [
+      {
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:PutItem',
+          'dynamodb:ConditionCheckItem',
+        ],
+        families: ['service', 'number', 'idempotency', 'verification', 'apiKey'],
+      },
     ],
     startsDelivery: true,
+    // Hashes the code (check compares) and seals it for the delivery tasks.
+    keys: ['codeHash', 'codeSeal'],
   },
   check: {
     id: 'Check',
     entry: 'functions/api/check.ts',
     description: 'POST /v2/Services/{ServiceSid}/VerificationCheck',
     timeout: API_TIMEOUT,
-    tableActions: READ_UPDATE,
+    table: [{ actions: READ_UPDATE, families: ['verification', 'apiKey'] }],
+    keys: ['codeHash'],
   },
   fetch: {
     id: 'Fetch',
     entry: 'functions/api/fetch.ts',
     description: 'GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}',
     timeout: API_TIMEOUT,
-    // UpdateItem only for the per-API-key request counter: fetch never writes a verification.
-    tableActions: READ_UPDATE,
+    // UpdateItem only for the API key's own item (the per-key limit): fetch never writes a verification.
+    table: [
+      { actions: ['dynamodb:GetItem'], families: ['verification', 'apiKey'] },
+      { actions: ['dynamodb:UpdateItem'], families: ['apiKey'] },
+    ],
+    // It reads a record and shows it: no code, no key.
+    keys: [],
   },
   receipt: {
     id: 'Receipt',
     entry: 'functions/api/receipt.ts',
     description: 'POST /v2/Callbacks/{Provider} (signed delivery receipts)',
     timeout: API_TIMEOUT,
-    tableActions: READ_UPDATE,
+    // The verification the receipt names (no API key: the carrier's signature authenticates).
+    table: [{ actions: READ_UPDATE, families: ['verification'] }],
+    keys: ['carrier'],
   },
   deliver: {
     id: 'Deliver',
     entry: 'functions/tasks/deliver.ts',
     description: 'Delivery workflow: hand the message to one channel',
     timeout: TASK_TIMEOUT,
-    tableActions: READ_UPDATE,
+    // The verification (claims, outcomes, the end), and the number when every channel rejected it.
+    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
+    // Opens the sealed code; authenticates to the carrier.
+    keys: ['codeSeal', 'carrier'],
   },
   afterWait: {
     id: 'AfterWait',
     entry: 'functions/tasks/after-wait.ts',
     description: 'Delivery workflow: after the wait, stop on a receipt or move to the next channel',
     timeout: TASK_TIMEOUT,
-    tableActions: READ_UPDATE,
+    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
+    keys: ['codeSeal', 'carrier'],
   },
   sweeper: {
     id: 'Sweeper',
@@ -119,9 +159,10 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     // Well under the one-minute schedule, so two runs do not overlap.
     timeout: Duration.seconds(50),
     // It reads nothing but the sparse index: no table action at all.
-    tableActions: [],
+    table: [],
     indexActions: { pendingDelivery: ['dynamodb:Query'] },
     startsDelivery: true,
+    keys: [],
   },
   webhookEvents: {
     id: 'WebhookEvents',
@@ -129,9 +170,9 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     description: 'Table stream to webhook jobs: an event per status change, a job per enabled endpoint',
     timeout: Duration.seconds(30),
     // One Query under the service for its endpoints; the stream itself is read through the event source's grant.
-    tableActions: ['dynamodb:Query'],
+    table: [{ actions: ['dynamodb:Query'], families: ['service'] }],
     // It builds and queues events; signing is the sender's job.
-    readsMasterKey: false,
+    keys: [],
   },
   webhookSender: {
     id: 'WebhookSender',
@@ -139,8 +180,37 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     description: 'Signs and posts webhooks, retries on the schedule, writes EXPIRED back at expires_at',
     // A batch of up to 10 posts runs at once, each cut off after 5 s.
     timeout: Duration.seconds(30),
-    // GetItem: the endpoint (URL, sealed secret); UpdateItem: the expiry write-back.
-    tableActions: READ_UPDATE,
+    // GetItem: the endpoint (URL, sealed secret), under its service; UpdateItem: the expiry write-back. Split so
+    // that the sender can change no service item (balance, endpoints) and read no verification.
+    table: [
+      { actions: ['dynamodb:GetItem'], families: ['service'] },
+      { actions: ['dynamodb:UpdateItem'], families: ['verification'] },
+    ],
+    // Opens the endpoints' sealed signing secrets.
+    keys: ['webhook'],
+  },
+};
+
+/**
+ * Construct id (hence logical id: never change it, see createKeySecret) and description of each key secret.
+ */
+const KEY_SECRETS: Record<KeyGroup, { id: string; description: string }> = {
+  codeHash: {
+    id: 'CodeHashKey',
+    description: 'code-hash key (send, check); replacing it fails every code in flight',
+  },
+  codeSeal: {
+    id: 'CodeSealKey',
+    description: 'code-seal key (send, delivery tasks); replacing it fails the deliveries in flight',
+  },
+  carrier: {
+    id: 'CarrierKey',
+    description:
+      'carrier key (carrier token, receipt signatures); replacing it means reconfiguring the carrier',
+  },
+  webhook: {
+    id: 'WebhookKey',
+    description: 'webhook key (seals webhook secrets); replacing it needs a webhook rotate of every endpoint',
   },
 };
 
@@ -158,7 +228,8 @@ const ROUTES: { method: HttpMethod; path: string; fn: FunctionName }[] = [
 export class OtpStack extends Stack {
   readonly config: OtpConfig;
   readonly table: dynamodb.Table;
-  readonly secret: secretsmanager.Secret;
+  /** One generated secret per key group (functions/adapters/keyring.ts), read by the functions of its purposes. */
+  readonly keySecrets: Record<KeyGroup, secretsmanager.Secret>;
   readonly functions: Record<FunctionName, NodejsFunction>;
   readonly logGroups: Record<FunctionName, logs.LogGroup>;
   readonly stateMachine: sfn.StateMachine;
@@ -192,29 +263,12 @@ export class OtpStack extends Stack {
       });
     }
 
-    // The deployment master key (every code-hash, code-encryption and receipt key is derived from it by HKDF).
-    // Generated by Secrets Manager at deploy time: the value never appears in the template or in any env var;
-    // functions get only the ARN and read the value at cold start.
-    this.secret = new secretsmanager.Secret(this, 'Secrets', {
-      description:
-        'OTP service master key (JSON {"masterKey": ...}); rotating it invalidates codes in flight',
-      generateSecretString: {
-        secretStringTemplate: '{}',
-        generateStringKey: 'masterKey',
-        passwordLength: 64,
-        excludePunctuation: true,
-      },
-    });
-    Validations.of(this.secret).acknowledge({
-      id: 'AwsSolutions-SMG4',
-      reason:
-        'The master key is an HMAC/encryption root, not a credential for another system: automatic rotation would ' +
-        'invalidate every code in flight and the carrier receipt key. Rotate deliberately (see docs/deploy.md).',
-    });
+    this.keySecrets = Object.fromEntries(
+      KEY_GROUP_NAMES.map((group) => [group, this.createKeySecret(group)]),
+    ) as Record<KeyGroup, secretsmanager.Secret>;
 
     const commonEnvironment: Record<string, string> = {
       TABLE_NAME: this.table.tableName,
-      OTP_SECRETS_ARN: this.secret.secretArn,
       OTP_ALLOWED_CHANNELS: config.allowedChannels.join(','),
       ...settingsEnvironment(config.settings),
       ...(config.carrierUrl ? { OTP_CARRIER_URL: config.carrierUrl } : {}),
@@ -257,7 +311,13 @@ export class OtpStack extends Stack {
         role,
         logGroup,
         tracing: lambda.Tracing.ACTIVE,
-        environment: commonEnvironment,
+        environment: {
+          ...commonEnvironment,
+          // The ARNs of its own key secrets only; the values are read at cold start (functions/runtime.ts).
+          ...Object.fromEntries(
+            spec.keys.map((group) => [KEY_GROUPS[group].env, this.keySecrets[group].secretArn]),
+          ),
+        },
         bundling: {
           minify: true,
           sourceMap: true,
@@ -274,9 +334,19 @@ export class OtpStack extends Stack {
           logLevel: EsbuildLogLevel.ERROR,
         },
       });
-      if (spec.tableActions.length > 0) {
+      for (const grant of spec.table) {
         fn.addToRolePolicy(
-          new iam.PolicyStatement({ actions: spec.tableActions, resources: [this.table.tableArn] }),
+          new iam.PolicyStatement({
+            actions: grant.actions,
+            resources: [this.table.tableArn],
+            // ForAllValues: every partition key the request names (each key of a BatchGetItem, each item of a
+            // TransactWriteItems) must be of these families.
+            conditions: {
+              'ForAllValues:StringLike': {
+                'dynamodb:LeadingKeys': grant.families.map((family) => `${PARTITION_FAMILY[family]}*`),
+              },
+            },
+          }),
         );
       }
       for (const [index, actions] of Object.entries(spec.indexActions ?? {}) as [IndexName, string[]][]) {
@@ -287,11 +357,11 @@ export class OtpStack extends Stack {
           }),
         );
       }
-      if (spec.readsMasterKey !== false) {
+      if (spec.keys.length > 0) {
         fn.addToRolePolicy(
           new iam.PolicyStatement({
             actions: ['secretsmanager:GetSecretValue'],
-            resources: [this.secret.secretArn],
+            resources: spec.keys.map((group) => this.keySecrets[group].secretArn),
           }),
         );
       }
@@ -337,15 +407,51 @@ export class OtpStack extends Stack {
       value: this.stateMachine.stateMachineArn,
       description: 'The delivery workflow (Express)',
     });
-    new CfnOutput(this, 'SecretArn', {
-      value: this.secret.secretArn,
-      description: 'Secrets Manager secret holding the master key',
+    new CfnOutput(this, 'CarrierKeySecretArn', {
+      value: this.keySecrets.carrier.secretArn,
+      description:
+        'Secrets Manager secret from which the carrier token and receipt-signing key are derived (configure the carrier)',
+    });
+    new CfnOutput(this, 'WebhookKeySecretArn', {
+      value: this.keySecrets.webhook.secretArn,
+      description: 'Secrets Manager secret holding the key that seals webhook secrets (admin --secret-arn)',
     });
     new CfnOutput(this, 'WebhookDeadLetterQueueUrl', {
       value: this.webhookDeadLetterQueue.queueUrl,
       description:
         'Webhook deliveries whose retries ran out, and batches the webhook functions could not process',
     });
+  }
+
+  /**
+   * The key secret of one group, generated by Secrets Manager at deploy time: the value never appears in the
+   * template or in any environment variable; the functions of the group get only the ARN and read the value at
+   * cold start. Retained like the table: the table keeps webhook secrets sealed with the webhook key (and codes
+   * in flight), which no other key opens.
+   *
+   * The construct ids and generation options are pinned by a template test: a new logical id or a changed
+   * GenerateSecretString makes CloudFormation replace the secret, that is, silently generate a new key.
+   */
+  private createKeySecret(group: KeyGroup): secretsmanager.Secret {
+    const { id, description } = KEY_SECRETS[group];
+    const secret = new secretsmanager.Secret(this, id, {
+      description: `OTP service ${description} (JSON {"purpose": "${group}", "${KEY_SECRET_FIELD}": ...})`,
+      generateSecretString: {
+        // The purpose inside the value lets a reader check it was given the right secret.
+        secretStringTemplate: JSON.stringify({ purpose: group }),
+        generateStringKey: KEY_SECRET_FIELD,
+        passwordLength: 64,
+        excludePunctuation: true,
+      },
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'A key root, not a credential for another system: automatic rotation would invalidate what it protects ' +
+        '(codes in flight, the carrier configuration, sealed webhook secrets). Rotate deliberately (docs/deploy.md).',
+    });
+    return secret;
   }
 
   /**
@@ -488,7 +594,7 @@ export class OtpStack extends Stack {
       retention: config.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    new HttpStage(this, 'ApiDefaultStage', {
+    const stage = new HttpStage(this, 'ApiDefaultStage', {
       httpApi: api,
       stageName: '$default',
       autoDeploy: true,
@@ -513,6 +619,7 @@ export class OtpStack extends Stack {
         ),
       },
     });
+    this.separateReceipts(config, stage);
     for (const route of ROUTES) {
       const fn = this.functions[route.fn];
       api.addRoutes({
@@ -531,6 +638,34 @@ export class OtpStack extends Stack {
         'receipts by the provider signature. An API Gateway authorizer would add a second lookup per request.',
     });
     return api;
+  }
+
+  /**
+   * Receipts must not wait behind the public API: a receipt that comes late makes the workflow pay for the next
+   * channel. The receipt route gets its own throttling (RouteSettings override the stage's default route
+   * settings for that route key; HttpStage has no property for it), so its limit is set for the carrier's
+   * receipt rate alone, whatever the API's.
+   *
+   * Lambda concurrency is the other shared pool: a flood of sends, checks or junk-key requests can use the
+   * account's whole unreserved concurrency, and receipts then get throttled too. Reserving concurrency for the
+   * receipt function closes that, but it is off by default: a reservation leaves the account's other functions
+   * at least 100 unreserved, so on an account whose limit is still the new-account 10 (or any limit under
+   * 100 + N) the deploy fails. With a normal limit (1,000) set `otp:receiptReservedConcurrency`: a receipt takes
+   * tens of milliseconds, so 10 carries several hundred receipts a second. It is also a ceiling: receipts
+   * beyond it are throttled (the carrier retries them).
+   */
+  private separateReceipts(config: OtpConfig, stage: HttpStage): void {
+    const receipt = ROUTES.find((route) => route.fn === 'receipt')!;
+    (stage.node.defaultChild as CfnStage).routeSettings = {
+      [`${receipt.method} ${receipt.path}`]: {
+        ThrottlingRateLimit: config.receiptThrottleRateLimit,
+        ThrottlingBurstLimit: config.receiptThrottleBurstLimit,
+      },
+    };
+    if (config.receiptReservedConcurrency !== undefined) {
+      (this.functions.receipt.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions =
+        config.receiptReservedConcurrency;
+    }
   }
 
   private createAlarms(config: OtpConfig): void {
@@ -574,6 +709,11 @@ export class OtpStack extends Stack {
       'DeliveryExecutionsFailedAlarm',
       this.stateMachine.metricFailed({ period, statistic: cloudwatch.Stats.SUM }),
       'A delivery workflow execution failed: a task kept failing after its retries.',
+    );
+    alarmOn(
+      'DeliveryExecutionsTimedOutAlarm',
+      this.stateMachine.metricTimedOut({ period, statistic: cloudwatch.Stats.SUM }),
+      'A delivery workflow execution hit the Express five-minute limit: its delivery may be left PENDING.',
     );
 
     // FAILED deliveries are a business outcome, not an error: count them from the tasks' structured logs.

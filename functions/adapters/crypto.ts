@@ -1,33 +1,42 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, randomInt } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomInt } from 'node:crypto';
 import type { CodeVault, Random } from '../core/ports';
+import { toKeyRing, type KeyRing, type KeySource } from './keyring';
 
 /**
- * Every key the service uses is derived from one deployment master key (HKDF-SHA256 with a purpose label),
- * so the stack manages a single generated secret and each purpose still gets an independent key.
+ * Every key is derived with HKDF-SHA256 and a purpose label (see keyring.ts): from one master key on the local
+ * stack, from the purpose group's own secret on AWS.
  */
-export function deriveKey(masterKey: string, purpose: string): Buffer {
-  return Buffer.from(
-    hkdfSync('sha256', Buffer.from(masterKey, 'utf8'), Buffer.alloc(0), `otp:${purpose}`, 32),
-  );
-}
+export { deriveKey } from './keyring';
 
 /** HMAC-SHA256 for the code hash, AES-256-GCM for the code kept during delivery; both bound to the SID. */
 export class CryptoCodeVault implements CodeVault {
-  private readonly hmacKey: Buffer;
-  private readonly encryptionKey: Buffer;
+  private readonly keys: KeyRing;
+  private hmacKey: Buffer | undefined;
+  private encryptionKey: Buffer | undefined;
 
-  constructor(masterKey: string) {
-    this.hmacKey = deriveKey(masterKey, 'code-hash');
-    this.encryptionKey = deriveKey(masterKey, 'code-encryption');
+  /**
+   * Each key is taken from the ring on first use: the check function, which only hashes, holds no encryption
+   * key, and the delivery tasks, which only open, hold no hash key.
+   */
+  constructor(keys: KeySource) {
+    this.keys = toKeyRing(keys);
+  }
+
+  private hashKey(): Buffer {
+    return (this.hmacKey ??= this.keys.key('code-hash'));
+  }
+
+  private sealKey(): Buffer {
+    return (this.encryptionKey ??= this.keys.key('code-encryption'));
   }
 
   hash(verificationSid: string, code: string): string {
-    return createHmac('sha256', this.hmacKey).update(`${verificationSid}\n${code}`).digest('base64url');
+    return createHmac('sha256', this.hashKey()).update(`${verificationSid}\n${code}`).digest('base64url');
   }
 
   seal(verificationSid: string, code: string): string {
     const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.encryptionKey, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.sealKey(), iv);
     cipher.setAAD(Buffer.from(verificationSid));
     const sealed = Buffer.concat([cipher.update(code, 'utf8'), cipher.final()]);
     return [iv, sealed, cipher.getAuthTag()].map((part) => part.toString('base64url')).join('.');
@@ -36,7 +45,7 @@ export class CryptoCodeVault implements CodeVault {
   open(verificationSid: string, sealed: string): string {
     const [iv, data, tag] = sealed.split('.').map((part) => Buffer.from(part, 'base64url'));
     if (!iv || !data || !tag) throw new Error('Malformed sealed code');
-    const decipher = createDecipheriv('aes-256-gcm', this.encryptionKey, iv);
+    const decipher = createDecipheriv('aes-256-gcm', this.sealKey(), iv);
     decipher.setAAD(Buffer.from(verificationSid));
     decipher.setAuthTag(tag);
     return Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8');

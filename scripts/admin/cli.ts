@@ -13,6 +13,7 @@ import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhoo
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { cryptoRandom } from '../../functions/adapters/crypto';
+import { KEY_GROUPS, groupKeyRing, keySecretRoot, type KeySource } from '../../functions/adapters/keyring';
 import { readLocalStackState, type LocalStackState } from '../../local/stack';
 import {
   COMMANDS,
@@ -97,7 +98,7 @@ export async function runAdmin(argv: string[], io: AdminIo, options: AdminOption
       const accounts = new AccountStore(client, target.tableName, cryptoRandom);
       const webhooks = new DynamoWebhookEndpoints(client, target.tableName);
       const webhookVault = async () =>
-        new WebhookSecretVault(await masterKeyFor(target, values, options.env ?? process.env));
+        new WebhookSecretVault(await webhookKeyFor(target, values, options.env ?? process.env));
       const output = await work({
         accounts,
         webhooks,
@@ -210,31 +211,37 @@ export function resolveTarget(
   };
 }
 
+const WEBHOOK_SECRET_ENV = KEY_GROUPS.webhook.env;
+
 /**
- * The deployment's master key, for the commands that seal a webhook secret: the running local stack's, or
- * OTP_MASTER_KEY, or the stack's secret read from Secrets Manager (--secret-arn or OTP_SECRETS_ARN) with the
- * operator's own AWS credentials.
+ * The key that seals webhook secrets, for the commands that make one: the running local stack's master key, or
+ * OTP_MASTER_KEY (another DynamoDB Local), or, for a deployed stack, its webhook key secret read from Secrets
+ * Manager (--secret-arn, the stack output WebhookKeySecretArn, or OTP_WEBHOOK_SECRET_ARN) with the operator's
+ * own AWS credentials. Another of the stack's key secrets is refused: sealing with it would make secrets the
+ * webhook sender cannot open.
  */
-async function masterKeyFor(
+async function webhookKeyFor(
   target: AdminTarget,
   values: OptionValues,
   env: Record<string, string | undefined>,
-): Promise<string> {
+): Promise<KeySource> {
   if (target.masterKey) return target.masterKey;
   if (env.OTP_MASTER_KEY) return env.OTP_MASTER_KEY;
-  const secretArn = values['secret-arn'] ?? env.OTP_SECRETS_ARN;
+  const secretArn = values['secret-arn'] ?? env[WEBHOOK_SECRET_ENV];
   if (!secretArn) {
     throw new AdminError(
-      'Sealing a webhook secret needs the master key: pass --secret-arn ARN (the stack output SecretArn), ' +
-        'or set OTP_SECRETS_ARN or OTP_MASTER_KEY',
+      'Sealing a webhook secret needs the webhook key: pass --secret-arn ARN (the stack output ' +
+        `WebhookKeySecretArn), or set ${WEBHOOK_SECRET_ENV} or OTP_MASTER_KEY`,
     );
   }
   const client = new SecretsManagerClient(target.region ? { region: target.region } : {});
   try {
     const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
-    const masterKey = (JSON.parse(SecretString ?? '{}') as { masterKey?: string }).masterKey;
-    if (!masterKey) throw new AdminError(`The secret ${secretArn} has no masterKey`);
-    return masterKey;
+    try {
+      return groupKeyRing({ webhook: keySecretRoot('webhook', SecretString, secretArn) });
+    } catch (error) {
+      throw new AdminError(`${(error as Error).message}: pass the stack output WebhookKeySecretArn`);
+    }
   } finally {
     client.destroy();
   }

@@ -604,9 +604,9 @@ const targetsLocalTable = (values: OptionValues): boolean =>
   values.table === undefined || values.endpoint !== undefined;
 
 const SECRET_NOTE = [
-  'The secret is shown once; only an encrypted copy is stored. Sealing it needs the master key: the running',
-  'local stack provides it; a deployed table needs --secret-arn ARN (the stack output SecretArn, read with your',
-  'AWS credentials) or OTP_SECRETS_ARN; OTP_MASTER_KEY gives it directly (another DynamoDB Local).',
+  'The secret is shown once; only an encrypted copy is stored. Sealing it needs the webhook key: the running',
+  'local stack provides it; a deployed table needs --secret-arn ARN (the stack output WebhookKeySecretArn, read',
+  'with your AWS credentials) or OTP_WEBHOOK_SECRET_ARN; OTP_MASTER_KEY gives it directly (another DynamoDB Local).',
 ];
 
 const secretText = (secret: string) => `${secret}   (shown once: store it now)`;
@@ -644,7 +644,7 @@ const webhookAdd = command({
     ...SECRET_NOTE,
   ],
   examples: [
-    `webhook add ${VA} https://hooks.example.com/otp --secret-arn arn:aws:secretsmanager:eu-west-1:123456789012:secret:Secrets-abc`,
+    `webhook add ${VA} https://hooks.example.com/otp --secret-arn arn:aws:secretsmanager:eu-west-1:123456789012:secret:WebhookKey-abc`,
     `webhook add ${VA} http://127.0.0.1:3000/_local/webhooks/receiver`,
   ],
   parse: ([sid, url], values) => ({

@@ -12,6 +12,7 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
+import { KEY_GROUPS, type KeyGroup } from '../../functions/adapters/keyring';
 import { readConfig } from '../../lib/config';
 import { FAILED_DELIVERY_PATTERN, OtpStack } from '../../lib/otp-stack';
 
@@ -45,6 +46,29 @@ const ENTRIES: Record<FunctionName, string> = {
   sweeper: 'functions/tasks/sweeper.ts',
   webhookEvents: 'functions/webhooks/events.ts',
   webhookSender: 'functions/webhooks/sender.ts',
+};
+/**
+ * The key secrets each function may read, by the purposes its handler uses: send hashes and seals codes, check
+ * hashes, the delivery tasks open codes and talk to the carrier, receipts are checked with the carrier's key,
+ * the webhook sender opens sealed webhook secrets. test/integration/least-privilege.test.ts runs each function's
+ * code with exactly what the template grants it.
+ */
+const KEYS_OF: Record<FunctionName, KeyGroup[]> = {
+  send: ['codeHash', 'codeSeal'],
+  check: ['codeHash'],
+  fetch: [],
+  receipt: ['carrier'],
+  deliver: ['codeSeal', 'carrier'],
+  afterWait: ['codeSeal', 'carrier'],
+  sweeper: [],
+  webhookEvents: [],
+  webhookSender: ['webhook'],
+};
+const KEY_SECRET_LOGICAL_IDS: Record<KeyGroup, string> = {
+  codeHash: 'CodeHashKey796E4AF4',
+  codeSeal: 'CodeSealKey03B79D09',
+  carrier: 'CarrierKey719C9F8F',
+  webhook: 'WebhookKeyFF363931',
 };
 /** The functions that start the delivery workflow: send, and the sweeper that restarts stalled deliveries. */
 const STARTS_DELIVERY: FunctionName[] = ['send', 'sweeper'];
@@ -109,10 +133,17 @@ interface Statement {
   Effect: string;
   Action: string | string[];
   Resource: unknown;
+  Condition?: unknown;
+}
+interface Granted {
+  actions: string[];
+  resource: unknown;
+  /** The statement's condition, when it has one (the table's LeadingKeys). */
+  condition?: unknown;
 }
 /** Every statement of the inline policies attached to a role, actions sorted, one resource per entry. */
-function statementsOf(roleId: string): { actions: string[]; resource: unknown }[] {
-  const out: { actions: string[]; resource: unknown }[] = [];
+function statementsOf(roleId: string): Granted[] {
+  const out: Granted[] = [];
   for (const resource of Object.values(resources)) {
     if (resource.Type !== 'AWS::IAM::Policy') continue;
     const roles = resource.Properties.Roles as unknown[];
@@ -121,12 +152,18 @@ function statementsOf(roleId: string): { actions: string[]; resource: unknown }[
     for (const statement of document.Statement) {
       expect(statement.Effect).toBe('Allow');
       const actions = [statement.Action].flat().sort();
-      for (const target of [statement.Resource].flat()) out.push({ actions, resource: target });
+      // LeadingKeys lists compared as sets.
+      const condition = statement.Condition && JSON.parse(JSON.stringify(statement.Condition), sortLists);
+      for (const target of [statement.Resource].flat()) {
+        out.push({ actions, resource: target, ...(condition ? { condition } : {}) });
+      }
     }
   }
   return out;
 }
-const sortStatements = (statements: { actions: string[]; resource: unknown }[]) =>
+const sortLists = (_key: string, value: unknown): unknown =>
+  Array.isArray(value) && value.every((item) => typeof item === 'string') ? [...value].sort() : value;
+const sortStatements = (statements: Granted[]) =>
   [...statements].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 describe('functions', () => {
@@ -169,7 +206,7 @@ describe('functions', () => {
     }
   });
 
-  test('environment: table, secret ARN, settings with spec defaults, channels, source maps', () => {
+  test('environment: table, its own key secrets only, settings with spec defaults, channels, source maps', () => {
     const stateMachineId = logicalId(stack.stateMachine);
     for (const name of FUNCTION_NAMES) {
       const variables = (
@@ -177,7 +214,9 @@ describe('functions', () => {
       ).Variables;
       const expected: Record<string, unknown> = {
         TABLE_NAME: ref(logicalId(stack.table)),
-        OTP_SECRETS_ARN: ref(logicalId(stack.secret)),
+        ...Object.fromEntries(
+          KEYS_OF[name].map((group) => [KEY_GROUPS[group].env, ref(KEY_SECRET_LOGICAL_IDS[group])]),
+        ),
         OTP_ALLOWED_CHANNELS: 'sms,whatsapp,viber,rcs,sna',
         ...SETTING_DEFAULTS,
         NODE_OPTIONS: '--enable-source-maps',
@@ -253,6 +292,23 @@ describe('HTTP API', () => {
     expect(logs.Format).not.toMatch(/header|requestBody|querystring/i);
   });
 
+  test('receipts have their own route-level limit, and no function has reserved concurrency by default', () => {
+    const [stage] = Object.values(template.findResources('AWS::ApiGatewayV2::Stage'));
+    // Keyed by the receipt route's own key: a route key that matches no route would limit nothing.
+    const receiptRoute = routes.find(([, name]) => name === 'receipt')![0];
+    expect(stage!.Properties.RouteSettings).toEqual({
+      [receiptRoute]: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+    });
+    const routeKeys = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
+      (route) => route.Properties.RouteKey,
+    );
+    expect(routeKeys).toContain(receiptRoute);
+    // A reservation fails the deploy on an account under 100 + N concurrency (new accounts have 10).
+    for (const fn of Object.values(template.findResources('AWS::Lambda::Function'))) {
+      expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    }
+  });
+
   test('no authorizer at the gateway: the handlers authenticate (X-API-Key, receipt signatures)', () => {
     for (const route of Object.values(template.findResources('AWS::ApiGatewayV2::Route'))) {
       expect(route.Properties.AuthorizationType).toBe('NONE');
@@ -262,57 +318,83 @@ describe('HTTP API', () => {
 
 describe('IAM least privilege', () => {
   const XRAY = { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' };
-  const expectedTableActions: Record<FunctionName, string[]> = {
+  /** The table actions of each function, each on the partition-key families (LeadingKeys) it uses them on. */
+  const expectedTable: Record<FunctionName, { actions: string[]; leadingKeys: string[] }[]> = {
     send: [
-      'dynamodb:BatchGetItem',
-      'dynamodb:ConditionCheckItem',
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
+      {
+        actions: [
+          'dynamodb:BatchGetItem',
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
+        leadingKeys: ['SERVICE#*', 'NUMBER#*', 'IDEMPOTENCY#*', 'VERIFICATION#*', 'APIKEY#*'],
+      },
     ],
-    check: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-    fetch: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-    receipt: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-    deliver: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-    afterWait: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+    check: [
+      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'APIKEY#*'] },
+    ],
+    fetch: [
+      { actions: ['dynamodb:GetItem'], leadingKeys: ['VERIFICATION#*', 'APIKEY#*'] },
+      { actions: ['dynamodb:UpdateItem'], leadingKeys: ['APIKEY#*'] },
+    ],
+    receipt: [{ actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*'] }],
+    deliver: [
+      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
+    ],
+    afterWait: [
+      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
+    ],
     sweeper: [],
-    webhookEvents: ['dynamodb:Query'],
-    webhookSender: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+    webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
+    webhookSender: [
+      { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },
+      { actions: ['dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*'] },
+    ],
   };
 
-  test.each(NON_WEBHOOK)('%s: exactly its table actions, the secret, its own log group', (name) => {
-    const roleId = logicalId(stack.functions[name].role!);
-    const expected: { actions: string[]; resource: unknown }[] = [
-      { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.secret)) },
-      {
-        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
-        resource: getAtt(logicalId(stack.logGroups[name])),
-      },
-      XRAY,
-    ];
-    if (expectedTableActions[name].length > 0) {
-      expected.push({ actions: expectedTableActions[name], resource: getAtt(logicalId(stack.table)) });
-    }
-    if (STARTS_DELIVERY.includes(name)) {
-      expected.push({ actions: ['states:StartExecution'], resource: ref(logicalId(stack.stateMachine)) });
-    }
-    if (name === 'sweeper') {
-      // Query on the sparse pending-delivery index only: not on the table, not on any other index.
-      expected.push({
-        actions: ['dynamodb:Query'],
-        resource: {
-          'Fn::Join': [
-            '',
-            [getAtt(logicalId(stack.table)), `/index/${TABLE_SCHEMA.indexes.pendingDelivery.name}`],
-          ],
+  test.each(NON_WEBHOOK)(
+    '%s: exactly its table actions and families, its key secrets, its log group',
+    (name) => {
+      const roleId = logicalId(stack.functions[name].role!);
+      const expected: Granted[] = [
+        {
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resource: getAtt(logicalId(stack.logGroups[name])),
         },
-      });
-    }
-    expect(sortStatements(statementsOf(roleId))).toEqual(sortStatements(expected));
-    // No managed policies (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on *).
-    expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
-    expect(resources[roleId]!.Properties.Policies).toBeUndefined();
-  });
+        XRAY,
+        ...KEYS_OF[name].map((group) => ({
+          actions: ['secretsmanager:GetSecretValue'],
+          resource: ref(KEY_SECRET_LOGICAL_IDS[group]),
+        })),
+        ...expectedTable[name].map((grant) => ({
+          actions: grant.actions,
+          resource: getAtt(logicalId(stack.table)),
+          condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...grant.leadingKeys].sort() } },
+        })),
+      ];
+      if (STARTS_DELIVERY.includes(name)) {
+        expected.push({ actions: ['states:StartExecution'], resource: ref(logicalId(stack.stateMachine)) });
+      }
+      if (name === 'sweeper') {
+        // Query on the sparse pending-delivery index only: not on the table, not on any other index.
+        expected.push({
+          actions: ['dynamodb:Query'],
+          resource: {
+            'Fn::Join': [
+              '',
+              [getAtt(logicalId(stack.table)), `/index/${TABLE_SCHEMA.indexes.pendingDelivery.name}`],
+            ],
+          },
+        });
+      }
+      expect(sortStatements(statementsOf(roleId))).toEqual(sortStatements(expected));
+      // No managed policies (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on *).
+      expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
+      expect(resources[roleId]!.Properties.Policies).toBeUndefined();
+    },
+  );
 
   test('state machine role: invokes the two task functions only', () => {
     const roleId = logicalId(stack.stateMachine.role);
@@ -342,6 +424,63 @@ describe('IAM least privilege', () => {
         }
       }
     }
+  });
+
+  test('every grant on the table is limited to partition-key families, and none can do without a key', () => {
+    const table = JSON.stringify(getAtt(logicalId(stack.table)));
+    let grants = 0;
+    for (const resource of Object.values(resources)) {
+      if (resource.Type !== 'AWS::IAM::Policy') continue;
+      for (const statement of (resource.Properties.PolicyDocument as { Statement: Statement[] }).Statement) {
+        if (![statement.Resource].flat().some((target) => JSON.stringify(target) === table)) continue;
+        grants += 1;
+        const prefixes = (
+          statement.Condition as
+            { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } } | undefined
+        )?.['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
+        expect(Object.keys(statement.Condition ?? {})).toEqual(['ForAllValues:StringLike']);
+        expect(prefixes!.length).toBeGreaterThan(0);
+        for (const prefix of prefixes!)
+          expect(prefix).toMatch(/^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER)#\*$/);
+        // ForAllValues holds for a request that names no partition key at all: Scan and PartiQL would pass
+        // the condition, so no role may have them.
+        for (const action of [statement.Action].flat()) {
+          expect(action).not.toMatch(
+            /^dynamodb:(Scan|ExecuteStatement|BatchExecuteStatement|ExecuteTransaction|PartiQL)/,
+          );
+        }
+      }
+    }
+    expect(grants).toBeGreaterThan(0);
+  });
+
+  test('each key secret is readable by exactly the functions of its purposes, and nothing else', () => {
+    const readers = new Map<string, string[]>();
+    const roleOwner = new Map(FUNCTION_NAMES.map((name) => [logicalId(stack.functions[name].role!), name]));
+    for (const resource of Object.values(resources)) {
+      if (resource.Type !== 'AWS::IAM::Policy') continue;
+      const roles = (resource.Properties.Roles as { Ref: string }[]).map(
+        (role) => roleOwner.get(role.Ref) ?? role.Ref,
+      );
+      for (const statement of (resource.Properties.PolicyDocument as { Statement: Statement[] }).Statement) {
+        const actions = [statement.Action].flat();
+        if (!actions.some((action) => action.startsWith('secretsmanager:'))) continue;
+        expect(actions).toEqual(['secretsmanager:GetSecretValue']);
+        for (const target of [statement.Resource].flat() as { Ref: string }[]) {
+          readers.set(target.Ref, [...(readers.get(target.Ref) ?? []), ...roles].sort());
+        }
+      }
+    }
+    const expected = new Map<string, string[]>();
+    for (const name of FUNCTION_NAMES) {
+      for (const group of KEYS_OF[name]) {
+        const id = KEY_SECRET_LOGICAL_IDS[group];
+        expected.set(id, [...(expected.get(id) ?? []), name].sort());
+      }
+    }
+    expect(readers).toEqual(expected);
+    // Every key secret is read by someone (none is dead weight), and webhookEvents, fetch, the sweeper by none.
+    expect([...readers.keys()].sort()).toEqual(Object.values(KEY_SECRET_LOGICAL_IDS).sort());
   });
 });
 
@@ -482,39 +621,55 @@ describe('state machine', () => {
 });
 
 describe('secrets', () => {
-  test('the master key is generated by Secrets Manager: no value in the template', () => {
-    template.resourceCountIs('AWS::SecretsManager::Secret', 1);
-    template.hasResourceProperties('AWS::SecretsManager::Secret', {
-      GenerateSecretString: {
-        SecretStringTemplate: '{}',
-        GenerateStringKey: 'masterKey',
+  test('one generated key secret per purpose group, pinned: logical id and generation options', () => {
+    // A changed logical id or GenerateSecretString makes CloudFormation replace the secret, that is, generate a
+    // new key: every code in flight fails, the carrier must be reconfigured, sealed webhook secrets stop opening.
+    // Change these only with a migration plan (docs/deploy.md, Secrets).
+    const secrets = template.findResources('AWS::SecretsManager::Secret');
+    expect(Object.keys(secrets).sort()).toEqual(Object.values(KEY_SECRET_LOGICAL_IDS).sort());
+    for (const [group, id] of Object.entries(KEY_SECRET_LOGICAL_IDS) as [KeyGroup, string][]) {
+      expect(logicalId(stack.keySecrets[group])).toBe(id);
+      expect(secrets[id]!.Properties.GenerateSecretString).toEqual({
+        SecretStringTemplate: JSON.stringify({ purpose: group }),
+        GenerateStringKey: 'key',
         PasswordLength: 64,
         ExcludePunctuation: true,
-      },
-      SecretString: Match.absent(),
-    });
+      });
+      // No value in the template, no fixed name (a rename replaces too), the default AWS-managed key.
+      expect(Object.keys(secrets[id]!.Properties).sort()).toEqual(['Description', 'GenerateSecretString']);
+    }
     template.resourceCountIs('AWS::SSM::Parameter', 0);
   });
 
+  test('the key secrets outlive the stack as the table does (retained on delete and on replacement)', () => {
+    for (const id of Object.values(KEY_SECRET_LOGICAL_IDS)) {
+      expect(resources[id]).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    }
+  });
+
   test('no environment variable holds anything that looks like a key', () => {
+    const keyVariables = new Set<string>(Object.values(KEY_GROUPS).map((group) => group.env));
     for (const name of FUNCTION_NAMES) {
       const variables = (
         resources[fnId(name)]!.Properties.Environment as { Variables: Record<string, unknown> }
       ).Variables;
       for (const [variable, value] of Object.entries(variables)) {
-        // Anything secret-sounding may only be a reference (the secret's ARN), never a literal.
+        // Anything secret-sounding may only be a reference (a key secret's ARN), never a literal.
         if (/SECRET|TOKEN|PASSWORD|MASTER/i.test(variable)) expect(typeof value).not.toBe('string');
-        if (typeof value !== 'string') continue; // references (Ref/GetAtt) to the table, secret, state machine
+        if (keyVariables.has(variable)) {
+          expect(Object.values(KEY_SECRET_LOGICAL_IDS)).toContain((value as { Ref: string }).Ref);
+        }
+        if (typeof value !== 'string') continue; // references (Ref/GetAtt) to the table, secrets, state machine
         expect(value).not.toMatch(/[A-Za-z0-9+/_=-]{24,}/);
       }
-      expect(variables.OTP_SECRETS_ARN).toEqual(ref(logicalId(stack.secret)));
+      expect(variables.OTP_MASTER_KEY).toBeUndefined();
     }
   });
 
   test('nothing in the template reads a secret value into plain text', () => {
     const text = JSON.stringify(template.toJSON());
     expect(text).not.toMatch(/resolve:secretsmanager|resolve:ssm-secure/);
-    expect(text).not.toMatch(/"masterKey"\s*:/);
+    expect(text).not.toMatch(/"(masterKey|key)"\s*:\s*"/);
   });
 });
 
@@ -551,6 +706,17 @@ describe('alarms', () => {
     });
   });
 
+  test('timed-out workflow executions (the Express five-minute limit), as well as failed ones', () => {
+    alarm({
+      Namespace: 'AWS/States',
+      MetricName: 'ExecutionsTimedOut',
+      Dimensions: [{ Name: 'StateMachineArn', Value: ref(logicalId(stack.stateMachine)) }],
+      Period: 300,
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
   test('FAILED deliveries, counted from both task log groups', () => {
     expect(FAILED_DELIVERY_PATTERN).toBe('{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }');
     template.resourceCountIs('AWS::Logs::MetricFilter', 2);
@@ -566,8 +732,8 @@ describe('alarms', () => {
     alarm({ Namespace: 'OtpVerify/OtpVerify', MetricName: 'DeliveriesFailed' });
   });
 
-  test('thirteen alarms in all, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 13);
+  test('fourteen alarms in all, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 14);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }
@@ -578,7 +744,20 @@ test('outputs', () => {
   template.hasOutput('ApiUrl', { Value: getAtt(logicalId(stack.api), 'ApiEndpoint') });
   template.hasOutput('TableName', { Value: ref(logicalId(stack.table)) });
   template.hasOutput('StateMachineArn', { Value: ref(logicalId(stack.stateMachine)) });
-  template.hasOutput('SecretArn', { Value: ref(logicalId(stack.secret)) });
+  template.hasOutput('CarrierKeySecretArn', { Value: ref(KEY_SECRET_LOGICAL_IDS.carrier) });
+  template.hasOutput('WebhookKeySecretArn', { Value: ref(KEY_SECRET_LOGICAL_IDS.webhook) });
+  template.hasOutput('WebhookDeadLetterQueueUrl', { Value: ref(logicalId(stack.webhookDeadLetterQueue)) });
+  // Exactly these: docs/deploy.md lists them.
+  expect(Object.keys(template.toJSON().Outputs as object).sort()).toEqual(
+    [
+      'ApiUrl',
+      'CarrierKeySecretArn',
+      'StateMachineArn',
+      'TableName',
+      'WebhookDeadLetterQueueUrl',
+      'WebhookKeySecretArn',
+    ].sort(),
+  );
 });
 
 describe('cdk-nag AwsSolutions', () => {
@@ -631,6 +810,9 @@ describe('configuration from context', () => {
         'otp:carrierUrl': 'https://carrier.example.com/api/',
         'otp:throttleRateLimit': '20',
         'otp:throttleBurstLimit': '40',
+        'otp:receiptThrottleRateLimit': '300',
+        'otp:receiptThrottleBurstLimit': 600,
+        'otp:receiptReservedConcurrency': '10',
         'otp:logRetentionDays': '90',
         'otp:alarmTopicArn': 'arn:aws:sns:eu-west-1:123456789012:ops',
       },
@@ -656,6 +838,9 @@ describe('configuration from context', () => {
   test('throttling, log retention and alarm actions', () => {
     custom.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
+      RouteSettings: {
+        'POST /v2/Callbacks/{Provider}': { ThrottlingRateLimit: 300, ThrottlingBurstLimit: 600 },
+      },
     });
     for (const logGroup of Object.values(custom.template.findResources('AWS::Logs::LogGroup'))) {
       expect(logGroup.Properties.RetentionInDays).toBe(90);
@@ -663,6 +848,16 @@ describe('configuration from context', () => {
     for (const alarm of Object.values(custom.template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(alarm.Properties.AlarmActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:ops']);
     }
+  });
+
+  test('otp:receiptReservedConcurrency reserves concurrency for the receipt function, and for no other', () => {
+    const receiptId = custom.stack.resolve(
+      (custom.stack.functions.receipt.node.defaultChild as CfnElement).logicalId,
+    ) as string;
+    const reserved = Object.entries(custom.template.findResources('AWS::Lambda::Function'))
+      .filter(([, fn]) => fn.Properties.ReservedConcurrentExecutions !== undefined)
+      .map(([id, fn]) => [id, fn.Properties.ReservedConcurrentExecutions]);
+    expect(reserved).toEqual([[receiptId, 10]]);
   });
 
   test.each([
@@ -675,6 +870,9 @@ describe('configuration from context', () => {
     ['otp:carrierUrl', 'not a url'],
     ['otp:logRetentionDays', '31'],
     ['otp:throttleRateLimit', 'lots'],
+    ['otp:receiptThrottleRateLimit', '0'],
+    ['otp:receiptThrottleBurstLimit', '1.5'],
+    ['otp:receiptReservedConcurrency', '0'],
     ['otp:alarmTopicArn', 'ops-topic'],
   ])('rejects %s=%s at synth time', (key, value) => {
     const outdir = mkdtempSync(path.join(tmpdir(), 'cdk.out'));

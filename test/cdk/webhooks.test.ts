@@ -46,9 +46,9 @@ const ids = () => ({
   sender: logicalId(stack.functions.webhookSender),
 });
 
-/** Every statement of a role's inline policies: actions sorted, one entry per resource. */
-function statementsOf(roleId: string): { actions: string[]; resource: unknown }[] {
-  const out: { actions: string[]; resource: unknown }[] = [];
+/** Every statement of a role's inline policies: actions sorted, one entry per resource, its condition if any. */
+function statementsOf(roleId: string): { actions: string[]; resource: unknown; condition?: unknown }[] {
+  const out: { actions: string[]; resource: unknown; condition?: unknown }[] = [];
   for (const resource of Object.values(resources)) {
     if (resource.Type !== 'AWS::IAM::Policy') continue;
     if (
@@ -58,18 +58,26 @@ function statementsOf(roleId: string): { actions: string[]; resource: unknown }[
     )
       continue;
     const document = resource.Properties.PolicyDocument as {
-      Statement: { Effect: string; Action: string | string[]; Resource: unknown }[];
+      Statement: { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[];
     };
     for (const statement of document.Statement) {
       expect(statement.Effect).toBe('Allow');
       for (const target of [statement.Resource].flat()) {
-        out.push({ actions: [statement.Action].flat().sort(), resource: target });
+        out.push({
+          actions: [statement.Action].flat().sort(),
+          resource: target,
+          ...(statement.Condition ? { condition: statement.Condition } : {}),
+        });
       }
     }
   }
   return out.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 }
-const sorted = (statements: { actions: string[]; resource: unknown }[]) =>
+/** The table's condition: only items whose partition key starts with one of the prefixes. */
+const leadingKeys = (...prefixes: string[]) => ({
+  'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': prefixes },
+});
+const sorted = (statements: { actions: string[]; resource: unknown; condition?: unknown }[]) =>
   statements
     .map((s) => ({ ...s, actions: [...s.actions].sort() }))
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
@@ -159,7 +167,7 @@ test('queue and dead-letter queue: encrypted, TLS only, redrive after 5 receives
   }
 });
 
-test('events function IAM: Query the table, read its stream, send to the queue (and failures to the DLQ); no secret', () => {
+test('events function IAM: Query under services, read the stream, send to the queue (and failures to the DLQ); no key', () => {
   const { table, queue, deadLetters } = ids();
   expect(statementsOf(logicalId(stack.functions.webhookEvents.role!))).toEqual(
     sorted([
@@ -172,7 +180,8 @@ test('events function IAM: Query the table, read its stream, send to the queue (
         actions: ['dynamodb:ListStreams', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
         resource: '*',
       },
-      { actions: ['dynamodb:Query'], resource: getAtt(table) },
+      // Endpoints live under their service: Query nothing but SERVICE# partitions.
+      { actions: ['dynamodb:Query'], resource: getAtt(table), condition: leadingKeys('SERVICE#*') },
       {
         actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
         resource: getAtt(table, 'StreamArn'),
@@ -187,7 +196,7 @@ test('events function IAM: Query the table, read its stream, send to the queue (
   );
 });
 
-test('sender IAM: read the endpoint and write expiry, the secret, consume the queue, send to queue and DLQ', () => {
+test('sender IAM: read endpoints, write expiry, the webhook key, consume the queue, send to queue and DLQ', () => {
   const { table, queue, deadLetters } = ids();
   expect(statementsOf(logicalId(stack.functions.webhookSender.role!))).toEqual(
     sorted([
@@ -196,8 +205,11 @@ test('sender IAM: read the endpoint and write expiry, the secret, consume the qu
         resource: getAtt(logicalId(stack.logGroups.webhookSender)),
       },
       { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' },
-      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], resource: getAtt(table) },
-      { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.secret)) },
+      // GetItem only under services (the endpoint), UpdateItem only on verifications (the expiry write-back).
+      { actions: ['dynamodb:GetItem'], resource: getAtt(table), condition: leadingKeys('SERVICE#*') },
+      { actions: ['dynamodb:UpdateItem'], resource: getAtt(table), condition: leadingKeys('VERIFICATION#*') },
+      // The webhook key secret only: not the code or carrier keys.
+      { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.keySecrets.webhook)) },
       {
         actions: [
           'sqs:ChangeMessageVisibility',

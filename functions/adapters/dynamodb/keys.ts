@@ -30,36 +30,55 @@ export interface ItemKey {
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/**
+ * The partition-key prefix of each item family. The key builders below use these, and the CDK stack limits
+ * each function's table access to the families it touches (`dynamodb:LeadingKeys` conditions), so a new
+ * family or a renamed prefix shows up in both.
+ */
+export const PARTITION_FAMILY = {
+  /** The service item and everything under it: templates, charge lines, key pointers, webhook endpoints. */
+  service: 'SERVICE#',
+  /** An API key's own item, found by the key's hash. */
+  apiKey: 'APIKEY#',
+  verification: 'VERIFICATION#',
+  idempotency: 'IDEMPOTENCY#',
+  /** A phone number's send log and unreachable mark, shared by every service. */
+  number: 'NUMBER#',
+} as const;
+export type PartitionFamily = keyof typeof PARTITION_FAMILY;
+
+const P = PARTITION_FAMILY;
+
 export const keys = {
-  service: (serviceSid: string): ItemKey => ({ pk: `SERVICE#${serviceSid}`, sk: 'SERVICE' }),
+  service: (serviceSid: string): ItemKey => ({ pk: `${P.service}${serviceSid}`, sk: 'SERVICE' }),
   /** Templates live under their service, so a `TemplateSid` of another service is simply not found. */
   template: (serviceSid: string, templateSid: string): ItemKey => ({
-    pk: `SERVICE#${serviceSid}`,
+    pk: `${P.service}${serviceSid}`,
     sk: `TEMPLATE#${templateSid}`,
   }),
   /** Ledger line of one charge, in time order under the service. */
   charge: (serviceSid: string, at: Date, verificationSid: string): ItemKey => ({
-    pk: `SERVICE#${serviceSid}`,
+    pk: `${P.service}${serviceSid}`,
     sk: `CHARGE#${at.toISOString()}#${verificationSid}`,
   }),
   /** The service's pointer to one of its API keys, for listing and revoking. */
   serviceApiKey: (serviceSid: string, keyHash: string): ItemKey => ({
-    pk: `SERVICE#${serviceSid}`,
+    pk: `${P.service}${serviceSid}`,
     sk: `APIKEY#${keyHash}`,
   }),
   /** Looked up by the SHA-256 of the key; the key itself is never stored. */
-  apiKey: (keyHash: string): ItemKey => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' }),
+  apiKey: (keyHash: string): ItemKey => ({ pk: `${P.apiKey}${keyHash}`, sk: 'APIKEY' }),
   verification: (verificationSid: string): ItemKey => ({
-    pk: `VERIFICATION#${verificationSid}`,
+    pk: `${P.verification}${verificationSid}`,
     sk: 'VERIFICATION',
   }),
   /** Hashed so that any 191-character key makes a short, safe partition key. */
   idempotency: (serviceSid: string, idempotencyKey: string): ItemKey => ({
-    pk: `IDEMPOTENCY#${serviceSid}#${sha256(idempotencyKey)}`,
+    pk: `${P.idempotency}${serviceSid}#${sha256(idempotencyKey)}`,
     sk: 'IDEMPOTENCY',
   }),
   /** Shared by every service: the per-number limits count sends from any account. */
-  number: (e164: string): ItemKey => ({ pk: `NUMBER#${e164}`, sk: 'NUMBER' }),
+  number: (e164: string): ItemKey => ({ pk: `${P.number}${e164}`, sk: 'NUMBER' }),
   /** One fixed one-minute window of an API key's requests. */
   keyWindow: (keyHash: string, windowStart: Date): ItemKey => ({
     pk: `RATE#${keyHash}#${windowStart.toISOString().slice(0, 16)}`,
@@ -67,7 +86,7 @@ export const keys = {
   }),
   /** A webhook endpoint, under its service so that one query finds all of a service's endpoints. */
   webhookEndpoint: (serviceSid: string, endpointSid: string): ItemKey => ({
-    pk: `SERVICE#${serviceSid}`,
+    pk: `${P.service}${serviceSid}`,
     sk: `WEBHOOK#${endpointSid}`,
   }),
   /** Index keys of a verification waiting for its first delivery task, in one partition per minute. */

@@ -7,6 +7,7 @@ import type {
   Receipt,
   ReceiptRequest,
 } from '../../core/providers';
+import type { KeyRing } from '../keyring';
 import { SIGNATURE_HEADER, verifySignature } from './signature';
 
 /**
@@ -30,10 +31,12 @@ const receiptSchema = z.object({
 
 export interface HttpCarrierOptions {
   baseUrl: string | undefined;
-  /** Sent as a bearer token with each message. */
-  token: string;
-  /** Verifies receipt signatures. */
-  receiptSecret: Buffer;
+  /**
+   * Holds `carrier-token` (sent, base64url, as a bearer token with each message) and `receipt:carrier` (verifies
+   * receipt signatures); each is taken on first use, so a function that only sends or only takes receipts
+   * needs only that one (both are in the carrier key secret on AWS).
+   */
+  keys: KeyRing;
   timeoutMs?: number;
 }
 
@@ -46,7 +49,10 @@ export class HttpCarrierProvider implements Provider {
     if (!this.options.baseUrl) throw new Error('No carrier configured (OTP_CARRIER_URL)');
     const response = await fetch(`${this.options.baseUrl}/messages`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.token}` },
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${this.options.keys.key('carrier-token').toString('base64url')}`,
+      },
       body: JSON.stringify(message),
       signal: AbortSignal.timeout(this.options.timeoutMs ?? 3000),
     });
@@ -55,7 +61,8 @@ export class HttpCarrierProvider implements Provider {
   }
 
   parseReceipt(request: ReceiptRequest, now: Date): Receipt | undefined {
-    if (!verifySignature(this.options.receiptSecret, request.body, request.headers[SIGNATURE_HEADER], now)) {
+    const secret = this.options.keys.key('receipt:carrier');
+    if (!verifySignature(secret, request.body, request.headers[SIGNATURE_HEADER], now)) {
       return undefined;
     }
     try {

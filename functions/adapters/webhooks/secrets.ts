@@ -1,18 +1,19 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { WebhookEndpoint, WebhookSigner } from '../../core/webhooks';
-import { deriveKey } from '../crypto';
+import { toKeyRing, type KeySource } from '../keyring';
 import { signWebhookContent } from './signing';
 
 /**
- * Webhook signing secrets are stored encrypted (AES-256-GCM with a key derived from the master key), since the
+ * Webhook signing secrets are stored encrypted (AES-256-GCM with the `webhook-secrets` key), since the
  * sender must sign with them; each is bound to its endpoint, so a sealed secret copied to another item opens
  * nowhere. The plain secret is shown once, when it is made.
  */
 export class WebhookSecretVault {
   private readonly key: Buffer;
 
-  constructor(masterKey: string) {
-    this.key = deriveKey(masterKey, 'webhook-secrets');
+  /** A key ring holding the `webhook-secrets` key, or a master key (local stack, tests). */
+  constructor(keys: KeySource) {
+    this.key = toKeyRing(keys).key('webhook-secrets');
   }
 
   seal(serviceSid: string, endpointSid: string, secret: string): string {

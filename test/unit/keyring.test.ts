@@ -1,0 +1,153 @@
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CryptoCodeVault } from '../../functions/adapters/crypto';
+import {
+  KEY_GROUPS,
+  KEY_PURPOSES,
+  groupKeyRing,
+  keyGroupOf,
+  keySecretRoot,
+  masterKeyRing,
+  type KeyGroup,
+} from '../../functions/adapters/keyring';
+import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
+import { loadKeyRing } from '../../functions/runtime';
+
+const SID = 'VE0123456789abcdef0123456789abcdef';
+const MASTER = 'master-key-for-tests-0123456789abcdef';
+const root = (group: KeyGroup) => `${group}-root-0123456789abcdef0123456789abcdef`;
+const secretValue = (group: string, key = root(group as KeyGroup)) => JSON.stringify({ purpose: group, key });
+
+/** A Secrets Manager client answering from a map, recording the ids asked for; nothing leaves the process. */
+function fakeSecretsManager(values: Record<string, string>) {
+  const asked: string[] = [];
+  const client = new SecretsManagerClient({
+    region: 'eu-west-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  client.middlewareStack.add(
+    () => async (args) => {
+      const id = (args.input as { SecretId: string }).SecretId;
+      asked.push(id);
+      const value = values[id];
+      if (value === undefined)
+        throw Object.assign(new Error(`no secret ${id}`), { name: 'AccessDeniedException' });
+      return { output: { SecretString: value, $metadata: {} }, response: {} } as never;
+    },
+    { step: 'initialize', name: 'fakeSecretsManager' },
+  );
+  return { client, asked };
+}
+
+describe('key rings', () => {
+  it('a master-key ring keeps every key of before: data sealed by a master-key vault opens with it', () => {
+    const sealed = new CryptoCodeVault(MASTER).seal(SID, '123456');
+    const vault = new CryptoCodeVault(masterKeyRing(MASTER));
+    expect(vault.open(SID, sealed)).toBe('123456');
+    expect(vault.hash(SID, '123456')).toBe(new CryptoCodeVault(MASTER).hash(SID, '123456'));
+    const webhookSealed = new WebhookSecretVault(MASTER).seal('VA1', 'WH1', 'whsec_x');
+    expect(new WebhookSecretVault(masterKeyRing(MASTER)).open('VA1', 'WH1', webhookSealed)).toBe('whsec_x');
+  });
+
+  it('group roots equal to the master key give the same keys (a deployment can move its master key into them)', () => {
+    const roots = Object.fromEntries(Object.keys(KEY_GROUPS).map((group) => [group, MASTER]));
+    const ring = groupKeyRing(roots);
+    for (const purpose of KEY_PURPOSES)
+      expect(ring.key(purpose).equals(masterKeyRing(MASTER).key(purpose))).toBe(true);
+  });
+
+  it('every purpose belongs to exactly one group', () => {
+    for (const purpose of KEY_PURPOSES) {
+      const groups = Object.values(KEY_GROUPS).filter((group) =>
+        (group.purposes as readonly string[]).includes(purpose),
+      );
+      expect(groups).toHaveLength(1);
+      expect(KEY_GROUPS[keyGroupOf(purpose)]).toBe(groups[0]);
+    }
+  });
+
+  it('a ring holds only its groups: another purpose throws, naming the secret it was not given', () => {
+    const ring = groupKeyRing({ codeHash: root('codeHash') });
+    expect(ring.key('code-hash')).toHaveLength(32);
+    expect(() => ring.key('code-encryption')).toThrow(/code-encryption.*OTP_CODE_SEAL_SECRET_ARN/);
+    expect(() => ring.key('webhook-secrets')).toThrow(/OTP_WEBHOOK_SECRET_ARN/);
+    expect(() => groupKeyRing({}).key('carrier-token')).toThrow(/OTP_CARRIER_SECRET_ARN/);
+  });
+
+  it('a vault asks for each key on first use: hashing needs no seal key, opening no hash key', () => {
+    const sealer = new CryptoCodeVault(groupKeyRing({ codeSeal: root('codeSeal') }));
+    const sealed = sealer.seal(SID, '654321');
+    expect(sealer.open(SID, sealed)).toBe('654321');
+    expect(() => sealer.hash(SID, '654321')).toThrow(/code-hash/);
+
+    const hasher = new CryptoCodeVault(groupKeyRing({ codeHash: root('codeHash') }));
+    expect(hasher.hash(SID, '654321')).toMatch(/^[\w-]{43}$/);
+    expect(() => hasher.open(SID, sealed)).toThrow(/code-encryption/);
+  });
+
+  it('different groups are independent keys: one group root opens nothing of another', () => {
+    const a = new CryptoCodeVault(groupKeyRing({ codeSeal: root('codeSeal') }));
+    const b = new CryptoCodeVault(groupKeyRing({ codeSeal: root('codeHash') }));
+    expect(() => b.open(SID, a.seal(SID, '111111'))).toThrow();
+  });
+});
+
+describe('key secrets', () => {
+  it('takes the key of a secret of the right group', () => {
+    expect(keySecretRoot('carrier', secretValue('carrier'), 'arn:c')).toBe(root('carrier'));
+  });
+
+  it.each([
+    ['another group', secretValue('codeHash'), /holds the codeHash key, not the carrier key/],
+    ['the old master-key format', JSON.stringify({ masterKey: MASTER }), /holds the undefined key/],
+    ['no JSON', 'plain', /not the JSON of a key secret/],
+    ['no key', JSON.stringify({ purpose: 'carrier' }), /has no key/],
+    ['a short key', secretValue('carrier', 'short'), /has no key/],
+  ])('refuses %s', (_case, value, message) => {
+    expect(() => keySecretRoot('carrier', value, 'arn:c')).toThrow(message);
+  });
+});
+
+describe('loadKeyRing (the Lambda cold start)', () => {
+  it('reads exactly the key secrets the environment names, and holds only their purposes', async () => {
+    const secrets = fakeSecretsManager({
+      'arn:seal': secretValue('codeSeal'),
+      'arn:carrier': secretValue('carrier'),
+      'arn:hash': secretValue('codeHash'),
+      'arn:webhook': secretValue('webhook'),
+    });
+    const ring = await loadKeyRing(
+      {
+        [KEY_GROUPS.codeSeal.env]: 'arn:seal',
+        [KEY_GROUPS.carrier.env]: 'arn:carrier',
+        // Ignored when key secrets are named: on AWS nothing falls back to a master key.
+        OTP_MASTER_KEY: MASTER,
+      },
+      secrets.client,
+    );
+    expect(secrets.asked.sort()).toEqual(['arn:carrier', 'arn:seal']);
+    const sealed = new CryptoCodeVault(groupKeyRing({ codeSeal: root('codeSeal') })).seal(SID, '222222');
+    expect(new CryptoCodeVault(ring).open(SID, sealed)).toBe('222222');
+    expect(
+      ring.key('receipt:carrier').equals(groupKeyRing({ carrier: root('carrier') }).key('receipt:carrier')),
+    ).toBe(true);
+    expect(() => ring.key('code-hash')).toThrow(/OTP_CODE_HASH_SECRET_ARN/);
+    expect(() => ring.key('webhook-secrets')).toThrow(/OTP_WEBHOOK_SECRET_ARN/);
+  });
+
+  it('fails the cold start when a named secret is of another group (a wrong ARN in the environment)', async () => {
+    const secrets = fakeSecretsManager({ 'arn:hash': secretValue('codeHash') });
+    await expect(loadKeyRing({ [KEY_GROUPS.webhook.env]: 'arn:hash' }, secrets.client)).rejects.toThrow(
+      /holds the codeHash key, not the webhook key/,
+    );
+  });
+
+  it('without key secrets: every purpose from OTP_MASTER_KEY (local stack), or none at all', async () => {
+    const secrets = fakeSecretsManager({});
+    const local = await loadKeyRing({ OTP_MASTER_KEY: MASTER }, secrets.client);
+    for (const purpose of KEY_PURPOSES)
+      expect(local.key(purpose).equals(masterKeyRing(MASTER).key(purpose))).toBe(true);
+    const none = await loadKeyRing({}, secrets.client);
+    expect(() => none.key('code-hash')).toThrow(/no code-hash key/);
+    expect(secrets.asked).toEqual([]);
+  });
+});
