@@ -92,15 +92,17 @@ export async function acceptReceipt(
   if (!reference) return 'unknown';
   const verification = await deps.store.getVerification(reference.sid);
   if (!verification) return 'unknown';
+  // Receipts only move a delivery forward: one for an attempt that was never made (no claim on that channel)
+  // is ignored, however well signed.
   const attempt = verification.deliveries[String(reference.channelIndex)];
-  const channel = attempt?.channel ?? verification.channels[reference.channelIndex];
-  if (!channel) return 'unknown';
-  // The receipt must name the message this provider accepted for that channel. With no answer recorded yet
-  // (only the claim, or nothing), it beat the deliver task's write of the provider's answer: it is believed
-  // when signed by that channel's provider for a reference only the service hands out (SID and channel
-  // index). Dropping it made the workflow send the code again on the next channel.
+  if (!attempt) return 'unknown';
+  const channel = attempt.channel;
+  // The receipt must name the message this provider accepted for that channel. With only the claim recorded,
+  // it beat the deliver task's write of the provider's answer: it is believed when signed by that channel's
+  // provider for a reference only the service hands out (SID and channel index). Dropping it made the
+  // workflow send the code again on the next channel.
   const known =
-    attempt && attempt.outcome !== 'sending'
+    attempt.outcome !== 'sending'
       ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
       : deps.providers.forChannel(channel).name === providerName;
   if (!known) return 'unknown';

@@ -125,7 +125,7 @@ export interface DeliveryStore {
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
   finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>, now: Date): Promise<void>;
-  /** DELIVERED over `channel`, whenever the receipt comes; a duplicate changes nothing. */
+  /** DELIVERED over `channel` from PENDING or SENT, whenever the receipt comes; a duplicate or FAILED stays. */
   markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean>;
   /** Remembers that each of `channels` rejected the number, until `until` (a later record extends it). */
   recordRejections(e164: string, channels: Channel[], until: Date): Promise<void>;

@@ -207,12 +207,54 @@ describe('receipts', () => {
     );
     expect([forged.status, unsigned.status, stale.status, tampered.status]).toEqual([401, 401, 401, 401]);
     // Signed correctly but naming a message this verification never sent: acknowledged, ignored.
+    // Once the carrier's answer is recorded (before it, any receipt signed for the reference is believed).
+    await eventually(async () => {
+      const deliveries = (await itemOf(sid)).deliveries as Record<string, { outcome: string }>;
+      return deliveries['0']?.outcome === 'accepted' ? true : undefined;
+    });
     const foreign = await postReceipt({ ...genuine, messageId: 'SM0000' });
     expect(foreign.status).toBe(200);
     expect((await api.fetch(sid)).body.delivery_status).toBe('PENDING');
 
     expect((await postReceipt(genuine)).status).toBe(200);
     expect((await api.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+  });
+
+  it('a signed receipt for a channel never tried changes nothing', async () => {
+    const to = freshMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: 'silent' } });
+    const sid = (await api.send({ To: to })).body.sid as string;
+    const sna = await eventually(async () => messagesTo(to)[0]);
+    // Channel 1 (viber) is not tried before the 1 s wait ends: a receipt for it names no attempt.
+    const early = await postReceipt({
+      reference: `${sid}.1`,
+      messageId: sna.messageId!,
+      status: 'delivered',
+    });
+    expect(early.status).toBe(200);
+    const item = await itemOf(sid);
+    expect(item.delivery_status).toBe('PENDING');
+    expect(Object.keys(item.deliveries as object)).toEqual(['0']);
+  });
+
+  it('a receipt never turns FAILED into DELIVERED', async () => {
+    const to = freshMobile();
+    harness.stack.carrier.setRule({
+      prefix: to,
+      channels: { sna: 'silent', viber: 'reject', whatsapp: 'reject', rcs: 'reject', sms: 'reject' },
+    });
+    const sid = (await api.send({ To: to })).body.sid as string;
+    const sna = await eventually(async () => messagesTo(to)[0]);
+    // Delivery ended FAILED (as the settling path may decide) while SNA's receipt was still on its way.
+    await harness.stack.deps.store.finishDelivery(sid, 'FAILED', harness.clock.now());
+    const late = await postReceipt({
+      reference: sna.reference,
+      messageId: sna.messageId!,
+      status: 'delivered',
+    });
+    expect(late.status).toBe(200);
+    expect((await api.fetch(sid)).body.delivery_status).toBe('FAILED');
+    await harness.stack.workflow.idle();
   });
 });
 

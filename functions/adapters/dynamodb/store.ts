@@ -376,8 +376,11 @@ export class DynamoStore
       Key: keys.verification(sid),
       UpdateExpression:
         'SET delivery_status = :delivered, channel = :channel, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
-      ConditionExpression: 'attribute_exists(pk) AND delivery_status <> :delivered',
+      // Forward only: PENDING or SENT become DELIVERED; DELIVERED stays, and FAILED is final.
+      ConditionExpression: 'attribute_exists(pk) AND delivery_status IN (:pending, :sent)',
       ExpressionAttributeValues: {
+        ':pending': 'PENDING',
+        ':sent': 'SENT',
         ':delivered': 'DELIVERED',
         ':channel': channel,
         ':now': now.toISOString(),
