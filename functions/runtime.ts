@@ -6,9 +6,10 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { DeliveryDeps, DeliveryTaskInput, DeliveryTaskOutput } from './core/delivery';
+import type { UnsettledDeliveryStore } from './core/ports';
 import { CHANNELS, isChannel, type Channel } from './core/routing';
 import { settingsFromEnv } from './core/settings';
-import { restartStalledDeliveries } from './core/sweeper';
+import { restartStalledDeliveries, settleOverdueDeliveries } from './core/sweeper';
 import { webhookSettingsFromEnv, type WebhookEventsDeps, type WebhookSenderDeps } from './core/webhooks';
 import { CryptoCodeVault, cryptoRandom, systemClock } from './adapters/crypto';
 import { createDocumentClient } from './adapters/dynamodb/client';
@@ -64,7 +65,8 @@ export async function loadKeyRing(env: Env, secrets?: SecretsManagerClient): Pro
   return groupKeyRing(Object.fromEntries(roots));
 }
 
-export type Deps = ApiDeps & DeliveryDeps;
+/** The sweeper also lists unsettled deliveries (the same DynamoStore). */
+export type Deps = ApiDeps & DeliveryDeps & { store: UnsettledDeliveryStore };
 
 /**
  * Builds every dependency from an environment and the keys (a key ring, or a master key: local stack, tests);
@@ -139,14 +141,42 @@ export function apiEntry(pick: (deps: Deps) => ApiHandler) {
   };
 }
 
-/** The scheduled sweeper's Lambda entry: restarts deliveries whose workflow did not start. */
+/**
+ * The scheduled sweeper's Lambda entry: restarts deliveries whose workflow did not start, and settles those
+ * claimed but never ended by their deadline. Each half runs even when the other fails; the run then fails
+ * (the function's error alarm) with both errors.
+ */
 export function sweeperEntry() {
-  return async (): Promise<{ restarted: number }> => {
+  return async (): Promise<{ restarted: number; settled: number }> => {
     const resolved = await lambdaDeps();
-    const restarted = await restartStalledDeliveries(resolved);
-    if (restarted.length > 0) resolved.logger.log('warn', 'sweeper.restarted', { count: restarted.length });
-    return { restarted: restarted.length };
+    const [restarted, settled] = await Promise.allSettled([
+      restartStalledDeliveries(resolved),
+      settleOverdueDeliveries(resolved),
+    ]);
+    if (restarted.status === 'fulfilled' && restarted.value.length > 0) {
+      resolved.logger.log('warn', 'sweeper.restarted', { count: restarted.value.length });
+    }
+    if (settled.status === 'fulfilled') logSettled(resolved.logger, settled.value);
+    const failures = [restarted, settled].flatMap((result) =>
+      result.status === 'rejected' ? [result.reason as unknown] : [],
+    );
+    if (failures.length > 0) throw new AggregateError(failures, 'sweeper run failed');
+    return {
+      restarted: restarted.status === 'fulfilled' ? restarted.value.length : 0,
+      settled: settled.status === 'fulfilled' ? settled.value.length : 0,
+    };
   };
+}
+
+/**
+ * One `delivery.ended` line per delivery the sweeper settled, as the task functions write (the FAILED-deliveries
+ * metric counts them in the sweeper's log group too), and a warning: something stopped a workflow.
+ */
+export function logSettled(logger: Logger, settled: DeliveryTaskOutput[]): void {
+  for (const output of settled) {
+    logger.log('info', 'delivery.ended', { sid: output.sid, deliveryStatus: output.deliveryStatus });
+  }
+  if (settled.length > 0) logger.log('warn', 'sweeper.settled', { count: settled.length });
 }
 
 /** A Lambda entry for a state machine task; logs how each delivery ended (the FAILED alarm counts these). */

@@ -155,11 +155,12 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     id: 'Sweeper',
     entry: 'functions/tasks/sweeper.ts',
     description:
-      'Every minute: restart deliveries whose workflow did not start (the pending-delivery outbox)',
+      'Every minute: restart deliveries whose workflow did not start, settle those claimed but never ended',
     // Well under the one-minute schedule, so two runs do not overlap.
     timeout: Duration.seconds(50),
-    // It reads nothing but the sparse index: no table action at all.
-    table: [],
+    // Finds both kinds in the sparse index; settling an overdue delivery reads and ends its verification and, as
+    // the workflow's end does, may record the channels that rejected the number.
+    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
     indexActions: { pendingDelivery: ['dynamodb:Query'] },
     startsDelivery: true,
     keys: [],
@@ -719,7 +720,8 @@ export class OtpStack extends Stack {
     // FAILED deliveries are a business outcome, not an error: count them from the tasks' structured logs.
     const namespace = `OtpVerify/${this.stackName}`;
     const metricName = 'DeliveriesFailed';
-    for (const name of ['deliver', 'afterWait'] as const) {
+    // The sweeper logs the same line for each overdue delivery it settles.
+    for (const name of ['deliver', 'afterWait', 'sweeper'] as const) {
       new logs.MetricFilter(this, `${FUNCTIONS[name].id}FailedDeliveriesFilter`, {
         logGroup: this.logGroups[name],
         filterPattern: logs.FilterPattern.literal(FAILED_DELIVERY_PATTERN),

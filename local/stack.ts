@@ -6,8 +6,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { buildApi, buildReceiptHandler } from '../functions/http/api';
-import { buildDeps, type Deps } from '../functions/runtime';
-import { restartStalledDeliveries } from '../functions/core/sweeper';
+import { buildDeps, logSettled, type Deps } from '../functions/runtime';
+import { restartStalledDeliveries, settleOverdueDeliveries } from '../functions/core/sweeper';
 import type { DeliveryWorkflow } from '../functions/core/ports';
 import { deriveKey } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
@@ -70,8 +70,10 @@ export interface LocalStack {
   workflow: LocalWorkflow;
   /** The events handler on the table's stream, the webhook queue and sender, the receiver and the log. */
   webhooks: LocalWebhooks;
-  /** Runs the sweeper once (it also runs every `sweepIntervalMs`). */
+  /** Runs the sweeper's restart of stalled deliveries once (it also runs every `sweepIntervalMs`). */
   sweep(): Promise<string[]>;
+  /** Runs the sweeper's settling of overdue deliveries once (also every `sweepIntervalMs`); their SIDs. */
+  settle(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -125,11 +127,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
 
   const sweep = () => restartStalledDeliveries(deps);
+  // As the sweeper Lambda does (functions/runtime.ts): a delivery.ended line per settled delivery.
+  const settle = async () => {
+    const settled = await settleOverdueDeliveries(deps);
+    logSettled(logger, settled);
+    return settled.map((output) => output.sid);
+  };
   const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
   const sweeper =
     sweepIntervalMs > 0
       ? setInterval(() => {
-          sweep().catch((error: unknown) => logger.log('error', 'sweeper.failed', { error: String(error) }));
+          for (const run of [sweep, settle]) {
+            run().catch((error: unknown) => logger.log('error', 'sweeper.failed', { error: String(error) }));
+          }
         }, sweepIntervalMs).unref()
       : undefined;
 
@@ -140,6 +150,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     workflow,
     webhooks,
     sweep,
+    settle,
     close: async () => {
       clearInterval(sweeper);
       await workflow.idle();

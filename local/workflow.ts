@@ -1,12 +1,12 @@
 /**
  * The delivery state machine on the local stack: the same ASL file as on AWS, run in-process by
- * `aws-local-stepfunctions`, with its two Task states handled by the same task functions the Lambdas run.
+ * `aws-local-stepfunctions`, with its Task states handled by the same task functions the Lambdas run.
  */
 import { StateMachine } from 'aws-local-stepfunctions';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  afterReceiptWait,
+  afterWaitOrSettle,
   deliverOverChannel,
   type DeliveryDeps,
   type DeliveryTaskInput,
@@ -69,7 +69,9 @@ export class LocalWorkflow implements DeliveryWorkflow {
           taskResourceLocalHandlers: {
             DeliverOverChannel: (taskInput) =>
               this.runTask('DeliverOverChannel', deliverOverChannel, taskInput),
-            AfterWait: (taskInput) => this.runTask('AfterWait', afterReceiptWait, taskInput),
+            // One function for both, as on AWS (the AfterWait Lambda; `settle: true` from the Catch).
+            AfterWait: (taskInput) => this.runTask('AfterWait', afterWaitOrSettle, taskInput),
+            SettleAfterError: (taskInput) => this.runTask('SettleAfterError', afterWaitOrSettle, taskInput),
           },
         },
       },

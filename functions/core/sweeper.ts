@@ -1,4 +1,11 @@
-import type { Clock, DeliveryWorkflow, PendingDeliveryStore } from './ports';
+import { settlePendingDelivery, type DeliveryDeps, type DeliveryTaskOutput } from './delivery';
+import type {
+  Clock,
+  DeliveryStore,
+  DeliveryWorkflow,
+  PendingDeliveryStore,
+  UnsettledDeliveryStore,
+} from './ports';
 import type { Settings } from './settings';
 
 export interface SweeperDeps {
@@ -39,4 +46,46 @@ export async function restartStalledDeliveries(deps: SweeperDeps): Promise<strin
     throw new AggregateError(failures, `${failures.length} of ${stalled.length} delivery restarts failed`);
   }
   return stalled;
+}
+
+/**
+ * How far back the sweeper looks for unsettled deliveries past their deadline: a sweeper that did not run for
+ * this long (an hour of missed schedules) leaves older ones PENDING. One Query per minute of it, on an index
+ * partition that is empty unless something went wrong.
+ */
+export const SETTLE_LOOKBACK_SECONDS = 60 * 60;
+
+export type SettleSweepDeps = Omit<DeliveryDeps, 'store'> & {
+  store: DeliveryStore & UnsettledDeliveryStore;
+};
+
+/**
+ * Settles deliveries claimed but never ended by their deadline (the first claim + the Express limit + a
+ * margin, core/delivery-time.ts): their executions died, ran out of time, or failed in the settling step
+ * itself. SENT or FAILED by the same rule as the workflow's end. Found in the sparse index, never by a scan.
+ */
+export async function settleOverdueDeliveries(deps: SettleSweepDeps): Promise<DeliveryTaskOutput[]> {
+  const now = deps.clock.now();
+  const overdue = await deps.store.listUnsettledDeliveries(
+    new Date(now.getTime() - SETTLE_LOOKBACK_SECONDS * 1000),
+    now,
+  );
+  const settled: DeliveryTaskOutput[] = [];
+  const failures: unknown[] = [];
+  for (const sid of overdue) {
+    try {
+      // Read first: the index is eventually consistent, and a delivery that ended a moment ago is left alone
+      // (and not reported as settled twice).
+      const verification = await deps.store.getVerification(sid);
+      if (verification?.deliveryStatus !== 'PENDING') continue;
+      const input = { sid, channelIndex: 0, waitSeconds: deps.settings.channelWaitSeconds };
+      settled.push(await settlePendingDelivery(deps, verification, input));
+    } catch (error) {
+      failures.push(error);
+    }
+  }
+  if (failures.length > 0) {
+    throw new AggregateError(failures, `${failures.length} of ${overdue.length} delivery settlements failed`);
+  }
+  return settled;
 }

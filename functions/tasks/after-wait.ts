@@ -1,4 +1,5 @@
-import { afterReceiptWait } from '../core/delivery';
+import { afterWaitOrSettle } from '../core/delivery';
 import { taskEntry } from '../runtime';
 
-export const handler = taskEntry(afterReceiptWait);
+/** AfterWait after a receipt wait, and (input `settle: true`) the settling step of the state machine's Catch. */
+export const handler = taskEntry(afterWaitOrSettle);

@@ -346,7 +346,10 @@ describe('IAM least privilege', () => {
     afterWait: [
       { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
     ],
-    sweeper: [],
+    // Settling an overdue delivery: its verification, and the number when every channel rejected it.
+    sweeper: [
+      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
+    ],
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
     webhookSender: [
       { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },
@@ -378,7 +381,7 @@ describe('IAM least privilege', () => {
         expected.push({ actions: ['states:StartExecution'], resource: ref(logicalId(stack.stateMachine)) });
       }
       if (name === 'sweeper') {
-        // Query on the sparse pending-delivery index only: not on the table, not on any other index.
+        // Query on the sparse pending-delivery index only: no Query on the table, nor on any other index.
         expected.push({
           actions: ['dynamodb:Query'],
           resource: {
@@ -605,11 +608,50 @@ describe('state machine', () => {
       (JSON.parse(definition) as { States: Record<string, { Type: string; Resource?: string }> }).States,
     );
     const taskResources = states.filter((s) => s.Type === 'Task').map((s) => s.Resource);
+    // The settling step reuses the AfterWait function: no third task function.
     expect(taskResources.sort()).toEqual(
-      [JSON.stringify(getAtt(fnId('afterWait'))), JSON.stringify(getAtt(fnId('deliver')))]
+      [
+        JSON.stringify(getAtt(fnId('afterWait'))),
+        JSON.stringify(getAtt(fnId('afterWait'))),
+        JSON.stringify(getAtt(fnId('deliver'))),
+      ]
         .map((s) => s.replace(/"/g, "'"))
         .sort(),
     );
+  });
+
+  test('a task still failing after its retries is caught and the delivery settled, then the execution fails', () => {
+    interface State {
+      Type: string;
+      Resource?: string;
+      Parameters?: Record<string, unknown>;
+      Retry?: unknown[];
+      Catch?: { ErrorEquals: string[]; ResultPath?: string; Next: string }[];
+      Next?: string;
+      Error?: string;
+    }
+    const { States: states } = JSON.parse(readFileSync(aslPath, 'utf8')) as { States: Record<string, State> };
+    for (const name of ['DeliverOverChannel', 'AfterWait']) {
+      expect(states[name]!.Retry).toHaveLength(1);
+      // Every error, once the retries are spent; the error beside the input, never in place of it.
+      expect(states[name]!.Catch).toEqual([
+        { ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'SettleAfterError' },
+      ]);
+    }
+    const settle = states.SettleAfterError!;
+    expect(settle.Type).toBe('Task');
+    expect(settle.Resource).toBe('${AfterWaitFunctionArn}');
+    // Its input is rebuilt from the workflow's own fields: the error text never reaches the task.
+    expect(settle.Parameters).toEqual({
+      'sid.$': '$.sid',
+      'channelIndex.$': '$.channelIndex',
+      'waitSeconds.$': '$.waitSeconds',
+      settle: true,
+    });
+    expect(settle.Retry).toEqual(states.AfterWait!.Retry);
+    expect(settle.Catch).toBeUndefined();
+    // Settled, the execution still ends failed: the ExecutionsFailed alarm sees tasks that keep failing.
+    expect(states[settle.Next!]).toMatchObject({ Type: 'Fail', Error: 'DeliveryTaskFailed' });
   });
 
   test.each(STARTS_DELIVERY)('%s may start it (and gets its ARN)', (name) => {
@@ -717,10 +759,10 @@ describe('alarms', () => {
     });
   });
 
-  test('FAILED deliveries, counted from both task log groups', () => {
+  test('FAILED deliveries, counted from both task log groups and the sweeper (overdue deliveries it settles)', () => {
     expect(FAILED_DELIVERY_PATTERN).toBe('{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }');
-    template.resourceCountIs('AWS::Logs::MetricFilter', 2);
-    for (const name of ['deliver', 'afterWait'] as const) {
+    template.resourceCountIs('AWS::Logs::MetricFilter', 3);
+    for (const name of ['deliver', 'afterWait', 'sweeper'] as const) {
       template.hasResourceProperties('AWS::Logs::MetricFilter', {
         LogGroupName: ref(logicalId(stack.logGroups[name])),
         FilterPattern: FAILED_DELIVERY_PATTERN,

@@ -34,6 +34,8 @@ export interface DynamoCall {
   /** The partition keys the call names (key, item, each transaction item, each batch key). */
   pks: string[];
   consistent: boolean;
+  /** The `UpdateExpression` of an UpdateItem, to tell one write of an item from another. */
+  update?: string;
   /** Set when a fault was injected into this call (at either layer). */
   fault?: { kind: FaultKind; timing: FaultTiming; layer: FaultLayer };
 }
@@ -216,7 +218,12 @@ export function describeCall(commandName: string | undefined, input: Input): Dyn
   const consistent =
     input.ConsistentRead === true ||
     Object.values(requestItems).some((table) => (table as Input).ConsistentRead === true);
-  return { operation: (commandName ?? 'Unknown').replace(/Command$/, ''), pks, consistent };
+  return {
+    operation: (commandName ?? 'Unknown').replace(/Command$/, ''),
+    pks,
+    consistent,
+    ...(typeof input.UpdateExpression === 'string' && { update: input.UpdateExpression }),
+  };
 }
 
 /** A workflow whose `start` (StartExecution) fails on demand, around the real one. */

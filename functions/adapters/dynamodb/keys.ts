@@ -15,9 +15,11 @@ export const TABLE_SCHEMA = {
   streamViewType: 'NEW_AND_OLD_IMAGES',
   indexes: {
     /**
-     * Sparse index of verifications whose delivery has not started yet: written with the verification,
-     * removed by the first delivery task. The sweeper reads it to restart deliveries whose workflow start
-     * failed, at no extra round trip on the send path.
+     * Sparse index of verifications whose delivery has not ended, at no extra round trip on any path. Written
+     * with the verification under `PENDING#<created minute>`; the first channel claim moves it to
+     * `UNSETTLED#<settle-by minute>` in the same write; ending delivery (SENT, FAILED, DELIVERED) removes it.
+     * The sweeper reads the first kind to restart deliveries whose workflow start failed, and the second to
+     * settle deliveries whose executions died or ran out of time.
      */
     pendingDelivery: { name: 'pending-delivery', partitionKey: 'pending_pk', sortKey: 'pending_sk' },
   },
@@ -94,7 +96,17 @@ export const keys = {
     pending_pk: pendingDeliveryPartition(createdAt),
     pending_sk: `${createdAt.toISOString()}#${verificationSid}`,
   }),
+  /**
+   * Index keys of a claimed delivery not yet ended, in one partition per minute of the time by which it must
+   * be settled (same index as `pendingDelivery`, other partitions).
+   */
+  unsettledDelivery: (settleBy: Date, verificationSid: string) => ({
+    pending_pk: unsettledDeliveryPartition(settleBy),
+    pending_sk: `${settleBy.toISOString()}#${verificationSid}`,
+  }),
 } as const;
+
+export const unsettledDeliveryPartition = (at: Date): string => `UNSETTLED#${at.toISOString().slice(0, 16)}`;
 
 export const pendingDeliveryPartition = (at: Date): string => `PENDING#${at.toISOString().slice(0, 16)}`;
 
