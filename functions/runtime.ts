@@ -95,7 +95,6 @@ export function buildDeps(
     settings: settingsFromEnv(env),
     allowedChannels: allowedChannelsFromEnv(env),
     logger,
-    apiKeyCacheSeconds: Number(env.OTP_API_KEY_CACHE_SECONDS ?? 60),
   };
 }
 
@@ -217,8 +216,14 @@ export function webhookEventsEntry() {
 }
 
 /** Everything the webhook sender needs: endpoints, the sealed secrets' key, the queue, the store for expiry. */
-export function buildWebhookSenderDeps(env: Env, keys: KeySource): WebhookSenderDeps {
-  const client = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION });
+export function buildWebhookSenderDeps(
+  env: Env,
+  keys: KeySource,
+  /** A DynamoDB client built elsewhere (tests: one that enforces the function's IAM grants). */
+  dynamoClient?: DynamoDBDocumentClient,
+): WebhookSenderDeps {
+  const client =
+    dynamoClient ?? createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION });
   const tableName = required(env, 'TABLE_NAME');
   const settings = webhookSettingsFromEnv(env);
   return {

@@ -2,15 +2,7 @@
  * What the core needs from the outside world. DynamoDB, Step Functions, providers, crypto keys, the clock
  * and randomness sit behind these, so tests and the local stack wire the same core with other adapters.
  */
-import type {
-  ApiKeyRecord,
-  DeliveryAttempt,
-  DeliveryStatus,
-  NumberRecord,
-  Service,
-  Template,
-  Verification,
-} from './model';
+import type { DeliveryAttempt, DeliveryStatus, NumberRecord, Service, Template, Verification } from './model';
 import type { Channel } from './routing';
 import type { SidPrefix } from './sids';
 
@@ -102,13 +94,31 @@ export interface VerificationStore {
   markExpired(sid: string, now: Date): Promise<void>;
 }
 
+/** What one authenticated request's write on its API key decided. */
+export type KeyRequestOutcome =
+  /** Counted within the limit. `window`: the window it was counted in (epoch ms). */
+  | { outcome: 'allowed'; window: number }
+  /** The key exists for this service, but its window is full; nothing counted. */
+  | { outcome: 'limited'; window: number }
+  /** No such key, or revoked: nothing counted. */
+  | { outcome: 'unknown' | 'revoked' }
+  /** The key belongs to another service than the one in the path: nothing counted. */
+  | { outcome: 'forbidden' };
+
 export interface ApiKeyStore {
-  getApiKey(keyHash: string): Promise<ApiKeyRecord | undefined>;
   /**
-   * Counts a request in the key's fixed one-minute window. Returns whether it is within `limit`; a
-   * refused request is not counted.
+   * Authenticates and counts a request in one write on the key's own item: the key must exist, not be revoked
+   * and belong to `serviceSid`, and its fixed one-minute window must have room below `limit`. A revocation
+   * therefore takes effect on the next request. `windowOpen`: the caller believes the key's window already is
+   * `windowStart` (it saw it), so counting is tried before opening it; a wrong belief costs one more write.
    */
-  countKeyRequest(keyHash: string, windowStart: Date, limit: number): Promise<boolean>;
+  countKeyRequest(request: {
+    keyHash: string;
+    serviceSid: string;
+    windowStart: Date;
+    limit: number;
+    windowOpen: boolean;
+  }): Promise<KeyRequestOutcome>;
 }
 
 export interface DeliveryStore {

@@ -18,7 +18,7 @@ import { sendVerification } from '../core/send';
 import type { Settings } from '../core/settings';
 import type { Logger } from '../adapters/logger';
 import {
-  ApiKeyCache,
+  ApiKeyGuard,
   apiKeyAuth,
   errorResponses,
   requestLog,
@@ -47,8 +47,6 @@ export interface ApiDeps {
   /** Channels this deployment may use at all. */
   allowedChannels: readonly Channel[];
   logger: Logger;
-  /** How long a warm function trusts a looked-up API key. */
-  apiKeyCacheSeconds: number;
 }
 
 export type ApiHandler = (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
@@ -63,14 +61,14 @@ const CHECK_STATUS: Record<CheckOutcome, number> = {
 
 /** The three endpoints of the spec, each behind logging, error mapping, API-key auth and the per-key limit. */
 export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
-  const keys = new ApiKeyCache(deps.store, deps.clock, deps.apiKeyCacheSeconds);
+  const guard = new ApiKeyGuard(deps.clock);
   const authenticated = () =>
     middy<ApiEvent, HttpResponse, Error, ApiContext>()
       .use(requestLog(deps.logger))
       .use(errorResponses(deps.logger))
       .use(
         apiKeyAuth({
-          keys,
+          guard,
           store: deps.store,
           clock: deps.clock,
           requestsPerMinute: deps.settings.keyRequestsPerMinute,

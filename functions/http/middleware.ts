@@ -1,9 +1,8 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { OtpError, isOtpError } from '../core/errors';
-import type { ApiKeyRecord } from '../core/model';
-import type { ApiKeyStore, Clock } from '../core/ports';
+import type { ApiKeyStore, Clock, KeyRequestOutcome } from '../core/ports';
 import type { Logger } from '../adapters/logger';
 import { STATUS_BY_CODE } from './errors';
 import { header } from './params';
@@ -80,76 +79,118 @@ function errorCodeOf(response: HttpResponse): string | undefined {
 
 export const hashApiKey = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex');
 
+/** Every key the service issues: `otpk_` and 32 random bytes in base64url (accounts.issueApiKey). */
+const API_KEY_FORMAT = /^otpk_[A-Za-z0-9_-]{43}$/;
+
 /**
- * Remembers API keys for a short time so most requests skip the key lookup. A revoked key therefore
- * keeps working on a warm function for up to `ttlSeconds`.
+ * Per function instance, keeps requests with keys that do not exist from costing a DynamoDB request each:
+ * - a key found unknown or revoked is answered 401 from memory for `negativeSeconds`;
+ * - keys this instance has not seen work draw on a small token bucket of lookups; when it is empty, they are
+ *   answered 429 with `Retry-After: 1` (a real key new to this instance gets through a second later), while
+ *   keys that authenticated here recently go straight to their write. A flood of random keys thus costs at
+ *   most `lookupsPerSecond` requests per instance, and cannot starve the callers whose keys are real.
+ * It also remembers each good key's current window, so the per-key write usually counts at the first try.
  */
-export class ApiKeyCache {
-  private readonly entries = new Map<string, { record: ApiKeyRecord | undefined; until: number }>();
+export class ApiKeyGuard {
+  private readonly rejected = new Map<string, number>();
+  private readonly known = new Map<string, { window: number; until: number }>();
+  private tokens: number;
+  private refilledAt: number;
 
   constructor(
-    private readonly store: ApiKeyStore,
     private readonly clock: Clock,
-    private readonly ttlSeconds: number,
-  ) {}
+    private readonly options = { negativeSeconds: 60, knownSeconds: 600, lookupsPerSecond: 10, burst: 20 },
+  ) {
+    this.tokens = options.burst;
+    this.refilledAt = clock.now().getTime();
+  }
 
-  async get(keyHash: string): Promise<ApiKeyRecord | undefined> {
+  /** Whether a request with this key may make its write now, and the window this instance saw it in. */
+  admit(
+    keyHash: string,
+  ): { admitted: true; window?: number } | { admitted: false; reason: 'rejected' | 'busy' } {
     const now = this.clock.now().getTime();
-    const cached = this.entries.get(keyHash);
-    if (cached && cached.until > now) return cached.record;
-    const record = await this.store.getApiKey(keyHash);
-    // Unknown keys are not cached: a caller trying random keys must not fill the memory.
-    if (record) {
-      if (this.entries.size > 1000) this.entries.clear();
-      this.entries.set(keyHash, { record, until: now + this.ttlSeconds * 1000 });
+    const rejectedUntil = this.rejected.get(keyHash);
+    if (rejectedUntil !== undefined) {
+      if (rejectedUntil > now) return { admitted: false, reason: 'rejected' };
+      this.rejected.delete(keyHash);
     }
-    return record;
+    const known = this.known.get(keyHash);
+    if (known && known.until > now) return { admitted: true, window: known.window };
+    this.tokens = Math.min(
+      this.options.burst,
+      this.tokens + ((now - this.refilledAt) / 1000) * this.options.lookupsPerSecond,
+    );
+    this.refilledAt = now;
+    if (this.tokens < 1) return { admitted: false, reason: 'busy' };
+    this.tokens -= 1;
+    return { admitted: true };
+  }
+
+  remember(keyHash: string, outcome: KeyRequestOutcome): void {
+    const now = this.clock.now().getTime();
+    // Bounded memory: a caller cycling keys must not grow it without end.
+    const bound = (map: Map<string, unknown>) => map.size >= 10_000 && map.clear();
+    if (outcome.outcome === 'unknown' || outcome.outcome === 'revoked') {
+      bound(this.rejected);
+      this.rejected.set(keyHash, now + this.options.negativeSeconds * 1000);
+      this.known.delete(keyHash);
+    } else if (outcome.outcome === 'allowed' || outcome.outcome === 'limited') {
+      bound(this.known);
+      this.known.set(keyHash, { window: outcome.window, until: now + this.options.knownSeconds * 1000 });
+    }
   }
 }
 
 const MAX_API_KEY_LENGTH = 200;
 
 /**
- * `X-API-Key` auth: the key must exist, not be revoked, and belong to the service in the path. Then the
- * per-key limit of spec 8: a fixed one-minute window, refused with 429 `rate_limited` and a `Retry-After`
- * that reaches the next window, so waiting that long succeeds.
+ * `X-API-Key` auth and the per-key limit of spec 8 in one write on the key's own item (the key must exist,
+ * not be revoked, and belong to the service in the path), so a revocation takes effect at the next request.
+ * A fixed one-minute window, refused with 429 `rate_limited` and a `Retry-After` that reaches the next
+ * window, so waiting that long succeeds.
  */
 export function apiKeyAuth(options: {
-  keys: ApiKeyCache;
   store: ApiKeyStore;
   clock: Clock;
   requestsPerMinute: number;
+  guard: ApiKeyGuard;
 }): ApiMiddleware {
+  const unauthorized = () => new OtpError('unauthorized', 'Send a valid API key in the X-API-Key header.');
   return {
     before: async (request) => {
       const apiKey = header(request.event, 'x-api-key');
-      if (!apiKey || apiKey.length > MAX_API_KEY_LENGTH) {
-        throw new OtpError('unauthorized', 'Send a valid API key in the X-API-Key header.');
-      }
+      if (!apiKey || apiKey.length > MAX_API_KEY_LENGTH || !API_KEY_FORMAT.test(apiKey)) throw unauthorized();
       const keyHash = hashApiKey(apiKey);
-      const record = await options.keys.get(keyHash);
-      if (
-        !record ||
-        record.revokedAt ||
-        !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(keyHash))
-      ) {
-        throw new OtpError('unauthorized', 'Send a valid API key in the X-API-Key header.');
+      const admission = options.guard.admit(keyHash);
+      if (!admission.admitted) {
+        if (admission.reason === 'rejected') throw unauthorized();
+        throw new OtpError('rate_limited', 'Too many requests with unknown API keys; retry shortly.', 1);
       }
-      if (request.event.pathParameters?.ServiceSid !== record.serviceSid) {
-        // Same answer whether or not the other service exists: a key learns nothing about other accounts.
-        throw new OtpError('forbidden', 'This API key does not belong to the service in the path.');
-      }
-      request.context.serviceSid = record.serviceSid;
       const now = options.clock.now().getTime();
       const windowStart = now - (now % 60_000);
-      const allowed = await options.store.countKeyRequest(
+      const result = await options.store.countKeyRequest({
         keyHash,
-        new Date(windowStart),
-        options.requestsPerMinute,
-      );
-      if (!allowed) {
-        const retryAfter = Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000));
-        throw new OtpError('rate_limited', 'Too many requests for this API key.', retryAfter);
+        // Any string: a path that names no service matches no key's service.
+        serviceSid: request.event.pathParameters?.ServiceSid ?? '',
+        windowStart: new Date(windowStart),
+        limit: options.requestsPerMinute,
+        windowOpen: admission.window === windowStart,
+      });
+      options.guard.remember(keyHash, result);
+      switch (result.outcome) {
+        case 'unknown':
+        case 'revoked':
+          throw unauthorized();
+        case 'forbidden':
+          // Same answer whether or not the other service exists: a key learns nothing about other accounts.
+          throw new OtpError('forbidden', 'This API key does not belong to the service in the path.');
+        case 'limited': {
+          const retryAfter = Math.max(1, Math.ceil((result.window + 60_000 - now) / 1000));
+          throw new OtpError('rate_limited', 'Too many requests for this API key.', retryAfter);
+        }
+        case 'allowed':
+          request.context.serviceSid = request.event.pathParameters?.ServiceSid;
       }
     },
   };

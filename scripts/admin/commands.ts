@@ -229,22 +229,14 @@ const keyList = command({
 const keyRevoke = command({
   words: ['key', 'revoke'],
   args: ['<VA>', '<keyId>'],
-  summary: 'Revoke an API key by id (running API instances may accept it up to 60 s more)',
+  summary: 'Revoke an API key by its whole id (the next request with it is refused)',
   examples: [`key revoke ${VA} 3f2a9c41d07e`],
   parse: ([sid, id]) => ({ sid: parse.serviceSid(sid!), keyId: parse.keyId(id!) }),
   run: async (context, { sid, keyId }) => {
     await loadService(context, sid);
-    // The store revokes the first key whose hash starts with the id: make sure exactly one does.
-    const matches = (await context.accounts.listApiKeys(sid)).filter(
-      (key) => key.keyId.startsWith(keyId) || keyId.startsWith(key.keyId),
-    );
-    if (matches.length === 0) throw new AdminError(`No API key ${keyId} in service ${sid}`);
-    if (matches.length > 1) {
-      throw new AdminError(
-        `Key id ${keyId} matches ${matches.length} keys; give the full id from \`key list\``,
-      );
-    }
-    const key = matches[0]!;
+    // The whole id only: a prefix could name a key the operator did not mean.
+    const key = (await context.accounts.listApiKeys(sid)).find((candidate) => candidate.keyId === keyId);
+    if (!key) throw new AdminError(`No API key ${keyId} in service ${sid}`);
     if (key.revokedAt) {
       return {
         json: { serviceSid: sid, keyId: key.keyId, revokedAt: key.revokedAt, alreadyRevoked: true },
@@ -257,7 +249,7 @@ const keyRevoke = command({
     }
     return {
       json: { serviceSid: sid, keyId: key.keyId, revokedAt: now.toISOString(), alreadyRevoked: false },
-      text: `Revoked key ${key.keyId}. Running API instances may accept it for up to 60 seconds (key cache).`,
+      text: `Revoked key ${key.keyId}. The next request with it is refused.`,
     };
   },
 });

@@ -130,8 +130,9 @@ export class AccountStore {
   /** Revokes the service's key whose id (hash prefix) is `keyId`; false when there is none. */
   async revokeApiKey(serviceSid: string, keyId: string, now = new Date()): Promise<boolean> {
     const items = await this.queryChildren(serviceSid, `${SERVICE_CHILD_PREFIX.apiKey}${keyId}`);
-    const record = items.map(apiKeyFromItem)[0];
-    if (!record || keyId.length < 8) return false;
+    // The whole id, never a prefix of it.
+    const record = items.map(apiKeyFromItem).find((key) => key.keyHash.slice(0, KEY_ID_LENGTH) === keyId);
+    if (!record) return false;
     const update = (key: { pk: string; sk: string }) => ({
       Update: {
         TableName: this.tableName,

@@ -10,13 +10,14 @@ import {
   type TransactWriteCommandInput,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyRecord, DeliveryAttempt, NumberRecord, Verification } from '../../core/model';
+import type { DeliveryAttempt, NumberRecord, Verification } from '../../core/model';
 import type {
   AcceptResult,
   AcceptSend,
   ApiKeyStore,
   CheckWrite,
   DeliveryStore,
+  KeyRequestOutcome,
   PendingDeliveryStore,
   RecordRefusal,
   SendContext,
@@ -27,7 +28,6 @@ import type {
 import type { Channel } from '../../core/routing';
 import {
   IDEMPOTENCY_RETENTION_SECONDS,
-  apiKeyFromItem,
   numberFromItem,
   numberTtl,
   rejectedAttribute,
@@ -44,6 +44,9 @@ import {
   unsettledDeliveryPartition,
   type ItemKey,
 } from './keys';
+
+/** The key exists, is not revoked and belongs to the service in the path (`:service`). */
+const KEY_USABLE = 'attribute_exists(pk) AND attribute_not_exists(revoked_at) AND service_sid = :service';
 
 /** Attribute names written by the check. */
 const VERIFICATION_ATTR = { lastGuess: 'last_guess' } as const;
@@ -304,22 +307,56 @@ export class DynamoStore
     }
   }
 
-  async getApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.apiKey(keyHash) }),
-    );
-    return Item && apiKeyFromItem(Item);
-  }
-
-  async countKeyRequest(keyHash: string, windowStart: Date, limit: number): Promise<boolean> {
-    return this.updateIfConditionHolds({
-      Key: keys.keyWindow(keyHash, windowStart),
-      UpdateExpression: 'ADD #count :one SET #ttl = :ttl',
-      ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
-      ExpressionAttributeNames: { '#count': 'count', '#ttl': 'ttl' },
-      // Kept a few minutes past the window for inspection; the window itself is in the key.
-      ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':ttl': ttlAfter(windowStart, 300) },
-    });
+  async countKeyRequest(request: {
+    keyHash: string;
+    serviceSid: string;
+    windowStart: Date;
+    limit: number;
+    windowOpen: boolean;
+  }): Promise<KeyRequestOutcome> {
+    let window = request.windowStart.getTime();
+    let windowOpen = request.windowOpen;
+    // At most: count (window moved on), open (another instance opened it first), count again.
+    for (let write = 0; write < 4; write++) {
+      const values = { ':service': request.serviceSid, ':window': window, ':one': 1 };
+      const update = windowOpen
+        ? {
+            UpdateExpression: 'ADD rate_count :one',
+            ConditionExpression: `${KEY_USABLE} AND rate_window = :window AND rate_count < :limit`,
+            ExpressionAttributeValues: { ...values, ':limit': request.limit },
+          }
+        : {
+            UpdateExpression: 'SET rate_window = :window, rate_count = :one',
+            ConditionExpression: `${KEY_USABLE} AND (attribute_not_exists(rate_window) OR rate_window < :window)`,
+            ExpressionAttributeValues: values,
+          };
+      try {
+        await this.client.send(
+          new UpdateCommand({
+            ...update,
+            TableName: this.tableName,
+            Key: keys.apiKey(request.keyHash),
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        );
+        return { outcome: 'allowed', window };
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+        const old = oldImage(error);
+        if (!old) return { outcome: 'unknown' };
+        if (old.revoked_at !== undefined) return { outcome: 'revoked' };
+        if (old.service_sid !== request.serviceSid) return { outcome: 'forbidden' };
+        const stored = typeof old.rate_window === 'number' ? old.rate_window : undefined;
+        if (stored === window && windowOpen) return { outcome: 'limited', window };
+        // Count in the stored window when it is this one, or a later one that an instance whose clock runs
+        // ahead opened; open ours when the stored one is older.
+        if (stored !== undefined && stored >= window) {
+          window = stored;
+          windowOpen = true;
+        } else windowOpen = false;
+      }
+    }
+    throw new Error('The API key window kept changing under this request');
   }
 
   async claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean> {
