@@ -1,0 +1,586 @@
+/**
+ * Least privilege, checked against the code: each function's own code runs against DynamoDB Local through a
+ * client that enforces exactly the IAM grants the synthesized template gives that function's role (actions,
+ * table or index, `dynamodb:LeadingKeys` prefixes), with a key ring holding exactly the key secrets its
+ * environment names. A grant the code needs and the template lacks fails here as AccessDenied would on AWS; a
+ * call outside the grants is recorded and fails the test.
+ */
+import { readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { App, CfnElement } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { cryptoRandom, deriveKey, systemClock } from '../../functions/adapters/crypto';
+import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
+import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
+import { KEY_GROUPS, KEY_GROUP_NAMES, groupKeyRing, type KeyGroup } from '../../functions/adapters/keyring';
+import type { Logger } from '../../functions/adapters/logger';
+import { SIGNATURE_HEADER, signPayload } from '../../functions/adapters/providers/signature';
+import { signWebhookContent } from '../../functions/adapters/webhooks/signing';
+import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
+import { handleVerificationStream } from '../../functions/adapters/webhooks/stream';
+import {
+  afterReceiptWait,
+  deliverOverChannel,
+  type DeliveryTaskInput,
+  type DeliveryTaskOutput,
+} from '../../functions/core/delivery';
+import { UNITS_PER_USD } from '../../functions/core/money';
+import type { DeliveryInput } from '../../functions/core/ports';
+import { restartStalledDeliveries } from '../../functions/core/sweeper';
+import {
+  runWebhookJob,
+  type QueuedJob,
+  type WebhookJob,
+  type WebhookQueue,
+  type WebhookRequest,
+} from '../../functions/core/webhooks';
+import { buildApi, buildReceiptHandler, type ApiHandler } from '../../functions/http/api';
+import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
+import { buildDeps, buildWebhookSenderDeps, type Deps } from '../../functions/runtime';
+import { OtpStack } from '../../lib/otp-stack';
+import { createTable } from '../../local/table';
+import { dynamoEndpoint } from '../support/harness';
+
+type FunctionName = keyof OtpStack['functions'];
+
+const ROOT = path.join(__dirname, '..', '..');
+const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
+  .context;
+
+/** One statement of a role on the table or one of its indexes. */
+interface Grant {
+  actions: string[];
+  /** `table`, or `index/<name>`. */
+  resource: string;
+  /** The LeadingKeys patterns (`SERVICE#*`); undefined when the statement has no condition. */
+  leadingKeys?: RegExp[];
+}
+
+interface FunctionGrants {
+  table: Grant[];
+  keyGroups: KeyGroup[];
+}
+
+/** What the synthesized template grants each function: table statements and the key secrets it is told of. */
+function grantsFromTemplate(): Record<FunctionName, FunctionGrants> {
+  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
+  const stack = new OtpStack(app, 'OtpVerify');
+  const template = Template.fromStack(stack).toJSON() as {
+    Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+  };
+  const logicalId = (element: CfnElement) => stack.resolve(element.logicalId) as string;
+  const tableArn = JSON.stringify({
+    'Fn::GetAtt': [logicalId(stack.table.node.defaultChild as CfnElement), 'Arn'],
+  });
+  const out = {} as Record<FunctionName, FunctionGrants>;
+  for (const name of Object.keys(stack.functions) as FunctionName[]) {
+    const fn = stack.functions[name];
+    const roleId = logicalId(fn.role!.node.defaultChild as CfnElement);
+    const table: Grant[] = [];
+    for (const resource of Object.values(template.Resources)) {
+      if (resource.Type !== 'AWS::IAM::Policy') continue;
+      if (!(resource.Properties.Roles as { Ref: string }[]).some((role) => role.Ref === roleId)) continue;
+      const document = resource.Properties.PolicyDocument as {
+        Statement: {
+          Action: string | string[];
+          Resource: unknown;
+          Condition?: Record<string, Record<string, unknown>>;
+        }[];
+      };
+      for (const statement of document.Statement) {
+        const actions = [statement.Action].flat().filter((action) => action.startsWith('dynamodb:'));
+        if (actions.length === 0) continue;
+        const patterns = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] as
+          string[] | undefined;
+        for (const target of [statement.Resource].flat()) {
+          const text = JSON.stringify(target);
+          let where: string | undefined;
+          if (text === tableArn) where = 'table';
+          const join = (target as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
+          if (join && JSON.stringify(join[1][0]) === tableArn) where = String(join[1][1]).replace(/^\//, '');
+          if (!where) continue; // the stream, ListStreams on "*": not table access
+          table.push({
+            actions: actions.map((action) => action.replace(/^dynamodb:/, '')),
+            resource: where,
+            ...(patterns && {
+              leadingKeys: patterns.map(
+                (pattern) => new RegExp(`^${pattern.replace(/[#]/g, '\\#').replace(/\*/g, '.*')}$`),
+              ),
+            }),
+          });
+        }
+      }
+    }
+    const variables = (
+      template.Resources[logicalId(fn.node.defaultChild as CfnElement)]!.Properties.Environment as {
+        Variables: Record<string, unknown>;
+      }
+    ).Variables;
+    const keyGroups = KEY_GROUP_NAMES.filter((group) => variables[KEY_GROUPS[group].env] !== undefined);
+    out[name] = { table, keyGroups };
+  }
+  if (app.outdir.startsWith(tmpdir())) rmSync(app.outdir, { recursive: true, force: true });
+  return out;
+}
+
+/** One request as IAM authorizes it: an action on one item (its partition key) of the table or an index. */
+interface Access {
+  action: string;
+  resource: string;
+  pk?: string;
+}
+
+const pkOf = (key: unknown): string | undefined => {
+  const pk = (key as Record<string, unknown> | undefined)?.[TABLE_SCHEMA.partitionKey];
+  return typeof pk === 'string' ? pk : ((pk as { S?: string } | undefined)?.S ?? undefined);
+};
+
+/** The accesses one SDK call asks IAM for (a transaction: one per item, with the item's own action). */
+function accessesOf(commandName: string, input: Record<string, unknown>): Access[] {
+  const operation = commandName.replace(/Command$/, '');
+  switch (operation) {
+    case 'GetItem':
+    case 'DeleteItem':
+    case 'UpdateItem':
+      return [{ action: operation, resource: 'table', pk: pkOf(input.Key) }];
+    case 'PutItem':
+      return [{ action: operation, resource: 'table', pk: pkOf(input.Item) }];
+    case 'BatchGetItem':
+    case 'BatchWriteItem': {
+      const requests = Object.values(input.RequestItems as Record<string, { Keys?: unknown[] } | unknown[]>);
+      return requests.flatMap((request) =>
+        (Array.isArray(request) ? request : (request.Keys ?? [])).map((key) => ({
+          action: operation,
+          resource: 'table',
+          pk: pkOf(key) ?? pkOf((key as { PutRequest?: { Item: unknown } }).PutRequest?.Item),
+        })),
+      );
+    }
+    case 'TransactWriteItems':
+      return (input.TransactItems as Record<string, { Key?: unknown; Item?: unknown }>[]).flatMap((item) =>
+        Object.entries(item).map(([kind, request]) => ({
+          action: kind === 'ConditionCheck' ? 'ConditionCheckItem' : `${kind}Item`,
+          resource: 'table',
+          pk: pkOf(request.Key ?? request.Item),
+        })),
+      );
+    case 'Query': {
+      const index = input.IndexName as string | undefined;
+      const partitionKey = index
+        ? Object.values(TABLE_SCHEMA.indexes).find((candidate) => candidate.name === index)!.partitionKey
+        : TABLE_SCHEMA.partitionKey;
+      const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
+      const values = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+      let pk: string | undefined;
+      for (const [, name, placeholder] of String(input.KeyConditionExpression).matchAll(
+        /([#\w]+)\s*=\s*(:\w+)/g,
+      )) {
+        if ((names[name!] ?? name) === partitionKey)
+          pk = pkOf({ [TABLE_SCHEMA.partitionKey]: values[placeholder!] });
+      }
+      return [{ action: 'Query', resource: index ? `index/${index}` : 'table', pk }];
+    }
+    default:
+      return [{ action: operation, resource: 'table' }];
+  }
+}
+
+const allows = (grant: Grant, access: Access): boolean =>
+  grant.actions.includes(access.action) &&
+  grant.resource === access.resource &&
+  (grant.leadingKeys === undefined ||
+    (access.pk !== undefined && grant.leadingKeys.some((pattern) => pattern.test(access.pk!))));
+
+let grants: Record<FunctionName, FunctionGrants>;
+const violations: string[] = [];
+const calls: Record<string, number> = {};
+const clients: DynamoDBDocumentClient[] = [];
+let tableName: string;
+
+/** A document client that lets through only what `name`'s role may do, as IAM would. */
+function clientFor(name: FunctionName): DynamoDBDocumentClient {
+  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const accesses = accessesOf(context.commandName ?? 'Unknown', args.input as Record<string, unknown>);
+      calls[name] = (calls[name] ?? 0) + 1;
+      const denied = accesses.filter((access) => !grants[name].table.some((grant) => allows(grant, access)));
+      if (denied.length > 0) {
+        violations.push(
+          ...denied.map((access) => `${name}: ${access.action} on ${access.resource} ${access.pk ?? ''}`),
+        );
+        throw Object.assign(new Error(`${name} is not authorized: ${JSON.stringify(denied)}`), {
+          name: 'AccessDeniedException',
+        });
+      }
+      return next(args);
+    },
+    { step: 'initialize', priority: 'high', name: 'iamGrants' },
+  );
+  clients.push(client);
+  return client;
+}
+
+/** One random root per key group, as the stack's generated secrets would hold. */
+const roots = Object.fromEntries(
+  KEY_GROUP_NAMES.map((group) => [group, randomBytes(32).toString('base64url')]),
+) as Record<KeyGroup, string>;
+/** Exactly the keys of the secrets the template names in the function's environment. */
+const ringFor = (name: FunctionName) =>
+  groupKeyRing(Object.fromEntries(grants[name].keyGroups.map((group) => [group, roots[group]])));
+
+const quiet: Logger = { log: () => undefined };
+const CODE = '918273';
+const ACCEPTING = '+447400123456';
+const REJECTING = '+447400654321';
+
+/** A carrier gateway: accepts for one number, rejects the other; records the bearer tokens it was sent. */
+let carrier: Server;
+const carrierTokens: string[] = [];
+
+let env: Record<string, string>;
+let serviceSid: string;
+let apiKey: string;
+let webhookSecret: string;
+const started: DeliveryInput[] = [];
+
+/** The Lambda dependencies of one function: its own client, its own key ring. */
+function depsFor(name: FunctionName): Deps {
+  return {
+    ...buildDeps(env, ringFor(name), quiet, clientFor(name)),
+    random: { code: () => CODE, sid: cryptoRandom.sid },
+    workflow: { start: async (input) => void started.push(input) },
+  };
+}
+
+function apiEvent(
+  routeKey: string,
+  pathParameters: Record<string, string>,
+  options: { body?: string; headers?: Record<string, string> } = {},
+): ApiEvent {
+  const [method, template] = routeKey.split(' ') as [string, string];
+  const rawPath = template.replace(/\{(\w+)\}/g, (_m, name: string) => pathParameters[name]!);
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...options.headers },
+    pathParameters,
+    requestContext: {
+      accountId: '123456789012',
+      apiId: 'api',
+      domainName: 'api.example.com',
+      domainPrefix: 'api',
+      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+    },
+    ...(options.body !== undefined && { body: options.body }),
+    isBase64Encoded: false,
+  };
+}
+
+const context = { awsRequestId: 'test' } as ApiContext;
+const call = async (handler: ApiHandler, event: ApiEvent) => {
+  const response = await handler(event, context);
+  return { status: response.statusCode, body: JSON.parse(response.body) as Record<string, unknown> };
+};
+const SEND = 'POST /v2/Services/{ServiceSid}/Verifications';
+
+async function send(to: string, idempotencyKey?: string) {
+  return call(
+    buildApi(depsFor('send')).send,
+    apiEvent(
+      SEND,
+      { ServiceSid: serviceSid },
+      {
+        body: new URLSearchParams({ To: to }).toString(),
+        headers: { 'x-api-key': apiKey, ...(idempotencyKey && { 'idempotency-key': idempotencyKey }) },
+      },
+    ),
+  );
+}
+
+/** Runs the workflow's two tasks, each as its own function, until delivery ends. */
+async function deliver(sid: string, onWait: () => Promise<void> = async () => undefined) {
+  let state: DeliveryTaskOutput = { sid, channelIndex: 0, waitSeconds: 0, next: 'deliver' };
+  for (let step = 0; step < 20 && state.next !== 'end'; step++) {
+    const input: DeliveryTaskInput = { sid: state.sid, channelIndex: state.channelIndex, waitSeconds: 0 };
+    if (state.next === 'deliver') state = await deliverOverChannel(depsFor('deliver'), input);
+    else {
+      await onWait();
+      state = await afterReceiptWait(depsFor('afterWait'), input);
+    }
+  }
+  return state;
+}
+
+beforeAll(async () => {
+  grants = grantsFromTemplate();
+  const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
+  tableName = `otp-iam-${randomBytes(6).toString('hex')}`;
+  await createTable(raw, tableName);
+  raw.destroy();
+
+  carrier = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      carrierTokens.push(req.headers.authorization ?? '');
+      const message = JSON.parse(body) as { to: string; reference: string };
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify(
+          message.to === ACCEPTING
+            ? { status: 'accepted', messageId: `m-${message.reference}` }
+            : { status: 'rejected', reason: 'unknown subscriber' },
+        ),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => carrier.listen(0, '127.0.0.1', resolve));
+  env = {
+    TABLE_NAME: tableName,
+    OTP_CARRIER_URL: `http://127.0.0.1:${(carrier.address() as AddressInfo).port}`,
+    WEBHOOK_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/unused',
+    WEBHOOK_DEAD_LETTER_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/unused-dlq',
+  };
+
+  // The operator's side (admin command): unrestricted.
+  const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
+  clients.push(admin);
+  const accounts = new AccountStore(admin, tableName, cryptoRandom);
+  const service = await accounts.createService({
+    name: 'IAM',
+    balance: 100 * UNITS_PER_USD,
+    channels: ['sms', 'whatsapp'],
+    defaultTemplateBody: 'Your code is {code}.',
+  });
+  serviceSid = service.sid;
+  ({ apiKey } = await accounts.issueApiKey(serviceSid));
+  const added = await new DynamoWebhookEndpoints(admin, tableName).addEndpoint(
+    serviceSid,
+    'https://hooks.example.com/otp',
+    new WebhookSecretVault(groupKeyRing({ webhook: roots.webhook })),
+    cryptoRandom,
+  );
+  if (!added.ok) throw new Error('no endpoint');
+  webhookSecret = added.secret;
+}, 60_000);
+
+afterAll(async () => {
+  for (const client of clients) client.destroy();
+  await new Promise((resolve) => carrier?.close(resolve));
+});
+
+describe('each function runs with exactly its template grants', () => {
+  let delivered: string;
+  let rejected: string;
+  let before: Record<string, AttributeValue> | undefined;
+  let after: Record<string, AttributeValue> | undefined;
+  let jobs: QueuedJob[] = [];
+
+  const rawItem = async (sid: string) => {
+    const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
+    try {
+      return (
+        await raw.send(
+          new GetItemCommand({
+            TableName: tableName,
+            Key: { pk: { S: keys.verification(sid).pk }, sk: { S: 'VERIFICATION' } },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    } finally {
+      raw.destroy();
+    }
+  };
+
+  test('send: new sends, an idempotent replay, and a send refused by the burst limit', async () => {
+    const first = await send(ACCEPTING, 'order-1');
+    expect(first.status).toBe(201);
+    delivered = first.body.sid as string;
+    const replay = await send(ACCEPTING, 'order-1');
+    expect(replay).toMatchObject({ status: 201, body: { sid: delivered } });
+    expect((await send(ACCEPTING)).status).toBe(201);
+    expect((await send(ACCEPTING)).status).toBe(201);
+    // The fourth send to the number within the burst window: refused, and still counted on the number.
+    expect((await send(ACCEPTING)).body.code).toBe('burst');
+    const other = await send(REJECTING);
+    expect(other.status).toBe(201);
+    rejected = other.body.sid as string;
+    expect(started.length).toBe(4);
+  });
+
+  test('deliver, receipt and afterWait: a delivered message, with the carrier token of the carrier key', async () => {
+    before = await rawItem(delivered);
+    const state = await deliver(delivered, async () => {
+      const body = JSON.stringify({
+        reference: `${delivered}.0`,
+        messageId: `m-${delivered}.0`,
+        status: 'delivered',
+      });
+      const receipt = await call(
+        buildReceiptHandler(depsFor('receipt')),
+        apiEvent(
+          'POST /v2/Callbacks/{Provider}',
+          { Provider: 'carrier' },
+          {
+            body,
+            headers: {
+              'content-type': 'application/json',
+              [SIGNATURE_HEADER]: signPayload(deriveKey(roots.carrier, 'receipt:carrier'), body, new Date()),
+            },
+          },
+        ),
+      );
+      expect(receipt.status).toBe(200);
+    });
+    expect(state).toMatchObject({ next: 'end', deliveryStatus: 'DELIVERED' });
+    after = await rawItem(delivered);
+    expect(carrierTokens).toContain(
+      `Bearer ${deriveKey(roots.carrier, 'carrier-token').toString('base64url')}`,
+    );
+  });
+
+  test('deliver and afterWait: every channel rejects, delivery FAILED and the number marked', async () => {
+    expect(await deliver(rejected)).toMatchObject({ next: 'end', deliveryStatus: 'FAILED' });
+    // The tasks wrote the rejections on the number's item (NUMBER#), which send reads.
+    const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
+    const number = await raw
+      .send(
+        new GetItemCommand({
+          TableName: tableName,
+          Key: { pk: { S: keys.number(REJECTING).pk }, sk: { S: keys.number(REJECTING).sk } },
+          ConsistentRead: true,
+        }),
+      )
+      .finally(() => raw.destroy());
+    expect(Object.keys(number.Item ?? {}).some((name) => /^(rejected_|unreachable)/.test(name))).toBe(true);
+  });
+
+  test('fetch and check: the right code verifies (check holds the code-hash key only)', async () => {
+    const path = { ServiceSid: serviceSid, VerificationSid: delivered };
+    const fetched = await call(
+      buildApi(depsFor('fetch')).fetch,
+      apiEvent('GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}', path, {
+        headers: { 'x-api-key': apiKey },
+      }),
+    );
+    expect(fetched).toMatchObject({ status: 200, body: { sid: delivered, delivery_status: 'DELIVERED' } });
+    const check = (code: string) =>
+      call(
+        buildApi(depsFor('check')).check,
+        apiEvent(
+          'POST /v2/Services/{ServiceSid}/VerificationCheck',
+          { ServiceSid: serviceSid },
+          {
+            body: new URLSearchParams({ VerificationSid: delivered, Code: code }).toString(),
+            headers: { 'x-api-key': apiKey },
+          },
+        ),
+      );
+    expect((await check('000000')).status).toBe(422);
+    expect(await check(CODE)).toMatchObject({ status: 200, body: { sid: delivered } });
+  });
+
+  test('sweeper: restarts the deliveries that never started, from the index alone', async () => {
+    const later = { now: () => new Date(Date.now() + 60_000) };
+    started.length = 0;
+    const restarted = await restartStalledDeliveries({ ...depsFor('sweeper'), clock: later });
+    expect(restarted.length).toBeGreaterThanOrEqual(2);
+    expect(started.map((input) => input.sid).sort()).toEqual([...restarted].sort());
+  });
+
+  test('webhookEvents: the stream record of the delivery finds the service endpoints', async () => {
+    const queue: WebhookQueue = {
+      maxDelaySeconds: 900,
+      enqueue: async (queued) => void jobs.push(...queued),
+      deadLetter: async () => undefined,
+    };
+    const event = {
+      Records: [{ eventName: 'MODIFY', dynamodb: { OldImage: before, NewImage: after } }],
+    } as unknown as DynamoDBStreamEvent;
+    const published = await handleVerificationStream(
+      {
+        endpoints: new DynamoWebhookEndpoints(clientFor('webhookEvents'), tableName),
+        queue,
+        clock: systemClock,
+      },
+      event,
+    );
+    expect(published.jobs).toBeGreaterThan(0);
+    jobs = jobs.filter((queued) => queued.job.kind === 'deliver');
+    expect(jobs.length).toBeGreaterThan(0);
+  });
+
+  test('webhookSender: signs with the endpoint secret it opens with the webhook key, writes expiry back', async () => {
+    const posted: WebhookRequest[] = [];
+    const deps = {
+      ...buildWebhookSenderDeps(env, ringFor('webhookSender'), clientFor('webhookSender')),
+      transport: { post: async (request: WebhookRequest) => (posted.push(request), { status: 204 }) },
+      queue: { maxDelaySeconds: 900, enqueue: async () => undefined, deadLetter: async () => undefined },
+    };
+    const job = jobs[0]!.job as Extract<WebhookJob, { kind: 'deliver' }>;
+    expect(await runWebhookJob(deps, job)).toBe('delivered');
+    const headers = posted[0]!.headers;
+    expect(headers['webhook-signature']).toBe(
+      signWebhookContent(
+        webhookSecret,
+        `${headers['webhook-id']}.${headers['webhook-timestamp']}.${job.payload}`,
+      ),
+    );
+    const expire: WebhookJob = {
+      kind: 'expire',
+      serviceSid,
+      verificationSid: delivered,
+      expiresAt: new Date(0).toISOString(),
+    };
+    expect(await runWebhookJob(deps, expire)).toBe('expired');
+  });
+
+  test('no call went beyond its grants, and every function made some', () => {
+    expect(violations).toEqual([]);
+    for (const name of Object.keys(grants) as FunctionName[]) expect(calls[name] ?? 0).toBeGreaterThan(0);
+  });
+});
+
+describe('the enforcement is real', () => {
+  test("a function's code with another's grants is denied (send with check's)", async () => {
+    const before = violations.length;
+    const deps = { ...depsFor('send'), ...buildDeps(env, ringFor('send'), quiet, clientFor('check')) };
+    const response = await call(
+      buildApi({ ...deps, workflow: { start: async () => undefined } }).send,
+      apiEvent(
+        SEND,
+        { ServiceSid: serviceSid },
+        { body: 'To=%2B14155550100', headers: { 'x-api-key': apiKey } },
+      ),
+    );
+    expect(response.status).toBe(500);
+    expect(violations.slice(before).some((line) => /^check: BatchGetItem on table SERVICE#/.test(line))).toBe(
+      true,
+    );
+    violations.length = before;
+  });
+
+  test('a key ring without the purpose fails where the key is needed (the check function cannot seal)', () => {
+    expect(() => ringFor('check').key('code-encryption')).toThrow(/OTP_CODE_SEAL_SECRET_ARN/);
+    expect(() => ringFor('fetch').key('code-hash')).toThrow();
+    expect(() => ringFor('webhookSender').key('receipt:carrier')).toThrow();
+  });
+});
