@@ -35,7 +35,7 @@ import {
 } from '../../functions/core/delivery';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import type { DeliveryInput } from '../../functions/core/ports';
-import { restartStalledDeliveries } from '../../functions/core/sweeper';
+import { restartStalledDeliveries, settleOverdueDeliveries } from '../../functions/core/sweeper';
 import {
   runWebhookJob,
   type QueuedJob,
@@ -504,6 +504,18 @@ describe('each function runs with exactly its template grants', () => {
     const restarted = await restartStalledDeliveries({ ...depsFor('sweeper'), clock: later });
     expect(restarted.length).toBeGreaterThanOrEqual(2);
     expect(started.map((input) => input.sid).sort()).toEqual([...restarted].sort());
+  });
+
+  test('sweeper: settles a delivery claimed but never ended (its execution died after the first task)', async () => {
+    const sid = started[0]!.sid;
+    expect(
+      await deliverOverChannel(depsFor('deliver'), { sid, channelIndex: 0, waitSeconds: 0 }),
+    ).toMatchObject({
+      next: 'wait',
+    });
+    const muchLater = { now: () => new Date(Date.now() + 20 * 60_000) };
+    const settled = await settleOverdueDeliveries({ ...depsFor('sweeper'), clock: muchLater });
+    expect(settled).toEqual([expect.objectContaining({ sid, next: 'end', deliveryStatus: 'SENT' })]);
   });
 
   test('webhookEvents: the stream record of the delivery finds the service endpoints', async () => {
