@@ -5,13 +5,14 @@
  * running a server: `webhook add <VA> <base>/_local/webhooks/receiver`, then `GET /_local/webhooks`.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
 import { DynamoWebhookEndpoints } from '../functions/adapters/dynamodb/webhooks';
 import type { Logger } from '../functions/adapters/logger';
 import { HttpWebhookTransport } from '../functions/adapters/webhooks/http-transport';
 import { EndpointSigner, WebhookSecretVault } from '../functions/adapters/webhooks/secrets';
 import { verifyWebhook } from '../functions/adapters/webhooks/signing';
-import { logJob } from '../functions/adapters/webhooks/sqs-queue';
+import { logJob, SQS_MAX_DELAY_SECONDS } from '../functions/adapters/webhooks/sqs-queue';
 import { handleVerificationStream } from '../functions/adapters/webhooks/stream';
 import type { Clock, VerificationStore } from '../functions/core/ports';
 import {
@@ -37,23 +38,83 @@ const MAX_RECEIVES = 5;
 const RECEIVE_RETRY_MS = 1000;
 
 /**
- * The in-process stand-in for SQS: each job runs after its delay; a job that throws comes back after a second,
- * up to MAX_RECEIVES times, then is dead-lettered. Any delay is allowed, so `notBefore` hops are never needed.
+ * Lambda's recursive loop detection: with `RecursiveLoop: Terminate` (Lambda's default) it stops the next
+ * invocation of a chain Lambda → SQS → Lambda once about this many have run. The stack sets Allow on the sender.
+ */
+export const LAMBDA_RECURSION_LIMIT = 16;
+export type RecursiveLoop = 'Allow' | 'Terminate';
+/** Local only: `Terminate` shows what Lambda's default would do to the retry schedule. */
+export const RECURSIVE_LOOP_ENV = 'OTP_WEBHOOK_RECURSIVE_LOOP';
+
+export function recursiveLoopFromEnv(env: Readonly<Record<string, string | undefined>>): RecursiveLoop {
+  const value = env[RECURSIVE_LOOP_ENV];
+  if (value === undefined || value === '' || value === 'Allow') return 'Allow';
+  if (value === 'Terminate') return 'Terminate';
+  throw new Error(`${RECURSIVE_LOOP_ENV} must be Allow or Terminate, got "${value}"`);
+}
+
+/** The chain a job belongs to: one delivery of one event to one endpoint, or one expiry timer. */
+const jobKey = (job: WebhookJob): string =>
+  job.kind === 'deliver' ? `${job.endpointSid}/${job.eventId}` : `expire/${job.verificationSid}`;
+
+/** How many jobs' invocation counts are kept: `npm start` may run for days. */
+const MAX_COUNTED_JOBS = 10_000;
+
+interface Delayed {
+  job: WebhookJob;
+  /** Times the message has been handed out, counting this one (a job that threw comes back). */
+  receives: number;
+  /** Sender invocations before this one in the job's chain: 0 when the events function queued it. */
+  chain: number;
+  /** Time still to wait when this hop arrives: the message came before its due time and is queued again. */
+  remainingMs: number;
+}
+
+export interface LocalWebhookQueueOptions {
+  /** The retry schedule's scale (OTP_WEBHOOK_BACKOFF_SCALE): SQS's 15-minute hops of a retry shrink with it. */
+  backoffScale: number;
+  /** What Lambda does past LAMBDA_RECURSION_LIMIT invocations of one chain; Allow, as the stack sets it. */
+  recursiveLoop: RecursiveLoop;
+}
+
+/**
+ * The in-process stand-in for SQS and the sender's Lambda: each job runs after its delay; a job that throws comes
+ * back after a second, up to MAX_RECEIVES times, then is dead-lettered.
+ *
+ * It also counts what AWS would: SQS delays a message by 15 minutes at most, so on AWS a longer wait reaches the
+ * sender early, every 15 minutes, and the sender queues it again (`notBefore`); every such hop and every attempt is
+ * one more invocation in the same Lambda → SQS → Lambda chain. The local queue takes any delay, so the sender
+ * never sees a `notBefore` here; instead the queue splits long waits into the same hops (shrunk by the backoff
+ * scale for retries, so a shortened schedule makes as many invocations as the real one), counts every invocation
+ * per job (`senderInvocations`), and with `recursiveLoop: 'Terminate'` stops a chain at its 17th invocation and
+ * dead-letters the job, as Lambda's default loop detection would.
  */
 export class LocalWebhookQueue implements WebhookQueue {
   readonly maxDelaySeconds = Number.POSITIVE_INFINITY;
   readonly deadLetters: { job: WebhookJob; reason: string; at: string }[] = [];
-  private readonly delayed = new Map<NodeJS.Timeout, { job: WebhookJob; receives: number }>();
+  /** Switchable on a running stack (tests); starts as the options say. */
+  recursiveLoop: RecursiveLoop;
+  private readonly backoffScale: number;
+  private readonly delayed = new Map<NodeJS.Timeout, Delayed>();
   private readonly running = new Set<Promise<void>>();
+  private readonly invocations = new Map<string, number>();
+  /** The invocation the current sender run is, in its chain: what jobs it enqueues continue from. */
+  private readonly invocation = new AsyncLocalStorage<number>();
   private closed = false;
 
   constructor(
     private readonly run: (job: WebhookJob) => Promise<void>,
     private readonly logger: Logger,
-  ) {}
+    options: LocalWebhookQueueOptions = { backoffScale: 1, recursiveLoop: 'Allow' },
+  ) {
+    this.backoffScale = options.backoffScale;
+    this.recursiveLoop = options.recursiveLoop;
+  }
 
   async enqueue(jobs: QueuedJob[]): Promise<void> {
-    for (const { job, delaySeconds } of jobs) this.schedule(job, delaySeconds * 1000, 1);
+    // Queued by a sender run: the same chain, one invocation further. Otherwise (the events function) a new one.
+    const chain = this.invocation.getStore() ?? 0;
+    for (const { job, delaySeconds } of jobs) this.schedule(job, delaySeconds * 1000, 1, chain);
   }
 
   async deadLetter(job: WebhookJob, reason: string): Promise<void> {
@@ -65,6 +126,14 @@ export class LocalWebhookQueue implements WebhookQueue {
     return [...this.delayed.values()].map((entry) => entry.job);
   }
 
+  /**
+   * How many times the sender's Lambda would have been invoked for this job's chain so far on AWS: its attempts
+   * (or expiry) and the 15-minute hops of its long waits.
+   */
+  senderInvocations(job: WebhookJob): number {
+    return this.invocations.get(jobKey(job)) ?? 0;
+  }
+
   /** Runs the waiting jobs that match now, instead of after their delay (tests: expiry timers, long retries). */
   runNow(match: (job: WebhookJob) => boolean = () => true): number {
     let count = 0;
@@ -72,7 +141,7 @@ export class LocalWebhookQueue implements WebhookQueue {
       if (!match(entry.job)) continue;
       clearTimeout(timer);
       this.delayed.delete(timer);
-      this.execute(entry.job, entry.receives);
+      this.execute(entry.job, entry.receives, entry.chain);
       count++;
     }
     return count;
@@ -90,22 +159,69 @@ export class LocalWebhookQueue implements WebhookQueue {
     await this.idle();
   }
 
-  private schedule(job: WebhookJob, delayMs: number, receives: number): void {
+  /** The longest one message waits: SQS's limit, on the retry schedule's scale for a delivery. */
+  private maxHopMs(job: WebhookJob): number {
+    return SQS_MAX_DELAY_SECONDS * 1000 * (job.kind === 'deliver' ? this.backoffScale : 1);
+  }
+
+  private schedule(job: WebhookJob, delayMs: number, receives: number, chain: number): void {
+    const hopMs = Math.min(delayMs, this.maxHopMs(job));
+    // Sub-microsecond rests are float noise, not one more hop.
+    const remainingMs = delayMs - hopMs > 1e-3 ? delayMs - hopMs : 0;
+    this.arm({ job, receives, chain, remainingMs }, hopMs);
+  }
+
+  private arm(entry: Delayed, delayMs: number): void {
     if (this.closed) return;
     const timer = setTimeout(() => {
       this.delayed.delete(timer);
-      this.execute(job, receives);
+      this.arrive(entry);
     }, delayMs);
-    this.delayed.set(timer, { job, receives });
+    this.delayed.set(timer, entry);
   }
 
-  private execute(job: WebhookJob, receives: number): void {
-    const running: Promise<void> = this.run(job)
+  private arrive(entry: Delayed): void {
+    if (entry.remainingMs === 0) {
+      this.execute(entry.job, entry.receives, entry.chain);
+      return;
+    }
+    // Before its due time: on AWS the sender is invoked, finds `notBefore` ahead and queues the job again.
+    if (!this.invoked(entry.job, entry.chain + 1)) return;
+    this.schedule(entry.job, entry.remainingMs, 1, entry.chain + 1);
+  }
+
+  /**
+   * Counts invocation `n` of the job's chain; false (and the job dead-lettered) when Lambda's loop detection
+   * would stop it.
+   */
+  private invoked(job: WebhookJob, n: number): boolean {
+    if (this.recursiveLoop === 'Terminate' && n > LAMBDA_RECURSION_LIMIT) {
+      this.logger.log('warn', 'webhook.recursion_stopped', { kind: job.kind, invocation: n });
+      void this.deadLetter(
+        job,
+        `Lambda stopped a recursive loop: invocation ${n} of the chain (RecursiveLoop: Terminate, simulated)`,
+      );
+      return false;
+    }
+    const key = jobKey(job);
+    this.invocations.delete(key);
+    this.invocations.set(key, n);
+    if (this.invocations.size > MAX_COUNTED_JOBS) {
+      this.invocations.delete(this.invocations.keys().next().value!);
+    }
+    return true;
+  }
+
+  private execute(job: WebhookJob, receives: number, chain: number): void {
+    if (!this.invoked(job, chain + 1)) return;
+    const running: Promise<void> = this.invocation
+      .run(chain + 1, () => this.run(job))
       .catch(async (error: unknown) => {
         this.logger.log('error', 'webhook.job_failed', { kind: job.kind, receives, error: String(error) });
         if (receives >= MAX_RECEIVES)
           await this.deadLetter(job, `the sender failed ${receives} times: ${error}`);
-        else this.schedule(job, RECEIVE_RETRY_MS, receives + 1);
+        // The same message handed out again: the same place in its chain, no hop.
+        else this.arm({ job, receives: receives + 1, chain, remainingMs: 0 }, RECEIVE_RETRY_MS);
       })
       .finally(() => this.running.delete(running));
     this.running.add(running);
@@ -211,6 +327,7 @@ export async function startLocalWebhooks(options: LocalWebhooksOptions): Promise
   const queue: LocalWebhookQueue = new LocalWebhookQueue(
     async (job) => logJob(options.logger, job, await runWebhookJob(sender, job)),
     options.logger,
+    { backoffScale: settings.backoffScale, recursiveLoop: recursiveLoopFromEnv(options.env) },
   );
   const sender: WebhookSenderDeps = {
     endpoints,

@@ -9,8 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { deriveKey } from '../../functions/adapters/crypto';
 import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
-import { MAX_DELIVERY_ATTEMPTS, RETRY_DELAYS_SECONDS } from '../../functions/core/webhooks';
-import type { WebhookPost } from '../../local/webhooks';
+import { SQS_MAX_DELAY_SECONDS } from '../../functions/adapters/webhooks/sqs-queue';
+import { MAX_DELIVERY_ATTEMPTS, RETRY_DELAYS_SECONDS, type WebhookJob } from '../../functions/core/webhooks';
+import { LAMBDA_RECURSION_LIMIT, type WebhookPost } from '../../local/webhooks';
 import { runAdmin } from '../../scripts/admin/cli';
 import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } from '../support/harness';
 
@@ -332,6 +333,79 @@ describe('delivery', () => {
     } finally {
       await own.stop();
     }
+  });
+
+  describe("the whole schedule against Lambda's recursive loop detection", () => {
+    // A stack of its own whose scale makes every wait of 20 s or more a whole number of milliseconds (d / 20 ms:
+    // the longest 4.1 s, a 15-minute hop 45 ms), so no hop is lost to the millisecond clock and the count is
+    // AWS's exactly. The helpers above use `harness`: it is this stack while these tests run.
+    let outer: Harness;
+    beforeAll(async () => {
+      outer = harness;
+      harness = await startHarness({
+        settings: { channelWaitSeconds: 1 },
+        env: { OTP_WEBHOOK_BACKOFF_SCALE: String(1 / 20_000), OTP_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) },
+      });
+    });
+    afterAll(async () => {
+      await harness.close();
+      harness = outer;
+    });
+
+    /**
+     * On AWS one failing job invokes the sender once per attempt and once per 15-minute hop of each wait longer
+     * than SQS's delay limit: 9 + 1 + 5 + 22 + 91 = 128 invocations in one Lambda → SQS → Lambda chain.
+     */
+    const invocationsOfAFailingJob =
+      MAX_DELIVERY_ATTEMPTS +
+      RETRY_DELAYS_SECONDS.reduce((sum, delay) => sum + Math.ceil(delay / SQS_MAX_DELAY_SECONDS) - 1, 0);
+
+    /** An endpoint that answers 503 to everything, its first event, and the job the queue counted for it. */
+    async function failEveryAttempt() {
+      const account = await harness.createAccount();
+      const own = await new TestEndpoint().start();
+      own.fallback = 503;
+      const endpoint = await addEndpoint(account, own.url);
+      const sid = (await harness.client(account).send({ To: freshMobile() })).body.sid as string;
+      const dead = await eventually(async () => {
+        const letters = (await (await fetch(`${harness.stack.url}/_local/webhooks/dead-letters`)).json()) as {
+          job: WebhookJob & { kind: 'deliver' };
+          reason: string;
+        }[];
+        return letters.find(
+          (letter) => letter.job.kind === 'deliver' && letter.job.endpointSid === endpoint.endpointSid,
+        );
+      }, 15_000);
+      const attempts = (await posts({ endpoint: endpoint.endpointSid, verification: sid })).map(
+        (post) => post.attempt,
+      );
+      await own.stop();
+      return { dead, attempts, invocations: harness.stack.webhooks.queue.senderInvocations(dead.job) };
+    }
+
+    it('with the loop allowed (the stack sets Allow on the sender), all 9 attempts run, in 128 invocations of one chain', async () => {
+      expect(harness.stack.webhooks.queue.recursiveLoop).toBe('Allow');
+      const { dead, attempts, invocations } = await failEveryAttempt();
+      expect(attempts).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(dead.reason).toBe('9 attempts failed; last: HTTP 503');
+      expect(invocations).toBe(invocationsOfAFailingJob);
+      expect(invocations).toBeGreaterThan(LAMBDA_RECURSION_LIMIT);
+    });
+
+    it("with Lambda's default (Terminate), the chain is cut at its 17th invocation: attempts 8 and 9 never run", async () => {
+      harness.stack.webhooks.queue.recursiveLoop = 'Terminate';
+      try {
+        const { dead, attempts, invocations } = await failEveryAttempt();
+        // Invocations 1-5 are attempts 1-5, 6 a hop, 7 attempt 6, 8-12 hops, 13 attempt 7, 14-16 hops: the
+        // 17th, about 3 hours in on AWS, is stopped.
+        expect(attempts).toEqual([1, 2, 3, 4, 5, 6, 7]);
+        expect(invocations).toBe(LAMBDA_RECURSION_LIMIT);
+        expect(dead.job.attempt).toBe(8);
+        expect(dead.reason).toContain('Lambda stopped a recursive loop: invocation 17');
+      } finally {
+        harness.stack.webhooks.queue.recursiveLoop = 'Allow';
+      }
+    });
   });
 
   it('an endpoint that hangs slows neither the sends of its service nor the webhooks of another service', async () => {

@@ -13,7 +13,7 @@ import {
 import type { Logger } from '../logger';
 
 /** SQS delays one message by at most 15 minutes; longer waits hop with `notBefore`. */
-const SQS_MAX_DELAY_SECONDS = 900;
+export const SQS_MAX_DELAY_SECONDS = 900;
 const SQS_BATCH_LIMIT = 10;
 
 /**
