@@ -146,7 +146,8 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   afterWait: {
     id: 'AfterWait',
     entry: 'functions/tasks/after-wait.ts',
-    description: 'Delivery workflow: after the wait, stop on a receipt or move to the next channel',
+    description:
+      'Delivery workflow: after the wait, stop on a receipt or move to the next channel; settle after a task failed',
     timeout: TASK_TIMEOUT,
     table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
     keys: ['codeSeal', 'carrier'],
