@@ -24,6 +24,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { worstCallMs } from '../functions/adapters/dynamodb/client';
 import { PARTITION_FAMILY, TABLE_SCHEMA, type PartitionFamily } from '../functions/adapters/dynamodb/keys';
 import { KEY_GROUPS, KEY_GROUP_NAMES, KEY_SECRET_FIELD, type KeyGroup } from '../functions/adapters/keyring';
 import { readConfig, settingsEnvironment, type OtpConfig } from './config';
@@ -75,6 +76,13 @@ interface FunctionSpec {
 }
 
 const API_TIMEOUT = Duration.seconds(10);
+/**
+ * The send path makes four calls that must end in a decision (the key's write, the batch read, the accepting
+ * transaction, and when its answer is lost, the read that tells whether the charge stands), each bounded by the
+ * SDK clients' time-outs and retries. Lambda ending the send first would answer 5xx for a send that may be
+ * charged; API Gateway's HTTP API waits at most 30 s for its integration.
+ */
+export const SEND_TIMEOUT = Duration.seconds(Math.ceil((4 * worstCallMs()) / 1000));
 const TASK_TIMEOUT = Duration.seconds(30);
 const READ_UPDATE = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
 
@@ -83,7 +91,7 @@ const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     id: 'Send',
     entry: 'functions/api/send.ts',
     description: 'POST /v2/Services/{ServiceSid}/Verifications',
-    timeout: API_TIMEOUT,
+    timeout: SEND_TIMEOUT,
     // The accepting TransactWriteItems needs the per-item actions it contains (Put, Update, ConditionCheck):
     // the service's balance and charge line, the verification, the number's send log, the idempotency record;
     // the API key's own item authenticates and counts the request.

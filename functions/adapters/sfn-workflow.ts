@@ -1,5 +1,6 @@
 import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { DeliveryInput, DeliveryWorkflow } from '../core/ports';
+import { AWS_CLIENT_LIMITS } from './dynamodb/client';
 
 /**
  * Starts the delivery state machine on AWS. Express does not deduplicate execution names, so an SDK retry
@@ -9,7 +10,13 @@ import type { DeliveryInput, DeliveryWorkflow } from '../core/ports';
 export class StepFunctionsWorkflow implements DeliveryWorkflow {
   constructor(
     private readonly stateMachineArn: string,
-    private readonly client = new SFNClient({ maxAttempts: 5 }),
+    private readonly client = new SFNClient({
+      maxAttempts: AWS_CLIENT_LIMITS.maxAttempts,
+      requestHandler: {
+        connectionTimeout: AWS_CLIENT_LIMITS.connectionTimeoutMs,
+        requestTimeout: AWS_CLIENT_LIMITS.requestTimeoutMs,
+      },
+    }),
   ) {}
 
   async start(input: DeliveryInput): Promise<void> {

@@ -61,7 +61,7 @@ const CHECK_STATUS: Record<CheckOutcome, number> = {
 
 /** The three endpoints of the spec, each behind logging, error mapping, API-key auth and the per-key limit. */
 export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
-  const guard = new ApiKeyGuard(deps.clock);
+  const guard = new ApiKeyGuard();
   const authenticated = () =>
     middy<ApiEvent, HttpResponse, Error, ApiContext>()
       .use(requestLog(deps.logger))

@@ -91,6 +91,17 @@ const API_KEY_FORMAT = /^otpk_[A-Za-z0-9_-]{43}$/;
  *   most `lookupsPerSecond` requests per instance, and cannot starve the callers whose keys are real.
  * It also remembers each good key's current window, so the per-key write usually counts at the first try.
  */
+/**
+ * A busy multi-tenant instance sees many real keys for the first time; 100 at once and 50 a second more is
+ * far above that, and bounds a flood of random keys to 50 DynamoDB writes a second per instance.
+ */
+export const API_KEY_GUARD_DEFAULTS = {
+  negativeSeconds: 60,
+  knownSeconds: 600,
+  lookupsPerSecond: 50,
+  burst: 100,
+};
+
 export class ApiKeyGuard {
   private readonly rejected = new Map<string, number>();
   private readonly known = new Map<string, { window: number; until: number }>();
@@ -98,18 +109,19 @@ export class ApiKeyGuard {
   private refilledAt: number;
 
   constructor(
-    private readonly clock: Clock,
-    private readonly options = { negativeSeconds: 60, knownSeconds: 600, lookupsPerSecond: 10, burst: 20 },
+    readonly options = API_KEY_GUARD_DEFAULTS,
+    /** Wall-clock milliseconds: the bucket meters this instance's real request rate, not the service's clock. */
+    private readonly wallClock: () => number = Date.now,
   ) {
     this.tokens = options.burst;
-    this.refilledAt = clock.now().getTime();
+    this.refilledAt = wallClock();
   }
 
   /** Whether a request with this key may make its write now, and the window this instance saw it in. */
   admit(
     keyHash: string,
   ): { admitted: true; window?: number } | { admitted: false; reason: 'rejected' | 'busy' } {
-    const now = this.clock.now().getTime();
+    const now = this.wallClock();
     const rejectedUntil = this.rejected.get(keyHash);
     if (rejectedUntil !== undefined) {
       if (rejectedUntil > now) return { admitted: false, reason: 'rejected' };
@@ -128,7 +140,7 @@ export class ApiKeyGuard {
   }
 
   remember(keyHash: string, outcome: KeyRequestOutcome): void {
-    const now = this.clock.now().getTime();
+    const now = this.wallClock();
     // Bounded memory: a caller cycling keys must not grow it without end.
     const bound = (map: Map<string, unknown>) => map.size >= 10_000 && map.clear();
     if (outcome.outcome === 'unknown' || outcome.outcome === 'revoked') {

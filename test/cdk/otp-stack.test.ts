@@ -73,7 +73,8 @@ const KEY_SECRET_LOGICAL_IDS: Record<KeyGroup, string> = {
 /** The functions that start the delivery workflow: send, and the sweeper that restarts stalled deliveries. */
 const STARTS_DELIVERY: FunctionName[] = ['send', 'sweeper'];
 const TIMEOUTS: Record<FunctionName, number> = {
-  send: 10,
+  // Four SDK calls at their worst (3 tries of 0.3 + 1 s, 1 + 2 s of backoff): 27.6 s, under API Gateway's 30 s.
+  send: 28,
   check: 10,
   fetch: 10,
   receipt: 10,

@@ -59,16 +59,16 @@ async function balance(account: Account): Promise<number> {
 const isServerError = (status: number) => status >= 500 && status <= 599;
 
 describe('DynamoDB faults on the send path', () => {
-  it('the send path is four calls: key lookup, key counter, one batch read, one transaction', async () => {
+  it('the send path is three calls: the key (auth and counter), one batch read, one transaction', async () => {
     const api = harness.client(await books.open());
     faults.reset();
     expect((await api.send({ To: freshUsNumber() }, { headers: idempotencyKey() })).status).toBe(201);
     expect(
       faults.calls.filter(onSendPath).map((call) => `${call.operation} ${call.pks[0]!.split('#')[0]}`),
-    ).toEqual(['GetItem APIKEY', 'UpdateItem RATE', 'BatchGetItem SERVICE', 'TransactWriteItems SERVICE']);
+    ).toEqual(['UpdateItem APIKEY', 'BatchGetItem SERVICE', 'TransactWriteItems SERVICE']);
   });
 
-  const calls = ['GetItem', 'UpdateItem', 'BatchGetItem', 'TransactWriteItems'];
+  const calls = ['UpdateItem', 'BatchGetItem', 'TransactWriteItems'];
   const kinds: FaultKind[] = ['throttling', 'provisioned', 'internal'];
   const timings: FaultTiming[] = ['before', 'after'];
   const cases = calls.flatMap((operation, index) =>
@@ -125,7 +125,56 @@ describe('DynamoDB faults on the send path', () => {
     },
   );
 
-  it.each([0, 1, 2, 3].flatMap((index) => timings.map((timing) => [index, timing] as const)))(
+  it.each(timings)(
+    'TransactionInProgressException (%s it is applied) on the accepting transaction: resent with its token, 201, one charge',
+    async (timing) => {
+      const account = await books.open(1);
+      const api = harness.client(account);
+      const injected = faults.inject({ operation: 'TransactWriteItems', kind: 'in-progress', timing });
+      const response = await api.send({ To: freshUsNumber() });
+      expect(injected.fired).toBe(1);
+      expect(response.status).toBe(201);
+      const { charges } = await ledger(account);
+      expect(charges.map((line) => line.verification_sid)).toEqual([response.body.sid]);
+      expect(await balance(account)).toBe(10_000 - PRICE_US);
+    },
+  );
+
+  it('the accepting transaction applied, then every answer lost: the charge stands, so the send answers 201', async () => {
+    const account = await books.open(1);
+    const api = harness.client(account);
+    // The first send applies and loses its answer; both re-sends (same token) lose theirs too.
+    const injected = faults.inject({
+      operation: 'TransactWriteItems',
+      kind: 'internal',
+      timing: 'after',
+      times: 3,
+    });
+    const response = await api.send({ To: freshUsNumber() });
+    expect(injected.fired).toBe(3);
+    expect(response.status).toBe(201);
+    const { charges, verifications } = await ledger(account);
+    expect(charges.map((line) => line.verification_sid)).toEqual([response.body.sid]);
+    expect(verifications.map((item) => item.sid)).toEqual([response.body.sid]);
+  });
+
+  it('the accepting transaction never applied and every answer lost: 5xx and no charge', async () => {
+    const account = await books.open(1);
+    const api = harness.client(account);
+    const injected = faults.inject({
+      operation: 'TransactWriteItems',
+      kind: 'internal',
+      timing: 'before',
+      times: 3,
+    });
+    const response = await api.send({ To: freshUsNumber() });
+    expect(injected.fired).toBe(3);
+    expect(isServerError(response.status)).toBe(true);
+    expect(await ledger(account)).toEqual({ verifications: [], charges: [] });
+    expect(await balance(account)).toBe(10_000);
+  });
+
+  it.each([0, 1, 2].flatMap((index) => timings.map((timing) => [index, timing] as const)))(
     'refused send (402): a fault on call %i (%s it is applied) answers 5xx or 402, and charges nothing',
     async (index, timing) => {
       const account = await books.open(0);
@@ -133,8 +182,8 @@ describe('DynamoDB faults on the send path', () => {
       const injected = faults.inject({ where: onSendPath, skip: index, kind: 'internal', timing });
       const response = await api.send({ To: freshUsNumber() });
       expect(injected.fired).toBe(1);
-      // The fourth call is the refusal counted against the number.
-      if (index === 3) expect(injected.calls[0]!.pks).toEqual([expect.stringMatching(/^NUMBER#/)]);
+      // The third call is the refusal counted against the number.
+      if (index === 2) expect(injected.calls[0]!.pks).toEqual([expect.stringMatching(/^NUMBER#/)]);
       expect([402, 500, 503]).toContain(response.status);
       expect(response.body.code).toEqual(expect.any(String));
       expect(await ledger(account)).toEqual({ verifications: [], charges: [] });

@@ -8,6 +8,7 @@ import {
   InternalServerError,
   ProvisionedThroughputExceededException,
   ThrottlingException,
+  TransactionInProgressException,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryInput, DeliveryWorkflow } from '../../functions/core/ports';
@@ -18,7 +19,7 @@ import type { DeliveryInput, DeliveryWorkflow } from '../../functions/core/ports
  * that does not see recent writes yet (answers "no item"); it never applies to a consistent read, exactly as
  * DynamoDB guarantees; `slow`: the call is held `delayMs` before it is sent (a slow write), then succeeds.
  */
-export type FaultKind = 'throttling' | 'provisioned' | 'internal' | 'stale' | 'slow';
+export type FaultKind = 'throttling' | 'provisioned' | 'internal' | 'stale' | 'slow' | 'in-progress';
 
 /**
  * `call`: above the SDK's retries, so the call as a whole fails, as when every retry was used up or the
@@ -190,6 +191,8 @@ function faultError(kind: FaultKind): Error {
       return new ThrottlingException({ message, $metadata: { httpStatusCode: 400 } });
     case 'provisioned':
       return new ProvisionedThroughputExceededException({ message, $metadata: { httpStatusCode: 400 } });
+    case 'in-progress':
+      return new TransactionInProgressException({ message, $metadata: { httpStatusCode: 400 } });
     case 'internal':
     case 'stale':
     case 'slow':

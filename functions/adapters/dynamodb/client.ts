@@ -7,6 +7,25 @@ export interface DynamoConnection {
   region?: string;
 }
 
+/**
+ * Every AWS SDK client of the functions fails fast and retries a bounded number of times, so a slow or lost
+ * answer ends in a decision inside the function's time-out (lib/otp-stack.ts sizes the time-outs from these):
+ * the SDK's defaults wait without limit for an answer.
+ */
+export const AWS_CLIENT_LIMITS = {
+  /** Milliseconds to open a connection, and of silence on a request before it is abandoned. */
+  connectionTimeoutMs: 300,
+  requestTimeoutMs: 1000,
+  /** Tries per call, the first included. */
+  maxAttempts: 3,
+} as const;
+
+/** The longest one SDK call can take: every attempt times out, with the standard mode's backoff between. */
+export const worstCallMs = (limits = AWS_CLIENT_LIMITS): number =>
+  limits.maxAttempts * (limits.connectionTimeoutMs + limits.requestTimeoutMs) +
+  // Standard retry mode: at most 0.5 s x 2^n for throttling errors (full jitter under it).
+  Array.from({ length: limits.maxAttempts - 1 }, (_, n) => 500 * 2 ** (n + 1)).reduce((a, b) => a + b, 0);
+
 /** The low-level client (table administration, streams); DynamoDB Local gets fixed local credentials. */
 export function createDynamoClient(connection: DynamoConnection = {}): DynamoDBClient {
   return new DynamoDBClient({
@@ -17,7 +36,11 @@ export function createDynamoClient(connection: DynamoConnection = {}): DynamoDBC
       // DynamoDB Local accepts any credentials; fixed ones keep a developer's real profile out of it.
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     }),
-    maxAttempts: 4,
+    maxAttempts: AWS_CLIENT_LIMITS.maxAttempts,
+    requestHandler: {
+      connectionTimeout: AWS_CLIENT_LIMITS.connectionTimeoutMs,
+      requestTimeout: AWS_CLIENT_LIMITS.requestTimeoutMs,
+    },
   });
 }
 

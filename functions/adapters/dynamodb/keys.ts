@@ -81,11 +81,6 @@ export const keys = {
   }),
   /** Shared by every service: the per-number limits count sends from any account. */
   number: (e164: string): ItemKey => ({ pk: `${P.number}${e164}`, sk: 'NUMBER' }),
-  /** One fixed one-minute window of an API key's requests. */
-  keyWindow: (keyHash: string, windowStart: Date): ItemKey => ({
-    pk: `RATE#${keyHash}#${windowStart.toISOString().slice(0, 16)}`,
-    sk: 'RATE',
-  }),
   /** A webhook endpoint, under its service so that one query finds all of a service's endpoints. */
   webhookEndpoint: (serviceSid: string, endpointSid: string): ItemKey => ({
     pk: `${P.service}${serviceSid}`,

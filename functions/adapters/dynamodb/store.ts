@@ -53,6 +53,9 @@ const VERIFICATION_ATTR = { lastGuess: 'last_guess' } as const;
 /** The code was not guessed right yet (see `settledStatus`): compares two stored attributes, never a guess. */
 const NOT_GUESSED = `(attribute_not_exists(${VERIFICATION_ATTR.lastGuess}) OR ${VERIFICATION_ATTR.lastGuess} <> code_hash)`;
 
+/** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
+const MAX_TRANSACTION_RESENDS = 2;
+
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 const isConditionFailure = (error: unknown): boolean =>
@@ -192,17 +195,26 @@ export class DynamoStore
         ClientRequestToken: verification.sid,
       });
     try {
-      try {
-        await this.client.send(transaction());
-      } catch (error) {
-        if (error instanceof TransactionCanceledException) throw error;
-        // No clear answer (time-out, InternalServerError or throttling after the SDK's retries): the charge may
-        // have been applied, and answering 5xx would then charge a send the caller was told failed (billing
-        // rule 2). Settle it by sending the same transaction once more: applied before, this succeeds without
-        // applying it again; not applied, it is applied now or cancelled for the reasons read below.
-        await this.client.send(transaction());
+      for (let resend = 0; ; resend++) {
+        try {
+          await this.client.send(transaction());
+          return { ok: true };
+        } catch (error) {
+          if (error instanceof TransactionCanceledException) throw error;
+          // No clear answer (a time-out, InternalServerError, throttling after the SDK's retries, or
+          // TransactionInProgressException: the first send is still being applied). The charge may stand, and
+          // answering 5xx would then charge a send the caller was told failed (billing rule 2). Settle it by
+          // sending the same transaction again: applied before, it succeeds without applying it twice; not
+          // applied, it is applied now or cancelled for the reasons read below.
+          if (resend < MAX_TRANSACTION_RESENDS) {
+            await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** resend));
+            continue;
+          }
+          // Still no answer: the verification exists exactly when the charge stands (same transaction).
+          if (await this.getVerification(verification.sid)) return { ok: true };
+          throw error;
+        }
       }
-      return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const failed = (role: string) =>
