@@ -1,0 +1,39 @@
+import { PARTITION_FAMILY, keys, type ItemKey } from '../../functions/adapters/dynamodb/keys';
+
+/**
+ * Every item the key builders make lives in one of the PARTITION_FAMILY prefixes, the prefixes the stack's
+ * `dynamodb:LeadingKeys` conditions allow. A builder with a prefix of its own would be refused by every role on
+ * AWS while passing every local test; this catches it here.
+ */
+const at = new Date('2026-01-02T03:04:05.678Z');
+const tableKeys: Record<string, () => ItemKey> = {
+  service: () => keys.service('VA1'),
+  template: () => keys.template('VA1', 'HX1'),
+  charge: () => keys.charge('VA1', at, 'VE1'),
+  serviceApiKey: () => keys.serviceApiKey('VA1', 'ab'),
+  apiKey: () => keys.apiKey('ab'),
+  verification: () => keys.verification('VE1'),
+  idempotency: () => keys.idempotency('VA1', 'order-1'),
+  number: () => keys.number('+14155550100'),
+  webhookEndpoint: () => keys.webhookEndpoint('VA1', 'WH1'),
+};
+/** Keys of the sparse index, not of the table: no LeadingKeys condition applies to them. */
+const INDEX_KEYS = ['pendingDelivery', 'unsettledDelivery'];
+
+test('every table key builder is covered here (a new one must be placed in a family)', () => {
+  const builders = Object.keys(keys).filter((name) => !INDEX_KEYS.includes(name));
+  expect(builders.filter((name) => !(name in tableKeys))).toEqual([]);
+});
+
+test.each(Object.entries(tableKeys))('%s is in a partition family', (_name, build) => {
+  const { pk } = build();
+  const families = Object.values(PARTITION_FAMILY).filter((prefix) => pk.startsWith(prefix));
+  expect(families).toHaveLength(1);
+  // The family prefix is followed by the item's own id, never empty.
+  expect(pk.length).toBeGreaterThan(families[0]!.length);
+});
+
+test('no family prefix is a prefix of another (a LeadingKeys pattern would cover both)', () => {
+  const prefixes = Object.values(PARTITION_FAMILY);
+  for (const a of prefixes) for (const b of prefixes) if (a !== b) expect(b.startsWith(a)).toBe(false);
+});
