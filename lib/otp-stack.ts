@@ -338,8 +338,8 @@ export class OtpStack extends Stack {
           // Prefer ESM entry points so esbuild can tree-shake the AWS SDK, zod and middy.
           mainFields: ['module', 'main'],
           // Use the AWS SDK v3 the Node.js 22 runtime ships: bundles drop from ~700 KB to under 400 KB and cold
-          // starts parse a third of the code (`npm run bench`). The runtime's SDK must be 3.363.0 or later
-          // (ReturnValuesOnConditionCheckFailure on single writes); docs/deploy.md, "Runtime SDK".
+          // starts parse a third of the code (`npm run bench`). The runtime's SDK must be 3.521.0 or later
+          // (requestHandler options as an object, ReturnValuesOnConditionCheckFailure); docs/deploy.md.
           bundleAwsSDK: false,
           forceDockerBundling: false,
           logLevel: EsbuildLogLevel.ERROR,
