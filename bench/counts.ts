@@ -131,7 +131,8 @@ export async function countOperations(
     });
   }
 
-  // Warm the API-key cache of the handlers for both keys (a warm function); the cold rows show a miss.
+  // Warm the handlers' API-key guard for both keys (a warm function knows the key's window); the cold rows
+  // show a function that does not: its first write opens the window, and finding it open, counts in it.
   await newVerification();
   await api.send(sendEvent(brokeCaller, numbers.take()), lambdaContext('send'));
 
@@ -185,13 +186,13 @@ export async function countOperations(
     api.fetch(fetchEvent(caller, sid), lambdaContext('fetch')),
   );
   await measure(
-    'send accepted, cold function (API-key cache miss)',
+    'send accepted, cold function (first request of the key there)',
     '201',
     async () => ({ to: numbers.take(), cold: service.coldQuietApi() }),
     ({ to, cold }) => send(cold, to),
   );
   await measure(
-    'fetch, cold function (API-key cache miss)',
+    'fetch, cold function (first request of the key there)',
     '200',
     async () => ({ ...(await newVerification()), cold: service.coldQuietApi() }),
     ({ sid, cold }) => cold.fetch(fetchEvent(caller, sid), lambdaContext('fetch')),

@@ -68,22 +68,22 @@ export function evaluateTargets(
       measured: `${fmt(withAuth)} with the per-key limit, ${fmt(without)} without`,
       met: metWith,
       note: metWith
-        ? 'met with every request the handler makes (warm API-key cache)'
+        ? "met with every request the handler makes (warm function: the key's window known)"
         : metWithout
           ? `met by the operation itself; the per-key request limit adds ${fmt(withAuth - without)} UpdateItem to every API request`
           : `missed by ${fmt(without - max)} even without the per-key limit`,
     });
   }
-  const coldSend = op('send accepted, cold function (API-key cache miss)');
+  const coldSend = op('send accepted, cold function (first request of the key there)');
   if (coldSend) {
     targets.push({
-      target: 'accepted send on a cold function (API-key cache miss)',
+      target: 'accepted send on a cold function (first request of the key there)',
       limit: '<= 3 + 1 miss',
       measured: `${fmt(coldSend.withAuth.requests)} (${Object.entries(coldSend.withAuth.byKind)
         .map(([kind, n]) => `${kind} ${fmt(n)}`)
         .join(', ')})`,
       met: coldSend.withAuth.requests <= 4,
-      note: 'the API-key GetItem happens once per key per 60 s per warm function',
+      note: 'a function that has not seen the key tries to open its window, finds it open, and counts in it: once per key per function',
     });
   }
   for (const operation of latency.operations) {

@@ -39,7 +39,7 @@ export interface BenchService {
   api: ReturnType<typeof buildApi>;
   /** Handlers whose sends only record the start: no delivery traffic during latency runs. */
   quietApi: ReturnType<typeof buildApi>;
-  /** New quiet handlers, as a cold function builds them: an empty API-key cache. */
+  /** New quiet handlers, as a cold function builds them: an API-key guard that knows no key. */
   coldQuietApi(): ReturnType<typeof buildApi>;
   taskDeps: Deps;
   /** The receipt handler (metered by `meters.receipts`, timed into `receiptDurations`). */

@@ -320,8 +320,8 @@ describe('SIDs: two letters and 128 random bits', () => {
 });
 
 describe('constant-time comparisons', () => {
-  // The code itself is never compared in the service: its HMAC is matched by DynamoDB's condition
-  // (`code_hash = :h`), and the HMAC of a guess tells the guesser nothing about the stored one.
+  // The code itself is never compared in the service: the HMAC of a guess that got an attempt is compared with
+  // the code's HMAC (`settledStatus`), and the HMAC of a guess tells the guesser nothing about the stored one.
   it('receipt signatures are compared with crypto.timingSafeEqual, right or wrong, over full-length MACs', () => {
     const secret = deriveKey('master', 'receipt:carrier');
     const body = '{"reference":"x"}';
@@ -341,21 +341,27 @@ describe('constant-time comparisons', () => {
     }
   });
 
-  describe('API key hashes', () => {
+  describe('guesses', () => {
     let harness: Harness;
     beforeAll(async () => {
       harness = await startHarness();
     });
     afterAll(() => harness.close());
 
-    it('are compared with crypto.timingSafeEqual after the lookup by hash', async () => {
-      const account = await harness.createAccount();
+    // API keys need no comparison in code: a key is found by its hash as the item's partition key.
+    it("a check compares its recorded guess's HMAC with the code's in constant time, full length", async () => {
+      const api = harness.client(await harness.createAccount());
+      const to = '+14155550176';
+      const sid = (await api.send({ To: to })).body.sid as string;
+      await eventually(async () => ((await api.messages(to)).length > 0 ? true : undefined));
+      const code = await api.latestCode(to);
+      const vault = new CryptoCodeVault(harness.masterKey);
       const spy = jest.spyOn(nodeCrypto, 'timingSafeEqual');
       try {
-        const response = await harness.client(account).fetch('VE00000000000000000000000000000000');
-        expect(response.status).toBe(404);
-        const hash = nodeCrypto.createHash('sha256').update(account.apiKey).digest('hex');
-        expect(spy).toHaveBeenCalledWith(Buffer.from(hash), Buffer.from(hash));
+        expect((await api.check({ VerificationSid: sid, Code: code })).status).toBe(200);
+        const expected = Buffer.from(vault.hash(sid, code));
+        expect(spy).toHaveBeenCalledWith(expected, expected);
+        expect(expected.length).toBe(43);
       } finally {
         spy.mockRestore();
       }
