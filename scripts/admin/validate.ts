@@ -5,7 +5,7 @@
 import { isSupportedCountry } from 'libphonenumber-js/max';
 import { formatUnits, parseUsd } from '../../functions/core/money';
 import { CHANNELS, ROUTES, isChannel, type Channel } from '../../functions/core/routing';
-import { checkWebhookUrl } from '../../functions/core/webhook-url';
+import { checkWebhookUrl } from '../../functions/core/webhooks';
 
 /** The command line is wrong: exit code 2, and the usage of the command is worth showing. */
 export class UsageError extends Error {

@@ -4,11 +4,12 @@
  */
 import type { Verification } from '../../functions/core/model';
 import { toView } from '../../functions/core/verification';
-import { checkWebhookUrl, isPublicAddress } from '../../functions/core/webhook-url';
 import {
   MAX_DELIVERY_ATTEMPTS,
   RETRY_DELAYS_SECONDS,
+  checkWebhookUrl,
   eventsForChange,
+  isPublicAddress,
   publishVerificationChanges,
   retryDelaySeconds,
   runWebhookJob,

@@ -7,8 +7,13 @@ import {
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { checkWebhookUrl, isPublicAddress } from '../../core/webhook-url';
-import type { WebhookRequest, WebhookResponse, WebhookTransport } from '../../core/webhooks';
+import {
+  checkWebhookUrl,
+  isPublicAddress,
+  type WebhookRequest,
+  type WebhookResponse,
+  type WebhookTransport,
+} from '../../core/webhooks';
 
 export interface HttpWebhookTransportOptions {
   /** http:// and private addresses (the local stack only). */

@@ -1,0 +1,21 @@
+/** A registered endpoint. The signing secrets stay sealed; only the signer opens them. */
+export interface WebhookEndpoint {
+  sid: string;
+  serviceSid: string;
+  url: string;
+  enabled: boolean;
+  createdAt: string;
+  /** The current signing secret, encrypted. */
+  sealedSecret: string;
+  /** After a rotation, the previous secret also signs until `previousSecretUntil`, so receivers can switch. */
+  previousSealedSecret?: string;
+  previousSecretUntil?: string;
+}
+
+export const MAX_WEBHOOK_ENDPOINTS_PER_SERVICE = 10;
+
+export interface WebhookEndpointStore {
+  /** The service's endpoints, enabled or not. */
+  listEndpoints(serviceSid: string): Promise<WebhookEndpoint[]>;
+  getEndpoint(serviceSid: string, endpointSid: string): Promise<WebhookEndpoint | undefined>;
+}
