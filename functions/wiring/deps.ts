@@ -1,0 +1,52 @@
+/**
+ * The dependencies of the HTTP handlers and the delivery tasks, built from an environment and the keys. No AWS
+ * client but DynamoDB's: the workflow (SFN) and the keys (Secrets Manager) are given by the caller, so each
+ * function's bundle holds only the clients its own root adds (functions/api/*.ts, functions/tasks/*.ts).
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DeliveryDeps } from '../core/delivery';
+import type { DeliveryWorkflow, UnsettledDeliveryStore } from '../core/ports';
+import { settingsFromEnv } from '../core/settings';
+import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
+import { DynamoStore } from '../adapters/dynamodb/store';
+import { toKeyRing, type KeySource } from '../adapters/keyring';
+import { jsonLogger, type Logger } from '../adapters/logger';
+import { HttpCarrierProvider, singleProviderRegistry } from '../adapters/providers/http-carrier';
+import type { ApiDeps } from '../http/api';
+import { tableFromEnv } from './dynamo';
+import { allowedChannelsFromEnv, type Env } from './env';
+
+/** The sweeper also lists unsettled deliveries (the same DynamoStore). */
+export type Deps = ApiDeps & DeliveryDeps & { store: UnsettledDeliveryStore };
+
+/**
+ * Builds every dependency but the workflow from an environment and the keys (a key ring, or a master key: local
+ * stack, tests). Keys are taken from the ring on first use, so a function whose ring lacks a purpose works as
+ * long as its handler never needs it.
+ */
+export function buildDeps(
+  env: Env,
+  keySource: KeySource,
+  logger: Logger = jsonLogger(),
+  /** A DynamoDB client built elsewhere: the reliability tests pass one that fails chosen calls. */
+  dynamoClient?: DynamoDBDocumentClient,
+): Omit<Deps, 'workflow'> {
+  const { client, tableName } = tableFromEnv(env, dynamoClient);
+  const keys = toKeyRing(keySource);
+  const carrier = new HttpCarrierProvider({ baseUrl: env.OTP_CARRIER_URL, keys });
+  return {
+    store: new DynamoStore(client, tableName),
+    providers: singleProviderRegistry(carrier),
+    vault: new CryptoCodeVault(keys),
+    random: cryptoRandom,
+    clock: systemClock,
+    settings: settingsFromEnv(env),
+    allowedChannels: allowedChannelsFromEnv(env),
+    logger,
+  };
+}
+
+/** The workflow of a function that never starts one (check, fetch): a call would be a bug, and fails. */
+export const NO_WORKFLOW: DeliveryWorkflow = {
+  start: () => Promise.reject(new Error('this function does not start the delivery workflow')),
+};

@@ -1,0 +1,58 @@
+/**
+ * The shapes of the Lambda entries: each entry file (functions/api/*.ts, functions/tasks/*.ts,
+ * functions/webhooks/*.ts) is its function's composition root and builds only what its handler uses, once per
+ * cold start, on the first invocation (reading key secrets is asynchronous).
+ */
+import type { Context } from 'aws-lambda';
+import type { DeliveryTaskInput, DeliveryTaskOutput } from '../core/delivery';
+import type { Logger } from '../adapters/logger';
+import type { ApiHandler } from '../http/api';
+import type { ApiContext, ApiEvent } from '../http/middleware';
+
+/** `build` once per container; a failed build (say, Secrets Manager briefly unreachable) is retried next call. */
+export function coldStart<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () => {
+    if (!built) {
+      built = build();
+      built.catch(() => {
+        built = undefined;
+      });
+    }
+    return built;
+  };
+}
+
+/** A Lambda entry for an HTTP route. */
+export function apiEntry(build: () => Promise<ApiHandler>) {
+  const handler = coldStart(build);
+  return async (event: ApiEvent, context: ApiContext) => (await handler())(event, context);
+}
+
+/** A Lambda entry for a state machine task; logs how each delivery ended (the FAILED alarm counts these). */
+export function taskEntry<D extends { logger: Logger }>(
+  build: () => Promise<D>,
+  task: (deps: D, input: DeliveryTaskInput) => Promise<DeliveryTaskOutput>,
+) {
+  const deps = coldStart(build);
+  return async (input: DeliveryTaskInput, _context?: Context): Promise<DeliveryTaskOutput> => {
+    const resolved = await deps();
+    const output = await task(resolved, input);
+    if (output.next === 'end') logDeliveryEnded(resolved.logger, output);
+    return output;
+  };
+}
+
+/** The line the FAILED-deliveries metric counts (lib/constructs/alarms.ts, FAILED_DELIVERY_PATTERN). */
+export function logDeliveryEnded(logger: Logger, output: DeliveryTaskOutput): void {
+  logger.log('info', 'delivery.ended', { sid: output.sid, deliveryStatus: output.deliveryStatus });
+}
+
+/**
+ * One `delivery.ended` line per delivery the sweeper settled, as the task functions write (the FAILED-deliveries
+ * metric counts them in the sweeper's log group too), and a warning: something stopped a workflow.
+ */
+export function logSettled(logger: Logger, settled: DeliveryTaskOutput[]): void {
+  for (const output of settled) logDeliveryEnded(logger, output);
+  if (settled.length > 0) logger.log('warn', 'sweeper.settled', { count: settled.length });
+}

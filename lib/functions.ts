@@ -1,0 +1,260 @@
+/**
+ * The function manifest: every Lambda function of the service, its entry, route, time-out, bundling and the
+ * permissions its handler needs. The CDK stack (lib/constructs/), the local stack (local/stack.ts: which handler
+ * serves which route), the bench (bench/bundles.ts) and the tests read it; nothing else lists the functions.
+ *
+ * Plain data: no aws-cdk-lib import, so the local stack and the bench load it cheaply.
+ */
+import { worstCallMs } from '../functions/adapters/dynamodb/client';
+import type { PartitionFamily, TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
+import type { KeyGroup } from '../functions/adapters/keyring';
+
+export type FunctionName =
+  | 'send'
+  | 'check'
+  | 'fetch'
+  | 'receipt'
+  | 'deliver'
+  | 'afterWait'
+  | 'sweeper'
+  | 'webhookEvents'
+  | 'webhookSender';
+export type IndexName = keyof typeof TABLE_SCHEMA.indexes;
+
+/** DynamoDB actions on the table, allowed only on items whose partition key is of one of `families`. */
+export interface TableGrant {
+  actions: string[];
+  families: PartitionFamily[];
+}
+
+/** The webhook queues a function may send to (lib/constructs/webhook-delivery.ts creates them). */
+export type WebhookQueueName = 'webhookQueue' | 'webhookDeadLetterQueue';
+
+/** An AWS SDK v3 client package a function's bundle may import (the runtime provides it). */
+export type AwsClient =
+  | '@aws-sdk/client-dynamodb'
+  | '@aws-sdk/client-secrets-manager'
+  | '@aws-sdk/client-sfn'
+  | '@aws-sdk/client-sqs';
+
+export interface HttpRoute {
+  method: 'GET' | 'POST';
+  /** API Gateway's path syntax (`{Name}` parameters), also the local server's. */
+  path: string;
+}
+
+export interface FunctionSpec {
+  /** Construct id prefix (`${id}Function`, `${id}Role`, `${id}Logs`: logical ids, never change them). */
+  id: string;
+  /** The Lambda entry, from the repository root; it is the function's composition root. */
+  entry: string;
+  description: string;
+  timeoutSeconds: number;
+  /** The HTTP API route it serves, if any. */
+  route?: HttpRoute;
+  /**
+   * Exactly the DynamoDB actions the handler uses, on the table only, each limited (`dynamodb:LeadingKeys`) to
+   * the item families it touches them on.
+   */
+  table: TableGrant[];
+  /** DynamoDB actions on one of the table's indexes (`TABLE_SCHEMA.indexes`), on that index only. */
+  indexActions?: Partial<Record<IndexName, string[]>>;
+  /** Starts the delivery workflow: gets `STATE_MACHINE_ARN` and `states:StartExecution` on it. */
+  startsDelivery?: boolean;
+  /**
+   * The key groups of the purposes the handler uses (functions/adapters/keyring.ts): it gets their secrets' ARNs
+   * in its environment and may read those secrets and no other. Empty: no key, no secretsmanager permission.
+   */
+  keys: KeyGroup[];
+  /** The webhook queues it sends to (`sqs:SendMessage`; their URLs in its environment). */
+  sendsTo?: WebhookQueueName[];
+}
+
+const API_TIMEOUT_SECONDS = 10;
+/**
+ * The send path makes four calls that must end in a decision (the key's write, the batch read, the accepting
+ * transaction, and when its answer is lost, the read that tells whether the charge stands), each bounded by the
+ * SDK clients' time-outs and retries. Lambda ending the send first would answer 5xx for a send that may be
+ * charged; API Gateway's HTTP API waits at most 30 s for its integration.
+ */
+export const SEND_TIMEOUT_SECONDS = Math.ceil((4 * worstCallMs()) / 1000);
+const TASK_TIMEOUT_SECONDS = 30;
+const READ_UPDATE = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
+
+export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
+  send: {
+    id: 'Send',
+    entry: 'functions/api/send.ts',
+    description: 'POST /v2/Services/{ServiceSid}/Verifications',
+    timeoutSeconds: SEND_TIMEOUT_SECONDS,
+    route: { method: 'POST', path: '/v2/Services/{ServiceSid}/Verifications' },
+    // The accepting TransactWriteItems needs the per-item actions it contains (Put, Update, ConditionCheck):
+    // the service's balance and charge line, the verification, the number's send log, the idempotency record;
+    // the API key's own item authenticates and counts the request.
+    table: [
+      {
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:PutItem',
+          'dynamodb:ConditionCheckItem',
+        ],
+        families: ['service', 'number', 'idempotency', 'verification', 'apiKey'],
+      },
+    ],
+    startsDelivery: true,
+    // Hashes the code (check compares) and seals it for the delivery tasks.
+    keys: ['codeHash', 'codeSeal'],
+  },
+  check: {
+    id: 'Check',
+    entry: 'functions/api/check.ts',
+    description: 'POST /v2/Services/{ServiceSid}/VerificationCheck',
+    timeoutSeconds: API_TIMEOUT_SECONDS,
+    route: { method: 'POST', path: '/v2/Services/{ServiceSid}/VerificationCheck' },
+    table: [{ actions: READ_UPDATE, families: ['verification', 'apiKey'] }],
+    keys: ['codeHash'],
+  },
+  fetch: {
+    id: 'Fetch',
+    entry: 'functions/api/fetch.ts',
+    description: 'GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}',
+    timeoutSeconds: API_TIMEOUT_SECONDS,
+    route: { method: 'GET', path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}' },
+    // UpdateItem only for the API key's own item (the per-key limit): fetch never writes a verification.
+    table: [
+      { actions: ['dynamodb:GetItem'], families: ['verification', 'apiKey'] },
+      { actions: ['dynamodb:UpdateItem'], families: ['apiKey'] },
+    ],
+    // It reads a record and shows it: no code, no key.
+    keys: [],
+  },
+  receipt: {
+    id: 'Receipt',
+    entry: 'functions/api/receipt.ts',
+    description: 'POST /v2/Callbacks/{Provider} (signed delivery receipts)',
+    timeoutSeconds: API_TIMEOUT_SECONDS,
+    route: { method: 'POST', path: '/v2/Callbacks/{Provider}' },
+    // The verification the receipt names (no API key: the carrier's signature authenticates).
+    table: [{ actions: READ_UPDATE, families: ['verification'] }],
+    keys: ['carrier'],
+  },
+  deliver: {
+    id: 'Deliver',
+    entry: 'functions/tasks/deliver.ts',
+    description: 'Delivery workflow: hand the message to one channel',
+    timeoutSeconds: TASK_TIMEOUT_SECONDS,
+    // The verification (claims, outcomes, the end), and the number when every channel rejected it.
+    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
+    // Opens the sealed code; authenticates to the carrier.
+    keys: ['codeSeal', 'carrier'],
+  },
+  afterWait: {
+    id: 'AfterWait',
+    entry: 'functions/tasks/after-wait.ts',
+    description:
+      'Delivery workflow: after the wait, stop on a receipt or move to the next channel; settle after a task failed',
+    timeoutSeconds: TASK_TIMEOUT_SECONDS,
+    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
+    keys: ['codeSeal', 'carrier'],
+  },
+  sweeper: {
+    id: 'Sweeper',
+    entry: 'functions/tasks/sweeper.ts',
+    description:
+      'Every minute: restart deliveries whose workflow did not start, settle those claimed but never ended',
+    // Well under the one-minute schedule, so two runs do not overlap.
+    timeoutSeconds: 50,
+    // Finds both kinds in the sparse index; settling an overdue delivery reads and ends its verification and, as
+    // the workflow's end does, may record the channels that rejected the number.
+    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
+    indexActions: { pendingDelivery: ['dynamodb:Query'] },
+    startsDelivery: true,
+    keys: [],
+  },
+  webhookEvents: {
+    id: 'WebhookEvents',
+    entry: 'functions/webhooks/events.ts',
+    description: 'Table stream to webhook jobs: an event per status change, a job per enabled endpoint',
+    timeoutSeconds: 30,
+    // One Query under the service for its endpoints; the stream itself is read through the event source's grant.
+    table: [{ actions: ['dynamodb:Query'], families: ['service'] }],
+    // It builds and queues events; signing is the sender's job.
+    keys: [],
+    sendsTo: ['webhookQueue'],
+  },
+  webhookSender: {
+    id: 'WebhookSender',
+    entry: 'functions/webhooks/sender.ts',
+    description: 'Signs and posts webhooks, retries on the schedule, writes EXPIRED back at expires_at',
+    // A batch of up to 10 posts runs at once, each cut off after 5 s.
+    timeoutSeconds: 30,
+    // GetItem: the endpoint (URL, sealed secret), under its service; UpdateItem: the expiry write-back. Split so
+    // that the sender can change no service item (balance, endpoints) and read no verification.
+    table: [
+      { actions: ['dynamodb:GetItem'], families: ['service'] },
+      { actions: ['dynamodb:UpdateItem'], families: ['verification'] },
+    ],
+    // Opens the endpoints' sealed signing secrets.
+    keys: ['webhook'],
+    // Retries are re-enqueued; deliveries whose retries ran out go to the dead-letter queue.
+    sendsTo: ['webhookQueue', 'webhookDeadLetterQueue'],
+  },
+};
+
+export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
+
+/** The functions that serve an HTTP API route, with their routes, in manifest order. */
+export const ROUTES: { name: FunctionName; method: HttpRoute['method']; path: string }[] =
+  FUNCTION_NAMES.flatMap((name) => {
+    const route = FUNCTIONS[name].route;
+    return route ? [{ name, ...route }] : [];
+  });
+
+/**
+ * The AWS SDK clients a function's bundle holds, derived from its permissions: a client it has no permission to
+ * call is dead weight at cold start, and a call with no client is impossible. A bundle test
+ * (test/unit/bundles.test.ts) checks each bundle imports exactly these.
+ */
+export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
+  const clients: AwsClient[] = [];
+  if (spec.table.length > 0 || spec.indexActions) clients.push('@aws-sdk/client-dynamodb');
+  if (spec.keys.length > 0) clients.push('@aws-sdk/client-secrets-manager');
+  if (spec.startsDelivery) clients.push('@aws-sdk/client-sfn');
+  if (spec.sendsTo?.length) clients.push('@aws-sdk/client-sqs');
+  return clients.sort();
+}
+
+/**
+ * How every function is bundled (CDK's NodejsFunction `bundling`, and the esbuild options the bench and the
+ * bundle test use to build the same bundles).
+ */
+export const BUNDLING = {
+  minify: true,
+  sourceMap: true,
+  // Maps without the sources inlined: names and lines resolve, the bundle stays small.
+  sourcesContent: false,
+  target: 'node22',
+  // Prefer ESM entry points so esbuild can tree-shake the AWS SDK, zod and middy.
+  mainFields: ['module', 'main'],
+  // Use the AWS SDK v3 the Node.js 22 runtime ships: bundles drop from ~700 KB to under 400 KB and cold
+  // starts parse a third of the code (`npm run bench`). The runtime's SDK must be 3.521.0 or later
+  // (requestHandler options as an object, ReturnValuesOnConditionCheckFailure); docs/deploy.md.
+  bundleAwsSDK: false,
+} as const;
+
+/** The esbuild options CDK derives from BUNDLING (format cjs, the AWS SDK external). */
+export const ESBUILD_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  target: BUNDLING.target,
+  format: 'cjs',
+  minify: BUNDLING.minify,
+  sourcemap: BUNDLING.sourceMap,
+  sourcesContent: BUNDLING.sourcesContent,
+  mainFields: [...BUNDLING.mainFields],
+  // bundleAwsSDK: false: the runtime's SDK v3.
+  external: ['@aws-sdk/*'],
+  logLevel: 'error',
+} as const;

@@ -1,0 +1,49 @@
+/**
+ * Each function's bundle, built with esbuild as CDK builds it (lib/functions.ts ESBUILD_OPTIONS), imports
+ * exactly the AWS SDK clients its manifest entry's permissions call for: no client a function never calls is
+ * loaded at its cold start (each entry is its own composition root, functions/wiring/).
+ */
+import * as path from 'node:path';
+import { build } from 'esbuild';
+import { FUNCTIONS, FUNCTION_NAMES, awsClientsOf, ESBUILD_OPTIONS } from '../../lib/functions';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+/** The `@aws-sdk/client-*` packages a bundle of `entry` requires at run time (they stay external). */
+async function awsClientImports(entry: string): Promise<string[]> {
+  const result = await build({
+    ...ESBUILD_OPTIONS,
+    mainFields: [...ESBUILD_OPTIONS.mainFields],
+    external: [...ESBUILD_OPTIONS.external],
+    entryPoints: [path.join(ROOT, entry)],
+    outfile: path.join(ROOT, 'index.js'),
+    absWorkingDir: ROOT,
+    write: false,
+    metafile: true,
+  });
+  const clients = new Set<string>();
+  for (const input of Object.values(result.metafile.inputs)) {
+    for (const imported of input.imports) {
+      if (imported.external && /^@aws-sdk\/client-/.test(imported.path)) clients.add(imported.path);
+    }
+  }
+  return [...clients].sort();
+}
+
+test.each(FUNCTION_NAMES)('the %s bundle holds exactly the AWS clients of its permissions', async (name) => {
+  expect(await awsClientImports(FUNCTIONS[name].entry)).toEqual(awsClientsOf(FUNCTIONS[name]));
+});
+
+test('the manifest declares what each function calls', () => {
+  expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
+    send: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sfn'],
+    check: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
+    fetch: ['@aws-sdk/client-dynamodb'],
+    receipt: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
+    deliver: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
+    afterWait: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
+    sweeper: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sfn'],
+    webhookEvents: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sqs'],
+    webhookSender: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sqs'],
+  });
+});
