@@ -6,6 +6,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { buildApi, buildReceiptHandler } from '../functions/http/api';
+import { buildOpenApiDocument } from '../functions/http/openapi';
 import { buildDeps, logSettled, type Deps } from '../functions/runtime';
 import { restartStalledDeliveries, settleOverdueDeliveries } from '../functions/core/sweeper';
 import type { DeliveryWorkflow } from '../functions/core/ports';
@@ -177,7 +178,10 @@ function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
       return undefined;
     }
   };
+  const openApi = buildOpenApiDocument();
   return [
+    // The OpenAPI document of the public API (docs/openapi.json), without an API key.
+    { method: 'GET', path: '/openapi.json', handle: () => ({ status: 200, body: openApi }) },
     {
       method: 'GET',
       path: '/_local/messages',

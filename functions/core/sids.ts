@@ -1,7 +1,7 @@
 /** SIDs: two letters and 32 lowercase hex characters (128 random bits). `WH` names a webhook endpoint. */
 export type SidPrefix = 'VA' | 'VE' | 'HX' | 'WH';
 
-const SID_PATTERNS: Record<SidPrefix, RegExp> = {
+export const SID_PATTERNS: Readonly<Record<SidPrefix, RegExp>> = {
   VA: /^VA[0-9a-f]{32}$/,
   VE: /^VE[0-9a-f]{32}$/,
   HX: /^HX[0-9a-f]{32}$/,

@@ -74,14 +74,32 @@ export function validate<T extends z.ZodType>(
 const CLIENT_CODE = /^[A-Za-z0-9]{4,10}$/;
 
 export const sendParamsSchema = z.object({
-  To: z.string().min(1).max(20),
-  TemplateSid: z.string().max(64).optional(),
-  Code: z.string().regex(CLIENT_CODE).optional(),
+  To: z
+    .string()
+    .min(1)
+    .max(20)
+    .describe('Phone number in E.164 (+, country code, number); spaces, dashes and brackets are tolerated.'),
+  TemplateSid: z
+    .string()
+    .max(64)
+    .optional()
+    .describe("One of the account's templates; omitted: the default template. An `HJ…` SID is ignored."),
+  Code: z
+    .string()
+    .regex(CLIENT_CODE)
+    .optional()
+    .describe(
+      'Only for callers generating their own codes, delivered as given and never checked by the service.',
+    ),
 });
 
 export const checkParamsSchema = z.object({
-  VerificationSid: z.string().min(1),
-  Code: z.string().min(1).max(10),
+  VerificationSid: z.string().min(1).describe('The `sid` returned by send.'),
+  Code: z
+    .string()
+    .min(1)
+    .max(10)
+    .describe('The code the user typed, compared exactly (spaces and dashes are not stripped).'),
 });
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 191;
