@@ -1,12 +1,8 @@
 /**
- * `npm run admin -- <command>`: argument parsing, target selection, output and exit codes. The work is
- * done by `AccountStore`; the commands themselves are in `./commands`.
- *
- * Exit codes: 0 done, 1 the command could not be carried out (no such service, DynamoDB unreachable...),
- * 2 the command line is wrong. Errors are one clear line on stderr, never a stack trace
- * (`OTP_ADMIN_DEBUG=1` prints it for unexpected errors).
+ * `npm run admin -- <command>`: the target (the running local stack or a table named by options), the
+ * context the commands work in, and AWS errors in words an operator can act on. Parsing, help, output and exit
+ * codes are in `./framework.ts`; the commands are in `./commands/`.
  */
-import { parseArgs } from 'node:util';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
@@ -15,23 +11,8 @@ import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { cryptoRandom } from '../../functions/adapters/crypto';
 import { KEY_GROUPS, groupKeyRing, keySecretRoot, type KeySource } from '../../functions/adapters/keyring';
 import { readLocalStackState, type LocalStackState } from '../../local/stack';
-import {
-  COMMANDS,
-  GLOBAL_OPTIONS,
-  OPTIONS,
-  usageLine,
-  type Command,
-  type OptionName,
-  type OptionValues,
-} from './commands';
-import { AdminError, UsageError } from './validate';
-
-export interface AdminIo {
-  /** The command's output: one call per run, without the trailing newline. */
-  out(text: string): void;
-  /** Error messages and, after a usage error, the usage. */
-  err(text: string): void;
-}
+import { COMMANDS } from './commands';
+import { AdminError, UsageError, runCommandLine, type AdminIo, type OptionValues } from './framework';
 
 export interface AdminOptions {
   /** Finds the running `npm start`; tests replace it. */
@@ -50,45 +31,9 @@ export interface AdminTarget {
   masterKey?: string;
 }
 
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
-
-const TARGET_USAGE =
-  'Target: the running `npm start` by default; --table NAME [--region R] for a deployed table (default AWS ' +
-  'credentials; the stack output TableName); --endpoint URL --table NAME for any DynamoDB Local.';
-
-export async function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}): Promise<number> {
-  let values: OptionValues = {};
-  let command: Command | undefined;
-  try {
-    const parsed = parseCommandLine(argv);
-    values = parsed.values;
-    const { positionals } = parsed;
-
-    if (positionals.length === 0 || positionals[0] === 'help') {
-      const topic = positionals.slice(1);
-      if (positionals.length === 0 && !values.help) {
-        io.err(generalHelp());
-        return EXIT.usage;
-      }
-      io.out(values.json ? JSON.stringify(helpJson(topic)) : helpText(topic));
-      return EXIT.ok;
-    }
-
-    command = findCommand(positionals);
-    if (values.help) {
-      io.out(values.json ? JSON.stringify(helpJson(command.words)) : commandHelp(command));
-      return EXIT.ok;
-    }
-    checkOptions(command, values);
-    const args = positionals.slice(command.words.length);
-    if (args.length !== command.args.length) {
-      throw new UsageError(
-        `${command.words.join(' ')} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}, ` +
-          `got ${args.length === 0 ? 'none' : args.map((arg) => JSON.stringify(arg)).join(' ')}`,
-      );
-    }
-    // Arguments are checked before the target: a typo fails fast, even with no stack running.
-    const work = command.prepare(args, values);
+export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}): Promise<number> {
+  const env = options.env ?? process.env;
+  return runCommandLine(COMMANDS, argv, io, env, async (work, values) => {
     const target = resolveTarget(values, options.readLocalStack ?? readLocalStackState);
     const client = createDocumentClient({
       ...(target.endpoint && { endpoint: target.endpoint }),
@@ -97,9 +42,8 @@ export async function runAdmin(argv: string[], io: AdminIo, options: AdminOption
     try {
       const accounts = new AccountStore(client, target.tableName, cryptoRandom);
       const webhooks = new DynamoWebhookEndpoints(client, target.tableName);
-      const webhookVault = async () =>
-        new WebhookSecretVault(await webhookKeyFor(target, values, options.env ?? process.env));
-      const output = await work({
+      const webhookVault = async () => new WebhookSecretVault(await webhookKeyFor(target, values, env));
+      return await work({
         accounts,
         webhooks,
         webhookVault,
@@ -107,65 +51,10 @@ export async function runAdmin(argv: string[], io: AdminIo, options: AdminOption
       }).catch((error: unknown) => {
         throw explainAwsError(error, target);
       });
-      io.out(values.json ? JSON.stringify(output.json) : output.text);
-      return EXIT.ok;
     } finally {
       client.destroy();
     }
-  } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`admin: ${error.message}`);
-      io.err(command ? `Usage: ${usageLine(command)}` : 'Run `npm run admin -- help` for the commands.');
-      return EXIT.usage;
-    }
-    if (error instanceof AdminError) {
-      io.err(`admin: ${error.message}`);
-      return EXIT.failed;
-    }
-    const env = options.env ?? process.env;
-    io.err(`admin: unexpected error: ${describeUnknown(error)}`);
-    if (env.OTP_ADMIN_DEBUG && error instanceof Error && error.stack) io.err(error.stack);
-    return EXIT.failed;
-  }
-}
-
-function parseCommandLine(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (error) {
-    // parseArgs' own errors (unknown option, missing value) are usage errors.
-    const code = (error as { code?: string }).code;
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      // Node's message goes on about positionals starting with '-': the first sentence is the point.
-      const message = (error as Error).message;
-      if (/^Unknown option '-\d/.test(message)) throw new UsageError('Amounts cannot be negative');
-      throw new UsageError(message.split('. ')[0]!);
-    }
-    if (code?.startsWith('ERR_PARSE_ARGS')) throw new UsageError((error as Error).message);
-    throw error;
-  }
-}
-
-/** The command whose words begin the positionals, e.g. `key revoke` in `key revoke VA… 3f2a…`. */
-function findCommand(positionals: string[]): Command {
-  const found = COMMANDS.find((candidate) => candidate.words.every((word, i) => positionals[i] === word));
-  if (found) return found;
-  const group = COMMANDS.filter((candidate) => candidate.words[0] === positionals[0]);
-  if (group.length > 0) {
-    const given = positionals.slice(0, 2).join(' ');
-    throw new UsageError(
-      `Unknown command "${given}"; ${positionals[0]} commands: ${group.map((c) => c.words.join(' ')).join(', ')}`,
-    );
-  }
-  throw new UsageError(`Unknown command "${positionals[0]}"`);
-}
-
-function checkOptions(command: Command, values: OptionValues): void {
-  for (const name of Object.keys(values) as OptionName[]) {
-    if (!GLOBAL_OPTIONS.includes(name) && !command.options.includes(name)) {
-      throw new UsageError(`--${name} does not apply to ${command.words.join(' ')}`);
-    }
-  }
+  });
 }
 
 export function resolveTarget(
@@ -289,70 +178,4 @@ function explainAwsError(error: unknown, target: AdminTarget): unknown {
     );
   }
   return error;
-}
-
-function describeUnknown(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
-}
-
-// --- help -----------------------------------------------------------------------------------------------
-
-const GROUP_ORDER = [...new Set(COMMANDS.map((c) => c.words[0]!))];
-
-function generalHelp(): string {
-  const width = Math.max(...COMMANDS.map((c) => [...c.words, ...c.args].join(' ').length));
-  const lines = GROUP_ORDER.flatMap((group) => [
-    '',
-    ...COMMANDS.filter((c) => c.words[0] === group).map(
-      (c) => `  ${[...c.words, ...c.args].join(' ').padEnd(width)}  ${c.summary}`,
-    ),
-  ]);
-  return [
-    'Usage: npm run admin -- <command> [arguments] [--json] [--table NAME [--region R] | --endpoint URL --table NAME]',
-    '',
-    'Manage services, API keys, balance, templates, delivery rules, prices, channels and webhook endpoints.',
-    'VA = a Service SID, HX = a template SID, WH = a webhook endpoint SID, CC = an ISO 3166-1 alpha-2 country,',
-    'amounts in USD (up to 4 decimals).',
-    ...lines,
-    '',
-    '  help [command]  Usage and examples of a command (or: <command> --help)',
-    '',
-    '--json prints one JSON value on stdout (amounts as USD strings with 4 decimals).',
-    TARGET_USAGE,
-    'Exit codes: 0 done, 1 could not be done (e.g. no such service), 2 wrong command line.',
-  ].join('\n');
-}
-
-function commandHelp(command: Command): string {
-  return [
-    `Usage: ${usageLine(command)} [--json] [target options]`,
-    '',
-    command.summary,
-    ...(command.details ?? []),
-    '',
-    'Examples:',
-    ...command.examples.map((example) => `  npm run admin -- ${example}`),
-  ].join('\n');
-}
-
-/** `help`, `help key`, `help key revoke`. */
-function helpText(topic: string[]): string {
-  if (topic.length === 0) return generalHelp();
-  const matches = COMMANDS.filter((c) => topic.every((word, i) => c.words[i] === word));
-  if (matches.length === 0) throw new UsageError(`No command "${topic.join(' ')}"`);
-  return matches.map(commandHelp).join('\n\n');
-}
-
-function helpJson(topic: readonly string[]) {
-  const matches = COMMANDS.filter((c) => topic.every((word, i) => c.words[i] === word));
-  if (matches.length === 0) throw new UsageError(`No command "${topic.join(' ')}"`);
-  return {
-    commands: matches.map((c) => ({
-      command: c.words.join(' '),
-      usage: usageLine(c),
-      summary: c.summary,
-      examples: c.examples.map((example) => `npm run admin -- ${example}`),
-    })),
-  };
 }

@@ -6,16 +6,7 @@ import { isSupportedCountry } from 'libphonenumber-js/max';
 import { formatUnits, parseUsd } from '../../functions/core/money';
 import { CHANNELS, ROUTES, isChannel, type Channel } from '../../functions/core/routing';
 import { checkWebhookUrl } from '../../functions/core/webhooks';
-
-/** The command line is wrong: exit code 2, and the usage of the command is worth showing. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-/** A well-formed command that cannot be carried out (no such service, key, template): exit code 1. */
-export class AdminError extends Error {
-  override readonly name = 'AdminError';
-}
+import { UsageError } from './framework';
 
 const SERVICE_SID = /^VA[0-9a-f]{32}$/;
 const TEMPLATE_SID = /^HX[0-9a-f]{32}$/;

@@ -1,0 +1,24 @@
+/**
+ * Every admin command, one file a group, in the order `help` lists them. A command is its words, arguments and
+ * options, the parsing of its arguments (no I/O) and what it asks the stores to do; see `../framework.ts`.
+ */
+import type { Command } from '../framework';
+import { balanceCommands } from './balance';
+import { channelsCommands } from './channels';
+import { keyCommands } from './key';
+import { priceCommands } from './price';
+import { rulesCommands } from './rules';
+import { serviceCommands } from './service';
+import { templateCommands } from './template';
+import { webhookCommands } from './webhook';
+
+export const COMMANDS: readonly Command[] = [
+  ...serviceCommands,
+  ...keyCommands,
+  ...balanceCommands,
+  ...templateCommands,
+  ...rulesCommands,
+  ...priceCommands,
+  ...channelsCommands,
+  ...webhookCommands,
+];

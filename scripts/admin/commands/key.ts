@@ -1,0 +1,85 @@
+/** `key issue`, `key list`, `key revoke`: API keys, shown once, stored as their hash. */
+import { rows, table } from '../format';
+import * as parse from '../validate';
+import { AdminError, command, type Command } from '../framework';
+import { VA, loadService, sidOnly } from './common';
+
+export const keyText = (apiKey: string, keyId: string) =>
+  rows([
+    ['API key', `${apiKey}   (shown once: store it now)`],
+    ['Key id', `${keyId}   (for key list and key revoke)`],
+  ]);
+
+const keyIssue = command({
+  words: ['key', 'issue'],
+  args: ['<VA>'],
+  summary: 'Issue an API key (shown once; only its hash is stored)',
+  examples: [`key issue ${VA}`, `key issue ${VA} --json | jq -r .apiKey`],
+  parse: sidOnly,
+  run: async (context, sid) => {
+    await loadService(context, sid);
+    const { apiKey, keyId } = await context.accounts.issueApiKey(sid);
+    return { json: { serviceSid: sid, keyId, apiKey }, text: keyText(apiKey, keyId) };
+  },
+});
+
+const keyList = command({
+  words: ['key', 'list'],
+  args: ['<VA>'],
+  summary: "List a service's API keys by id",
+  examples: [`key list ${VA}`],
+  parse: sidOnly,
+  run: async (context, sid) => {
+    await loadService(context, sid);
+    const keys = (await context.accounts.listApiKeys(sid)).sort((a, b) =>
+      a.createdAt.localeCompare(b.createdAt),
+    );
+    return {
+      json: {
+        serviceSid: sid,
+        keys: keys.map((key) => ({ ...key, revokedAt: key.revokedAt ?? null, active: !key.revokedAt })),
+      },
+      text:
+        keys.length === 0
+          ? 'No API keys.'
+          : table(
+              ['Key id', 'Created', 'Status'],
+              keys.map((key) => [
+                key.keyId,
+                key.createdAt,
+                key.revokedAt ? `revoked ${key.revokedAt}` : 'active',
+              ]),
+            ),
+    };
+  },
+});
+
+const keyRevoke = command({
+  words: ['key', 'revoke'],
+  args: ['<VA>', '<keyId>'],
+  summary: 'Revoke an API key by its whole id (the next request with it is refused)',
+  examples: [`key revoke ${VA} 3f2a9c41d07e`],
+  parse: ([sid, id]) => ({ sid: parse.serviceSid(sid!), keyId: parse.keyId(id!) }),
+  run: async (context, { sid, keyId }) => {
+    await loadService(context, sid);
+    // The whole id only: a prefix could name a key the operator did not mean.
+    const key = (await context.accounts.listApiKeys(sid)).find((candidate) => candidate.keyId === keyId);
+    if (!key) throw new AdminError(`No API key ${keyId} in service ${sid}`);
+    if (key.revokedAt) {
+      return {
+        json: { serviceSid: sid, keyId: key.keyId, revokedAt: key.revokedAt, alreadyRevoked: true },
+        text: `Key ${key.keyId} was already revoked at ${key.revokedAt}.`,
+      };
+    }
+    const now = new Date();
+    if (!(await context.accounts.revokeApiKey(sid, key.keyId, now))) {
+      throw new AdminError(`No API key ${keyId} in service ${sid}`);
+    }
+    return {
+      json: { serviceSid: sid, keyId: key.keyId, revokedAt: now.toISOString(), alreadyRevoked: false },
+      text: `Revoked key ${key.keyId}. The next request with it is refused.`,
+    };
+  },
+});
+
+export const keyCommands: readonly Command[] = [keyIssue, keyList, keyRevoke];
