@@ -1,13 +1,31 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/** What every project shares. */
+const common = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(ts|js|mjs)$': '<rootDir>/test/support/esbuild-transform.cjs' },
   // middy and zod ship ESM only; let the transform turn them into CommonJS for Jest.
   transformIgnorePatterns: ['/node_modules/(?!(@middy|zod)/)'],
-  globalSetup: '<rootDir>/test/support/global-setup.ts',
-  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+};
+
+/**
+ * Two projects. `core` (test/core/) runs the domain rules over the in-memory store: no DynamoDB, no Java.
+ * `dynamodb` is everything else; its global setup starts one DynamoDB Local. Jest runs a project's global
+ * setup only when tests of that project are selected, so `npx jest test/core` never starts Java, and `jest`
+ * runs both.
+ */
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...common, displayName: 'core', roots: ['<rootDir>/test/core'] },
+    {
+      ...common,
+      displayName: 'dynamodb',
+      roots: ['<rootDir>/test'],
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/core/'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+    },
+  ],
   maxWorkers: 2,
   testTimeout: 30000,
 };

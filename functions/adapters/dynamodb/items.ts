@@ -6,6 +6,7 @@ import type { ApiKeyRecord, NumberRecord, Service, Template, Verification } from
 import type { WebhookEndpoint } from '../../core/webhooks';
 import { CHANNELS, type Channel } from '../../core/routing';
 import { keys } from './keys';
+import { VERIFICATION_ATTR } from './status-write';
 
 type Item = Record<string, unknown>;
 
@@ -67,13 +68,16 @@ export function verificationFromItem(item: Item): Verification {
 
 /**
  * Every write that changes a verification's `status` or `delivery_status` also does `ADD event_seq 1` and
- * `SET event_at = now` in the same update (store.ts), so the webhook events read from the change stream get an
- * increasing sequence number and the time of the change at no extra write. A new verification has neither.
+ * `SET event_at = now` in the same update (`statusWrite`, status-write.ts), so the webhook events read from the
+ * change stream get an increasing sequence number and the time of the change at no extra write. A new
+ * verification has neither.
  */
 export function eventMarksFromItem(item: Item): { sequence: number; at: Date } {
+  const sequence = item[VERIFICATION_ATTR.eventSeq];
+  const at = item[VERIFICATION_ATTR.eventAt];
   return {
-    sequence: typeof item.event_seq === 'number' ? item.event_seq : 0,
-    at: new Date(typeof item.event_at === 'string' ? item.event_at : (item.date_created as string)),
+    sequence: typeof sequence === 'number' ? sequence : 0,
+    at: new Date(typeof at === 'string' ? at : (item.date_created as string)),
   };
 }
 

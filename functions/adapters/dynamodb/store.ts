@@ -44,14 +44,13 @@ import {
   unsettledDeliveryPartition,
   type ItemKey,
 } from './keys';
+import { NOT_GUESSED, attr, statusWrite, type VerificationAttr } from './status-write';
 
 /** The key exists, is not revoked and belongs to the service in the path (`:service`). */
 const KEY_USABLE = 'attribute_exists(pk) AND attribute_not_exists(revoked_at) AND service_sid = :service';
 
-/** Attribute names written by the check. */
-const VERIFICATION_ATTR = { lastGuess: 'last_guess' } as const;
-/** The code was not guessed right yet (see `settledStatus`): compares two stored attributes, never a guess. */
-const NOT_GUESSED = `(attribute_not_exists(${VERIFICATION_ATTR.lastGuess}) OR ${VERIFICATION_ATTR.lastGuess} <> code_hash)`;
+/** Ending delivery drops the code kept for it and takes the verification out of the delivery index. */
+const DELIVERY_ENDED_REMOVES = ['sealedCode', 'pendingPk', 'pendingSk'] satisfies VerificationAttr[];
 
 /** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
 const MAX_TRANSACTION_RESENDS = 2;
@@ -255,19 +254,16 @@ export class DynamoStore
     return this.conditionalVerificationUpdate({
       Key: keys.verification(sid),
       // The guess is written, never compared, here: the condition holds no guess, so a refused write has
-      // compared nothing. Every check is marked as a possible event (a right guess or the last wrong one
-      // settles the code); the events function keeps only the changes of the settled status.
-      UpdateExpression: `SET attempts_remaining = attempts_remaining - :one, ${VERIFICATION_ATTR.lastGuess} = :guess, event_at = :now ADD event_seq :one`,
-      ConditionExpression: `service_sid = :service AND #status = :pending AND expires_at > :now AND attempts_remaining > :zero AND attribute_exists(code_hash) AND ${NOT_GUESSED}`,
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':pending': 'PENDING',
-        ':one': 1,
-        ':zero': 0,
-        ':service': serviceSid,
-        ':now': now.toISOString(),
-        ':guess': guessHash,
-      },
+      // compared nothing. It changes no status as written, but a right guess or the last wrong one settles the
+      // code (`settledStatus`), and the write cannot know which: every check is a status write, marked as a
+      // possible event; the events function keeps only the changes of the settled status.
+      ...statusWrite({
+        set: { lastGuess: guessHash },
+        decrement: ['attemptsRemaining'],
+        condition: `${attr('serviceSid')} = :service AND ${attr('status')} = :pending AND ${attr('expiresAt')} > :now AND ${attr('attemptsRemaining')} > :zero AND attribute_exists(${attr('codeHash')}) AND ${NOT_GUESSED}`,
+        values: { ':pending': 'PENDING', ':zero': 0, ':service': serviceSid },
+        now,
+      }),
     });
   }
 
@@ -275,16 +271,12 @@ export class DynamoStore
     // Refused when a check or the expiry timer wrote it back first, or when the code was verified or locked.
     await this.updateIfConditionHolds({
       Key: keys.verification(sid),
-      UpdateExpression: 'SET #status = :expired, event_at = :now ADD event_seq :one',
-      ConditionExpression: `#status = :pending AND expires_at <= :now AND attempts_remaining > :zero AND ${NOT_GUESSED}`,
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':expired': 'EXPIRED',
-        ':pending': 'PENDING',
-        ':now': now.toISOString(),
-        ':one': 1,
-        ':zero': 0,
-      },
+      ...statusWrite({
+        set: { status: 'EXPIRED' },
+        condition: `${attr('status')} = :pending AND ${attr('expiresAt')} <= :now AND ${attr('attemptsRemaining')} > :zero AND ${NOT_GUESSED}`,
+        values: { ':pending': 'PENDING', ':zero': 0 },
+        now,
+      }),
     });
   }
 
@@ -408,33 +400,27 @@ export class DynamoStore
     // Refused when already ended: a receipt made it DELIVERED (and dropped the code), or this task ran twice.
     await this.updateIfConditionHolds({
       Key: keys.verification(sid),
-      UpdateExpression:
-        'SET delivery_status = :status, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
-      ConditionExpression: 'delivery_status = :pending',
-      ExpressionAttributeValues: {
-        ':status': status,
-        ':pending': 'PENDING',
-        ':now': now.toISOString(),
-        ':one': 1,
-      },
+      ...statusWrite({
+        set: { deliveryStatus: status },
+        remove: DELIVERY_ENDED_REMOVES,
+        condition: `${attr('deliveryStatus')} = :pending`,
+        values: { ':pending': 'PENDING' },
+        now,
+      }),
     });
   }
 
   async markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean> {
     return this.updateIfConditionHolds({
       Key: keys.verification(sid),
-      UpdateExpression:
-        'SET delivery_status = :delivered, channel = :channel, event_at = :now REMOVE sealed_code, pending_pk, pending_sk ADD event_seq :one',
-      // Forward only: PENDING or SENT become DELIVERED; DELIVERED stays, and FAILED is final.
-      ConditionExpression: 'attribute_exists(pk) AND delivery_status IN (:pending, :sent)',
-      ExpressionAttributeValues: {
-        ':pending': 'PENDING',
-        ':sent': 'SENT',
-        ':delivered': 'DELIVERED',
-        ':channel': channel,
-        ':now': now.toISOString(),
-        ':one': 1,
-      },
+      ...statusWrite({
+        set: { deliveryStatus: 'DELIVERED', channel },
+        remove: DELIVERY_ENDED_REMOVES,
+        // Forward only: PENDING or SENT become DELIVERED; DELIVERED stays, and FAILED is final.
+        condition: `${attr('deliveryStatus')} IN (:pending, :sent)`,
+        values: { ':pending': 'PENDING', ':sent': 'SENT' },
+        now,
+      }),
     });
   }
 

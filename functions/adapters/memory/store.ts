@@ -1,0 +1,332 @@
+/**
+ * Every storage port in memory, with the same conditions as `DynamoStore` (test/contract/ runs one suite
+ * against both). It keeps domain objects, not table items; unit tests of the core and fast local tools use it.
+ * Each method decides and writes without awaiting in between, so like DynamoDB's conditional writes each one
+ * is atomic: concurrent calls see each other's writes whole.
+ */
+import type {
+  ApiKeyRecord,
+  DeliveryAttempt,
+  NumberRecord,
+  Service,
+  Template,
+  Verification,
+} from '../../core/model';
+import type {
+  AcceptResult,
+  AcceptSend,
+  ApiKeyStore,
+  CheckWrite,
+  DeliveryStore,
+  KeyRequestOutcome,
+  PendingDeliveryStore,
+  RecordRefusal,
+  SendContext,
+  SendContextQuery,
+  UnsettledDeliveryStore,
+  VerificationStore,
+} from '../../core/ports';
+import type { Channel } from '../../core/routing';
+import type { WebhookEndpoint, WebhookEndpointStore } from '../../core/webhooks';
+
+/** One line of the ledger, written with the charge. */
+export interface MemoryCharge {
+  serviceSid: string;
+  verificationSid: string;
+  amount: number;
+  at: string;
+}
+
+/** The webhook event marks every status-changing write advances (what `event_seq` and `event_at` hold). */
+export interface EventMarks {
+  sequence: number;
+  at: Date | undefined;
+}
+
+interface StoredKey {
+  record: ApiKeyRecord;
+  /** Start (epoch ms) of the key's current one-minute window and its count. */
+  window?: number;
+  count: number;
+}
+
+/** Where a verification sits in the sparse delivery index: waiting for its first task, or claimed and due. */
+interface IndexEntry {
+  kind: 'pending' | 'unsettled';
+  at: Date;
+}
+
+const clone = <T>(value: T): T => structuredClone(value);
+
+export class MemoryStore
+  implements
+    VerificationStore,
+    ApiKeyStore,
+    DeliveryStore,
+    PendingDeliveryStore,
+    UnsettledDeliveryStore,
+    WebhookEndpointStore
+{
+  private readonly services = new Map<string, Service>();
+  private readonly templates = new Map<string, Template>();
+  private readonly apiKeys = new Map<string, StoredKey>();
+  private readonly verifications = new Map<string, Verification>();
+  private readonly events = new Map<string, EventMarks>();
+  private readonly index = new Map<string, IndexEntry>();
+  private readonly idempotency = new Map<string, string>();
+  private readonly numbers = new Map<string, NumberRecord>();
+  private readonly endpoints = new Map<string, WebhookEndpoint>();
+  private readonly ledger: MemoryCharge[] = [];
+
+  // --- seeding and inspection (what the admin side and tests do) ----------------------------------------------
+
+  putService(service: Service): void {
+    this.services.set(service.sid, clone(service));
+  }
+
+  putTemplate(serviceSid: string, template: Template): void {
+    this.templates.set(`${serviceSid}/${template.sid}`, clone(template));
+  }
+
+  putApiKey(record: ApiKeyRecord): void {
+    this.apiKeys.set(record.keyHash, { record: clone(record), count: 0 });
+  }
+
+  putWebhookEndpoint(endpoint: WebhookEndpoint): void {
+    this.endpoints.set(`${endpoint.serviceSid}/${endpoint.sid}`, clone(endpoint));
+  }
+
+  getService(serviceSid: string): Service | undefined {
+    const service = this.services.get(serviceSid);
+    return service && clone(service);
+  }
+
+  charges(serviceSid: string): MemoryCharge[] {
+    return this.ledger.filter((charge) => charge.serviceSid === serviceSid).map(clone);
+  }
+
+  eventMarks(sid: string): EventMarks {
+    return clone(this.events.get(sid) ?? { sequence: 0, at: undefined });
+  }
+
+  // --- VerificationStore ----------------------------------------------------------------------------------
+
+  async getVerification(sid: string): Promise<Verification | undefined> {
+    const verification = this.verifications.get(sid);
+    return verification && clone(verification);
+  }
+
+  async getNumber(e164: string): Promise<NumberRecord> {
+    return clone(this.numbers.get(e164) ?? { e164, sends: [], rejectedUntil: {}, version: 0 });
+  }
+
+  async loadSendContext(query: SendContextQuery): Promise<SendContext> {
+    const service = this.services.get(query.serviceSid);
+    const template = query.templateSid && this.templates.get(`${query.serviceSid}/${query.templateSid}`);
+    const idempotentSid =
+      query.idempotencyKey && this.idempotency.get(idempotencyKey(query.serviceSid, query.idempotencyKey));
+    return {
+      ...(service && { service: clone(service) }),
+      ...(template && { template: clone(template) }),
+      ...(idempotentSid && { idempotentSid }),
+      number: await this.getNumber(query.e164),
+    };
+  }
+
+  async getIdempotentSid(serviceSid: string, key: string): Promise<string | undefined> {
+    return this.idempotency.get(idempotencyKey(serviceSid, key));
+  }
+
+  async acceptSend(input: AcceptSend): Promise<AcceptResult> {
+    const { verification, now } = input;
+    const key = input.idempotencyKey && idempotencyKey(verification.serviceSid, input.idempotencyKey);
+    const service = this.services.get(verification.serviceSid);
+    // The same order of reasons as the DynamoDB transaction's cancellation.
+    if (key && this.idempotency.has(key)) return { ok: false, reason: 'idempotency_key_taken' };
+    if (!this.numberAtVersion(input.number)) return { ok: false, reason: 'conflict' };
+    if (!service || service.balance < verification.price) return { ok: false, reason: 'insufficient_funds' };
+    if (this.verifications.has(verification.sid)) return { ok: false, reason: 'conflict' };
+
+    service.balance -= verification.price;
+    this.verifications.set(verification.sid, clone(verification));
+    if (verification.deliveryStatus === 'PENDING' && Object.keys(verification.deliveries).length === 0) {
+      this.index.set(verification.sid, { kind: 'pending', at: new Date(verification.dateCreated) });
+    }
+    this.ledger.push({
+      serviceSid: verification.serviceSid,
+      verificationSid: verification.sid,
+      amount: verification.price,
+      at: now.toISOString(),
+    });
+    this.writeNumberLog(input.number, input.numberSends);
+    if (key) this.idempotency.set(key, verification.sid);
+    return { ok: true };
+  }
+
+  async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
+    if (!this.numberAtVersion(input.number)) return false;
+    this.writeNumberLog(input.number, input.numberSends);
+    return true;
+  }
+
+  private numberAtVersion(number: NumberRecord): boolean {
+    return (this.numbers.get(number.e164)?.version ?? 0) === number.version;
+  }
+
+  private writeNumberLog(number: NumberRecord, sends: number[]): void {
+    const stored = this.numbers.get(number.e164);
+    this.numbers.set(number.e164, {
+      e164: number.e164,
+      sends: [...sends],
+      rejectedUntil: { ...stored?.rejectedUntil },
+      version: number.version + 1,
+    });
+  }
+
+  async spendAttempt(sid: string, serviceSid: string, guessHash: string, now: Date): Promise<CheckWrite> {
+    const stored = this.verifications.get(sid);
+    if (!stored) return { ok: false };
+    const usable =
+      stored.serviceSid === serviceSid &&
+      stored.status === 'PENDING' &&
+      stored.expiresAt > now.toISOString() &&
+      stored.attemptsRemaining > 0 &&
+      stored.codeHash !== undefined &&
+      notGuessed(stored);
+    if (!usable) return { ok: false, current: clone(stored) };
+    stored.attemptsRemaining -= 1;
+    stored.lastGuessHash = guessHash;
+    // Like the DynamoDB write: every spent attempt may settle the code, so every one is marked.
+    this.markEvent(sid, now);
+    return { ok: true, verification: clone(stored) };
+  }
+
+  async markExpired(sid: string, now: Date): Promise<void> {
+    const stored = this.verifications.get(sid);
+    if (
+      !stored ||
+      stored.status !== 'PENDING' ||
+      stored.expiresAt > now.toISOString() ||
+      stored.attemptsRemaining <= 0 ||
+      !notGuessed(stored)
+    )
+      return;
+    stored.status = 'EXPIRED';
+    this.markEvent(sid, now);
+  }
+
+  // --- ApiKeyStore ------------------------------------------------------------------------------------------
+
+  async countKeyRequest(request: {
+    keyHash: string;
+    serviceSid: string;
+    windowStart: Date;
+    limit: number;
+    windowOpen: boolean;
+  }): Promise<KeyRequestOutcome> {
+    const key = this.apiKeys.get(request.keyHash);
+    if (!key) return { outcome: 'unknown' };
+    if (key.record.revokedAt !== undefined) return { outcome: 'revoked' };
+    if (key.record.serviceSid !== request.serviceSid) return { outcome: 'forbidden' };
+    const window = request.windowStart.getTime();
+    // A stored window older than this one is replaced; this one, or a later one opened by an instance whose
+    // clock runs ahead, is counted in. (`windowOpen` only saves DynamoDB a write; the outcome is the same.)
+    if (key.window === undefined || key.window < window) {
+      key.window = window;
+      key.count = 1;
+      return { outcome: 'allowed', window };
+    }
+    if (key.count >= request.limit) return { outcome: 'limited', window: key.window };
+    key.count += 1;
+    return { outcome: 'allowed', window: key.window };
+  }
+
+  // --- DeliveryStore ----------------------------------------------------------------------------------------
+
+  async claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean> {
+    const stored = this.verifications.get(sid);
+    if (!stored || stored.deliveries[String(index)] || stored.deliveryStatus !== 'PENDING') return false;
+    stored.deliveries[String(index)] = clone(claim);
+    if (settleBy) this.index.set(sid, { kind: 'unsettled', at: new Date(settleBy) });
+    return true;
+  }
+
+  async recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void> {
+    const stored = this.verifications.get(sid);
+    if (!stored) throw new Error(`No verification ${sid} to record a channel outcome on`);
+    stored.deliveries[String(index)] = clone(attempt);
+  }
+
+  async finishDelivery(sid: string, status: 'SENT' | 'FAILED', now: Date): Promise<void> {
+    const stored = this.verifications.get(sid);
+    if (!stored || stored.deliveryStatus !== 'PENDING') return;
+    stored.deliveryStatus = status;
+    this.endDelivery(stored, now);
+  }
+
+  async markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean> {
+    const stored = this.verifications.get(sid);
+    if (!stored || (stored.deliveryStatus !== 'PENDING' && stored.deliveryStatus !== 'SENT')) return false;
+    stored.deliveryStatus = 'DELIVERED';
+    stored.channel = channel;
+    this.endDelivery(stored, now);
+    return true;
+  }
+
+  /** Delivery ended: the sealed code is dropped and the verification leaves the delivery index. */
+  private endDelivery(stored: Verification, now: Date): void {
+    delete stored.sealedCode;
+    this.index.delete(stored.sid);
+    this.markEvent(stored.sid, now);
+  }
+
+  async recordRejections(e164: string, channels: Channel[], until: Date): Promise<void> {
+    const number = this.numbers.get(e164) ?? { e164, sends: [], rejectedUntil: {}, version: 0 };
+    for (const channel of channels) number.rejectedUntil[channel] = until.getTime();
+    this.numbers.set(e164, number);
+  }
+
+  // --- the delivery index -----------------------------------------------------------------------------------
+
+  async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
+    return this.listIndex('pending', from, to);
+  }
+
+  async listUnsettledDeliveries(from: Date, to: Date): Promise<string[]> {
+    return this.listIndex('unsettled', from, to);
+  }
+
+  /** SIDs whose index time lies between `from` and `to` (both included), oldest first, then by SID. */
+  private listIndex(kind: IndexEntry['kind'], from: Date, to: Date): string[] {
+    return [...this.index]
+      .filter(([, entry]) => entry.kind === kind && entry.at >= from && entry.at <= to)
+      .map(([sid, entry]) => `${entry.at.toISOString()}#${sid}`)
+      .sort()
+      .map((sortKey) => sortKey.split('#')[1]!);
+  }
+
+  // --- WebhookEndpointStore ---------------------------------------------------------------------------------
+
+  async listEndpoints(serviceSid: string): Promise<WebhookEndpoint[]> {
+    return [...this.endpoints.values()]
+      .filter((endpoint) => endpoint.serviceSid === serviceSid)
+      .sort((a, b) => (a.sid < b.sid ? -1 : 1))
+      .map(clone);
+  }
+
+  async getEndpoint(serviceSid: string, endpointSid: string): Promise<WebhookEndpoint | undefined> {
+    const endpoint = this.endpoints.get(`${serviceSid}/${endpointSid}`);
+    return endpoint && clone(endpoint);
+  }
+
+  private markEvent(sid: string, now: Date): void {
+    const marks = this.events.get(sid) ?? { sequence: 0, at: undefined };
+    this.events.set(sid, { sequence: marks.sequence + 1, at: new Date(now) });
+  }
+}
+
+const idempotencyKey = (serviceSid: string, key: string): string => `${serviceSid}\n${key}`;
+
+/** The code was not guessed right yet: compares two stored hashes, never a guess (see `settledStatus`). */
+const notGuessed = (v: Verification): boolean =>
+  v.lastGuessHash === undefined || v.lastGuessHash !== v.codeHash;
