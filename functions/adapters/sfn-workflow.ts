@@ -1,6 +1,6 @@
 import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { DeliveryInput, DeliveryWorkflow } from '../core/ports';
-import { AWS_CLIENT_LIMITS } from './dynamodb/client';
+import { AWS_CLIENT_LIMITS, awsRequestHandler } from './dynamodb/client';
 
 /**
  * Starts the delivery state machine on AWS. Express does not deduplicate execution names, so an SDK retry
@@ -12,10 +12,7 @@ export class StepFunctionsWorkflow implements DeliveryWorkflow {
     private readonly stateMachineArn: string,
     private readonly client = new SFNClient({
       maxAttempts: AWS_CLIENT_LIMITS.maxAttempts,
-      requestHandler: {
-        connectionTimeout: AWS_CLIENT_LIMITS.connectionTimeoutMs,
-        requestTimeout: AWS_CLIENT_LIMITS.requestTimeoutMs,
-      },
+      requestHandler: awsRequestHandler(),
     }),
   ) {}
 

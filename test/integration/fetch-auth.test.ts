@@ -78,14 +78,16 @@ describe('unknown keys cannot starve real ones (per function instance)', () => {
       ),
     );
     const seconds = (Date.now() - started) / 1000;
-    // The instance's lookup bucket: its burst, and its refill over the time the flood took.
+    // The instance's lookup bucket: its burst, and its refill over the time the flood took (the bucket itself
+    // is tested on a clock the test moves in test/unit/api-key-guard.test.ts).
     const { burst, lookupsPerSecond } = API_KEY_GUARD_DEFAULTS;
     expect(apiKeyCalls().length).toBeGreaterThan(0);
     expect(apiKeyCalls().length).toBeLessThanOrEqual(burst + Math.ceil(seconds * lookupsPerSecond) + 1);
-    expect(apiKeyCalls().length).toBeLessThan(400);
-    expect(flood.filter((r) => r.status === 401).length).toBe(apiKeyCalls().length);
+    // Each key that got its write is refused as unknown; the rest never reached DynamoDB.
+    const unauthorized = flood.filter((r) => r.status === 401);
     const refused = flood.filter((r) => r.status === 429);
-    expect(refused.length).toBe(400 - apiKeyCalls().length);
+    expect(unauthorized.length + refused.length).toBe(400);
+    expect(unauthorized.length).toBeLessThanOrEqual(apiKeyCalls().length);
     expect(refused.every((r) => r.body.code === 'rate_limited' && r.headers.get('retry-after') === '1')).toBe(
       true,
     );
