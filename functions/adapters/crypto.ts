@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomInt } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import type { CodeVault, Random } from '../core/ports';
 import { toKeyRing, type KeyRing, type KeySource } from './keyring';
+import { open, seal } from './sealing';
 
 /**
  * Every key is derived with HKDF-SHA256 and a purpose label (see keyring.ts): from one master key on the local
@@ -35,20 +36,11 @@ export class CryptoCodeVault implements CodeVault {
   }
 
   seal(verificationSid: string, code: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.sealKey(), iv);
-    cipher.setAAD(Buffer.from(verificationSid));
-    const sealed = Buffer.concat([cipher.update(code, 'utf8'), cipher.final()]);
-    return [iv, sealed, cipher.getAuthTag()].map((part) => part.toString('base64url')).join('.');
+    return seal(this.sealKey(), code, verificationSid);
   }
 
   open(verificationSid: string, sealed: string): string {
-    const [iv, data, tag] = sealed.split('.').map((part) => Buffer.from(part, 'base64url'));
-    if (!iv || !data || !tag) throw new Error('Malformed sealed code');
-    const decipher = createDecipheriv('aes-256-gcm', this.sealKey(), iv);
-    decipher.setAAD(Buffer.from(verificationSid));
-    decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8');
+    return open(this.sealKey(), sealed, verificationSid);
   }
 }
 
@@ -57,5 +49,11 @@ export const cryptoRandom: Random = {
   code: () => String(randomInt(0, 1_000_000)).padStart(6, '0'),
   sid: (prefix) => `${prefix}${randomBytes(16).toString('hex')}`,
 };
+
+/**
+ * The SHA-256 (hex) of an API key: the only form in which a key is stored (the admin command issues it) and
+ * looked up (the API's authentication). Its first characters are the key id that `key list` shows.
+ */
+export const hashApiKey = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex');
 
 export const systemClock = { now: () => new Date() };

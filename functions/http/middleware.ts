@@ -1,8 +1,8 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { createHash } from 'node:crypto';
 import { OtpError, isOtpError } from '../core/errors';
 import type { ApiKeyStore, Clock, KeyRequestOutcome } from '../core/ports';
+import { hashApiKey } from '../adapters/crypto';
 import type { Logger } from '../adapters/logger';
 import { STATUS_BY_CODE } from './errors';
 import { header } from './params';
@@ -76,8 +76,6 @@ function errorCodeOf(response: HttpResponse): string | undefined {
     return undefined;
   }
 }
-
-export const hashApiKey = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex');
 
 /** Every key the service issues: `otpk_` and 32 random bytes in base64url (accounts.issueApiKey). */
 const API_KEY_FORMAT = /^otpk_[A-Za-z0-9_-]{43}$/;

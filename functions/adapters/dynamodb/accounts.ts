@@ -10,10 +10,11 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Service, Template } from '../../core/model';
 import type { Random } from '../../core/ports';
 import type { Channel } from '../../core/routing';
+import { hashApiKey } from '../crypto';
 import {
   apiKeyFromItem,
   apiKeyToItems,
@@ -99,7 +100,7 @@ export class AccountStore {
   async issueApiKey(serviceSid: string, now = new Date()): Promise<IssuedKey> {
     await this.requireService(serviceSid);
     const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
-    const keyHash = createHash('sha256').update(apiKey).digest('hex');
+    const keyHash = hashApiKey(apiKey);
     const [lookup, pointer] = apiKeyToItems({ keyHash, serviceSid, createdAt: now.toISOString() });
     await this.client.send(
       new TransactWriteCommand({

@@ -1,6 +1,6 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { WebhookEndpoint, WebhookSigner } from '../../core/webhooks';
 import { toKeyRing, type KeySource } from '../keyring';
+import { open, seal } from '../sealing';
 import { signWebhookContent } from './signing';
 
 /**
@@ -17,20 +17,11 @@ export class WebhookSecretVault {
   }
 
   seal(serviceSid: string, endpointSid: string, secret: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(Buffer.from(`${serviceSid}/${endpointSid}`));
-    const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-    return [iv, sealed, cipher.getAuthTag()].map((part) => part.toString('base64url')).join('.');
+    return seal(this.key, secret, `${serviceSid}/${endpointSid}`);
   }
 
   open(serviceSid: string, endpointSid: string, sealed: string): string {
-    const [iv, data, tag] = sealed.split('.').map((part) => Buffer.from(part, 'base64url'));
-    if (!iv || !data || !tag) throw new Error('Malformed sealed webhook secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, iv);
-    decipher.setAAD(Buffer.from(`${serviceSid}/${endpointSid}`));
-    decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8');
+    return open(this.key, sealed, `${serviceSid}/${endpointSid}`);
   }
 
   /** The secrets a delivery is signed with now: the current one, and the previous one during its overlap. */
