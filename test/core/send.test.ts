@@ -1,0 +1,323 @@
+/** Send (spec 4.1) through the core with the memory store and a fake clock. */
+import { MemoryStore } from '../../functions/adapters/memory/store';
+import { OtpError } from '../../functions/core/errors';
+import type { ErrorCode } from '../../functions/core/errors';
+import type { Service } from '../../functions/core/model';
+import { CHANNELS, type Channel } from '../../functions/core/routing';
+import { sendVerification } from '../../functions/core/send';
+import { T0, UK_MOBILE, coreWorld, type CoreWorld } from '../support/core-world';
+
+let world: CoreWorld;
+beforeEach(() => {
+  world = coreWorld();
+});
+
+const refusal = async (promise: Promise<unknown>): Promise<ErrorCode> => {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof OtpError) return error.code;
+    throw error;
+  }
+  throw new Error('The send was accepted');
+};
+
+const sendsLogged = async (e164 = UK_MOBILE) => (await world.store.getNumber(e164)).sends.length;
+
+describe('an accepted send', () => {
+  it('charges the price once, stores the code as an HMAC and a sealed copy, and starts delivery', async () => {
+    const service = world.addService({ balance: 1000 });
+    world.random.codes.push('042917');
+    const result = await world.send({ serviceSid: service.sid, to: '+44 7400 123-456' });
+
+    expect(result.replayed).toBe(false);
+    expect(result.deliveryStarted).toBe(true);
+    const sid = result.verification.sid;
+    expect(result.verification).toEqual({
+      sid,
+      to: UK_MOBILE,
+      status: 'PENDING',
+      delivery_status: 'PENDING',
+      channel: 'sna',
+      price: '0.0600',
+      price_unit: 'USD',
+      attempts_remaining: 5,
+      expires_at: new Date(T0.getTime() + 300_000).toISOString(),
+      date_created: T0.toISOString(),
+    });
+    expect(world.store.getService(service.sid)?.balance).toBe(400);
+    expect(world.store.charges(service.sid)).toEqual([
+      { serviceSid: service.sid, verificationSid: sid, amount: 600, at: T0.toISOString() },
+    ]);
+    const stored = await world.store.getVerification(sid);
+    expect(stored?.codeHash).toBe(world.vault.hash(sid, '042917'));
+    expect(world.vault.open(sid, stored!.sealedCode!)).toBe('042917');
+    expect(stored?.channels).toEqual(['sna', 'viber', 'whatsapp', 'rcs', 'sms']);
+    expect(world.workflow.started).toEqual([{ sid, waitSeconds: 8 }]);
+  });
+
+  it('is answered even when the workflow cannot start; the sweeper finds it in the outbox', async () => {
+    const service = world.addService();
+    world.workflow.failing = true;
+    const result = await world.send({ serviceSid: service.sid });
+    expect(result.deliveryStarted).toBe(false);
+    expect(world.store.charges(service.sid)).toHaveLength(1);
+    expect(await world.store.listPendingDeliveries(T0, T0)).toEqual([result.verification.sid]);
+  });
+
+  it('takes a caller-supplied code: no hash (never checked), sealed for delivery', async () => {
+    const service = world.addService();
+    const { verification } = await world.send({ serviceSid: service.sid, code: 'AB12cd' });
+    const stored = await world.store.getVerification(verification.sid);
+    expect(stored?.clientCode).toBe(true);
+    expect(stored?.codeHash).toBeUndefined();
+    expect(world.vault.open(verification.sid, stored!.sealedCode!)).toBe('AB12cd');
+  });
+});
+
+describe('refusals, in the order of the spec', () => {
+  it.each<[string, ErrorCode, boolean, (s: Service) => Partial<Service>, string]>([
+    ['no such number', 'unroutable', false, () => ({}), '+44 12'],
+    ['a country not served', 'unroutable', false, () => ({}), '+81 90 1234 5678'],
+    ['no default template', 'no_default_template', false, () => ({ defaultTemplate: undefined }), UK_MOBILE],
+    [
+      'a blocked country',
+      'blocked_by_policy',
+      true,
+      () => ({ rules: { blockedCountries: ['GB'], blockedPrefixes: [] } }),
+      UK_MOBILE,
+    ],
+    [
+      'a blocked prefix',
+      'blocked_by_policy',
+      true,
+      () => ({ rules: { blockedCountries: [], blockedPrefixes: ['+447400'] } }),
+      UK_MOBILE,
+    ],
+    [
+      'no enabled channel reaches a landline',
+      'no_eligible_channel',
+      true,
+      () => ({ enabledChannels: ['sna'] }),
+      '+44 20 7946 0958',
+    ],
+    ['no price for the country', 'not_priceable', true, () => ({}), '+53 5 1234567'],
+    ['a balance below the price', 'insufficient_funds', true, () => ({ balance: 599 }), UK_MOBILE],
+  ])('%s: %s (counted against the number: %s)', async (_, code, counted, changes, to) => {
+    const service = world.addService();
+    world.store.putService({ ...service, ...changes(service) });
+    expect(await refusal(world.send({ serviceSid: service.sid, to }))).toBe(code);
+    const e164 = to.replace(/[^+\d]/g, '');
+    expect(await sendsLogged(e164)).toBe(counted ? 1 : 0);
+    expect(world.store.charges(service.sid)).toEqual([]);
+    expect(world.workflow.started).toEqual([]);
+  });
+
+  it('refuses a deleted service (forbidden) and an unknown template', async () => {
+    expect(await refusal(world.send({ serviceSid: 'VA' + 'f'.repeat(32) }))).toBe('forbidden');
+    const service = world.addService();
+    expect(await refusal(world.send({ serviceSid: service.sid, templateSid: 'HX' + 'e'.repeat(32) }))).toBe(
+      'unknown_template',
+    );
+    expect(await sendsLogged()).toBe(0);
+    // `HJ…` SIDs are another provider's format: ignored, the default template is used.
+    const accepted = await world.send({ serviceSid: service.sid, templateSid: 'HJ' + 'e'.repeat(32) });
+    expect(accepted.verification.status).toBe('PENDING');
+  });
+
+  it('uses a template of the service when asked for one', async () => {
+    const service = world.addService();
+    const template = { sid: world.random.sid('HX'), body: 'Votre code : {code}', locale: 'fr' };
+    world.store.putTemplate(service.sid, template);
+    const { verification } = await world.send({ serviceSid: service.sid, templateSid: template.sid });
+    expect((await world.store.getVerification(verification.sid))?.message).toBe('Votre code : {code}');
+  });
+
+  it('checks policy before channels, channels before price, price before the limits and the balance', async () => {
+    // Everything is wrong at once; each fix reveals the next refusal.
+    const service = world.addService({
+      balance: 0,
+      enabledChannels: ['sna'],
+      rules: { blockedCountries: ['CU'], blockedPrefixes: [] },
+    });
+    const cuba = '+53 5 1234567';
+    expect(await refusal(world.send({ serviceSid: service.sid, to: cuba }))).toBe('blocked_by_policy');
+    world.store.putService({ ...service, rules: { blockedCountries: [], blockedPrefixes: [] } });
+    expect(await refusal(world.send({ serviceSid: service.sid, to: cuba }))).toBe('no_eligible_channel');
+    world.store.putService({
+      ...service,
+      rules: { blockedCountries: [], blockedPrefixes: [] },
+      enabledChannels: ['sms'],
+    });
+    expect(await refusal(world.send({ serviceSid: service.sid, to: cuba }))).toBe('not_priceable');
+    world.store.putService({
+      ...service,
+      rules: { blockedCountries: [], blockedPrefixes: [] },
+      enabledChannels: ['sms'],
+      prices: { CU: 1000 },
+    });
+    // The three refusals so far were counted: the burst limit (3 in 5 minutes) comes before the balance.
+    expect(await refusal(world.send({ serviceSid: service.sid, to: cuba }))).toBe('burst');
+    world.clock.advance(301_000);
+    expect(await refusal(world.send({ serviceSid: service.sid, to: cuba }))).toBe('insufficient_funds');
+  });
+
+  it('unreachable comes before burst, burst before rate_limited, rate_limited before the balance', async () => {
+    const poor = world.addService({ balance: 0 });
+    const rich = world.addService();
+    const until = new Date(T0.getTime() + 2 * 86_400_000);
+    // Ten refused sends within the hour, the last three in the last five minutes.
+    const times = [0, 301, 602, 903, 1204, 1505, 1806, 2200, 2201, 2202];
+    for (const seconds of times) {
+      world.clock.set(new Date(T0.getTime() + seconds * 1000));
+      expect(await refusal(world.send({ serviceSid: poor.sid }))).toBe('insufficient_funds');
+    }
+    world.clock.set(new Date(T0.getTime() + 2203_000));
+    expect(await sendsLogged()).toBe(10);
+    await world.store.recordRejections(UK_MOBILE, [...CHANNELS], until);
+    expect(await refusal(world.send({ serviceSid: rich.sid }))).toBe('unreachable');
+    await world.store.recordRejections(UK_MOBILE, [...CHANNELS], T0);
+    expect(await refusal(world.send({ serviceSid: rich.sid }))).toBe('burst');
+    world.clock.advance(301_000);
+    expect(await refusal(world.send({ serviceSid: rich.sid }))).toBe('rate_limited');
+  });
+});
+
+describe('the per-number limits', () => {
+  it('count refused sends from any account: three refused sends make the fourth, funded one a burst', async () => {
+    const poor = world.addService({ balance: 0 });
+    const rich = world.addService();
+    for (let i = 0; i < 3; i++)
+      expect(await refusal(world.send({ serviceSid: poor.sid }))).toBe('insufficient_funds');
+    expect(await refusal(world.send({ serviceSid: rich.sid }))).toBe('burst');
+    expect(world.store.charges(rich.sid)).toEqual([]);
+    expect(await sendsLogged()).toBe(4);
+    // After the burst window, sends are accepted again until the hourly limit.
+    world.clock.advance(300_001);
+    await world.send({ serviceSid: rich.sid });
+  });
+
+  it('lets the 3rd send in the burst window through and refuses the 4th; the 11th in an hour is rate_limited', async () => {
+    const service = world.addService();
+    for (let i = 0; i < 3; i++) await world.send({ serviceSid: service.sid });
+    expect(await refusal(world.send({ serviceSid: service.sid }))).toBe('burst');
+    for (let burst = 1; burst <= 2; burst++) {
+      world.clock.advance(300_001);
+      for (let i = 0; i < 3; i++) await world.send({ serviceSid: service.sid });
+    }
+    // 9 accepted and 1 refused in the hour: the 11th send is refused whatever its burst window says.
+    world.clock.advance(300_001);
+    expect(await refusal(world.send({ serviceSid: service.sid }))).toBe('rate_limited');
+    expect(world.store.charges(service.sid)).toHaveLength(9);
+  });
+
+  it('hold under simultaneous sends: exactly three of six are accepted', async () => {
+    const service = world.addService();
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => world.send({ serviceSid: service.sid })),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as OtpError).code] : []));
+    expect(refused).toEqual(['burst', 'burst', 'burst']);
+    expect(world.store.charges(service.sid)).toHaveLength(3);
+  });
+});
+
+describe('unreachable, per channel', () => {
+  const reject = (channels: Channel[], days = 30) =>
+    world.store.recordRejections(UK_MOBILE, channels, new Date(T0.getTime() + days * 86_400_000));
+
+  it('leaves channels that rejected the number out of the plan', async () => {
+    const service = world.addService();
+    await reject(['sna', 'viber']);
+    const { verification } = await world.send({ serviceSid: service.sid });
+    expect(verification.channel).toBe('whatsapp');
+    expect((await world.store.getVerification(verification.sid))?.channels).toEqual([
+      'whatsapp',
+      'rcs',
+      'sms',
+    ]);
+  });
+
+  it("refuses only when every channel of this service's plan rejected it, until the rejections end", async () => {
+    const snaOnly = world.addService({ enabledChannels: ['sna', 'viber'] });
+    const smsToo = world.addService({ enabledChannels: ['sna', 'sms'] });
+    await reject(['sna', 'viber'], 1);
+    expect(await refusal(world.send({ serviceSid: snaOnly.sid }))).toBe('unreachable');
+    const { verification } = await world.send({ serviceSid: smsToo.sid });
+    expect(verification.channel).toBe('sms');
+    world.clock.set(new Date(T0.getTime() + 86_400_000 + 1));
+    expect((await world.send({ serviceSid: snaOnly.sid })).verification.channel).toBe('sna');
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('replays the accepted send with its current state: nothing sent or charged again', async () => {
+    const service = world.addService();
+    const first = await world.send({ serviceSid: service.sid, idempotencyKey: 'order-7' });
+    await world.store.spendAttempt(first.verification.sid, service.sid, 'wrong', world.clock.now());
+    world.clock.advance(60_000);
+    const replay = await world.send({
+      serviceSid: service.sid,
+      idempotencyKey: 'order-7',
+      to: '+447400999999',
+    });
+    expect(replay.replayed).toBe(true);
+    expect(replay.verification).toEqual({ ...first.verification, attempts_remaining: 4 });
+    expect(world.store.charges(service.sid)).toHaveLength(1);
+    expect(world.workflow.started).toHaveLength(1);
+    // Even a To that is not a number replays: the key decides first.
+    expect(
+      (await world.send({ serviceSid: service.sid, idempotencyKey: 'order-7', to: 'nope' })).replayed,
+    ).toBe(true);
+  });
+
+  it('is per service: the same key of another service is a new send', async () => {
+    const a = world.addService();
+    const b = world.addService();
+    const first = await world.send({ serviceSid: a.sid, idempotencyKey: 'k' });
+    const second = await world.send({ serviceSid: b.sid, idempotencyKey: 'k' });
+    expect(second.replayed).toBe(false);
+    expect(second.verification.sid).not.toBe(first.verification.sid);
+  });
+
+  it('gives simultaneous sends with one key one verification and one charge', async () => {
+    const service = world.addService();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => world.send({ serviceSid: service.sid, idempotencyKey: 'same' })),
+    );
+    expect(new Set(results.map((r) => r.verification.sid)).size).toBe(1);
+    expect(results.filter((r) => !r.replayed)).toHaveLength(1);
+    expect(world.store.charges(service.sid)).toHaveLength(1);
+  });
+});
+
+describe('the balance', () => {
+  it('is spent to exactly zero, then refuses', async () => {
+    const service = world.addService({ balance: 1200 });
+    await world.send({ serviceSid: service.sid, to: '+447400123456' });
+    await world.send({ serviceSid: service.sid, to: '+447400123457' });
+    expect(world.store.getService(service.sid)?.balance).toBe(0);
+    expect(await refusal(world.send({ serviceSid: service.sid, to: '+447400123458' }))).toBe(
+      'insufficient_funds',
+    );
+  });
+
+  it('refuses, and counts, a send whose balance fell below the price after it was read', async () => {
+    const service = world.addService({ balance: 600 });
+    const memory = world.store;
+    // Another send spends the balance between this send's read and its write.
+    const racing = Object.create(memory) as MemoryStore;
+    racing.loadSendContext = async (query) => {
+      const context = await memory.loadSendContext(query);
+      memory.putService({ ...memory.getService(service.sid)!, balance: 0 });
+      return context;
+    };
+    const deps = { ...world.sendDeps, store: racing };
+    expect(await refusal(sendVerification(deps, { serviceSid: service.sid, to: UK_MOBILE }))).toBe(
+      'insufficient_funds',
+    );
+    expect(memory.charges(service.sid)).toEqual([]);
+    expect(await sendsLogged()).toBe(1);
+  });
+});
