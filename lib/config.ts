@@ -5,7 +5,7 @@ import {
   EXPRESS_EXECUTION_LIMIT_SECONDS,
   TASK_RUN_BUDGET_SECONDS,
 } from '../functions/core/delivery-time';
-import { CHANNELS } from '../functions/core/routing';
+import { CHANNELS, parseChannelList } from '../functions/core/routing';
 import { DEFAULT_SETTINGS, SETTING_ENV, type Settings } from '../functions/core/settings';
 
 /**
@@ -95,17 +95,9 @@ export function readConfig(node: Node): OtpConfig {
   }
 
   const channelsText = raw(node, CONTEXT_KEYS.allowedChannels);
-  const allowedChannels = channelsText
-    ? [
-        ...new Set(
-          channelsText
-            .split(',')
-            .map((channel) => channel.trim().toLowerCase())
-            .filter(Boolean),
-        ),
-      ]
-    : [...CHANNELS];
-  const unknown = allowedChannels.filter((channel) => !(CHANNELS as readonly string[]).includes(channel));
+  const { channels: allowedChannels, unknown } = channelsText
+    ? parseChannelList(channelsText)
+    : { channels: [...CHANNELS], unknown: [] };
   if (unknown.length > 0 || allowedChannels.length === 0) {
     throw new Error(
       `Context ${CONTEXT_KEYS.allowedChannels} must list some of ${CHANNELS.join(',')}, got "${channelsText}"`,

@@ -4,6 +4,25 @@ export const CHANNELS = ['sms', 'whatsapp', 'viber', 'rcs', 'sna'] as const;
 export type Channel = (typeof CHANNELS)[number];
 export const isChannel = (value: string): value is Channel => (CHANNELS as readonly string[]).includes(value);
 
+/**
+ * A comma-separated list of channels, as the stack's context (`otp:allowedChannels`), the functions' environment
+ * (`OTP_ALLOWED_CHANNELS`) and the admin command (`--channels`, `channels set`) take it: names trimmed, in any
+ * case; empty entries and repeats ignored. `channels` come in CHANNELS order; `unknown` holds the names (trimmed,
+ * lower case) that are no channel. What an empty or wrong list means is the caller's to say.
+ */
+export function parseChannelList(text: string): { channels: Channel[]; unknown: string[] } {
+  const names = new Set(
+    text
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== ''),
+  );
+  return {
+    channels: CHANNELS.filter((channel) => names.has(channel)),
+    unknown: [...names].filter((name) => !isChannel(name)),
+  };
+}
+
 /** Which number types a channel can reach. SNA needs a mobile data session, so mobiles only. */
 const CHANNEL_REACH: Record<Channel, readonly NumberType[]> = {
   sms: ['MOBILE', 'FIXED_LINE_OR_MOBILE'],

@@ -1,5 +1,5 @@
 /** The environment of a Lambda function (or of the local stack), read once at cold start, failing fast. */
-import { CHANNELS, isChannel, type Channel } from '../core/routing';
+import { CHANNELS, parseChannelList, type Channel } from '../core/routing';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -9,12 +9,12 @@ export function required(env: Env, name: string): string {
   return value;
 }
 
-/** `OTP_ALLOWED_CHANNELS`: a comma list of channels; unset means all five. */
+/** `OTP_ALLOWED_CHANNELS`: a comma list of channels (see parseChannelList); unset means all five. */
 export function allowedChannelsFromEnv(env: Env): Channel[] {
   const raw = env.OTP_ALLOWED_CHANNELS;
   if (!raw) return [...CHANNELS];
-  const channels = raw.split(',').map((name) => name.trim());
-  const unknown = channels.filter((name) => !isChannel(name));
+  const { channels, unknown } = parseChannelList(raw);
   if (unknown.length > 0) throw new Error(`OTP_ALLOWED_CHANNELS has unknown channels: ${unknown.join(', ')}`);
-  return channels as Channel[];
+  if (channels.length === 0) throw new Error(`OTP_ALLOWED_CHANNELS lists no channel: "${raw}"`);
+  return channels;
 }

@@ -4,7 +4,7 @@
  */
 import { isSupportedCountry } from 'libphonenumber-js/max';
 import { formatUnits, parseUsd } from '../../functions/core/money';
-import { CHANNELS, ROUTES, isChannel, type Channel } from '../../functions/core/routing';
+import { CHANNELS, ROUTES, parseChannelList, type Channel } from '../../functions/core/routing';
 import { checkWebhookUrl } from '../../functions/core/webhooks';
 import { UsageError } from './framework';
 
@@ -109,17 +109,12 @@ export function prefix(text: string): string {
 
 /** Comma-separated channel names; order does not matter (routing tries the cheapest first). */
 export function channels(text: string): Channel[] {
-  const names = text
-    .split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name !== '');
-  if (names.length === 0) throw new UsageError(`Give at least one channel: ${CHANNELS.join(', ')}`);
-  const unknown = names.filter((name) => !isChannel(name));
+  const { channels, unknown } = parseChannelList(text);
   if (unknown.length > 0) {
     throw new UsageError(`Unknown channel ${unknown.join(', ')}; channels are ${CHANNELS.join(', ')}`);
   }
-  // Canonical order, no duplicates.
-  return CHANNELS.filter((channel) => names.includes(channel));
+  if (channels.length === 0) throw new UsageError(`Give at least one channel: ${CHANNELS.join(', ')}`);
+  return channels;
 }
 
 export function serviceName(text: string): string {

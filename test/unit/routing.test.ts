@@ -1,5 +1,5 @@
 import { parsePhone } from '../../functions/core/phone';
-import { CHANNELS, ROUTES, planRoute } from '../../functions/core/routing';
+import { CHANNELS, ROUTES, parseChannelList, planRoute } from '../../functions/core/routing';
 
 const everyChannel = { enabledChannels: [...CHANNELS], prices: {} };
 
@@ -61,5 +61,28 @@ describe('planRoute', () => {
     expect(planRoute(parsePhone('+14155550100')!, { ...everyChannel, prices: { US: 450 } })).toMatchObject({
       price: 450,
     });
+  });
+});
+
+describe('parseChannelList', () => {
+  it('trims, ignores case, empty entries and repeats, and gives the channels in CHANNELS order', () => {
+    expect(parseChannelList('sms,whatsapp')).toEqual({ channels: ['sms', 'whatsapp'], unknown: [] });
+    expect(parseChannelList(' WhatsApp , sms,,SMS, ')).toEqual({
+      channels: ['sms', 'whatsapp'],
+      unknown: [],
+    });
+    expect(parseChannelList('sna,rcs,viber,whatsapp,sms').channels).toEqual([...CHANNELS]);
+  });
+
+  it('tells the names that are no channel, trimmed and in lower case, once each', () => {
+    expect(parseChannelList('sms, Pigeon,pigeon ,telegram')).toEqual({
+      channels: ['sms'],
+      unknown: ['pigeon', 'telegram'],
+    });
+  });
+
+  it('gives no channel for an empty list: what that means is the caller’s to say', () => {
+    for (const text of ['', ',', ' , ,'])
+      expect(parseChannelList(text)).toEqual({ channels: [], unknown: [] });
   });
 });
