@@ -1,0 +1,231 @@
+/**
+ * The delivery tasks (channel fallback, rejections, receipts, settling) through the core with the memory store,
+ * a scripted provider and a fake clock; the test plays the state machine's part.
+ */
+import {
+  acceptReceipt,
+  afterReceiptWait,
+  deliverOverChannel,
+  settleDelivery,
+  type DeliveryTaskInput,
+} from '../../functions/core/delivery';
+import { settleOverdueDeliveries } from '../../functions/core/sweeper';
+import type { Verification } from '../../functions/core/model';
+import { ScriptedProvider, UK_MOBILE, coreWorld, type CoreWorld } from '../support/core-world';
+
+let world: CoreWorld;
+let serviceSid: string;
+const CODE = '550219';
+
+beforeEach(() => {
+  world = coreWorld({ channelWaitSeconds: 8 });
+  serviceSid = world.addService({ enabledChannels: ['sna', 'viber', 'sms'] }).sid;
+});
+
+const sendOne = async (): Promise<string> => {
+  world.random.codes.push(CODE);
+  return (await world.send({ serviceSid })).verification.sid;
+};
+
+const input = (sid: string, channelIndex = 0): DeliveryTaskInput => ({ sid, channelIndex, waitSeconds: 8 });
+const stored = async (sid: string): Promise<Verification> => (await world.store.getVerification(sid))!;
+
+const receipt = (
+  sid: string,
+  channelIndex: number,
+  messageId: string,
+  status: 'delivered' | 'failed' = 'delivered',
+) =>
+  acceptReceipt(
+    world.deliveryDeps,
+    'carrier',
+    ScriptedProvider.receipt({ reference: `${sid}.${channelIndex}`, messageId, status }),
+  );
+
+it('delivers over the cheapest channel; a receipt ends delivery', async () => {
+  const sid = await sendOne();
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({ ...input(sid), next: 'wait' });
+  expect(world.provider.sent).toEqual([
+    expect.objectContaining({
+      channel: 'sna',
+      to: UK_MOBILE,
+      body: `Your code is ${CODE}.`,
+      reference: `${sid}.0`,
+    }),
+  ]);
+  expect(await receipt(sid, 0, 'msg-1')).toBe('applied');
+  const delivered = await stored(sid);
+  expect(delivered).toMatchObject({ deliveryStatus: 'DELIVERED', channel: 'sna' });
+  expect(delivered.sealedCode).toBeUndefined();
+  world.clock.advance(8000);
+  expect(await afterReceiptWait(world.deliveryDeps, input(sid))).toEqual({
+    ...input(sid),
+    next: 'end',
+    deliveryStatus: 'DELIVERED',
+  });
+  expect(await world.store.listUnsettledDeliveries(new Date(0), new Date(8.64e15))).toEqual([]);
+});
+
+it('falls back to the next channel when no receipt comes; SENT when the last is silent; a late receipt still counts', async () => {
+  const sid = await sendOne();
+  expect((await deliverOverChannel(world.deliveryDeps, input(sid))).next).toBe('wait');
+  world.clock.advance(8000);
+  expect(await afterReceiptWait(world.deliveryDeps, input(sid))).toEqual({
+    ...input(sid, 1),
+    next: 'deliver',
+  });
+  expect((await deliverOverChannel(world.deliveryDeps, input(sid, 1))).next).toBe('wait');
+  world.clock.advance(8000);
+  expect(await afterReceiptWait(world.deliveryDeps, input(sid, 1))).toEqual({
+    ...input(sid, 2),
+    next: 'deliver',
+  });
+  await deliverOverChannel(world.deliveryDeps, input(sid, 2));
+  world.clock.advance(8000);
+  expect(await afterReceiptWait(world.deliveryDeps, input(sid, 2))).toEqual({
+    ...input(sid, 2),
+    next: 'end',
+    deliveryStatus: 'SENT',
+  });
+  expect(world.provider.sent.map((m) => m.channel)).toEqual(['sna', 'viber', 'sms']);
+  expect((await stored(sid)).sealedCode).toBeUndefined();
+  // The first channel's receipt arrives late: DELIVERED over the channel that delivered.
+  expect(await receipt(sid, 0, 'msg-1')).toBe('applied');
+  expect(await stored(sid)).toMatchObject({ deliveryStatus: 'DELIVERED', channel: 'sna' });
+});
+
+it('moves on at once past a rejection; all rejected is FAILED and the number unreachable for the plan', async () => {
+  world.provider.behaviour.sna = 'reject';
+  world.provider.behaviour.viber = 'reject';
+  world.provider.behaviour.sms = 'reject';
+  const sid = await sendOne();
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
+    ...input(sid, 1),
+    next: 'deliver',
+  });
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid, 1))).toEqual({
+    ...input(sid, 2),
+    next: 'deliver',
+  });
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid, 2))).toEqual({
+    ...input(sid, 2),
+    next: 'end',
+    deliveryStatus: 'FAILED',
+  });
+  const number = await world.store.getNumber(UK_MOBILE);
+  const until = world.clock.now().getTime() + 30 * 86_400_000;
+  expect(number.rejectedUntil).toEqual({ sna: until, viber: until, sms: until });
+  world.clock.advance(301_000);
+  await expect(world.send({ serviceSid })).rejects.toMatchObject({ code: 'unreachable' });
+});
+
+it('treats a provider error like a rejection for delivery, but not for the number', async () => {
+  world.provider.behaviour.sna = 'error';
+  const sid = await sendOne();
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
+    ...input(sid, 1),
+    next: 'deliver',
+  });
+  expect((await stored(sid)).deliveries['0']).toMatchObject({
+    outcome: 'failed',
+    reason: 'carrier time-out',
+  });
+  world.provider.behaviour.viber = 'reject';
+  world.provider.behaviour.sms = 'reject';
+  await deliverOverChannel(world.deliveryDeps, input(sid, 1));
+  await deliverOverChannel(world.deliveryDeps, input(sid, 2));
+  expect((await stored(sid)).deliveryStatus).toBe('FAILED');
+  expect(Object.keys((await world.store.getNumber(UK_MOBILE)).rejectedUntil).sort()).toEqual([
+    'sms',
+    'viber',
+  ]);
+});
+
+it('sends once when a task runs twice', async () => {
+  const sid = await sendOne();
+  await deliverOverChannel(world.deliveryDeps, input(sid));
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({ ...input(sid), next: 'wait' });
+  expect(world.provider.sent).toHaveLength(1);
+});
+
+it('tries no further channel once the code is verified', async () => {
+  const sid = await sendOne();
+  await deliverOverChannel(world.deliveryDeps, input(sid));
+  await world.store.spendAttempt(sid, serviceSid, world.vault.hash(sid, CODE), world.clock.now());
+  world.clock.advance(8000);
+  expect(await afterReceiptWait(world.deliveryDeps, input(sid))).toMatchObject({
+    next: 'end',
+    deliveryStatus: 'SENT',
+  });
+  expect(world.provider.sent).toHaveLength(1);
+});
+
+describe('receipts move delivery forward only', () => {
+  it('ignores forged, unknown, mismatched and failure receipts', async () => {
+    const sid = await sendOne();
+    await deliverOverChannel(world.deliveryDeps, input(sid));
+    const forged = ScriptedProvider.receipt(
+      { reference: `${sid}.0`, messageId: 'msg-1', status: 'delivered' },
+      'bad',
+    );
+    expect(await acceptReceipt(world.deliveryDeps, 'carrier', forged)).toBe('invalid');
+    expect(await acceptReceipt(world.deliveryDeps, 'other', forged)).toBe('invalid');
+    expect(await receipt(sid, 1, 'msg-1')).toBe('unknown'); // channel 1 never tried
+    expect(await receipt(sid, 0, 'msg-2')).toBe('unknown'); // not the message sent
+    expect(await receipt(`VE${'0'.repeat(31)}f`, 0, 'msg-1')).toBe('unknown');
+    expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('duplicate');
+    expect((await stored(sid)).deliveryStatus).toBe('PENDING');
+    expect(await receipt(sid, 0, 'msg-1')).toBe('applied');
+    expect(await receipt(sid, 0, 'msg-1')).toBe('duplicate');
+  });
+
+  it('leaves FAILED final', async () => {
+    world.provider.behaviour.sna = 'reject';
+    const sid = await sendOne();
+    await world.store.claimChannel(sid, 1, { channel: 'viber', outcome: 'accepted', messageId: 'm', at: '' });
+    await world.store.finishDelivery(sid, 'FAILED', world.clock.now());
+    expect(await receipt(sid, 1, 'm')).toBe('duplicate');
+    expect((await stored(sid)).deliveryStatus).toBe('FAILED');
+  });
+
+  it("believes a receipt that beats the provider's answer, from that channel's provider", async () => {
+    const sid = await sendOne();
+    await world.store.claimChannel(sid, 0, {
+      channel: 'sna',
+      outcome: 'sending',
+      at: world.clock.now().toISOString(),
+    });
+    expect(await receipt(sid, 0, 'whatever-id')).toBe('applied');
+    expect((await stored(sid)).deliveryStatus).toBe('DELIVERED');
+  });
+});
+
+describe('settling', () => {
+  it('settles a delivery left sending as SENT, from the record only', async () => {
+    const sid = await sendOne();
+    await world.store.claimChannel(sid, 0, {
+      channel: 'sna',
+      outcome: 'sending',
+      at: world.clock.now().toISOString(),
+    });
+    expect(await settleDelivery(world.deliveryDeps, { ...input(sid, 2) })).toMatchObject({
+      next: 'end',
+      deliveryStatus: 'SENT',
+    });
+  });
+
+  it('lets the sweeper settle a delivery whose execution died, after its deadline', async () => {
+    const sid = await sendOne();
+    // The first claim sets the settle-by time: claim + 5 min + 1 min.
+    world.provider.behaviour.sna = 'reject';
+    await deliverOverChannel(world.deliveryDeps, input(sid));
+    const deps = { ...world.deliveryDeps, store: world.store };
+    expect(await settleOverdueDeliveries(deps)).toEqual([]);
+    world.clock.advance(360_000);
+    expect(await settleOverdueDeliveries(deps)).toEqual([
+      { ...input(sid), next: 'end', deliveryStatus: 'FAILED' },
+    ]);
+    expect((await stored(sid)).deliveryStatus).toBe('FAILED');
+    expect(await settleOverdueDeliveries(deps)).toEqual([]);
+  });
+});
