@@ -1,26 +1,25 @@
 /**
- * Part 4: each Lambda entry bundled with esbuild exactly as CDK's NodejsFunction bundles it in
- * lib/otp-stack.ts (bundle, platform node, target node22, format cjs, minify, linked source map without
- * sources content, main fields module,main, the AWS SDK left to the runtime), its size, and its cold initialisation:
- * a fresh `node` process that loads the bundle and serves one event, median of several runs.
+ * Part 4: each Lambda entry of the function manifest (lib/functions.ts) bundled with esbuild exactly as CDK's
+ * NodejsFunction bundles it (the manifest's BUNDLING: bundle, platform node, target node22, format cjs, minify,
+ * linked source map without sources content, main fields module,main, the AWS SDK left to the runtime), its size,
+ * the AWS SDK clients it loads, and its cold initialisation: a fresh `node` process that loads the bundle and
+ * serves one event, median of several runs.
  */
 import { build, type BuildOptions } from 'esbuild';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { deriveKey } from '../functions/adapters/crypto';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
+import { ESBUILD_OPTIONS, FUNCTIONS, FUNCTION_NAMES, awsClientsOf } from '../lib/functions';
 import { fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
 import { median, round } from './stats';
 
 const ROOT = resolve(__dirname, '..');
-/** Where the stack names its functions' entries; without it, every file in these folders. */
-const STACK_FILE = 'lib/otp-stack.ts';
-const ENTRY_DIRS = ['functions/api', 'functions/tasks'];
 /** Functions whose cold start is measured (they serve an event with DynamoDB Local alone). */
 const COLD_START_DIRS = ['functions/api/', 'functions/tasks/'];
 export const BUNDLE_LIMIT_BYTES = 400 * 1024;
@@ -52,6 +51,10 @@ export interface BundleResult {
   underLimit: boolean;
   /** Largest contributors to the minified output, by package. */
   largest: { source: string; kb: number }[];
+  /** The `@aws-sdk/client-*` packages the bundle loads (the runtime's SDK), short names: `dynamodb`, `sqs`. */
+  awsClients: string[];
+  /** Whether those are exactly the clients the manifest's permissions call for (lib/functions.ts awsClientsOf). */
+  clientsAsDeclared: boolean;
   cold: ColdStart[];
 }
 
@@ -102,33 +105,32 @@ async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
   return results;
 }
 
-/** The options CDK passes to esbuild for the stack's functions (see lib/otp-stack.ts `bundling`). */
-export const CDK_ESBUILD_OPTIONS = {
-  bundle: true,
-  platform: 'node',
-  target: 'node22',
-  format: 'cjs',
-  minify: true,
-  sourcemap: true,
-  sourcesContent: false,
-  mainFields: ['module', 'main'],
-  // bundleAwsSDK: false in the stack: the runtime's SDK v3.
-  external: ['@aws-sdk/*'],
-  logLevel: 'error',
-} as const;
+/** The options CDK passes to esbuild for the stack's functions (the manifest's BUNDLING). */
+export const CDK_ESBUILD_OPTIONS = ESBUILD_OPTIONS;
 
-/** The entries the CDK stack deploys (its `entry: 'functions/...'` lines). */
+/** The entries the CDK stack deploys: the function manifest's. */
 export function lambdaEntries(): string[] {
-  const named = [
-    ...readFileSync(join(ROOT, STACK_FILE), 'utf8').matchAll(/entry:\s*'(functions\/[^']+\.ts)'/g),
-  ].map((match) => match[1]!);
-  if (named.length > 0) return [...new Set(named)];
-  return ENTRY_DIRS.flatMap((dir) =>
-    readdirSync(join(ROOT, dir))
-      .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
-      .sort()
-      .map((name) => `${dir}/${name}`),
-  );
+  return FUNCTION_NAMES.map((name) => FUNCTIONS[name].entry);
+}
+
+/** The short names (`dynamodb`) of the `@aws-sdk/client-*` packages a bundle's metafile shows it requires. */
+function awsClientsIn(metafile: {
+  inputs: Record<string, { imports: { path: string; external?: boolean }[] }>;
+}) {
+  const clients = new Set<string>();
+  for (const input of Object.values(metafile.inputs)) {
+    for (const imported of input.imports) {
+      const match = /^@aws-sdk\/client-(.+)$/.exec(imported.path);
+      if (imported.external && match) clients.add(match[1]!);
+    }
+  }
+  return [...clients].sort();
+}
+
+/** The manifest's clients for an entry, short names. */
+function declaredClients(entry: string): string[] {
+  const name = FUNCTION_NAMES.find((candidate) => FUNCTIONS[candidate].entry === entry);
+  return name ? awsClientsOf(FUNCTIONS[name]).map((client) => client.replace('@aws-sdk/client-', '')) : [];
 }
 
 const RUNNER = `'use strict';
@@ -190,6 +192,7 @@ export async function measureBundles(
         .sort((a, b) => b[1] - a[1])
         .slice(0, 6)
         .map(([source, size]) => ({ source, kb: round(size / 1024, 1) }));
+      const awsClients = built.metafile ? awsClientsIn(built.metafile) : [];
 
       const cold: ColdStart[] = [];
       // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
@@ -221,6 +224,8 @@ export async function measureBundles(
         mapKb: round(statSync(`${js}.map`).size / 1024, 1),
         underLimit: bytes < BUNDLE_LIMIT_BYTES,
         largest,
+        awsClients,
+        clientsAsDeclared: awsClients.join(',') === declaredClients(entry).join(','),
         cold,
       });
     }
@@ -232,7 +237,17 @@ export async function measureBundles(
   }
 }
 
-const EMPTY_BUNDLE = { bytes: 0, kb: 0, gzipKb: 0, mapKb: 0, underLimit: false, largest: [], cold: [] };
+const EMPTY_BUNDLE = {
+  bytes: 0,
+  kb: 0,
+  gzipKb: 0,
+  mapKb: 0,
+  underLimit: false,
+  largest: [],
+  awsClients: [],
+  clientsAsDeclared: false,
+  cold: [],
+};
 
 /** `runs` cold starts after one uncounted run that warms the OS file cache, as on a real host. */
 async function coldStarts(

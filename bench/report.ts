@@ -307,11 +307,12 @@ export function renderReport(results: BenchResults, markdown = false): string {
           'first invoke',
           'without --enable-source-maps',
           'answer',
+          'AWS clients',
           'largest parts',
         ],
         results.bundles.results.map((bundle) => {
           if (bundle.error)
-            return [bundle.entry, '-', '-', `not bundled: ${bundle.error}`, '-', '-', '-', '-', '-'];
+            return [bundle.entry, '-', '-', `not bundled: ${bundle.error}`, '-', '-', '-', '-', '-', '-'];
           const deployed = bundle.cold.find((run) => run.variant !== 'plain');
           const plain = bundle.cold.find((run) => run.variant === 'plain');
           return [
@@ -327,6 +328,9 @@ export function renderReport(results: BenchResults, markdown = false): string {
             deployed?.firstInvokeMs ?? '-',
             plain?.spawnToResponseMs?.median ?? '-',
             deployed?.answer || '-',
+            // Older results have no client list.
+            (bundle.awsClients ?? []).join(' ') +
+              (bundle.clientsAsDeclared === false ? ' (not as declared)' : ''),
             bundle.largest
               .slice(0, 3)
               .map((part) => `${part.source} ${fmt(part.kb)}`)

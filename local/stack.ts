@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import { buildApi, buildReceiptHandler } from '../functions/http/api';
+import { buildApi, buildReceiptHandler, type ApiHandler } from '../functions/http/api';
 import { buildOpenApiDocument } from '../functions/http/openapi';
 import { buildDeps, logSettled, type Deps } from '../functions/runtime';
 import { restartStalledDeliveries, settleOverdueDeliveries } from '../functions/core/sweeper';
@@ -19,6 +19,7 @@ import { SimulatedCarrier, carrierRuleSchema, type ChannelBehaviour } from './ca
 import { startHttpServer, type LocalRoute, type Route } from './server';
 import { startLocalWebhooks, type LocalWebhooks } from './webhooks';
 import { LocalWorkflow } from './workflow';
+import { ROUTES, type FunctionName } from '../lib/functions';
 
 /** Where a running `npm start` says how to reach it (read by `npm run admin`). */
 export const LOCAL_STACK_STATE_FILE = join(__dirname, '..', '.cache', 'local-stack.json');
@@ -112,23 +113,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     logger,
   });
 
-  const api = buildApi(deps);
+  // Which handler serves which route: the manifest's routes (lib/functions.ts), as API Gateway's.
+  const handlers: Partial<Record<FunctionName, ApiHandler>> = {
+    ...buildApi(deps),
+    receipt: buildReceiptHandler(deps),
+  };
   routes = {
-    api: [
-      { method: 'POST', path: '/v2/Services/{ServiceSid}/Verifications', handler: api.send },
-      { method: 'POST', path: '/v2/Services/{ServiceSid}/VerificationCheck', handler: api.check },
-      {
-        method: 'GET',
-        path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}',
-        handler: api.fetch,
-      },
-      { method: 'POST', path: '/v2/Callbacks/{Provider}', handler: buildReceiptHandler(deps) },
-    ],
+    api: ROUTES.map(({ name, method, path }) => {
+      const handler = handlers[name];
+      if (!handler) throw new Error(`The local stack has no handler for the ${name} function's route`);
+      return { method, path, handler };
+    }),
     local: [...localRoutes(carrier), ...webhooks.routes],
   };
 
   const sweep = () => restartStalledDeliveries(deps);
-  // As the sweeper Lambda does (functions/runtime.ts): a delivery.ended line per settled delivery.
+  // As the sweeper Lambda does (functions/tasks/sweeper.ts): a delivery.ended line per settled delivery.
   const settle = async () => {
     const settled = await settleOverdueDeliveries(deps);
     logSettled(logger, settled);

@@ -1,0 +1,99 @@
+import { Duration } from 'aws-cdk-lib';
+import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import type { Construct } from 'constructs';
+import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from '../functions';
+import { Grouping } from './logical-ids';
+
+/** The pattern the FAILED-deliveries metric counts; the task handlers log exactly one such line per ended delivery. */
+export const FAILED_DELIVERY_PATTERN = '{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }';
+
+export interface OtpAlarmsProps {
+  /** Existing SNS topic the alarms notify; without it the alarms only change state. */
+  alarmTopicArn: string | undefined;
+  /** The metrics' namespace is `OtpVerify/<stackName>`. */
+  stackName: string;
+  api: HttpApi;
+  functions: Record<FunctionName, NodejsFunction>;
+  logGroups: Record<FunctionName, logs.ILogGroup>;
+  stateMachine: sfn.StateMachine;
+  webhookDeadLetterQueue: sqs.IQueue;
+}
+
+/** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
+export class OtpAlarms extends Grouping {
+  constructor(scope: Construct, id: string, props: OtpAlarmsProps) {
+    super(scope, id);
+    const topic = props.alarmTopicArn
+      ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn)
+      : undefined;
+    const alarmOn = (alarmId: string, metric: cloudwatch.IMetric, description: string): void => {
+      const alarm = new cloudwatch.Alarm(this, alarmId, {
+        metric,
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: description,
+      });
+      if (topic) alarm.addAlarmAction(new SnsAction(topic));
+    };
+    const period = Duration.minutes(5);
+
+    alarmOn(
+      'Api5xxAlarm',
+      props.api.metricServerError({ period, statistic: cloudwatch.Stats.SUM }),
+      'The HTTP API answered 5xx (a handler crashed or timed out, or not_priceable).',
+    );
+    for (const name of FUNCTION_NAMES) {
+      alarmOn(
+        `${FUNCTIONS[name].id}ErrorsAlarm`,
+        props.functions[name].metricErrors({ period, statistic: cloudwatch.Stats.SUM }),
+        `The ${FUNCTIONS[name].id} function threw (see its log group).`,
+      );
+    }
+    alarmOn(
+      'WebhookDeadLettersAlarm',
+      props.webhookDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period,
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      'Webhook deliveries ran out of retries, or a webhook batch could not be processed (see the dead-letter queue).',
+    );
+    alarmOn(
+      'DeliveryExecutionsFailedAlarm',
+      props.stateMachine.metricFailed({ period, statistic: cloudwatch.Stats.SUM }),
+      'A delivery workflow execution failed: a task kept failing after its retries.',
+    );
+    alarmOn(
+      'DeliveryExecutionsTimedOutAlarm',
+      props.stateMachine.metricTimedOut({ period, statistic: cloudwatch.Stats.SUM }),
+      'A delivery workflow execution hit the Express five-minute limit: its delivery may be left PENDING.',
+    );
+
+    // FAILED deliveries are a business outcome, not an error: count them from the tasks' structured logs.
+    const namespace = `OtpVerify/${props.stackName}`;
+    const metricName = 'DeliveriesFailed';
+    // The sweeper logs the same line for each overdue delivery it settles.
+    for (const name of ['deliver', 'afterWait', 'sweeper'] as const) {
+      new logs.MetricFilter(this, `${FUNCTIONS[name].id}FailedDeliveriesFilter`, {
+        logGroup: props.logGroups[name],
+        filterPattern: logs.FilterPattern.literal(FAILED_DELIVERY_PATTERN),
+        metricNamespace: namespace,
+        metricName,
+        metricValue: '1',
+      });
+    }
+    alarmOn(
+      'FailedDeliveriesAlarm',
+      new cloudwatch.Metric({ namespace, metricName, period, statistic: cloudwatch.Stats.SUM }),
+      'A verification ended with delivery_status FAILED: every channel failed for that number.',
+    );
+  }
+}

@@ -1,0 +1,118 @@
+import { RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  CfnStage,
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  LogGroupLogDestination,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import type { OtpConfig } from '../config';
+import { FUNCTIONS, ROUTES, type FunctionName } from '../functions';
+import { Grouping } from './logical-ids';
+
+export interface OtpApiProps {
+  config: OtpConfig;
+  functions: Record<FunctionName, NodejsFunction>;
+}
+
+/**
+ * The HTTP API: one route per function of the manifest that has one (payload 2.0 Lambda proxy), the `$default`
+ * stage with throttling and access logs, and the receipt route's own limit.
+ */
+export class OtpApi extends Grouping {
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+
+  constructor(scope: Construct, id: string, props: OtpApiProps) {
+    super(scope, id);
+    const { config } = props;
+    const api = (this.api = new HttpApi(this, 'Api', {
+      description: 'Phone verification (OTP) API',
+      // The stage is created below so that it can carry throttling and access logs.
+      createDefaultStage: false,
+    }));
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      retention: config.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.stage = new HttpStage(this, 'ApiDefaultStage', {
+      httpApi: api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: config.throttleRateLimit, burstLimit: config.throttleBurstLimit },
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        // No headers, no bodies, no query strings: nothing here can hold an API key or a code.
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            requestTime: '$context.requestTime',
+            sourceIp: '$context.identity.sourceIp',
+            routeKey: '$context.routeKey',
+            path: '$context.path',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            responseLatency: '$context.responseLatency',
+            integrationStatus: '$context.integration.status',
+            integrationLatency: '$context.integration.latency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+    this.separateReceipts(props);
+    for (const route of ROUTES) {
+      api.addRoutes({
+        path: route.path,
+        methods: [HttpMethod[route.method]],
+        // Payload format 2.0, as the handlers (and the local stack's HTTP server) expect.
+        integration: new HttpLambdaIntegration(
+          `${FUNCTIONS[route.name].id}Integration`,
+          props.functions[route.name],
+        ),
+      });
+    }
+    // The handlers authenticate every request themselves (X-API-Key looked up by hash in the table, or the
+    // provider's receipt signature), so API Gateway has no authorizer.
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-APIG4',
+      reason:
+        'Authorization is done in the handlers: X-API-Key (spec part 5) checked against the table by hash, and ' +
+        'receipts by the provider signature. An API Gateway authorizer would add a second lookup per request.',
+    });
+  }
+
+  /**
+   * Receipts must not wait behind the public API: a receipt that comes late makes the workflow pay for the next
+   * channel. The receipt route gets its own throttling (RouteSettings override the stage's default route
+   * settings for that route key; HttpStage has no property for it), so its limit is set for the carrier's
+   * receipt rate alone, whatever the API's.
+   *
+   * Lambda concurrency is the other shared pool: a flood of sends, checks or junk-key requests can use the
+   * account's whole unreserved concurrency, and receipts then get throttled too. Reserving concurrency for the
+   * receipt function closes that, but it is off by default: a reservation leaves the account's other functions
+   * at least 100 unreserved, so on an account whose limit is still the new-account 10 (or any limit under
+   * 100 + N) the deploy fails. With a normal limit (1,000) set `otp:receiptReservedConcurrency`: a receipt takes
+   * tens of milliseconds, so 10 carries several hundred receipts a second. It is also a ceiling: receipts
+   * beyond it are throttled (the carrier retries them).
+   */
+  private separateReceipts({ config, functions }: OtpApiProps): void {
+    const receipt = FUNCTIONS.receipt.route!;
+    (this.stage.node.defaultChild as CfnStage).routeSettings = {
+      [`${receipt.method} ${receipt.path}`]: {
+        ThrottlingRateLimit: config.receiptThrottleRateLimit,
+        ThrottlingBurstLimit: config.receiptThrottleBurstLimit,
+      },
+    };
+    if (config.receiptReservedConcurrency !== undefined) {
+      (functions.receipt.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions =
+        config.receiptReservedConcurrency;
+    }
+  }
+}
