@@ -1,10 +1,12 @@
 import { settleDeadline } from './delivery-time';
+import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
 import type { DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { Clock, CodeVault, DeliveryStore } from './ports';
 import {
   messageReference,
   parseMessageReference,
   type ProviderRegistry,
+  type Receipt,
   type ReceiptRequest,
 } from './providers';
 import type { Settings } from './settings';
@@ -34,6 +36,8 @@ export interface DeliveryDeps {
   vault: CodeVault;
   clock: Clock;
   settings: Settings;
+  /** Deliveries by channel and outcome, fallbacks, receipt latency, failed deliveries; none when absent. */
+  metrics?: Metrics;
 }
 
 /** Task 1: hand the message to channel `channelIndex`, once. */
@@ -62,6 +66,9 @@ export async function deliverOverChannel(
       return { ...input, next: 'wait' };
     attempt = await sendOnce(deps, verification, input.channelIndex);
     await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
+    if (attempt.outcome !== 'sending') {
+      (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, attempt.outcome));
+    }
   }
   if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return { ...input, next: 'wait' };
   return nextChannel(deps, verification, input);
@@ -81,13 +88,26 @@ export type ReceiptResult = 'applied' | 'duplicate' | 'unknown' | 'invalid';
 
 /** A provider's callback. Believed only when signed; duplicates and late or out-of-order receipts are harmless. */
 export async function acceptReceipt(
-  deps: Pick<DeliveryDeps, 'store' | 'providers' | 'clock'>,
+  deps: Pick<DeliveryDeps, 'store' | 'providers' | 'clock' | 'metrics'>,
   providerName: string,
   request: ReceiptRequest,
 ): Promise<ReceiptResult> {
   const provider = deps.providers.byName(providerName);
-  const receipt = provider?.parseReceipt(request, deps.clock.now());
+  const receipt = await provider?.parseReceipt(request, deps.clock.now());
   if (!receipt) return 'invalid';
+  return acceptProviderReceipt(deps, providerName, receipt);
+}
+
+/**
+ * A receipt already authenticated by how it came in: a signed callback (acceptReceipt), or an event that only
+ * the provider's own service can deliver (AWS: an SNS topic or an EventBridge rule, functions/receipts/). The
+ * same forward-only rules apply to both.
+ */
+export async function acceptProviderReceipt(
+  deps: Pick<DeliveryDeps, 'store' | 'providers' | 'clock' | 'metrics'>,
+  providerName: string,
+  receipt: Receipt,
+): Promise<ReceiptResult> {
   const reference = parseMessageReference(receipt.reference);
   if (!reference) return 'unknown';
   const verification = await deps.store.getVerification(reference.sid);
@@ -104,13 +124,18 @@ export async function acceptReceipt(
   const known =
     attempt.outcome !== 'sending'
       ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
-      : deps.providers.forChannel(channel).name === providerName;
+      : deps.providers.forChannel(channel, verification.to).name === providerName;
   if (!known) return 'unknown';
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
   if (receipt.status !== 'delivered') return 'duplicate';
-  return (await deps.store.markDelivered(verification.sid, channel, deps.clock.now()))
-    ? 'applied'
-    : 'duplicate';
+  const now = deps.clock.now();
+  if (!(await deps.store.markDelivered(verification.sid, channel, now))) return 'duplicate';
+  const metrics = deps.metrics ?? noMetrics;
+  metrics.count(METRIC.deliveries, deliveryDimensions(channel, 'delivered'));
+  // From the channel's claim, made just before its provider was called, to the receipt.
+  const sentAt = Date.parse(attempt.at);
+  if (Number.isFinite(sentAt)) metrics.timing(METRIC.receiptLatency, now.getTime() - sentAt, { channel });
+  return 'applied';
 }
 
 async function sendOnce(
@@ -123,11 +148,12 @@ async function sendOnce(
   if (!verification.sealedCode) return { channel, outcome: 'failed', reason: 'code no longer held', at };
   const code = deps.vault.open(verification.sid, verification.sealedCode);
   try {
-    const answer = await deps.providers.forChannel(channel).send({
+    const answer = await deps.providers.forChannel(channel, verification.to).send({
       channel,
       to: verification.to,
       body: renderMessage(verification.message, code),
       reference: messageReference(verification.sid, channelIndex),
+      expiresAt: verification.expiresAt,
     });
     return answer.status === 'accepted'
       ? { channel, outcome: 'accepted', messageId: answer.messageId, at }
@@ -151,8 +177,11 @@ async function nextChannel(
 ): Promise<DeliveryTaskOutput> {
   const next = input.channelIndex + 1;
   const codeStillUsable = effectiveStatus(verification, deps.clock.now()) === 'PENDING';
-  if (codeStillUsable && next < verification.channels.length)
+  if (codeStillUsable && next < verification.channels.length) {
+    const from = verification.channels[input.channelIndex];
+    if (from) (deps.metrics ?? noMetrics).count(METRIC.fallbacks, { channel: from });
     return { ...input, channelIndex: next, next: 'deliver' };
+  }
   const latest = (await deps.store.getVerification(verification.sid)) ?? verification;
   return finish(deps, latest, input);
 }
@@ -172,6 +201,9 @@ async function finish(
   const carried = (outcome: string | undefined) => outcome === 'accepted' || outcome === 'sending';
   const status = attempts.some((attempt) => carried(attempt?.outcome)) ? 'SENT' : 'FAILED';
   await deps.store.finishDelivery(verification.sid, status, deps.clock.now());
+  const metrics = deps.metrics ?? noMetrics;
+  metrics.count(METRIC.deliveriesEnded, { status });
+  if (status === 'FAILED') metrics.count(METRIC.deliveriesFailed);
   // Each channel that rejected the number is remembered on the number, per channel, for every service.
   const rejected = attempts.flatMap((attempt) => (attempt?.outcome === 'rejected' ? [attempt.channel] : []));
   if (rejected.length > 0) {

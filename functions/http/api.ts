@@ -2,6 +2,7 @@ import middy from '@middy/core';
 import { checkVerification, fetchVerification, type CheckOutcome } from '../core/check';
 import { acceptReceipt } from '../core/delivery';
 import { OtpError } from '../core/errors';
+import { METRIC, noMetrics, type MetricName, type Metrics } from '../core/metrics';
 import type {
   ApiKeyStore,
   Clock,
@@ -20,6 +21,7 @@ import type { Logger } from '../adapters/logger';
 import {
   ApiKeyGuard,
   apiKeyAuth,
+  errorCodeMetric,
   errorResponses,
   requestLog,
   type ApiContext,
@@ -47,6 +49,8 @@ export interface ApiDeps {
   /** Channels this deployment may use at all. */
   allowedChannels: readonly Channel[];
   logger: Logger;
+  /** Sends accepted and refused, checks by outcome, receipts; none when absent. */
+  metrics?: Metrics;
 }
 
 export type ApiHandler = (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
@@ -59,12 +63,19 @@ const CHECK_STATUS: Record<CheckOutcome, number> = {
   already_verified: 409,
 };
 
+/** Error answers of a send count as refused sends, of a check as checks, each by its error code. */
+const SENDS_REFUSED = { name: METRIC.sendsRefused, dimension: 'code' } as const;
+const CHECKS_BY_OUTCOME = { name: METRIC.checks, dimension: 'outcome' } as const;
+
 /** The three endpoints of the spec, each behind logging, error mapping, API-key auth and the per-key limit. */
 export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
   const guard = new ApiKeyGuard();
-  const authenticated = () =>
+  const metrics = deps.metrics ?? noMetrics;
+  /** `refused`: each error answer (auth and the per-key limit included) counts as `refused` with its code. */
+  const authenticated = (refused?: { name: MetricName; dimension: string }) =>
     middy<ApiEvent, HttpResponse, Error, ApiContext>()
       .use(requestLog(deps.logger))
+      .use(refused ? [errorCodeMetric(metrics, refused.name, refused.dimension)] : [])
       .use(errorResponses(deps.logger))
       .use(
         apiKeyAuth({
@@ -75,7 +86,7 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
         }),
       );
 
-  const send = authenticated().handler(async (event, context) => {
+  const send = authenticated(SENDS_REFUSED).handler(async (event, context) => {
     const params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
     const idempotencyKey = header(event, 'idempotency-key') || undefined;
     if (idempotencyKey !== undefined && idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -97,16 +108,20 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
         serviceSid: context.serviceSid,
       });
     }
+    // A replay charged nothing: only new verifications count (conversion = verified / accepted).
+    if (!result.replayed) metrics.count(METRIC.sendsAccepted);
     return jsonResponse(201, result.verification, result.replayed ? { 'idempotent-replayed': 'true' } : {});
   });
 
-  const check = authenticated().handler(async (event, context) => {
+  // Checks by outcome: the five of spec 4.2 here, an error answer (not found, client_code, ...) by its code.
+  const check = authenticated(CHECKS_BY_OUTCOME).handler(async (event, context) => {
     const params = validate(checkParamsSchema, readBodyParams(event));
     const result = await checkVerification(deps, {
       serviceSid: context.serviceSid!,
       verificationSid: params.VerificationSid,
       code: params.Code,
     });
+    metrics.count(METRIC.checks, { outcome: result.outcome });
     return jsonResponse(CHECK_STATUS[result.outcome], result.verification);
   });
 
@@ -123,7 +138,7 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
 
 /** `POST /v2/Callbacks/{Provider}`: delivery receipts, believed only with the provider's valid signature. */
 export function buildReceiptHandler(
-  deps: Pick<ApiDeps, 'store' | 'providers' | 'clock' | 'logger'>,
+  deps: Pick<ApiDeps, 'store' | 'providers' | 'clock' | 'logger' | 'metrics'>,
 ): ApiHandler {
   return middy<ApiEvent, HttpResponse, Error, ApiContext>()
     .use(requestLog(deps.logger))

@@ -1,6 +1,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { OtpError, isOtpError } from '../core/errors';
+import type { MetricName, Metrics } from '../core/metrics';
 import type { ApiKeyStore, Clock, KeyRequestOutcome } from '../core/ports';
 import { hashApiKey } from '../adapters/crypto';
 import type { Logger } from '../adapters/logger';
@@ -67,6 +68,21 @@ export function requestLog(logger: Logger): ApiMiddleware {
     after: async (request) => write(request),
     onError: async (request) => write(request),
   };
+}
+
+/**
+ * Counts each answer with an error code as `name` with that code as dimension `dimension` (API codes are a
+ * closed list: low cardinality). Use it before `errorResponses`, so that its `onError` runs after the error
+ * became a response.
+ */
+export function errorCodeMetric(metrics: Metrics, name: MetricName, dimension: string): ApiMiddleware {
+  const count = (request: { response?: HttpResponse | null }) => {
+    const response = request.response;
+    if (!response || response.statusCode < 400) return;
+    const code = errorCodeOf(response);
+    if (code !== undefined) metrics.count(name, { [dimension]: code });
+  };
+  return { after: async (request) => count(request), onError: async (request) => count(request) };
 }
 
 function errorCodeOf(response: HttpResponse): string | undefined {

@@ -7,13 +7,13 @@ import type { DynamoDBStreamEvent } from 'aws-lambda';
 import type { WebhookEventsDeps } from '../core/webhooks';
 import { systemClock } from '../adapters/crypto';
 import { DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
-import { jsonLogger } from '../adapters/logger';
+import { lambdaLogger } from '../adapters/logger';
 import { SqsWebhookQueue } from '../adapters/webhooks/sqs-queue';
 import { handleVerificationStream } from '../adapters/webhooks/stream';
 import { tableFromEnv } from '../wiring/dynamo';
 import { required } from '../wiring/env';
 
-const logger = jsonLogger();
+const logger = lambdaLogger();
 let events: WebhookEventsDeps | undefined;
 
 export const handler = async (event: DynamoDBStreamEvent): Promise<void> => {

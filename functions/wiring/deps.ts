@@ -10,7 +10,9 @@ import { settingsFromEnv } from '../core/settings';
 import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
 import { toKeyRing, type KeySource } from '../adapters/keyring';
-import { jsonLogger, type Logger } from '../adapters/logger';
+import { noMetrics, type Metrics } from '../core/metrics';
+import { lambdaLogger, type Logger } from '../adapters/logger';
+import { lambdaMetrics } from '../adapters/metrics';
 import { HttpCarrierProvider, singleProviderRegistry } from '../adapters/providers/http-carrier';
 import type { ApiDeps } from '../http/api';
 import { tableFromEnv } from './dynamo';
@@ -22,14 +24,17 @@ export type Deps = ApiDeps & DeliveryDeps & { store: UnsettledDeliveryStore };
 /**
  * Builds every dependency but the workflow from an environment and the keys (a key ring, or a master key: local
  * stack, tests). Keys are taken from the ring on first use, so a function whose ring lacks a purpose works as
- * long as its handler never needs it.
+ * long as its handler never needs it. Without a logger (the Lambda entries): the container's Powertools logger
+ * and EMF metrics, which the entry flushes once per invocation (wiring/entries.ts); with one, no metrics unless
+ * given.
  */
 export function buildDeps(
   env: Env,
   keySource: KeySource,
-  logger: Logger = jsonLogger(),
+  logger?: Logger,
   /** A DynamoDB client built elsewhere: the reliability tests pass one that fails chosen calls. */
   dynamoClient?: DynamoDBDocumentClient,
+  metrics?: Metrics,
 ): Omit<Deps, 'workflow'> {
   const { client, tableName } = tableFromEnv(env, dynamoClient);
   const keys = toKeyRing(keySource);
@@ -42,7 +47,8 @@ export function buildDeps(
     clock: systemClock,
     settings: settingsFromEnv(env),
     allowedChannels: allowedChannelsFromEnv(env),
-    logger,
+    logger: logger ?? lambdaLogger(),
+    metrics: metrics ?? (logger ? noMetrics : lambdaMetrics()),
   };
 }
 

@@ -5,7 +5,8 @@
  */
 import type { Context } from 'aws-lambda';
 import type { DeliveryTaskInput, DeliveryTaskOutput } from '../core/delivery';
-import type { Logger } from '../adapters/logger';
+import { lambdaLogger, type Logger } from '../adapters/logger';
+import { lambdaMetrics, withMetricsFlushed } from '../adapters/metrics';
 import type { ApiHandler } from '../http/api';
 import type { ApiContext, ApiEvent } from '../http/middleware';
 
@@ -23,34 +24,45 @@ export function coldStart<T>(build: () => Promise<T>): () => Promise<T> {
   };
 }
 
+/**
+ * Runs one invocation observed: the logger's lines carry its request id and cold-start flag, and the metrics it
+ * recorded are written (EMF) once at its end, whether it succeeded or threw.
+ */
+export function observed<T>(context: Context | undefined, run: () => Promise<T>): Promise<T> {
+  if (context) lambdaLogger().addContext(context);
+  return withMetricsFlushed(lambdaMetrics(), run);
+}
+
 /** A Lambda entry for an HTTP route. */
 export function apiEntry(build: () => Promise<ApiHandler>) {
   const handler = coldStart(build);
-  return async (event: ApiEvent, context: ApiContext) => (await handler())(event, context);
+  return async (event: ApiEvent, context: ApiContext) =>
+    observed(context, async () => (await handler())(event, context));
 }
 
-/** A Lambda entry for a state machine task; logs how each delivery ended (the FAILED alarm counts these). */
+/** A Lambda entry for a state machine task; logs how each delivery ended (its metrics: core/delivery.ts). */
 export function taskEntry<D extends { logger: Logger }>(
   build: () => Promise<D>,
   task: (deps: D, input: DeliveryTaskInput) => Promise<DeliveryTaskOutput>,
 ) {
   const deps = coldStart(build);
-  return async (input: DeliveryTaskInput, _context?: Context): Promise<DeliveryTaskOutput> => {
-    const resolved = await deps();
-    const output = await task(resolved, input);
-    if (output.next === 'end') logDeliveryEnded(resolved.logger, output);
-    return output;
-  };
+  return async (input: DeliveryTaskInput, context?: Context): Promise<DeliveryTaskOutput> =>
+    observed(context, async () => {
+      const resolved = await deps();
+      const output = await task(resolved, input);
+      if (output.next === 'end') logDeliveryEnded(resolved.logger, output);
+      return output;
+    });
 }
 
-/** The line the FAILED-deliveries metric counts (lib/constructs/alarms.ts, FAILED_DELIVERY_PATTERN). */
+/** One line per ended delivery; the failed-delivery alarm reads the `DeliveriesFailed` metric (core/delivery.ts). */
 export function logDeliveryEnded(logger: Logger, output: DeliveryTaskOutput): void {
   logger.log('info', 'delivery.ended', { sid: output.sid, deliveryStatus: output.deliveryStatus });
 }
 
 /**
- * One `delivery.ended` line per delivery the sweeper settled, as the task functions write (the FAILED-deliveries
- * metric counts them in the sweeper's log group too), and a warning: something stopped a workflow.
+ * One `delivery.ended` line per delivery the sweeper settled, as the task functions write, and a warning:
+ * something stopped a workflow.
  */
 export function logSettled(logger: Logger, settled: DeliveryTaskOutput[]): void {
   for (const output of settled) logDeliveryEnded(logger, output);

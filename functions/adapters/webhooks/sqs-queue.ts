@@ -1,5 +1,6 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import {
   WEBHOOK_EVENT_TYPES,
@@ -10,6 +11,7 @@ import {
   type WebhookQueue,
   type WebhookSenderDeps,
 } from '../../core/webhooks';
+import { METRIC, noMetrics, type Metrics } from '../../core/metrics';
 import type { Logger } from '../logger';
 
 /** SQS delays one message by at most 15 minutes; longer waits hop with `notBefore`. */
@@ -84,31 +86,41 @@ const jobSchema = z.discriminatedUnion('kind', [
 export const parseWebhookJob = (body: string): WebhookJob => jobSchema.parse(JSON.parse(body)) as WebhookJob;
 
 /**
- * The sender function's batch: every job at once (a slow endpoint delays nobody else's job beyond its own time
- * limit); a job that threw is reported so SQS delivers that message again, the others are deleted.
+ * The sender function's batch, through Powertools' partial-batch processor: every job at once (a slow endpoint
+ * delays nobody else's job beyond its own time limit); a job that threw is reported so SQS delivers that
+ * message again, the others are deleted. A batch whose every job threw is reported whole too (no throw), as
+ * before. Failed attempts count as `WebhookFailures` (outcome `retry`, `dead`, or `error` for a job that threw).
  */
 export async function handleWebhookQueueBatch(
   deps: WebhookSenderDeps,
   event: SQSEvent,
   logger: Logger,
+  metrics: Metrics = noMetrics,
 ): Promise<SQSBatchResponse> {
-  const results = await Promise.allSettled(
-    event.Records.map(async (record) => {
-      const job = parseWebhookJob(record.body);
-      const outcome = await runWebhookJob(deps, job);
-      logJob(logger, job, outcome);
-    }),
+  const processor = new BatchProcessor(EventType.SQS);
+  const response = await processPartialResponse(
+    event,
+    async (record: SQSRecord) => {
+      try {
+        const job = parseWebhookJob(record.body);
+        const outcome = await runWebhookJob(deps, job);
+        logJob(logger, job, outcome);
+        if (outcome === 'retrying' || outcome === 'dead') {
+          metrics.count(METRIC.webhookFailures, { outcome: outcome === 'dead' ? 'dead' : 'retry' });
+        }
+      } catch (error) {
+        logger.log('error', 'webhook.job_failed', { messageId: record.messageId, error: String(error) });
+        metrics.count(METRIC.webhookFailures, { outcome: 'error' });
+        throw error;
+      }
+    },
+    processor,
+    { throwOnFullBatchFailure: false, processInParallel: true },
   );
-  const failures = event.Records.filter((_, index) => results[index]?.status === 'rejected');
-  results.forEach((result, index) => {
-    if (result.status === 'rejected') {
-      logger.log('error', 'webhook.job_failed', {
-        messageId: event.Records[index]?.messageId,
-        error: String(result.reason),
-      });
-    }
-  });
-  return { batchItemFailures: failures.map((record) => ({ itemIdentifier: record.messageId })) };
+  // In the batch's order (the processor lists them as they fail), so a report reads like the batch.
+  const order = new Map(event.Records.map((record, index) => [record.messageId, index]));
+  const byOrder = (item: { itemIdentifier: string }) => order.get(item.itemIdentifier) ?? 0;
+  return { batchItemFailures: [...response.batchItemFailures].sort((a, b) => byOrder(a) - byOrder(b)) };
 }
 
 /** One line per job; `webhook.dead` lines are what an operator looks for beside the dead-letter alarm. */
