@@ -14,6 +14,7 @@ import type { IConstruct } from 'constructs';
 import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
 import { KEY_GROUPS, type KeyGroup } from '../../functions/adapters/keyring';
 import { readConfig } from '../../lib/config';
+import { FUNCTIONS, FUNCTION_NAMES, ROUTES, type FunctionName } from '../../lib/functions';
 import { FAILED_DELIVERY_PATTERN, OtpStack } from '../../lib/otp-stack';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -21,32 +22,11 @@ const ROOT = path.join(__dirname, '..', '..');
 const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
   .context;
 
-type FunctionName = keyof OtpStack['functions'];
-const FUNCTION_NAMES: FunctionName[] = [
-  'send',
-  'check',
-  'fetch',
-  'receipt',
-  'deliver',
-  'afterWait',
-  'sweeper',
-  'webhookEvents',
-  'webhookSender',
-];
+// The functions, their entries and routes come from the manifest (lib/functions.ts); what each may do (keys,
+// table actions, time-outs) is pinned here by hand, so a change to a function's permissions shows in this file.
 /** Their IAM, event sources and queues are checked in webhooks.test.ts. */
 const WEBHOOK_FUNCTIONS: FunctionName[] = ['webhookEvents', 'webhookSender'];
 const NON_WEBHOOK = FUNCTION_NAMES.filter((name) => !WEBHOOK_FUNCTIONS.includes(name));
-const ENTRIES: Record<FunctionName, string> = {
-  send: 'functions/api/send.ts',
-  check: 'functions/api/check.ts',
-  fetch: 'functions/api/fetch.ts',
-  receipt: 'functions/api/receipt.ts',
-  deliver: 'functions/tasks/deliver.ts',
-  afterWait: 'functions/tasks/after-wait.ts',
-  sweeper: 'functions/tasks/sweeper.ts',
-  webhookEvents: 'functions/webhooks/events.ts',
-  webhookSender: 'functions/webhooks/sender.ts',
-};
 /**
  * The key secrets each function may read, by the purposes its handler uses: send hashes and seals codes, check
  * hashes, the delivery tasks open codes and talk to the carrier, receipts are checked with the carrier's key,
@@ -194,11 +174,11 @@ describe('functions', () => {
       const map = JSON.parse(readFileSync(path.join(assetDir, 'index.js.map'), 'utf8')) as {
         sources: string[];
       };
-      const entry = ENTRIES[name];
+      const entry = FUNCTIONS[name].entry;
       expect(map.sources.some((source) => source.endsWith(entry))).toBe(true);
       // ... and no other function's entry: one bundle per handler.
       for (const other of FUNCTION_NAMES.filter((n) => n !== name)) {
-        expect(map.sources.some((source) => source.endsWith(ENTRIES[other]))).toBe(false);
+        expect(map.sources.some((source) => source.endsWith(FUNCTIONS[other].entry))).toBe(false);
       }
       const bundle = readFileSync(path.join(assetDir, 'index.js'), 'utf8');
       expect(bundle).toMatch(/sourceMappingURL=index\.js\.map/);
@@ -234,14 +214,18 @@ describe('functions', () => {
 });
 
 describe('HTTP API', () => {
-  const routes: [string, FunctionName][] = [
-    ['POST /v2/Services/{ServiceSid}/Verifications', 'send'],
-    ['POST /v2/Services/{ServiceSid}/VerificationCheck', 'check'],
-    ['GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}', 'fetch'],
-    ['POST /v2/Callbacks/{Provider}', 'receipt'],
-  ];
+  const routes: [string, FunctionName][] = ROUTES.map(({ method, path, name }) => [
+    `${method} ${path}`,
+    name,
+  ]);
 
-  test('exactly the four routes', () => {
+  test('exactly the four routes of the manifest', () => {
+    expect(routes).toEqual([
+      ['POST /v2/Services/{ServiceSid}/Verifications', 'send'],
+      ['POST /v2/Services/{ServiceSid}/VerificationCheck', 'check'],
+      ['GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}', 'fetch'],
+      ['POST /v2/Callbacks/{Provider}', 'receipt'],
+    ]);
     template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
     const keys = Object.values(resources)
@@ -661,6 +645,32 @@ describe('state machine', () => {
     ).Variables;
     expect(variables.STATE_MACHINE_ARN).toEqual(ref(logicalId(stack.stateMachine)));
   });
+});
+
+test('stateful and named resources keep their logical ids (the constructs group code, not addresses)', () => {
+  // A new logical id replaces the resource: the table would lose its data, the queues their messages, the API
+  // its URL; the named state-machine log group and the $default stage would collide with their old selves.
+  const pinned: Record<string, [IConstruct, string]> = {
+    TableCD117FA1: [stack.table, 'AWS::DynamoDB::Table'],
+    WebhookQueueA9D318EA: [stack.webhookQueue, 'AWS::SQS::Queue'],
+    WebhookDeadLetterQueue6DD1CE59: [stack.webhookDeadLetterQueue, 'AWS::SQS::Queue'],
+    ApiF70053CD: [stack.api, 'AWS::ApiGatewayV2::Api'],
+    Delivery5F6C039D: [stack.stateMachine, 'AWS::StepFunctions::StateMachine'],
+    SendLogsBECBB0F6: [stack.logGroups.send, 'AWS::Logs::LogGroup'],
+  };
+  for (const [id, [construct, type]] of Object.entries(pinned)) {
+    expect(logicalId(construct)).toBe(id);
+    expect(resources[id]!.Type).toBe(type);
+  }
+  expect(Object.keys(template.findResources('AWS::ApiGatewayV2::Stage'))).toEqual([
+    'ApiDefaultStage829AE46A',
+  ]);
+  expect(resources.DeliveryLogsAB0E43B0!.Properties.LogGroupName).toBe(
+    '/aws/vendedlogs/states/OtpVerify-Delivery',
+  );
+  for (const name of FUNCTION_NAMES) {
+    expect(fnId(name)).toMatch(new RegExp(`^${FUNCTIONS[name].id}Function[0-9A-F]{8}$`));
+  }
 });
 
 describe('secrets', () => {
