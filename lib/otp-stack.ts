@@ -15,10 +15,10 @@ import { groupedLogicalId } from './constructs/logical-ids';
 import { OtpApi } from './constructs/otp-api';
 import { OtpFunction } from './constructs/otp-function';
 import { WebhookDelivery } from './constructs/webhook-delivery';
+import { OtpDashboard } from './constructs/dashboard';
+import { observabilityEnvironment } from './constructs/service-metrics';
 import { readConfig, settingsEnvironment, type OtpConfig } from './config';
 import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from './functions';
-
-export { FAILED_DELIVERY_PATTERN } from './constructs/alarms';
 
 /**
  * Construct id (hence logical id: never change it, see createKeySecret) and description of each key secret.
@@ -98,6 +98,7 @@ export class OtpStack extends Stack {
       ...(config.carrierUrl ? { OTP_CARRIER_URL: config.carrierUrl } : {}),
       // Stack traces point at the TypeScript sources (the bundles ship with source maps).
       NODE_OPTIONS: '--enable-source-maps',
+      ...observabilityEnvironment(this.stackName),
     };
     const built = Object.fromEntries(
       FUNCTION_NAMES.map((name) => [
@@ -125,7 +126,7 @@ export class OtpStack extends Stack {
     this.webhookQueue = webhooks.queue;
     this.webhookDeadLetterQueue = webhooks.deadLetterQueue;
     this.api = new OtpApi(this, 'OtpApi', { config, functions: this.functions }).api;
-    new OtpAlarms(this, 'OtpAlarms', {
+    const alarms = new OtpAlarms(this, 'OtpAlarms', {
       alarmTopicArn: config.alarmTopicArn,
       stackName: this.stackName,
       api: this.api,
@@ -134,6 +135,7 @@ export class OtpStack extends Stack {
       stateMachine: this.stateMachine,
       webhookDeadLetterQueue: this.webhookDeadLetterQueue,
     });
+    new OtpDashboard(this, 'Dashboard', { service: this, alarms: alarms.alarms });
 
     new CfnOutput(this, 'ApiUrl', {
       description: "Base URL of the API (the spec's {base_url}); append /v2/Services/...",

@@ -3,21 +3,20 @@ import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { METRIC } from '../../functions/core/metrics';
 import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from '../functions';
 import { Grouping } from './logical-ids';
-
-/** The pattern the FAILED-deliveries metric counts; the task handlers log exactly one such line per ended delivery. */
-export const FAILED_DELIVERY_PATTERN = '{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }';
+import { serviceMetric } from './service-metrics';
 
 export interface OtpAlarmsProps {
   /** Existing SNS topic the alarms notify; without it the alarms only change state. */
   alarmTopicArn: string | undefined;
-  /** The metrics' namespace is `OtpVerify/<stackName>`. */
+  /** The functions' metrics carry it as their `service` dimension (lib/constructs/service-metrics.ts). */
   stackName: string;
   api: HttpApi;
   functions: Record<FunctionName, NodejsFunction>;
@@ -28,6 +27,9 @@ export interface OtpAlarmsProps {
 
 /** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
 export class OtpAlarms extends Grouping {
+  /** Every alarm, for the dashboard. */
+  readonly alarms: cloudwatch.Alarm[] = [];
+
   constructor(scope: Construct, id: string, props: OtpAlarmsProps) {
     super(scope, id);
     const topic = props.alarmTopicArn
@@ -43,6 +45,7 @@ export class OtpAlarms extends Grouping {
         alarmDescription: description,
       });
       if (topic) alarm.addAlarmAction(new SnsAction(topic));
+      this.alarms.push(alarm);
     };
     const period = Duration.minutes(5);
 
@@ -77,22 +80,11 @@ export class OtpAlarms extends Grouping {
       'A delivery workflow execution hit the Express five-minute limit: its delivery may be left PENDING.',
     );
 
-    // FAILED deliveries are a business outcome, not an error: count them from the tasks' structured logs.
-    const namespace = `OtpVerify/${props.stackName}`;
-    const metricName = 'DeliveriesFailed';
-    // The sweeper logs the same line for each overdue delivery it settles.
-    for (const name of ['deliver', 'afterWait', 'sweeper'] as const) {
-      new logs.MetricFilter(this, `${FUNCTIONS[name].id}FailedDeliveriesFilter`, {
-        logGroup: props.logGroups[name],
-        filterPattern: logs.FilterPattern.literal(FAILED_DELIVERY_PATTERN),
-        metricNamespace: namespace,
-        metricName,
-        metricValue: '1',
-      });
-    }
+    // FAILED deliveries are a business outcome, not an error: the delivery core counts each one where it ends
+    // (the deliver and after-wait tasks, and the sweeper's settling), as an EMF metric (functions/core/metrics.ts).
     alarmOn(
       'FailedDeliveriesAlarm',
-      new cloudwatch.Metric({ namespace, metricName, period, statistic: cloudwatch.Stats.SUM }),
+      serviceMetric(props.stackName, METRIC.deliveriesFailed, {}, { period }),
       'A verification ended with delivery_status FAILED: every channel failed for that number.',
     );
   }
