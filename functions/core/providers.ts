@@ -6,6 +6,11 @@ export interface OutboundMessage {
   to: string;
   body: string;
   reference: string;
+  /**
+   * When the code expires (ISO 8601): a provider's message time-to-live must not outlast it. The delivery task
+   * always sets it; a provider that needs it refuses a message without it.
+   */
+  expiresAt?: string;
 }
 
 /** What providers answer: they take the message (a receipt may follow later), or reject the number. */
@@ -28,12 +33,17 @@ export interface ReceiptRequest {
 export interface Provider {
   readonly name: string;
   send(message: OutboundMessage): Promise<ProviderAnswer>;
-  /** The receipt in a callback, or undefined when its signature, timestamp or shape is not valid. */
-  parseReceipt(request: ReceiptRequest, now: Date): Receipt | undefined;
+  /**
+   * The receipt in a callback, or undefined when its signature, timestamp or shape is not valid. A provider
+   * whose signature scheme needs a look-up (a replayed token id) answers asynchronously; a provider whose
+   * receipts never come over HTTP (AWS: SNS or EventBridge, see acceptProviderReceipt) answers undefined.
+   */
+  parseReceipt(request: ReceiptRequest, now: Date): Receipt | undefined | Promise<Receipt | undefined>;
 }
 
 export interface ProviderRegistry {
-  forChannel(channel: Channel): Provider;
+  /** The provider of `channel` for the number `to` (E.164): a deployment may choose one per country. */
+  forChannel(channel: Channel, to: string): Provider;
   byName(name: string): Provider | undefined;
 }
 

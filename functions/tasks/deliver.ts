@@ -1,10 +1,19 @@
-/** The deliver task's composition root: the table, the code-seal and carrier keys. */
+/** The deliver task's composition root: the table, the code-seal and carrier keys, the providers' senders. */
 import { deliverOverChannel } from '../core/delivery';
 import { buildDeps } from '../wiring/deps';
 import { taskEntry } from '../wiring/entries';
 import { loadKeyRing } from '../wiring/keys';
+import { vonageCredentialsFromEnv } from '../wiring/provider-secrets';
+import { awsSendersFromEnv } from '../wiring/provider-senders';
+import { providersFromEnv } from '../wiring/providers';
 
-export const handler = taskEntry(
-  async () => buildDeps(process.env, await loadKeyRing(process.env)),
-  deliverOverChannel,
-);
+export const handler = taskEntry(async () => {
+  const keys = await loadKeyRing(process.env);
+  return {
+    ...buildDeps(process.env, keys),
+    providers: providersFromEnv(process.env, keys, {
+      aws: awsSendersFromEnv(process.env),
+      vonageCredentials: vonageCredentialsFromEnv(process.env),
+    }),
+  };
+}, deliverOverChannel);

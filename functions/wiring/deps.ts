@@ -13,10 +13,12 @@ import { toKeyRing, type KeySource } from '../adapters/keyring';
 import { noMetrics, type Metrics } from '../core/metrics';
 import { lambdaLogger, type Logger } from '../adapters/logger';
 import { lambdaMetrics } from '../adapters/metrics';
-import { HttpCarrierProvider, singleProviderRegistry } from '../adapters/providers/http-carrier';
+import { configuredChannels, parseProviderConfig } from '../adapters/providers/config';
+import { DynamoReplayGuard } from '../adapters/dynamodb/receipt-tokens';
 import type { ApiDeps } from '../http/api';
 import { tableFromEnv } from './dynamo';
 import { allowedChannelsFromEnv, type Env } from './env';
+import { providersFromEnv } from './providers';
 
 /** The sweeper also lists unsettled deliveries (the same DynamoStore). */
 export type Deps = ApiDeps & DeliveryDeps & { store: UnsettledDeliveryStore };
@@ -38,15 +40,17 @@ export function buildDeps(
 ): Omit<Deps, 'workflow'> {
   const { client, tableName } = tableFromEnv(env, dynamoClient);
   const keys = toKeyRing(keySource);
-  const carrier = new HttpCarrierProvider({ baseUrl: env.OTP_CARRIER_URL, keys });
+  // A channel no provider carries is not eligible: the deployment allows only configured channels.
+  const configured = configuredChannels(parseProviderConfig(env.OTP_PROVIDERS));
   return {
     store: new DynamoStore(client, tableName),
-    providers: singleProviderRegistry(carrier),
+    // AWS providers by name only; the deliver task's root adds their senders (wiring/provider-senders.ts).
+    providers: providersFromEnv(env, keys, { replays: new DynamoReplayGuard(client, tableName) }),
     vault: new CryptoCodeVault(keys),
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),
-    allowedChannels: allowedChannelsFromEnv(env),
+    allowedChannels: allowedChannelsFromEnv(env).filter((channel) => configured.includes(channel)),
     logger: logger ?? lambdaLogger(),
     metrics: metrics ?? (logger ? noMetrics : lambdaMetrics()),
   };

@@ -16,6 +16,7 @@ const tableKeys: Record<string, () => ItemKey> = {
   idempotency: () => keys.idempotency('VA1', 'order-1'),
   number: () => keys.number('+14155550100'),
   webhookEndpoint: () => keys.webhookEndpoint('VA1', 'WH1'),
+  receiptToken: () => keys.receiptToken('vonage#0e5f3a1c'),
 };
 /** Keys of the sparse index, not of the table: no LeadingKeys condition applies to them. */
 const INDEX_KEYS = ['pendingDelivery', 'unsettledDelivery'];

@@ -46,6 +46,8 @@ export const PARTITION_FAMILY = {
   idempotency: 'IDEMPOTENCY#',
   /** A phone number's send log and unreachable mark, shared by every service. */
   number: 'NUMBER#',
+  /** A provider's signed-callback token id, remembered (TTL) so that a replayed callback is refused. */
+  receiptToken: 'RECEIPTTOKEN#',
 } as const;
 export type PartitionFamily = keyof typeof PARTITION_FAMILY;
 
@@ -81,6 +83,11 @@ export const keys = {
   }),
   /** Shared by every service: the per-number limits count sends from any account. */
   number: (e164: string): ItemKey => ({ pk: `${P.number}${e164}`, sk: 'NUMBER' }),
+  /** A spent signed-callback token (`<provider>#<jti>`), hashed to a short, safe key. */
+  receiptToken: (tokenId: string): ItemKey => ({
+    pk: `${P.receiptToken}${sha256(tokenId)}`,
+    sk: 'RECEIPTTOKEN',
+  }),
   /** A webhook endpoint, under its service so that one query finds all of a service's endpoints. */
   webhookEndpoint: (serviceSid: string, endpointSid: string): ItemKey => ({
     pk: `${P.service}${serviceSid}`,

@@ -1,0 +1,172 @@
+/**
+ * Receipts of the AWS providers, parsed from the events AWS publishes (no SDK here: the receipt functions load
+ * none). They are authenticated by how they arrive, not by a signature: an SNS topic subscription or an
+ * EventBridge rule is the only thing allowed to invoke the receipt functions (their resource policies, CDK).
+ */
+import * as z from 'zod';
+import type { Receipt } from '../../core/providers';
+
+export const AWS_SMS_PROVIDER_NAME = 'aws-sms';
+export const AWS_WHATSAPP_PROVIDER_NAME = 'aws-whatsapp';
+
+/** The key of our attempt reference in SendTextMessage's `Context`, which AWS copies into every event. */
+export const REFERENCE_CONTEXT_KEY = 'otpReference';
+
+/**
+ * What `TEXT_SUCCESSFUL` ("accepted by the carrier") means here, `OTP_AWS_SMS_SUCCESSFUL_MEANS`. Default
+ * `delivered`: AWS says TEXT_SUCCESSFUL and TEXT_DELIVERED are used interchangeably depending on the country, and
+ * where no TEXT_DELIVERED ever follows, reading it as `accepted` would make every SMS there wait out the channel
+ * and send the code again on the next channel (a second message, paid). The price of the default: a message the
+ * carrier accepted but never delivered is not followed by our fallback (the customer can resend). `accepted`:
+ * TEXT_SUCCESSFUL is no receipt; only TEXT_DELIVERED settles.
+ */
+export type SmsSuccessfulMeans = 'delivered' | 'accepted';
+export const DEFAULT_SMS_SUCCESSFUL_MEANS: SmsSuccessfulMeans = 'delivered';
+
+const SMS_DELIVERED = new Set(['TEXT_DELIVERED', 'RCS_DELIVERED', 'RCS_READ']);
+/** Final failures. Pending (TEXT_QUEUED, TEXT_PENDING, RCS_QUEUED, RCS_SENT) and RCS_FALLEN_BACK_TO_SMS: none. */
+const SMS_FAILED = new Set([
+  'TEXT_BLOCKED',
+  'TEXT_CARRIER_BLOCKED',
+  'TEXT_CARRIER_UNREACHABLE',
+  'TEXT_INVALID',
+  'TEXT_INVALID_MESSAGE',
+  'TEXT_UNREACHABLE',
+  'TEXT_SPAM',
+  'TEXT_UNKNOWN',
+  'TEXT_TTL_EXPIRED',
+  'TEXT_PROTECT_BLOCKED',
+  'RCS_FAILED',
+  'RCS_TTL_EXPIRED',
+  'RCS_PROTECT_BLOCKED',
+]);
+
+const smsEventSchema = z.object({
+  eventType: z.string().max(100),
+  messageId: z.string().min(1).max(200),
+  context: z.record(z.string(), z.unknown()).optional(),
+});
+
+/**
+ * An AWS End User Messaging SMS event (the configuration set's SNS destination carries it as the notification's
+ * `Message`; EventBridge, source `aws.sms-voice`, as `detail`), as a receipt: undefined when it is not final for
+ * us, or carries no reference of ours.
+ */
+export function parseSmsEvent(
+  event: unknown,
+  successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
+): Receipt | undefined {
+  const parsed = smsEventSchema.safeParse(event);
+  if (!parsed.success) return undefined;
+  const { eventType, messageId, context } = parsed.data;
+  const reference = context?.[REFERENCE_CONTEXT_KEY];
+  if (typeof reference !== 'string') return undefined;
+  const delivered =
+    SMS_DELIVERED.has(eventType) || (eventType === 'TEXT_SUCCESSFUL' && successfulMeans === 'delivered');
+  if (delivered) return { reference, messageId, status: 'delivered' };
+  if (SMS_FAILED.has(eventType)) return { reference, messageId, status: 'failed' };
+  return undefined;
+}
+
+/**
+ * WhatsApp statuses from Meta (`statuses[].status`): `delivered` and `read` settle, `failed` fails; `sent` is
+ * no receipt (accepted by WhatsApp, not yet on the phone).
+ */
+const whatsappStatus = (status: string): Receipt['status'] | undefined =>
+  status === 'delivered' || status === 'read' ? 'delivered' : status === 'failed' ? 'failed' : undefined;
+
+const socialEventSchema = z.object({
+  messageId: z.string().min(1).max(200),
+  whatsAppWebhookEntry: z.string().max(100_000),
+});
+const webhookEntrySchema = z.object({
+  changes: z
+    .array(
+      z.object({
+        value: z
+          .object({
+            statuses: z
+              .array(
+                z.object({
+                  status: z.string().max(50),
+                  biz_opaque_callback_data: z.string().max(512).optional(),
+                }),
+              )
+              .optional(),
+          })
+          .optional(),
+      }),
+    )
+    .max(100),
+});
+
+/**
+ * A WhatsApp event from the WhatsApp Business Account's SNS event destination: the AWS header (with the
+ * `messageId` that SendWhatsAppMessage answered) and Meta's webhook entry as a JSON string, whose status carries
+ * back `biz_opaque_callback_data`, our reference (aws-whatsapp.ts sets it). The EventBridge events of
+ * `aws.social-messaging` carry the message id and status but not that field, so they cannot be tied to an attempt
+ * without a message-id index; the SNS destination is the receipt path for WhatsApp.
+ */
+export function parseWhatsAppSnsEvent(event: unknown): Receipt[] {
+  const parsed = socialEventSchema.safeParse(event);
+  if (!parsed.success) return [];
+  let entry: unknown;
+  try {
+    entry = JSON.parse(parsed.data.whatsAppWebhookEntry);
+  } catch {
+    return [];
+  }
+  const changes = webhookEntrySchema.safeParse(entry);
+  if (!changes.success) return [];
+  return changes.data.changes.flatMap((change) =>
+    (change.value?.statuses ?? []).flatMap((status): Receipt[] => {
+      const outcome = whatsappStatus(status.status);
+      const reference = status.biz_opaque_callback_data;
+      return outcome && reference ? [{ reference, messageId: parsed.data.messageId, status: outcome }] : [];
+    }),
+  );
+}
+
+const eventBridgeSchema = z.object({
+  source: z.string(),
+  'detail-type': z.string(),
+  detail: z.unknown(),
+});
+
+/**
+ * An EventBridge event: `aws.sms-voice` "Text Message Delivery Status Updated" (its detail is the SMS event, with
+ * our context) → an aws-sms receipt. `aws.social-messaging` events are recognised but give none (see above).
+ */
+export function parseEventBridgeEvent(
+  event: unknown,
+  successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
+): { provider: string; receipt: Receipt } | undefined {
+  const parsed = eventBridgeSchema.safeParse(event);
+  if (!parsed.success) return undefined;
+  if (
+    parsed.data.source === 'aws.sms-voice' &&
+    parsed.data['detail-type'] === 'Text Message Delivery Status Updated'
+  ) {
+    const receipt = parseSmsEvent(parsed.data.detail, successfulMeans);
+    return receipt && { provider: AWS_SMS_PROVIDER_NAME, receipt };
+  }
+  return undefined;
+}
+
+/** An SNS notification's `Message` from either AWS provider's event destination, as receipts. */
+export function parseAwsSnsMessage(
+  message: string,
+  successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
+): { provider: string; receipt: Receipt }[] {
+  let event: unknown;
+  try {
+    event = JSON.parse(message);
+  } catch {
+    return [];
+  }
+  if (typeof event === 'object' && event !== null && 'whatsAppWebhookEntry' in event) {
+    return parseWhatsAppSnsEvent(event).map((receipt) => ({ provider: AWS_WHATSAPP_PROVIDER_NAME, receipt }));
+  }
+  const receipt = parseSmsEvent(event, successfulMeans);
+  return receipt ? [{ provider: AWS_SMS_PROVIDER_NAME, receipt }] : [];
+}

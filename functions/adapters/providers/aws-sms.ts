@@ -1,0 +1,108 @@
+import {
+  PinpointSMSVoiceV2Client,
+  SendTextMessageCommand,
+  type SendTextMessageCommandInput,
+} from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import type { OutboundMessage, Provider, ProviderAnswer } from '../../core/providers';
+import { AWS_SMS_PROVIDER_NAME, REFERENCE_CONTEXT_KEY } from './aws-events';
+
+/**
+ * AWS End User Messaging SMS (`pinpoint-sms-voice-v2` SendTextMessage) for `sms` and `rcs`.
+ *
+ * RCS and our own fallback: plain-text RCS goes through the same SendTextMessage, sent from an RCS agent. AWS
+ * falls back to SMS by itself when the origination identity is a pool holding the agent and SMS numbers. We do
+ * not let it: `rcs` is sent from `rcsOriginationIdentity`, which must be the RCS agent alone (its id or ARN, or
+ * a pool with the agent only), so an RCS message that cannot be delivered fails as RCS and our workflow moves to
+ * the next channel, in the deployment's price order, billed and receipted like any other. (Letting AWS fall back
+ * would hide from us which channel carried the code and could send a second SMS after our own SMS channel.)
+ * Should a deployment still use a pool with fallback, `RCS_FALLEN_BACK_TO_SMS` is no receipt: the SMS leg's own
+ * TEXT_DELIVERED for the same message settles it (aws-events.ts).
+ *
+ * Receipts come from the configuration set's SNS event destination (functions/receipts/sns.ts), never over HTTP:
+ * `parseReceipt` refuses every callback, so `POST /v2/Callbacks/aws-sms` cannot forge one.
+ */
+export interface AwsSmsOptions {
+  /** Phone number, sender id, pool (id or ARN) for `sms`. */
+  originationIdentity?: string;
+  /** The RCS agent (id or ARN) for `rcs`, with no SMS fallback of AWS's own (see above). */
+  rcsOriginationIdentity?: string;
+  /** The configuration set whose event destination publishes the receipts to SNS. */
+  configurationSetName?: string;
+  protectConfigurationId?: string;
+  /** Max price per message part, USD as AWS takes it (e.g. "0.20"). */
+  maxPrice?: string;
+  /** A local simulator's endpoint; unset: the region's. */
+  endpoint?: string;
+  region?: string;
+  /** A client built elsewhere (tests). */
+  client?: PinpointSMSVoiceV2Client;
+  now?: () => Date;
+}
+
+/** SendTextMessage's TimeToLive bounds, in seconds. */
+const MIN_TTL_SECONDS = 5;
+const MAX_TTL_SECONDS = 259_200;
+
+/** Refusals that are about the destination number, not about us or AWS: a rejection of the number. */
+const NUMBER_REFUSALS = new Set(['DESTINATION_PHONE_NUMBER_OPTED_OUT']);
+
+export class AwsSmsProvider implements Provider {
+  readonly name = AWS_SMS_PROVIDER_NAME;
+  private client: PinpointSMSVoiceV2Client | undefined;
+
+  constructor(private readonly options: AwsSmsOptions) {
+    this.client = options.client;
+  }
+
+  /** The request for one message (exported for the tests' reading; the wire format is tested through the SDK). */
+  request(message: OutboundMessage): SendTextMessageCommandInput {
+    const identity =
+      message.channel === 'rcs' ? this.options.rcsOriginationIdentity : this.options.originationIdentity;
+    if (message.channel !== 'sms' && message.channel !== 'rcs')
+      throw new Error(`aws-sms does not carry ${message.channel}`);
+    if (!identity) throw new Error(`aws-sms has no origination identity for ${message.channel}`);
+    if (!message.expiresAt) throw new Error('aws-sms needs the code expiry for the message TTL');
+    const remaining = Math.floor(
+      (Date.parse(message.expiresAt) - (this.options.now?.() ?? new Date()).getTime()) / 1000,
+    );
+    if (!(remaining >= MIN_TTL_SECONDS))
+      throw new Error(`The code expires in ${remaining} s: too soon to send`);
+    return {
+      DestinationPhoneNumber: message.to,
+      OriginationIdentity: identity,
+      MessageBody: message.body,
+      MessageType: 'TRANSACTIONAL',
+      TimeToLive: Math.min(remaining, MAX_TTL_SECONDS),
+      Context: { [REFERENCE_CONTEXT_KEY]: message.reference },
+      ...(this.options.configurationSetName && { ConfigurationSetName: this.options.configurationSetName }),
+      ...(this.options.protectConfigurationId && {
+        ProtectConfigurationId: this.options.protectConfigurationId,
+      }),
+      ...(this.options.maxPrice && { MaxPrice: this.options.maxPrice }),
+    };
+  }
+
+  async send(message: OutboundMessage): Promise<ProviderAnswer> {
+    const input = this.request(message);
+    this.client ??= new PinpointSMSVoiceV2Client({
+      ...(this.options.endpoint && { endpoint: this.options.endpoint }),
+      ...(this.options.region && { region: this.options.region }),
+      maxAttempts: 1,
+    });
+    try {
+      const output = await this.client.send(new SendTextMessageCommand(input));
+      if (!output.MessageId) throw new Error('SendTextMessage answered no MessageId');
+      return { status: 'accepted', messageId: output.MessageId };
+    } catch (error) {
+      // Throttling, AWS errors and our own misconfiguration (no permission, unknown pool) are thrown: the workflow
+      // moves on without holding them against the number.
+      const reason = (error as { Reason?: unknown }).Reason;
+      if (typeof reason === 'string' && NUMBER_REFUSALS.has(reason)) return { status: 'rejected', reason };
+      throw error;
+    }
+  }
+
+  parseReceipt(): undefined {
+    return undefined;
+  }
+}

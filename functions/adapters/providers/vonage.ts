@@ -1,0 +1,193 @@
+import * as z from 'zod';
+import type {
+  OutboundMessage,
+  Provider,
+  ProviderAnswer,
+  Receipt,
+  ReceiptRequest,
+} from '../../core/providers';
+import type { Channel } from '../../core/routing';
+import { authenticationTemplateMessage, codeIn, whatsappTtlSeconds } from './aws-whatsapp';
+import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
+
+/**
+ * Vonage Messages API v1: `POST {baseUrl}/v1/messages` with an application JWT, for `viber` (`viber_service`) and,
+ * where a deployment prefers it, `sms`, `whatsapp` (the same authentication template as aws-whatsapp, as a
+ * `custom` message) and `rcs`. `client_ref` carries our reference. Receipts come to `POST /v2/Callbacks/vonage`
+ * (the message status webhook) as signed webhooks: believed only with a valid HS256 token over the body, fresh,
+ * and never seen before (its `jti` is remembered until the window has passed).
+ */
+export const VONAGE_PROVIDER_NAME = 'vonage';
+export const DEFAULT_VONAGE_BASE_URL = 'https://api.nexmo.com';
+
+/** What the Vonage secret holds (Secrets Manager, `OTP_VONAGE_SECRET_ARN`): never logged, never stored. */
+export const vonageCredentialsSchema = z.object({
+  applicationId: z.string().min(1),
+  privateKey: z.string().min(1),
+  signatureSecret: z.string().min(16),
+});
+export type VonageCredentials = z.infer<typeof vonageCredentialsSchema>;
+
+/** Remembers a token id once: false when it was seen before (a replay). */
+export interface ReplayGuard {
+  firstUse(id: string, until: Date): Promise<boolean>;
+}
+
+export interface VonageOptions {
+  /** `OTP_VONAGE_BASE_URL`; a local simulator's URL stands in for Vonage's. */
+  baseUrl?: string;
+  /** Read once per cold start, on first use (a function that only sends or only takes receipts asks once). */
+  credentials: () => Promise<VonageCredentials>;
+  /** The sender per channel: a number, an alphanumeric id, the Viber service message id, the RCS agent. */
+  from: Partial<Record<Channel, string>>;
+  /** WhatsApp through Vonage: the approved authentication template. */
+  whatsappTemplate?: { name: string; language: string };
+  replays?: ReplayGuard;
+  timeoutMs?: number;
+  now?: () => Date;
+}
+
+/** Viber and RCS TTL bounds (seconds). */
+const VIBER_TTL = { min: 30, max: 259_200 };
+const RCS_TTL = { min: 20, max: 259_200 };
+
+const remainingSeconds = (
+  expiresAt: string | undefined,
+  now: Date,
+  bounds: { min: number; max: number },
+): number => {
+  if (!expiresAt) throw new Error('vonage needs the code expiry for the message TTL');
+  const remaining = Math.floor((Date.parse(expiresAt) - now.getTime()) / 1000);
+  if (!(remaining >= bounds.min)) throw new Error(`The code expires in ${remaining} s: too soon to send`);
+  return Math.min(remaining, bounds.max);
+};
+
+const statusSchema = z.object({
+  message_uuid: z.string().min(1).max(200),
+  status: z.string().max(50),
+  client_ref: z.string().max(100).optional(),
+});
+
+/** `delivered` and `read` settle; `rejected` (also TTL expiry) and `undeliverable` fail; `submitted`: none. */
+const vonageStatus = (status: string): Receipt['status'] | undefined =>
+  status === 'delivered' || status === 'read'
+    ? 'delivered'
+    : status === 'rejected' || status === 'undeliverable' || status === 'failed'
+      ? 'failed'
+      : undefined;
+
+export class VonageProvider implements Provider {
+  readonly name = VONAGE_PROVIDER_NAME;
+
+  constructor(private readonly options: VonageOptions) {}
+
+  private now(): Date {
+    return this.options.now?.() ?? new Date();
+  }
+
+  /** The Messages API body for one message. */
+  body(message: OutboundMessage): Record<string, unknown> {
+    const from = this.options.from[message.channel];
+    if (!from) throw new Error(`vonage has no sender for ${message.channel}`);
+    const common = { to: message.to.replace(/^\+/, ''), from, client_ref: message.reference };
+    switch (message.channel) {
+      case 'sms':
+        return { ...common, channel: 'sms', message_type: 'text', text: message.body };
+      case 'viber':
+        return {
+          ...common,
+          channel: 'viber_service',
+          message_type: 'text',
+          text: message.body,
+          viber_service: {
+            ttl: remainingSeconds(message.expiresAt, this.now(), VIBER_TTL),
+            type: 'text',
+            category: 'transaction',
+          },
+        };
+      case 'rcs':
+        return {
+          ...common,
+          channel: 'rcs',
+          message_type: 'text',
+          text: message.body,
+          ttl: remainingSeconds(message.expiresAt, this.now(), RCS_TTL),
+        };
+      case 'whatsapp': {
+        const template = this.options.whatsappTemplate;
+        if (!template) throw new Error('vonage has no WhatsApp template');
+        const { type, template: content } = authenticationTemplateMessage({
+          to: message.to,
+          code: codeIn(message.body),
+          templateName: template.name,
+          language: template.language,
+          ttlSeconds: whatsappTtlSeconds(message.expiresAt, this.now()),
+          reference: message.reference,
+        });
+        return {
+          ...common,
+          channel: 'whatsapp',
+          message_type: 'custom',
+          custom: { type, template: content },
+        };
+      }
+      default:
+        throw new Error(`vonage does not carry ${message.channel}`);
+    }
+  }
+
+  async send(message: OutboundMessage): Promise<ProviderAnswer> {
+    const body = this.body(message);
+    const { applicationId, privateKey } = await this.options.credentials();
+    const response = await fetch(`${this.options.baseUrl ?? DEFAULT_VONAGE_BASE_URL}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        authorization: `Bearer ${applicationJwt(applicationId, privateKey, this.now())}`,
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(this.options.timeoutMs ?? 3000),
+    });
+    const answer = (await response.json().catch(() => ({}))) as {
+      message_uuid?: unknown;
+      title?: unknown;
+      detail?: unknown;
+      invalid_parameters?: { name?: unknown }[];
+    };
+    if (response.ok && typeof answer.message_uuid === 'string')
+      return { status: 'accepted', messageId: answer.message_uuid };
+    // A request refused for its `to` is a refusal of the number; anything else (credentials, balance,
+    // throttling, Vonage down, our own bad sender) is thrown and says nothing about the number.
+    const refusesNumber =
+      (response.status === 400 || response.status === 422) &&
+      (answer.invalid_parameters ?? []).some((parameter) => parameter.name === 'to');
+    const reason = typeof answer.title === 'string' ? answer.title.slice(0, 200) : `HTTP ${response.status}`;
+    if (refusesNumber) return { status: 'rejected', reason };
+    throw new Error(`Vonage answered HTTP ${response.status}: ${reason}`);
+  }
+
+  async parseReceipt(request: ReceiptRequest, now: Date): Promise<Receipt | undefined> {
+    const { signatureSecret } = await this.options.credentials();
+    const claims = verifySignedWebhook(request.headers.authorization, request.body, signatureSecret, now);
+    if (!claims) return undefined;
+    let parsed;
+    try {
+      parsed = statusSchema.safeParse(JSON.parse(request.body));
+    } catch {
+      return undefined;
+    }
+    if (!parsed.success) return undefined;
+    // The token is spent only once it was proven Vonage's; remembered past the window in which it is accepted.
+    const replays = this.options.replays;
+    if (!replays) return undefined;
+    const until = new Date((claims.iat + 2 * 300) * 1000);
+    if (!(await replays.firstUse(`${VONAGE_PROVIDER_NAME}#${claims.jti}`, until))) return undefined;
+    const status = vonageStatus(parsed.data.status);
+    const reference = parsed.data.client_ref;
+    // A signed status that is no receipt for us (submitted; no client_ref) is acknowledged and changes nothing.
+    if (!status || !reference)
+      return { reference: '', messageId: parsed.data.message_uuid, status: 'failed' };
+    return { reference, messageId: parsed.data.message_uuid, status };
+  }
+}

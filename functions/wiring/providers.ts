@@ -1,0 +1,100 @@
+/**
+ * The provider registry of a function, from `OTP_PROVIDERS` (adapters/providers/config.ts) and the providers'
+ * settings. No AWS SDK client here (every API function's bundle reads this): the AWS senders are given by the
+ * deliver task's root (wiring/provider-senders.ts); elsewhere the AWS providers are present by name only, to tie
+ * receipts to them, and refuse to send.
+ *
+ * Settings (environment):
+ * - `OTP_PROVIDERS`: JSON, the provider of each channel and per-country overrides (config.ts).
+ * - aws-sms: `OTP_AWS_SMS_ORIGINATION_IDENTITY` (sms), `OTP_AWS_SMS_RCS_ORIGINATION_IDENTITY` (rcs: the RCS agent
+ *   alone), `OTP_AWS_SMS_CONFIGURATION_SET`, `OTP_AWS_SMS_PROTECT_CONFIGURATION_ID`, `OTP_AWS_SMS_MAX_PRICE`,
+ *   `OTP_AWS_SMS_ENDPOINT`, `OTP_AWS_SMS_SUCCESSFUL_MEANS` (`delivered` | `accepted`, default delivered).
+ * - aws-whatsapp: `OTP_AWS_WHATSAPP_PHONE_NUMBER_ID`, `OTP_AWS_WHATSAPP_TEMPLATE_NAME`,
+ *   `OTP_AWS_WHATSAPP_TEMPLATE_LANGUAGE` (en_US), `OTP_AWS_WHATSAPP_META_API_VERSION` (v20.0),
+ *   `OTP_AWS_WHATSAPP_ENDPOINT`.
+ * - vonage: `OTP_VONAGE_SECRET_ARN` (Secrets Manager JSON `{applicationId, privateKey, signatureSecret}`, read
+ *   once per cold start by the functions that send or take its receipts), or locally `OTP_VONAGE_CREDENTIALS`
+ *   (the same JSON); `OTP_VONAGE_BASE_URL` (https://api.nexmo.com); `OTP_VONAGE_FROM` (JSON, sender per channel,
+ *   e.g. `{"viber":"Acme","sms":"Acme"}`); `OTP_VONAGE_WHATSAPP_TEMPLATE_NAME` / `_LANGUAGE` (en_US).
+ */
+import * as z from 'zod';
+import type { Provider, ProviderRegistry } from '../core/providers';
+import {
+  AWS_SMS_PROVIDER_NAME,
+  AWS_WHATSAPP_PROVIDER_NAME,
+  DEFAULT_SMS_SUCCESSFUL_MEANS,
+  type SmsSuccessfulMeans,
+} from '../adapters/providers/aws-events';
+import { parseProviderConfig, type ProviderName } from '../adapters/providers/config';
+import { HttpCarrierProvider } from '../adapters/providers/http-carrier';
+import { buildProviderRegistry } from '../adapters/providers/registry';
+import {
+  VonageProvider,
+  vonageCredentialsSchema,
+  type ReplayGuard,
+  type VonageCredentials,
+} from '../adapters/providers/vonage';
+import { toKeyRing, type KeySource } from '../adapters/keyring';
+import type { Env } from './env';
+
+export const VONAGE_SECRET_ENV = 'OTP_VONAGE_SECRET_ARN';
+
+/** The AWS providers, by name only: receipts are tied to them; sending is the deliver task's alone. */
+const nameOnly = (name: string): Provider => ({
+  name,
+  send: () => Promise.reject(new Error(`${name} does not send from this function`)),
+  parseReceipt: () => undefined,
+});
+
+export interface ProviderWiring {
+  /** The AWS senders (the deliver task's root builds them, wiring/provider-senders.ts). */
+  aws?: Partial<Record<'aws-sms' | 'aws-whatsapp', Provider>>;
+  /** Vonage's credentials, read once (wiring/provider-secrets.ts); default: `OTP_VONAGE_CREDENTIALS`. */
+  vonageCredentials?: () => Promise<VonageCredentials>;
+  /** Spent Vonage callback tokens (the receipt function: DynamoReplayGuard). Without: every callback refused. */
+  replays?: ReplayGuard;
+}
+
+/** `OTP_VONAGE_CREDENTIALS`, the inline credentials of the local stack and tests. */
+export function inlineVonageCredentials(env: Env): () => Promise<VonageCredentials> {
+  return async () => {
+    const raw = env.OTP_VONAGE_CREDENTIALS;
+    if (!raw) throw new Error(`No Vonage credentials: ${VONAGE_SECRET_ENV} is not read here`);
+    const parsed = vonageCredentialsSchema.safeParse(JSON.parse(raw));
+    if (!parsed.success) throw new Error('OTP_VONAGE_CREDENTIALS is not valid');
+    return parsed.data;
+  };
+}
+
+const fromSchema = z.record(z.enum(['sms', 'whatsapp', 'viber', 'rcs']), z.string().min(1));
+
+export function providersFromEnv(env: Env, keys: KeySource, wiring: ProviderWiring = {}): ProviderRegistry {
+  const config = parseProviderConfig(env.OTP_PROVIDERS);
+  const providers: Partial<Record<ProviderName, Provider>> = {
+    'http-carrier': new HttpCarrierProvider({ baseUrl: env.OTP_CARRIER_URL, keys: toKeyRing(keys) }),
+    'aws-sms': wiring.aws?.['aws-sms'] ?? nameOnly(AWS_SMS_PROVIDER_NAME),
+    'aws-whatsapp': wiring.aws?.['aws-whatsapp'] ?? nameOnly(AWS_WHATSAPP_PROVIDER_NAME),
+    vonage: new VonageProvider({
+      ...(env.OTP_VONAGE_BASE_URL && { baseUrl: env.OTP_VONAGE_BASE_URL }),
+      credentials: wiring.vonageCredentials ?? inlineVonageCredentials(env),
+      from: env.OTP_VONAGE_FROM ? fromSchema.parse(JSON.parse(env.OTP_VONAGE_FROM)) : {},
+      ...(env.OTP_VONAGE_WHATSAPP_TEMPLATE_NAME && {
+        whatsappTemplate: {
+          name: env.OTP_VONAGE_WHATSAPP_TEMPLATE_NAME,
+          language: env.OTP_VONAGE_WHATSAPP_TEMPLATE_LANGUAGE ?? 'en_US',
+        },
+      }),
+      ...(wiring.replays && { replays: wiring.replays }),
+    }),
+  };
+  return buildProviderRegistry(config, providers);
+}
+
+/** `OTP_AWS_SMS_SUCCESSFUL_MEANS` (see aws-events.ts for the trade-off of the default). */
+export function smsSuccessfulMeansFromEnv(env: Env): SmsSuccessfulMeans {
+  const value = env.OTP_AWS_SMS_SUCCESSFUL_MEANS;
+  if (value === undefined || value === '') return DEFAULT_SMS_SUCCESSFUL_MEANS;
+  if (value !== 'delivered' && value !== 'accepted')
+    throw new Error(`OTP_AWS_SMS_SUCCESSFUL_MEANS must be delivered or accepted, not "${value}"`);
+  return value;
+}

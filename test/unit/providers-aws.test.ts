@@ -1,0 +1,351 @@
+/**
+ * The AWS adapters put on the wire exactly what End User Messaging takes: each is sent through the real SDK client
+ * to a local server given as its `endpoint`, which records the request. Receipts are parsed from AWS's documented
+ * sample events.
+ */
+import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
+import {
+  parseAwsSnsMessage,
+  parseEventBridgeEvent,
+  parseSmsEvent,
+} from '../../functions/adapters/providers/aws-events';
+import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
+import { AwsWhatsAppProvider } from '../../functions/adapters/providers/aws-whatsapp';
+import type { OutboundMessage } from '../../functions/core/providers';
+import { startWireServer, type WireServer } from '../support/provider-wire';
+
+const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
+const now = new Date('2026-03-01T12:00:00Z');
+const message = (overrides: Partial<OutboundMessage> = {}): OutboundMessage => ({
+  channel: 'sms',
+  to: '+14155550100',
+  body: 'Your code is 482913.',
+  reference: 'VE0123456789abcdef0123456789abcdef.0',
+  // 4 min 10 s of life left
+  expiresAt: '2026-03-01T12:04:10Z',
+  ...overrides,
+});
+
+let server: WireServer;
+beforeAll(async () => {
+  server = await startWireServer({ status: 200, body: {} });
+});
+afterAll(() => server.close());
+beforeEach(() => {
+  server.requests.length = 0;
+});
+
+describe('aws-sms', () => {
+  const provider = () =>
+    new AwsSmsProvider({
+      originationIdentity: 'pool-0123456789abcdef',
+      rcsOriginationIdentity: 'arn:aws:sms-voice:us-east-1:111122223333:rcs-agent/agent-1',
+      configurationSetName: 'otp-receipts',
+      protectConfigurationId: 'protect-1',
+      maxPrice: '0.20',
+      client: new PinpointSMSVoiceV2Client({ endpoint: server.url, region: 'us-east-1', credentials }),
+      now: () => now,
+    });
+
+  test('sms: SendTextMessage, awsJson1_0, transactional, TTL = the code’s remaining life, our reference', async () => {
+    server.answer = {
+      status: 200,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: { MessageId: 'msg-1' },
+    };
+    await expect(provider().send(message())).resolves.toEqual({ status: 'accepted', messageId: 'msg-1' });
+    const [request] = server.requests;
+    expect(request!.method).toBe('POST');
+    expect(request!.path).toBe('/');
+    expect(request!.headers['x-amz-target']).toBe('PinpointSMSVoiceV2.SendTextMessage');
+    expect(request!.headers['content-type']).toBe('application/x-amz-json-1.0');
+    expect(request!.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/sms-voice\//,
+    );
+    expect(JSON.parse(request!.body)).toEqual({
+      DestinationPhoneNumber: '+14155550100',
+      OriginationIdentity: 'pool-0123456789abcdef',
+      MessageBody: 'Your code is 482913.',
+      MessageType: 'TRANSACTIONAL',
+      TimeToLive: 250,
+      Context: { otpReference: 'VE0123456789abcdef0123456789abcdef.0' },
+      ConfigurationSetName: 'otp-receipts',
+      ProtectConfigurationId: 'protect-1',
+      MaxPrice: '0.20',
+    });
+  });
+
+  test('rcs: the same operation from the RCS agent alone (no AWS-side SMS fallback)', async () => {
+    server.answer = {
+      status: 200,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: { MessageId: 'msg-2' },
+    };
+    await provider().send(message({ channel: 'rcs', reference: 'VE0123456789abcdef0123456789abcdef.1' }));
+    const body = JSON.parse(server.requests[0]!.body) as Record<string, unknown>;
+    expect(server.requests[0]!.headers['x-amz-target']).toBe('PinpointSMSVoiceV2.SendTextMessage');
+    expect(body.OriginationIdentity).toBe('arn:aws:sms-voice:us-east-1:111122223333:rcs-agent/agent-1');
+    expect(body.Context).toEqual({ otpReference: 'VE0123456789abcdef0123456789abcdef.1' });
+    expect(body.TimeToLive).toBe(250);
+  });
+
+  test('an opted-out number is a rejection; throttling and other errors are thrown', async () => {
+    server.answer = {
+      status: 400,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: {
+        __type: 'ConflictException',
+        Message: 'opted out',
+        Reason: 'DESTINATION_PHONE_NUMBER_OPTED_OUT',
+      },
+    };
+    await expect(provider().send(message())).resolves.toEqual({
+      status: 'rejected',
+      reason: 'DESTINATION_PHONE_NUMBER_OPTED_OUT',
+    });
+    server.answer = {
+      status: 400,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: { __type: 'ThrottlingException', Message: 'Rate exceeded' },
+    };
+    await expect(provider().send(message())).rejects.toThrow(/Rate exceeded/);
+  });
+
+  test('a code about to expire is not sent (TTL below AWS’s 5 s)', async () => {
+    await expect(provider().send(message({ expiresAt: '2026-03-01T12:00:03Z' }))).rejects.toThrow(/too soon/);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  test('HTTP callbacks are never believed (receipts come only from SNS or EventBridge)', () => {
+    expect(provider().parseReceipt()).toBeUndefined();
+  });
+});
+
+describe('aws-whatsapp', () => {
+  const provider = () =>
+    new AwsWhatsAppProvider({
+      originationPhoneNumberId: 'phone-number-id-976c72a700aac43eaf573ae050example',
+      templateName: 'otp_code',
+      templateLanguage: 'en_US',
+      metaApiVersion: 'v20.0',
+      client: new SocialMessagingClient({ endpoint: server.url, region: 'us-east-1', credentials }),
+      now: () => now,
+    });
+
+  test('SendWhatsAppMessage: an authentication template with a copy-code button, TTL within the code’s life', async () => {
+    server.answer = { status: 200, body: { messageId: 'wa-1' } };
+    await expect(provider().send(message({ channel: 'whatsapp' }))).resolves.toEqual({
+      status: 'accepted',
+      messageId: 'wa-1',
+    });
+    const [request] = server.requests;
+    expect(request!.method).toBe('POST');
+    expect(request!.path).toBe('/v1/whatsapp/send');
+    const body = JSON.parse(request!.body) as {
+      originationPhoneNumberId: string;
+      metaApiVersion: string;
+      message: string;
+    };
+    expect(body.originationPhoneNumberId).toBe('phone-number-id-976c72a700aac43eaf573ae050example');
+    expect(body.metaApiVersion).toBe('v20.0');
+    // The blob travels base64-encoded in the JSON body.
+    expect(JSON.parse(Buffer.from(body.message, 'base64').toString('utf8'))).toEqual({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to: '+14155550100',
+      type: 'template',
+      biz_opaque_callback_data: 'VE0123456789abcdef0123456789abcdef.0',
+      template: {
+        name: 'otp_code',
+        language: { code: 'en_US' },
+        message_send_ttl_seconds: 250,
+        components: [
+          { type: 'body', parameters: [{ type: 'text', text: '482913' }] },
+          { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '482913' }] },
+        ],
+      },
+    });
+  });
+
+  test('TTL: at most Meta’s 900 s, and no send under its 30 s minimum', async () => {
+    server.answer = { status: 200, body: { messageId: 'wa-2' } };
+    await provider().send(message({ channel: 'whatsapp', expiresAt: '2026-03-01T13:00:00Z' }));
+    const sent = JSON.parse(server.requests[0]!.body) as { message: string };
+    const template = (
+      JSON.parse(Buffer.from(sent.message, 'base64').toString('utf8')) as {
+        template: { message_send_ttl_seconds: number };
+      }
+    ).template;
+    expect(template.message_send_ttl_seconds).toBe(900);
+    await expect(
+      provider().send(message({ channel: 'whatsapp', expiresAt: '2026-03-01T12:00:20Z' })),
+    ).rejects.toThrow(/30 s minimum/);
+  });
+});
+
+describe('AWS receipts', () => {
+  const reference = 'VE0123456789abcdef0123456789abcdef.0';
+
+  // Source: AWS End User Messaging user guide, "Messaging Events", SMS example log
+  // (https://docs.aws.amazon.com/end-user-messaging/latest/userguide/nx-features-messaging-events.html);
+  // `context` carries our reference as SendTextMessage's Context set it.
+  const smsSample = {
+    eventType: 'TEXT_SUCCESSFUL',
+    eventVersion: '1.0',
+    eventTimestamp: 1686975103470,
+    isFinal: true,
+    originationPhoneNumber: '+12065550152',
+    destinationPhoneNumber: '+14255550156',
+    isInternationalSend: false,
+    mcc: '310',
+    mnc: '800',
+    messageId: '862a8790-60c0-4430-9b2b-658bdexample',
+    messageRequestTimestamp: 1686975103170,
+    messageEncoding: 'GSM',
+    messageType: 'TRANSACTIONAL',
+    messageStatus: 'SUCCESSFUL',
+    messageStatusDescription: 'Message has been accepted by phone carrier',
+    context: { otpReference: reference },
+    totalMessageParts: 1,
+    totalMessagePrice: 0.09582,
+    totalCarrierFee: 0.0,
+  };
+
+  test.each([
+    ['TEXT_DELIVERED', 'delivered'],
+    ['RCS_DELIVERED', 'delivered'],
+    ['TEXT_BLOCKED', 'failed'],
+    ['TEXT_INVALID', 'failed'],
+    ['TEXT_UNREACHABLE', 'failed'],
+    ['TEXT_CARRIER_UNREACHABLE', 'failed'],
+    ['TEXT_SPAM', 'failed'],
+    ['TEXT_TTL_EXPIRED', 'failed'],
+    ['TEXT_PROTECT_BLOCKED', 'failed'],
+    ['TEXT_INVALID_MESSAGE', 'failed'],
+    ['TEXT_CARRIER_BLOCKED', 'failed'],
+    ['TEXT_UNKNOWN', 'failed'],
+    ['RCS_FAILED', 'failed'],
+    ['RCS_TTL_EXPIRED', 'failed'],
+  ])('%s → %s', (eventType, status) => {
+    expect(parseSmsEvent({ ...smsSample, eventType })).toEqual({
+      reference,
+      messageId: '862a8790-60c0-4430-9b2b-658bdexample',
+      status,
+    });
+  });
+
+  test('pending events, RCS fallen back to SMS, and events without our reference are no receipt', () => {
+    for (const eventType of [
+      'TEXT_QUEUED',
+      'TEXT_PENDING',
+      'RCS_QUEUED',
+      'RCS_SENT',
+      'RCS_FALLEN_BACK_TO_SMS',
+    ])
+      expect(parseSmsEvent({ ...smsSample, eventType })).toBeUndefined();
+    expect(parseSmsEvent({ ...smsSample, context: { account: 'bar' } })).toBeUndefined();
+    expect(parseSmsEvent({ nonsense: true })).toBeUndefined();
+  });
+
+  test('TEXT_SUCCESSFUL is delivered by default, no receipt when set to mean accepted', () => {
+    expect(parseSmsEvent(smsSample)?.status).toBe('delivered');
+    expect(parseSmsEvent(smsSample, 'accepted')).toBeUndefined();
+  });
+
+  test('an SNS Message is the event JSON', () => {
+    expect(parseAwsSnsMessage(JSON.stringify({ ...smsSample, eventType: 'TEXT_DELIVERED' }))).toEqual([
+      { provider: 'aws-sms', receipt: { reference, messageId: smsSample.messageId, status: 'delivered' } },
+    ]);
+    expect(parseAwsSnsMessage('not json')).toEqual([]);
+  });
+
+  // Source: AWS End User Messaging SMS user guide, "Monitoring with EventBridge", event for a delivered SMS message
+  // (https://docs.aws.amazon.com/sms-voice/latest/userguide/monitor-event-bridge.html), context added.
+  test('an EventBridge aws.sms-voice event', () => {
+    const event = {
+      version: '0',
+      id: '5c0fa4f8-e4ba-ed02-6101-c795472fccd0',
+      'detail-type': 'Text Message Delivery Status Updated',
+      source: 'aws.sms-voice',
+      account: '111122223333',
+      time: '2025-10-01T18:20:41Z',
+      region: 'us-east-1',
+      resources: [],
+      detail: {
+        eventType: 'TEXT_SUCCESSFUL',
+        eventVersion: '1.0',
+        eventTimestamp: 1759342841377,
+        isFinal: true,
+        originationPhoneNumber: 'VAJZNBLLDX',
+        isoCountryCode: 'ES',
+        messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f',
+        messageType: 'TRANSACTIONAL',
+        context: { otpReference: reference },
+      },
+    };
+    expect(parseEventBridgeEvent(event)).toEqual({
+      provider: 'aws-sms',
+      receipt: { reference, messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f', status: 'delivered' },
+    });
+  });
+
+  // Source: AWS End User Messaging Social user guide, "Monitoring with Amazon EventBridge", event for a delivered
+  // WhatsApp message (https://docs.aws.amazon.com/social-messaging/latest/userguide/monitor-event-bridge.html):
+  // it carries no reference of ours, so it is recognised and ignored (receipts come from the SNS destination).
+  test('an EventBridge aws.social-messaging event gives no receipt', () => {
+    expect(
+      parseEventBridgeEvent({
+        version: '0',
+        id: '76a454c4-26df-6e2c-bc50-2137de2a0fe7',
+        'detail-type': 'WhatsApp Message Delivered',
+        source: 'aws.social-messaging',
+        detail: { messageId: '4bee7d29-70f5-4a49-b84e-facf4424fe58', status: 'delivered' },
+      }),
+    ).toBeUndefined();
+  });
+
+  // Source: AWS End User Messaging Social user guide, "Message and event format"
+  // (https://docs.aws.amazon.com/social-messaging/latest/userguide/managing-event-destination-dlrs.html) for the
+  // header; Meta's WhatsApp Cloud API webhook status payload for the entry, with `biz_opaque_callback_data`.
+  test('a WhatsApp SNS event: delivered, read, failed; sent is none', () => {
+    const snsMessage = (status: string) =>
+      JSON.stringify({
+        context: { MetaWabaIds: [{ wabaId: '1234567890abcde' }] },
+        whatsAppWebhookEntry: JSON.stringify({
+          id: '1234567890abcde',
+          changes: [
+            {
+              field: 'messages',
+              value: {
+                messaging_product: 'whatsapp',
+                metadata: { display_phone_number: '15550984277', phone_number_id: 'abcde1234567890' },
+                statuses: [
+                  {
+                    id: 'wamid.HBgLNjAxNzM1MjYyMzMVAgARGBJCNkY5NTBENEU3ODYxQTM3RUQA',
+                    status,
+                    timestamp: '1694492484',
+                    recipient_id: '14155550100',
+                    biz_opaque_callback_data: reference,
+                  },
+                ],
+              },
+            },
+          ],
+        }),
+        aws_account_id: '123456789012',
+        message_timestamp: '2025-01-08T23:30:43.271279391Z',
+        messageId: '6d69f07a-c317-4278-9d5c-6a84078419ec',
+      });
+    const receipt = (status: 'delivered' | 'failed') => [
+      {
+        provider: 'aws-whatsapp',
+        receipt: { reference, messageId: '6d69f07a-c317-4278-9d5c-6a84078419ec', status },
+      },
+    ];
+    expect(parseAwsSnsMessage(snsMessage('delivered'))).toEqual(receipt('delivered'));
+    expect(parseAwsSnsMessage(snsMessage('read'))).toEqual(receipt('delivered'));
+    expect(parseAwsSnsMessage(snsMessage('failed'))).toEqual(receipt('failed'));
+    expect(parseAwsSnsMessage(snsMessage('sent'))).toEqual([]);
+  });
+});
