@@ -43,8 +43,9 @@ async function main(): Promise<void> {
     for (const stop of stopAll.reverse()) await stop().catch(() => undefined);
     process.exit(0);
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  // Signal handlers return nothing: the shutdown's promise is deliberately not awaited (it ends the process).
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
 
   const raw = createDynamoClient({ endpoint: dynamo.endpoint });
   await createTable(raw, LOCAL_TABLE_NAME);
