@@ -1,0 +1,63 @@
+import {
+  DEFAULT_PROVIDER_CONFIG,
+  configuredChannels,
+  parseProviderConfig,
+} from '../../functions/adapters/providers/config';
+import { buildProviderRegistry } from '../../functions/adapters/providers/registry';
+import type { Provider } from '../../functions/core/providers';
+import { providersFromEnv, smsSuccessfulMeansFromEnv } from '../../functions/wiring/providers';
+
+const named = (name: string): Provider => ({
+  name,
+  send: () => Promise.reject(new Error('not in this test')),
+  parseReceipt: () => undefined,
+});
+
+test('no configuration: every channel on http-carrier, as before', () => {
+  expect(parseProviderConfig(undefined)).toEqual(DEFAULT_PROVIDER_CONFIG);
+  expect(configuredChannels(parseProviderConfig(''))).toEqual(['sms', 'whatsapp', 'viber', 'rcs', 'sna']);
+  const registry = providersFromEnv({}, 'master-key-of-this-test-0123456789');
+  expect(registry.forChannel('sms', '+14155550100').name).toBe('carrier');
+  expect(registry.byName('carrier')?.name).toBe('carrier');
+  expect(registry.byName('vonage')).toBeUndefined();
+});
+
+test('per channel, with a per-country override', () => {
+  const config = parseProviderConfig(
+    '{"sms":"aws-sms","rcs":"aws-sms","whatsapp":"aws-whatsapp","viber":"vonage","countries":{"DE":{"sms":"vonage"}}}',
+  );
+  expect(configuredChannels(config)).toEqual(['sms', 'whatsapp', 'viber', 'rcs']);
+  const registry = buildProviderRegistry(config, {
+    'aws-sms': named('aws-sms'),
+    'aws-whatsapp': named('aws-whatsapp'),
+    vonage: named('vonage'),
+  });
+  expect(registry.forChannel('sms', '+14155550100').name).toBe('aws-sms');
+  expect(registry.forChannel('sms', '+4915123456789').name).toBe('vonage');
+  expect(registry.forChannel('viber', '+4915123456789').name).toBe('vonage');
+  expect(registry.forChannel('whatsapp', '+4915123456789').name).toBe('aws-whatsapp');
+  expect(() => registry.forChannel('sna', '+14155550100')).toThrow(/No provider/);
+  expect(registry.byName('carrier')).toBeUndefined();
+});
+
+test.each([
+  ['not json', /not JSON/],
+  ['{"viber":"aws-sms"}', /aws-sms does not carry viber/],
+  ['{"sna":"vonage"}', /vonage does not carry sna/],
+  ['{"sms":"twilio"}', /sms/],
+  ['{"email":"vonage"}', /email|Unrecognized/i],
+  ['{"sms":"aws-sms","countries":{"DE":{"viber":"vonage"}}}', /viber has no default provider/],
+  ['{"sms":"aws-sms","countries":{"de":{"sms":"vonage"}}}', /countries/],
+])('%s is refused at cold start', (raw, message) => {
+  expect(() => parseProviderConfig(raw)).toThrow(message);
+});
+
+test('the registry needs an adapter for every provider named', () => {
+  expect(() => buildProviderRegistry(parseProviderConfig('{"sms":"aws-sms"}'), {})).toThrow(/aws-sms/);
+});
+
+test('OTP_AWS_SMS_SUCCESSFUL_MEANS', () => {
+  expect(smsSuccessfulMeansFromEnv({})).toBe('delivered');
+  expect(smsSuccessfulMeansFromEnv({ OTP_AWS_SMS_SUCCESSFUL_MEANS: 'accepted' })).toBe('accepted');
+  expect(() => smsSuccessfulMeansFromEnv({ OTP_AWS_SMS_SUCCESSFUL_MEANS: 'maybe' })).toThrow();
+});

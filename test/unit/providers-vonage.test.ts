@@ -1,0 +1,241 @@
+/**
+ * Vonage: the Messages API request on the wire (to a local server given as the base URL), the application JWT
+ * verified with the application's public key, and the signed-webhook checks of status callbacks.
+ */
+import { createVerify, generateKeyPairSync } from 'node:crypto';
+import { VonageProvider, type ReplayGuard } from '../../functions/adapters/providers/vonage';
+import { signWebhook, sha256Hex } from '../../functions/adapters/providers/vonage-jwt';
+import type { OutboundMessage } from '../../functions/core/providers';
+import { startWireServer, type WireServer } from '../support/provider-wire';
+
+const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const credentials = {
+  applicationId: 'aaaaaaaa-bbbb-4ccc-8ddd-0123456789ab',
+  privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  signatureSecret: 'a-signature-secret-of-vonage-0123',
+};
+const now = new Date('2026-03-01T12:00:00Z');
+const reference = 'VE0123456789abcdef0123456789abcdef.2';
+const message = (overrides: Partial<OutboundMessage> = {}): OutboundMessage => ({
+  channel: 'viber',
+  to: '+447700900123',
+  body: 'Your code is 482913.',
+  reference,
+  expiresAt: '2026-03-01T12:04:10Z',
+  ...overrides,
+});
+
+class MemoryReplays implements ReplayGuard {
+  readonly seen = new Set<string>();
+  firstUse(id: string): Promise<boolean> {
+    if (this.seen.has(id)) return Promise.resolve(false);
+    this.seen.add(id);
+    return Promise.resolve(true);
+  }
+}
+
+let server: WireServer;
+beforeAll(async () => {
+  server = await startWireServer({
+    status: 202,
+    body: { message_uuid: 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab' },
+  });
+});
+afterAll(() => server.close());
+beforeEach(() => {
+  server.requests.length = 0;
+  server.answer = { status: 202, body: { message_uuid: 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab' } };
+});
+
+const provider = (replays: ReplayGuard = new MemoryReplays()) =>
+  new VonageProvider({
+    baseUrl: server.url,
+    credentials: () => Promise.resolve(credentials),
+    from: { viber: 'AcmeViber', sms: 'Acme', rcs: 'acme_agent', whatsapp: '447700900000' },
+    whatsappTemplate: { name: 'otp_code', language: 'en_GB' },
+    replays,
+    now: () => now,
+  });
+
+function decodeJwt(token: string) {
+  const [header, payload, signature] = token.split('.') as [string, string, string];
+  const verified = createVerify('RSA-SHA256')
+    .update(`${header}.${payload}`)
+    .verify(publicKey, Buffer.from(signature, 'base64url'));
+  return {
+    verified,
+    header: JSON.parse(Buffer.from(header, 'base64url').toString()) as Record<string, unknown>,
+    claims: JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>,
+  };
+}
+
+describe('sending', () => {
+  test('viber: POST /v1/messages, RS256 application JWT, viber_service with TTL and our client_ref', async () => {
+    await expect(provider().send(message())).resolves.toEqual({
+      status: 'accepted',
+      messageId: 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab',
+    });
+    const [request] = server.requests;
+    expect(request!.method).toBe('POST');
+    expect(request!.path).toBe('/v1/messages');
+    const token = /^Bearer (.+)$/.exec(request!.headers.authorization ?? '')?.[1];
+    const jwt = decodeJwt(token!);
+    expect(jwt.verified).toBe(true);
+    expect(jwt.header).toEqual({ alg: 'RS256', typ: 'JWT' });
+    expect(jwt.claims).toEqual({
+      application_id: credentials.applicationId,
+      iat: now.getTime() / 1000,
+      exp: now.getTime() / 1000 + 900,
+      jti: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(JSON.parse(request!.body)).toEqual({
+      to: '447700900123',
+      from: 'AcmeViber',
+      client_ref: reference,
+      channel: 'viber_service',
+      message_type: 'text',
+      text: 'Your code is 482913.',
+      viber_service: { ttl: 250, type: 'text', category: 'transaction' },
+    });
+  });
+
+  test('sms, rcs and whatsapp bodies', async () => {
+    for (const channel of ['sms', 'rcs', 'whatsapp'] as const) await provider().send(message({ channel }));
+    const [sms, rcs, whatsapp] = server.requests.map(
+      (request) => JSON.parse(request.body) as Record<string, unknown>,
+    );
+    expect(sms).toEqual({
+      to: '447700900123',
+      from: 'Acme',
+      client_ref: reference,
+      channel: 'sms',
+      message_type: 'text',
+      text: 'Your code is 482913.',
+    });
+    expect(rcs).toMatchObject({ channel: 'rcs', from: 'acme_agent', message_type: 'text', ttl: 250 });
+    expect(whatsapp).toMatchObject({
+      channel: 'whatsapp',
+      message_type: 'custom',
+      from: '447700900000',
+      custom: {
+        type: 'template',
+        template: {
+          name: 'otp_code',
+          language: { code: 'en_GB' },
+          message_send_ttl_seconds: 250,
+          components: [
+            { type: 'body', parameters: [{ type: 'text', text: '482913' }] },
+            { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '482913' }] },
+          ],
+        },
+      },
+    });
+  });
+
+  test('a refused `to` is a rejection of the number; other errors are thrown', async () => {
+    server.answer = {
+      status: 422,
+      body: { title: 'Invalid params', invalid_parameters: [{ name: 'to', reason: 'Invalid number' }] },
+    };
+    await expect(provider().send(message())).resolves.toEqual({
+      status: 'rejected',
+      reason: 'Invalid params',
+    });
+    server.answer = { status: 429, body: { title: 'Rate Limit Hit' } };
+    await expect(provider().send(message())).rejects.toThrow(/429/);
+    server.answer = { status: 401, body: { title: 'Unauthorized' } };
+    await expect(provider().send(message())).rejects.toThrow(/401/);
+  });
+});
+
+describe('signed status callbacks', () => {
+  // Source: Vonage Messages API v1 reference, message status webhook (developer.vonage.com/en/api/messages),
+  // a Viber delivered status; `client_ref` is what we sent.
+  const status = (value = 'delivered') =>
+    JSON.stringify({
+      message_uuid: 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab',
+      to: '447700900123',
+      from: 'AcmeViber',
+      timestamp: '2026-03-01T12:00:01Z',
+      status: value,
+      channel: 'viber_service',
+      client_ref: reference,
+      usage: { currency: 'EUR', price: '0.0333' },
+    });
+  const signed = (body: string, overrides: { secret?: string; at?: Date; jti?: string } = {}) => ({
+    headers: {
+      authorization: `Bearer ${signWebhook(body, overrides.secret ?? credentials.signatureSecret, overrides.at ?? now, overrides.jti)}`,
+    },
+    body,
+  });
+
+  test('a valid callback is a receipt: delivered, read → delivered; rejected, undeliverable → failed', async () => {
+    const vonage = provider();
+    const cases = [
+      ['delivered', 'delivered'],
+      ['read', 'delivered'],
+      ['rejected', 'failed'],
+      ['undeliverable', 'failed'],
+    ] as const;
+    for (const [value, outcome] of cases) {
+      await expect(vonage.parseReceipt(signed(status(value)), now)).resolves.toEqual({
+        reference,
+        messageId: 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab',
+        status: outcome,
+      });
+    }
+  });
+
+  test('the payload hash is the SHA-256 hex of the raw body', () => {
+    const token = signWebhook('{"a":1}', 'secret-secret-secret', now, 'j1');
+    const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    expect(claims.payload_hash).toBe(sha256Hex('{"a":1}'));
+  });
+
+  test('tampered body, wrong secret, stale iat, replayed jti and missing token are refused', async () => {
+    const vonage = provider();
+    const body = status();
+    const tampered = { ...signed(body), body: body.replace('delivered', 'read') };
+    await expect(vonage.parseReceipt(tampered, now)).resolves.toBeUndefined();
+    await expect(
+      vonage.parseReceipt(signed(body, { secret: 'another-secret-of-16+chars' }), now),
+    ).resolves.toBeUndefined();
+    await expect(
+      vonage.parseReceipt(signed(body, { at: new Date(now.getTime() - 301_000) }), now),
+    ).resolves.toBeUndefined();
+    await expect(
+      vonage.parseReceipt(signed(body, { at: new Date(now.getTime() + 301_000) }), now),
+    ).resolves.toBeUndefined();
+    const once = signed(body, { jti: 'jti-1' });
+    await expect(vonage.parseReceipt(once, now)).resolves.toMatchObject({ status: 'delivered' });
+    await expect(vonage.parseReceipt(once, now)).resolves.toBeUndefined();
+    await expect(vonage.parseReceipt({ headers: {}, body }, now)).resolves.toBeUndefined();
+    await expect(
+      vonage.parseReceipt({ headers: { authorization: 'Bearer x.y' }, body }, now),
+    ).resolves.toBeUndefined();
+  });
+
+  test('a token with alg none or RS256 is refused, and a refused token is not spent', async () => {
+    const replays = new MemoryReplays();
+    const vonage = provider(replays);
+    const body = status();
+    const [, payload] = signWebhook(body, credentials.signatureSecret, now, 'jti-2').split('.');
+    const none = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${payload}.`;
+    await expect(
+      vonage.parseReceipt({ headers: { authorization: `Bearer ${none}` }, body }, now),
+    ).resolves.toBeUndefined();
+    await expect(
+      vonage.parseReceipt(signed(body, { secret: 'another-secret-of-16+chars', jti: 'jti-3' }), now),
+    ).resolves.toBeUndefined();
+    expect(replays.seen.size).toBe(0);
+  });
+
+  test('a signed status that is no receipt (submitted) is acknowledged without a reference', async () => {
+    await expect(provider().parseReceipt(signed(status('submitted')), now)).resolves.toMatchObject({
+      reference: '',
+    });
+  });
+});
