@@ -69,7 +69,7 @@ const logicalId = (construct: IConstruct): string => {
 };
 
 /** Every metric line of every graph: `[namespace, name, dim, value, ..., options?]` or `[{expression, ...}]`. */
-const lines = () => widgets.flatMap((widget) => widget.metrics ?? widget.properties.metrics ?? []);
+const lines = () => widgets.flatMap((widget) => widget.properties.metrics ?? []);
 const metricLines = () => lines().filter((line) => typeof line[0] === 'string') as (string | object)[][];
 const expressions = () =>
   lines().flatMap((line) =>

@@ -11,6 +11,7 @@ import { createDocumentClient, createDynamoClient } from '../../functions/adapte
 import { cryptoRandom } from '../../functions/adapters/crypto';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { UNITS_PER_USD } from '../../functions/core/money';
+import type { Metrics } from '../../functions/core/metrics';
 import type { DeliveryWorkflow } from '../../functions/core/ports';
 import { CHANNELS, type Channel } from '../../functions/core/routing';
 import { SETTING_ENV, type Settings } from '../../functions/core/settings';
@@ -50,6 +51,8 @@ export interface HarnessOptions {
   decorateDynamoClient?: (client: DynamoDBDocumentClient) => void;
   /** Wraps the delivery workflow that send and the sweeper start, e.g. to make StartExecution fail. */
   wrapWorkflow?: (workflow: DeliveryWorkflow) => DeliveryWorkflow;
+  /** Where the handlers and delivery tasks write their metrics (none by default), e.g. the EMF adapter. */
+  metrics?: Metrics;
 }
 
 export function dynamoEndpoint(): string {
@@ -86,7 +89,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     masterKey,
     env,
     logger: jsonLogger((line) => logs.push(line)),
-    override: { clock },
+    override: { clock, ...(options.metrics && { metrics: options.metrics }) },
     dynamoClient: serviceClient,
     ...(options.wrapWorkflow && { wrapWorkflow: options.wrapWorkflow }),
     // Tests run the sweeper themselves when they need it.
