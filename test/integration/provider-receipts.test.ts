@@ -1,0 +1,178 @@
+/**
+ * AWS receipts as events: a send over the aws-sms adapter (its real SDK client, to a local stand-in endpoint),
+ * then the SNS notification or EventBridge event for its reference, through the receipt handlers, into DynamoDB
+ * Local. A delivered event makes the verification DELIVERED; a failure event, or one for a message we did not
+ * send, changes nothing.
+ */
+import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import type { SNSEvent } from 'aws-lambda';
+import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
+import { parseProviderConfig } from '../../functions/adapters/providers/config';
+import { buildProviderRegistry } from '../../functions/adapters/providers/registry';
+import type { Verification } from '../../functions/core/model';
+import {
+  buildEventBridgeReceiptHandler,
+  buildSnsReceiptHandler,
+  type EventReceiptDeps,
+} from '../../functions/receipts/handlers';
+import { eventually, startHarness, type ApiClient, type Harness } from '../support/harness';
+import { startWireServer, type WireServer } from '../support/provider-wire';
+
+const PROVIDERS = '{"sms":"aws-sms"}';
+let harness: Harness;
+let api: ApiClient;
+let aws: WireServer;
+let deps: EventReceiptDeps;
+let counter = 0;
+const freshMobile = () => `+447400${String(1_300_000 + ++counter).slice(1)}`;
+
+beforeAll(async () => {
+  aws = await startWireServer({
+    status: 200,
+    headers: { 'content-type': 'application/x-amz-json-1.0' },
+    body: { MessageId: 'unused' },
+  });
+  harness = await startHarness({ env: { OTP_PROVIDERS: PROVIDERS } });
+  const sms = new AwsSmsProvider({
+    originationIdentity: 'pool-0123456789abcdef',
+    configurationSetName: 'otp-receipts',
+    client: new PinpointSMSVoiceV2Client({
+      endpoint: aws.url,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+    }),
+    now: () => harness.clock.now(),
+  });
+  // The deliver task's senders (functions/tasks/deliver.ts builds them from the environment the same way).
+  harness.stack.deps.providers = buildProviderRegistry(parseProviderConfig(PROVIDERS), { 'aws-sms': sms });
+  deps = { ...harness.stack.deps, smsSuccessfulMeans: 'delivered' };
+  api = harness.client(await harness.createAccount());
+});
+afterAll(async () => {
+  await harness?.close();
+  await aws?.close();
+});
+
+/** Sends over aws-sms (the only configured channel) and waits for the provider's answer to be recorded. */
+async function sendAccepted(messageId: string): Promise<Verification> {
+  aws.answer = { ...aws.answer, body: { MessageId: messageId } };
+  const sent = await api.send({ To: freshMobile() });
+  expect(sent.status).toBe(201);
+  expect(sent.body.channel).toBe('sms');
+  return eventually(async () => {
+    const verification = await harness.stack.deps.store.getVerification(sent.body.sid as string);
+    return verification?.deliveries['0']?.outcome === 'accepted' ? verification : undefined;
+  });
+}
+
+const smsEvent = (eventType: string, messageId: string, reference: string) => ({
+  eventType,
+  eventVersion: '1.0',
+  eventTimestamp: 1686975103470,
+  isFinal: true,
+  destinationPhoneNumber: '+447400300001',
+  messageId,
+  messageType: 'TRANSACTIONAL',
+  context: { otpReference: reference },
+});
+
+/** An SNS notification as Lambda receives it from a topic subscription. */
+const snsEvent = (message: unknown): SNSEvent => ({
+  Records: [
+    {
+      EventSource: 'aws:sns',
+      EventVersion: '1.0',
+      EventSubscriptionArn: 'arn:aws:sns:us-east-1:111122223333:otp-sms-events:0d1e2f',
+      Sns: {
+        Type: 'Notification',
+        MessageId: '95df01b4-ee98-5cb9-9903-4c221d41eb5e',
+        TopicArn: 'arn:aws:sns:us-east-1:111122223333:otp-sms-events',
+        Subject: '',
+        Message: JSON.stringify(message),
+        Timestamp: '2026-03-01T12:00:01.000Z',
+        SignatureVersion: '1',
+        Signature: 'EXAMPLE',
+        SigningCertUrl:
+          'https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem',
+        UnsubscribeUrl: 'https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe',
+        MessageAttributes: {},
+      },
+    },
+  ],
+});
+
+test('the send went out over SendTextMessage with our reference in Context', async () => {
+  const verification = await sendAccepted('sms-msg-0');
+  const request = aws.requests.at(-1)!;
+  expect(request.headers['x-amz-target']).toBe('PinpointSMSVoiceV2.SendTextMessage');
+  expect(JSON.parse(request.body)).toMatchObject({
+    DestinationPhoneNumber: verification.to,
+    Context: { otpReference: `${verification.sid}.0` },
+    MessageType: 'TRANSACTIONAL',
+  });
+});
+
+test('SNS: TEXT_DELIVERED for the reference makes it DELIVERED over sms', async () => {
+  const verification = await sendAccepted('sms-msg-1');
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_DELIVERED', 'sms-msg-1', `${verification.sid}.0`))),
+  ).resolves.toEqual(['applied']);
+  const fetched = await api.fetch(verification.sid);
+  expect(fetched.body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sms' });
+  // A duplicate changes nothing.
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_DELIVERED', 'sms-msg-1', `${verification.sid}.0`))),
+  ).resolves.toEqual(['duplicate']);
+});
+
+test('SNS: a failure event, a receipt for another message or for an attempt never made change nothing', async () => {
+  const verification = await sendAccepted('sms-msg-2');
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_BLOCKED', 'sms-msg-2', `${verification.sid}.0`))),
+  ).resolves.toEqual(['duplicate']);
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_DELIVERED', 'other-msg', `${verification.sid}.0`))),
+  ).resolves.toEqual(['unknown']);
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_DELIVERED', 'sms-msg-2', `${verification.sid}.3`))),
+  ).resolves.toEqual(['unknown']);
+  // Pending events are no receipt at all.
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_QUEUED', 'sms-msg-2', `${verification.sid}.0`))),
+  ).resolves.toEqual([]);
+  const fetched = await api.fetch(verification.sid);
+  expect(fetched.body.delivery_status).not.toBe('DELIVERED');
+});
+
+test('EventBridge: an aws.sms-voice delivery event makes it DELIVERED', async () => {
+  const verification = await sendAccepted('sms-msg-3');
+  const handler = buildEventBridgeReceiptHandler(deps);
+  const event = {
+    version: '0',
+    id: '5c0fa4f8-e4ba-ed02-6101-c795472fccd0',
+    'detail-type': 'Text Message Delivery Status Updated',
+    source: 'aws.sms-voice',
+    account: '111122223333',
+    time: '2026-03-01T12:00:01Z',
+    region: 'us-east-1',
+    resources: [],
+    detail: smsEvent('TEXT_DELIVERED', 'sms-msg-3', `${verification.sid}.0`),
+  };
+  await expect(handler(event)).resolves.toBe('applied');
+  expect((await api.fetch(verification.sid)).body).toMatchObject({
+    delivery_status: 'DELIVERED',
+    channel: 'sms',
+  });
+  await expect(handler({ ...event, source: 'aws.social-messaging' })).resolves.toBe('ignored');
+});
+
+test('an HTTP callback to /v2/Callbacks/aws-sms is refused: AWS receipts come only as events', async () => {
+  const response = await fetch(`${harness.stack.url}/v2/Callbacks/aws-sms`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(smsEvent('TEXT_DELIVERED', 'sms-msg-1', 'VE0123456789abcdef0123456789abcdef.0')),
+  });
+  expect(response.status).toBe(401);
+});
