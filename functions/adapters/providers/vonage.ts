@@ -7,7 +7,7 @@ import type {
   ReceiptRequest,
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
-import { authenticationTemplateMessage, codeIn, whatsappTtlSeconds } from './aws-whatsapp';
+import { authenticationTemplateMessage, codeIn, whatsappTtlSeconds } from './whatsapp-template';
 import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
 
 /**
