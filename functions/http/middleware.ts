@@ -37,6 +37,8 @@ export function errorResponses(logger: Logger): ApiMiddleware {
         requestId: request.event.requestContext?.requestId,
         errorName: error?.name,
         errorMessage: error?.message,
+        // Name, message and stack only (the logger drops the error's other properties).
+        error,
       });
       request.response = jsonResponse(500, {
         code: 'internal_error',
