@@ -33,9 +33,26 @@ export type WebhookQueueName = 'webhookQueue' | 'webhookDeadLetterQueue';
 /** An AWS SDK v3 client package a function's bundle may import (the runtime provides it). */
 export type AwsClient =
   | '@aws-sdk/client-dynamodb'
+  | '@aws-sdk/client-pinpoint-sms-voice-v2'
   | '@aws-sdk/client-secrets-manager'
   | '@aws-sdk/client-sfn'
+  | '@aws-sdk/client-socialmessaging'
   | '@aws-sdk/client-sqs';
+
+/**
+ * The AWS messaging providers a function sends through (functions/adapters/providers/): their SDK client is in its
+ * bundle, and when the deployment configures the provider (lib/provider-config.ts) it gets the send permission on
+ * exactly the configured identities' ARNs (lib/constructs/providers.ts): `sms-voice:SendTextMessage` for aws-sms,
+ * `social-messaging:SendWhatsAppMessage` for aws-whatsapp.
+ */
+export type AwsSendingProvider = 'aws-sms' | 'aws-whatsapp';
+export const AWS_SENDING_CLIENT: Record<AwsSendingProvider, AwsClient> = {
+  'aws-sms': '@aws-sdk/client-pinpoint-sms-voice-v2',
+  'aws-whatsapp': '@aws-sdk/client-socialmessaging',
+};
+
+/** Provider credentials kept in Secrets Manager (the stack creates the secret when the provider is in use). */
+export type ProviderSecretName = 'vonage';
 
 export interface HttpRoute {
   method: 'GET' | 'POST';
@@ -68,6 +85,13 @@ export interface FunctionSpec {
   keys: KeyGroup[];
   /** The webhook queues it sends to (`sqs:SendMessage`; their URLs in its environment). */
   sendsTo?: WebhookQueueName[];
+  /** The AWS messaging providers it sends through (see AwsSendingProvider). */
+  sendsWith?: AwsSendingProvider[];
+  /**
+   * The provider secrets it reads (when the provider is in use: the secret's ARN in its environment,
+   * `secretsmanager:GetSecretValue` on it and no other).
+   */
+  providerSecrets?: ProviderSecretName[];
 }
 
 const API_TIMEOUT_SECONDS = 10;
@@ -136,9 +160,15 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     description: 'POST /v2/Callbacks/{Provider} (signed delivery receipts)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     route: { method: 'POST', path: '/v2/Callbacks/{Provider}' },
-    // The verification the receipt names (no API key: the carrier's signature authenticates).
-    table: [{ actions: READ_UPDATE, families: ['verification'] }],
+    // The verification the receipt names (no API key: the carrier's signature authenticates); a Vonage
+    // callback's token id, remembered with a conditional put so that a replay is refused.
+    table: [
+      { actions: READ_UPDATE, families: ['verification'] },
+      { actions: ['dynamodb:PutItem'], families: ['receiptToken'] },
+    ],
     keys: ['carrier'],
+    // Vonage's signature secret checks its signed callbacks.
+    providerSecrets: ['vonage'],
   },
   deliver: {
     id: 'Deliver',
@@ -149,6 +179,9 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
     // Opens the sealed code; authenticates to the carrier.
     keys: ['codeSeal', 'carrier'],
+    // The only function that sends a message: the AWS providers' clients, Vonage's application key.
+    sendsWith: ['aws-sms', 'aws-whatsapp'],
+    providerSecrets: ['vonage'],
   },
   afterWait: {
     id: 'AfterWait',
@@ -205,6 +238,35 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
 
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
 
+/**
+ * The receipt functions of the AWS providers, in the stack only when the deployment configures aws-sms or
+ * aws-whatsapp (lib/constructs/providers.ts): a deployment on http-carrier has no topic and no rule to feed them.
+ */
+export type ProviderFunctionName = 'snsReceipt' | 'eventReceipt';
+
+export const PROVIDER_FUNCTIONS: Record<ProviderFunctionName, FunctionSpec> = {
+  snsReceipt: {
+    id: 'SnsReceipt',
+    entry: 'functions/receipts/sns.ts',
+    description:
+      'Delivery receipts of AWS SMS, RCS and WhatsApp from the provider-events SNS topic (invoked by that topic only)',
+    timeoutSeconds: API_TIMEOUT_SECONDS,
+    // The verification each receipt names; how the event arrived authenticates it (the topic's SourceArn).
+    table: [{ actions: READ_UPDATE, families: ['verification'] }],
+    keys: [],
+  },
+  eventReceipt: {
+    id: 'EventReceipt',
+    entry: 'functions/receipts/eventbridge.ts',
+    description: 'AWS messaging events from EventBridge (invoked by the social-messaging rule only)',
+    timeoutSeconds: API_TIMEOUT_SECONDS,
+    table: [{ actions: READ_UPDATE, families: ['verification'] }],
+    keys: [],
+  },
+};
+
+export const PROVIDER_FUNCTION_NAMES = Object.keys(PROVIDER_FUNCTIONS) as ProviderFunctionName[];
+
 /** The functions that serve an HTTP API route, with their routes, in manifest order. */
 export const ROUTES: { name: FunctionName; method: HttpRoute['method']; path: string }[] =
   FUNCTION_NAMES.flatMap((name) => {
@@ -220,9 +282,10 @@ export const ROUTES: { name: FunctionName; method: HttpRoute['method']; path: st
 export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
   const clients: AwsClient[] = [];
   if (spec.table.length > 0 || spec.indexActions) clients.push('@aws-sdk/client-dynamodb');
-  if (spec.keys.length > 0) clients.push('@aws-sdk/client-secrets-manager');
+  if (spec.keys.length > 0 || spec.providerSecrets?.length) clients.push('@aws-sdk/client-secrets-manager');
   if (spec.startsDelivery) clients.push('@aws-sdk/client-sfn');
   if (spec.sendsTo?.length) clients.push('@aws-sdk/client-sqs');
+  for (const provider of spec.sendsWith ?? []) clients.push(AWS_SENDING_CLIENT[provider]);
   return clients.sort();
 }
 

@@ -5,7 +5,14 @@
  */
 import * as path from 'node:path';
 import { build } from 'esbuild';
-import { FUNCTIONS, FUNCTION_NAMES, awsClientsOf, ESBUILD_OPTIONS } from '../../lib/functions';
+import {
+  FUNCTIONS,
+  FUNCTION_NAMES,
+  PROVIDER_FUNCTIONS,
+  PROVIDER_FUNCTION_NAMES,
+  awsClientsOf,
+  ESBUILD_OPTIONS,
+} from '../../lib/functions';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -34,13 +41,34 @@ test.each(FUNCTION_NAMES)('the %s bundle holds exactly the AWS clients of its pe
   expect(await awsClientImports(FUNCTIONS[name].entry)).toEqual(awsClientsOf(FUNCTIONS[name]));
 });
 
+test.each(PROVIDER_FUNCTION_NAMES)(
+  'the %s bundle holds exactly the AWS clients of its permissions',
+  async (name) => {
+    expect(await awsClientImports(PROVIDER_FUNCTIONS[name].entry)).toEqual(
+      awsClientsOf(PROVIDER_FUNCTIONS[name]),
+    );
+  },
+);
+
+test('the provider receipt functions hold no client but DynamoDB (no key, no provider SDK)', () => {
+  for (const name of PROVIDER_FUNCTION_NAMES) {
+    expect(awsClientsOf(PROVIDER_FUNCTIONS[name])).toEqual(['@aws-sdk/client-dynamodb']);
+  }
+});
+
 test('the manifest declares what each function calls', () => {
   expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
     send: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sfn'],
     check: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
     fetch: ['@aws-sdk/client-dynamodb'],
     receipt: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
-    deliver: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
+    // The only sender: the AWS messaging clients too.
+    deliver: [
+      '@aws-sdk/client-dynamodb',
+      '@aws-sdk/client-pinpoint-sms-voice-v2',
+      '@aws-sdk/client-secrets-manager',
+      '@aws-sdk/client-socialmessaging',
+    ],
     afterWait: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
     sweeper: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sfn'],
     webhookEvents: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sqs'],
