@@ -15,7 +15,8 @@ import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
 import { KEY_GROUPS, type KeyGroup } from '../../functions/adapters/keyring';
 import { readConfig } from '../../lib/config';
 import { FUNCTIONS, FUNCTION_NAMES, ROUTES, type FunctionName } from '../../lib/functions';
-import { FAILED_DELIVERY_PATTERN, OtpStack } from '../../lib/otp-stack';
+import { OtpStack } from '../../lib/otp-stack';
+import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../functions/core/metrics';
 
 const ROOT = path.join(__dirname, '..', '..');
 /** Synthesize with the same feature flags as `cdk synth`. */
@@ -770,19 +771,25 @@ describe('alarms', () => {
     });
   });
 
-  test('FAILED deliveries, counted from both task log groups and the sweeper (overdue deliveries it settles)', () => {
-    expect(FAILED_DELIVERY_PATTERN).toBe('{ $.msg = "delivery.ended" && $.deliveryStatus = "FAILED" }');
-    template.resourceCountIs('AWS::Logs::MetricFilter', 3);
-    for (const name of ['deliver', 'afterWait', 'sweeper'] as const) {
-      template.hasResourceProperties('AWS::Logs::MetricFilter', {
-        LogGroupName: ref(logicalId(stack.logGroups[name])),
-        FilterPattern: FAILED_DELIVERY_PATTERN,
-        MetricTransformations: [
-          { MetricNamespace: 'OtpVerify/OtpVerify', MetricName: 'DeliveriesFailed', MetricValue: '1' },
-        ],
-      });
+  test('FAILED deliveries: the EMF metric the delivery core writes (its name, namespace and service dimension)', () => {
+    // No log pattern any more: the metric is written where deliveries end (functions/core/delivery.ts).
+    template.resourceCountIs('AWS::Logs::MetricFilter', 0);
+    alarm({
+      Namespace: METRICS_NAMESPACE,
+      MetricName: METRIC.deliveriesFailed,
+      Dimensions: [{ Name: SERVICE_DIMENSION, Value: stack.stackName }],
+      Statistic: 'Sum',
+    });
+    // The functions write their metrics with the stack's name as the service dimension.
+    const resources = template.toJSON().Resources as Record<
+      string,
+      { Properties: { Environment: { Variables: Record<string, unknown> } } }
+    >;
+    for (const name of FUNCTION_NAMES) {
+      expect(resources[fnId(name)]?.Properties.Environment.Variables.POWERTOOLS_SERVICE_NAME).toBe(
+        stack.stackName,
+      );
     }
-    alarm({ Namespace: 'OtpVerify/OtpVerify', MetricName: 'DeliveriesFailed' });
   });
 
   test('fourteen alarms in all, none notifying anything unless a topic is configured', () => {
