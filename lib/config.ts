@@ -7,6 +7,8 @@ import {
 } from '../functions/core/delivery-time';
 import { CHANNELS, parseChannelList } from '../functions/core/routing';
 import { DEFAULT_SETTINGS, SETTING_ENV, type Settings } from '../functions/core/settings';
+import { configuredChannels } from '../functions/adapters/providers/config';
+import { readProviderDeployment, type ProviderDeployment } from './provider-config';
 
 /**
  * Deployment settings, read from CDK context (`cdk.json` or `-c key=value`). Every key is optional; the
@@ -31,6 +33,8 @@ export interface OtpConfig {
   logRetention: RetentionDays;
   /** Existing SNS topic the alarms notify; without it the alarms only change state. */
   alarmTopicArn: string | undefined;
+  /** The delivery providers (`otp:providers` and their settings); undefined: every channel on http-carrier. */
+  providers: ProviderDeployment | undefined;
 }
 
 /** Context key of each setting: `otp:` + the setting's name, e.g. `otp:codeTtlSeconds`. */
@@ -104,7 +108,16 @@ export function readConfig(node: Node): OtpConfig {
     );
   }
 
-  checkDeliveryFitsExpress(settings.channelWaitSeconds, allowedChannels.length);
+  // The functions allow only the channels some provider carries (functions/wiring/deps.ts).
+  const providers = readProviderDeployment(node);
+  const configured: string[] = providers ? configuredChannels(providers.config) : allowedChannels;
+  const usable = allowedChannels.filter((channel) => configured.includes(channel));
+  if (usable.length === 0) {
+    throw new Error(
+      `No channel is both allowed (${CONTEXT_KEYS.allowedChannels}) and given a provider (otp:providers)`,
+    );
+  }
+  checkDeliveryFitsExpress(settings.channelWaitSeconds, usable.length);
 
   const carrierUrl = raw(node, CONTEXT_KEYS.carrierUrl);
   if (carrierUrl !== undefined) {
@@ -153,6 +166,7 @@ export function readConfig(node: Node): OtpConfig {
     receiptReservedConcurrency: optionalWholeNumber(node, CONTEXT_KEYS.receiptReservedConcurrency, 1),
     logRetention: logRetention as RetentionDays,
     alarmTopicArn,
+    providers,
   };
 }
 

@@ -25,6 +25,8 @@ export type IndexName = keyof typeof TABLE_SCHEMA.indexes;
 export interface TableGrant {
   actions: string[];
   families: PartitionFamily[];
+  /** Granted only when the deployment uses this provider (lib/provider-config.ts). */
+  onlyWithProvider?: ProviderSecretName;
 }
 
 /** The webhook queues a function may send to (lib/constructs/webhook-delivery.ts creates them). */
@@ -164,7 +166,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     // callback's token id, remembered with a conditional put so that a replay is refused.
     table: [
       { actions: READ_UPDATE, families: ['verification'] },
-      { actions: ['dynamodb:PutItem'], families: ['receiptToken'] },
+      { actions: ['dynamodb:PutItem'], families: ['receiptToken'], onlyWithProvider: 'vonage' },
     ],
     keys: ['carrier'],
     // Vonage's signature secret checks its signed callbacks.

@@ -14,6 +14,7 @@ import { DeliveryWorkflow } from './constructs/delivery-workflow';
 import { groupedLogicalId } from './constructs/logical-ids';
 import { OtpApi } from './constructs/otp-api';
 import { OtpFunction } from './constructs/otp-function';
+import { Providers } from './constructs/providers';
 import { WebhookDelivery } from './constructs/webhook-delivery';
 import { OtpDashboard } from './constructs/dashboard';
 import { observabilityEnvironment } from './constructs/service-metrics';
@@ -60,6 +61,8 @@ export class OtpStack extends Stack {
   readonly api: HttpApi;
   readonly webhookQueue: sqs.Queue;
   readonly webhookDeadLetterQueue: sqs.Queue;
+  /** The real delivery providers' resources, when the deployment configures some (lib/constructs/providers.ts). */
+  readonly providers?: Providers;
 
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
@@ -96,6 +99,8 @@ export class OtpStack extends Stack {
       OTP_ALLOWED_CHANNELS: config.allowedChannels.join(','),
       ...settingsEnvironment(config.settings),
       ...(config.carrierUrl ? { OTP_CARRIER_URL: config.carrierUrl } : {}),
+      // The provider of each channel (lib/provider-config.ts); unset: every channel on http-carrier.
+      ...(config.providers ? { OTP_PROVIDERS: config.providers.json } : {}),
       // Stack traces point at the TypeScript sources (the bundles ship with source maps).
       NODE_OPTIONS: '--enable-source-maps',
       ...observabilityEnvironment(this.stackName),
@@ -109,11 +114,22 @@ export class OtpStack extends Stack {
           keySecrets: this.keySecrets,
           environment,
           logRetention: config.logRetention,
+          providersInUse: config.providers?.inUse,
         }),
       ]),
     ) as Record<FunctionName, OtpFunction>;
     this.functions = mapValues(built, (fn) => fn.function);
     this.logGroups = mapValues(built, (fn) => fn.logGroup);
+    if (config.providers) {
+      this.providers = new Providers(this, 'Providers', {
+        providers: config.providers,
+        functions: this.functions,
+        table: this.table,
+        keySecrets: this.keySecrets,
+        environment,
+        logRetention: config.logRetention,
+      });
+    }
 
     this.stateMachine = new DeliveryWorkflow(this, 'DeliveryWorkflow', {
       functions: this.functions,

@@ -23,6 +23,8 @@ export interface OtpFunctionProps {
   /** What every function gets: table name, settings, channels, ... */
   environment: Record<string, string>;
   logRetention: logs.RetentionDays;
+  /** The providers the deployment uses (lib/provider-config.ts): grants `onlyWithProvider` one of them apply. */
+  providersInUse?: readonly string[];
 }
 
 /**
@@ -91,6 +93,7 @@ export class OtpFunction extends Grouping {
       },
     }));
     for (const grant of spec.table) {
+      if (grant.onlyWithProvider && !props.providersInUse?.includes(grant.onlyWithProvider)) continue;
       fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: grant.actions,

@@ -1,0 +1,326 @@
+/**
+ * The delivery providers of a deployment, from CDK context (docs/providers.md): which provider carries each
+ * channel (`otp:providers`, the functions' `OTP_PROVIDERS`) and each provider's settings, validated at synth time
+ * so that a missing origination identity or a malformed ARN fails `cdk synth`, not the first send.
+ *
+ * Every key may also come from a JSON file named by `otp:providersFile` (an object of these same `otp:*` keys,
+ * e.g. providers.example.json); a key given as context (`cdk.json`, `-c`) wins over the file.
+ *
+ * Nothing set: no provider configuration, every channel on http-carrier as before.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { Node } from 'constructs';
+import {
+  PROVIDERS_ENV,
+  parseProviderConfig,
+  providersInUse,
+  type ProviderConfig,
+  type ProviderName,
+} from '../functions/adapters/providers/config';
+import { CHANNELS, type Channel } from '../functions/core/routing';
+
+export const PROVIDER_CONTEXT_KEYS = {
+  providersFile: 'otp:providersFile',
+  providers: 'otp:providers',
+  awsSmsOriginationIdentity: 'otp:awsSmsOriginationIdentity',
+  awsSmsRcsOriginationIdentity: 'otp:awsSmsRcsOriginationIdentity',
+  awsSmsConfigurationSet: 'otp:awsSmsConfigurationSet',
+  awsSmsCreateConfigurationSet: 'otp:awsSmsCreateConfigurationSet',
+  awsSmsProtectConfigurationId: 'otp:awsSmsProtectConfigurationId',
+  awsSmsMaxPrice: 'otp:awsSmsMaxPrice',
+  awsSmsSuccessfulMeans: 'otp:awsSmsSuccessfulMeans',
+  awsWhatsAppPhoneNumberId: 'otp:awsWhatsAppPhoneNumberId',
+  awsWhatsAppTemplateName: 'otp:awsWhatsAppTemplateName',
+  awsWhatsAppTemplateLanguage: 'otp:awsWhatsAppTemplateLanguage',
+  awsWhatsAppMetaApiVersion: 'otp:awsWhatsAppMetaApiVersion',
+  vonageBaseUrl: 'otp:vonageBaseUrl',
+  vonageFrom: 'otp:vonageFrom',
+  vonageWhatsAppTemplateName: 'otp:vonageWhatsAppTemplateName',
+  vonageWhatsAppTemplateLanguage: 'otp:vonageWhatsAppTemplateLanguage',
+} as const;
+const K = PROVIDER_CONTEXT_KEYS;
+
+export interface AwsSmsSettings {
+  /** ARN of the pool, phone number or sender id that sends `sms`; undefined when aws-sms carries no sms. */
+  originationIdentityArn: string | undefined;
+  /** ARN of the RCS agent that sends `rcs` (the agent alone: no SMS fallback on AWS's side). */
+  rcsOriginationIdentityArn: string | undefined;
+  /** An existing configuration set (name or ARN), or `create`: the stack creates one with the SNS destination. */
+  configurationSet: { existing: string } | 'create';
+  protectConfigurationId: string | undefined;
+  maxPrice: string | undefined;
+  successfulMeans: 'delivered' | 'accepted' | undefined;
+}
+
+export interface AwsWhatsAppSettings {
+  /** `phone-number-id-...` or its ARN. */
+  phoneNumberId: string;
+  templateName: string;
+  templateLanguage: string | undefined;
+  metaApiVersion: string | undefined;
+}
+
+export interface VonageSettings {
+  baseUrl: string | undefined;
+  /** Sender per channel (JSON in `OTP_VONAGE_FROM`). */
+  from: Partial<Record<Channel, string>>;
+  whatsAppTemplateName: string | undefined;
+  whatsAppTemplateLanguage: string | undefined;
+}
+
+export interface ProviderDeployment {
+  /** `OTP_PROVIDERS`, as every function reads it. */
+  json: string;
+  config: ProviderConfig;
+  inUse: ProviderName[];
+  awsSms?: AwsSmsSettings;
+  awsWhatsApp?: AwsWhatsAppSettings;
+  vonage?: VonageSettings;
+}
+
+const ARN = {
+  smsIdentity: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:(phone-number|pool|sender-id)\/[\w./-]+$/,
+  rcsAgent: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:rcs-agent\/[\w-]+$/,
+  configurationSet: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:configuration-set\/[\w-]{1,64}$/,
+  whatsAppPhoneNumber: /^arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]+$/,
+};
+
+/** Reads `otp:*` keys from context, then from `otp:providersFile`. */
+class ContextReader {
+  private readonly file: Record<string, unknown>;
+
+  constructor(private readonly node: Node) {
+    const fileName: unknown = node.tryGetContext(K.providersFile);
+    if (fileName === undefined || fileName === null || fileName === '') {
+      this.file = {};
+      return;
+    }
+    if (typeof fileName !== 'string') throw new Error(`Context ${K.providersFile} must be a file name`);
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(path.resolve(fileName), 'utf8'));
+    } catch (error) {
+      throw new Error(`Context ${K.providersFile}: cannot read "${fileName}" as JSON (${String(error)})`);
+    }
+    if (typeof json !== 'object' || json === null || Array.isArray(json))
+      throw new Error(`Context ${K.providersFile}: "${fileName}" must hold a JSON object of otp:* keys`);
+    const known = new Set<string>(Object.values(K));
+    for (const key of Object.keys(json)) {
+      if (!known.has(key) && !key.startsWith('//'))
+        throw new Error(
+          `Context ${K.providersFile}: "${fileName}" has an unknown key ${key} (known: ${[...known].join(', ')})`,
+        );
+    }
+    this.file = json as Record<string, unknown>;
+  }
+
+  value(key: string): unknown {
+    const value: unknown = this.node.tryGetContext(key);
+    if (value !== undefined && value !== null && value !== '') return value;
+    const fromFile = this.file[key];
+    return fromFile === null || fromFile === '' ? undefined : fromFile;
+  }
+
+  text(key: string, pattern?: RegExp, what?: string): string | undefined {
+    const value = this.value(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' && typeof value !== 'number')
+      throw new Error(`Context ${key} must be a string, got ${JSON.stringify(value)}`);
+    const text = String(value).trim();
+    if (pattern && !pattern.test(text))
+      throw new Error(`Context ${key} must be ${what ?? `like ${String(pattern)}`}, got "${text}"`);
+    return text;
+  }
+
+  /** An object, given as JSON or (from the CLI) as a JSON string. */
+  object(key: string): Record<string, unknown> | undefined {
+    let value = this.value(key);
+    if (value === undefined) return undefined;
+    if (typeof value === 'string') {
+      try {
+        value = JSON.parse(value);
+      } catch {
+        throw new Error(`Context ${key} is not JSON: ${value as string}`);
+      }
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new Error(`Context ${key} must be a JSON object`);
+    return value as Record<string, unknown>;
+  }
+
+  flag(key: string): boolean {
+    const value = this.value(key);
+    if (value === undefined || value === false || value === 'false') return false;
+    if (value === true || value === 'true') return true;
+    throw new Error(`Context ${key} must be true or false, got ${JSON.stringify(value)}`);
+  }
+}
+
+/** The provider of `channel` anywhere in the configuration (default or a country override). */
+const carries = (config: ProviderConfig, provider: ProviderName, channel: Channel): boolean =>
+  config.channels[channel] === provider ||
+  Object.values(config.countries).some((map) => map[channel] === provider);
+
+/** The deployment's providers; undefined when `otp:providers` is not set (every channel on http-carrier). */
+export function readProviderDeployment(node: Node): ProviderDeployment | undefined {
+  const ctx = new ContextReader(node);
+  const providers = ctx.object(K.providers);
+  if (providers === undefined) {
+    const stray = Object.values(K).filter(
+      (key) => key !== K.providers && key !== K.providersFile && ctx.value(key) !== undefined,
+    );
+    if (stray.length > 0)
+      throw new Error(`Context ${stray.join(', ')} set without ${K.providers}: which channel do they carry?`);
+    return undefined;
+  }
+  const json = JSON.stringify(providers);
+  let config: ProviderConfig;
+  try {
+    config = parseProviderConfig(json);
+  } catch (error) {
+    throw new Error(`Context ${K.providers}: ${(error as Error).message.replace(`${PROVIDERS_ENV} `, '')}`);
+  }
+  const inUse = providersInUse(config);
+  const deployment: ProviderDeployment = { json, config, inUse };
+  const unused = (provider: ProviderName, keys: string[]) => {
+    const set = keys.filter((key) => ctx.value(key) !== undefined);
+    if (set.length > 0)
+      throw new Error(`Context ${set.join(', ')} set, but ${K.providers} gives ${provider} no channel`);
+  };
+
+  const smsKeys = [
+    K.awsSmsOriginationIdentity,
+    K.awsSmsRcsOriginationIdentity,
+    K.awsSmsConfigurationSet,
+    K.awsSmsCreateConfigurationSet,
+    K.awsSmsProtectConfigurationId,
+    K.awsSmsMaxPrice,
+    K.awsSmsSuccessfulMeans,
+  ];
+  if (inUse.includes('aws-sms')) {
+    const originationIdentityArn = ctx.text(
+      K.awsSmsOriginationIdentity,
+      ARN.smsIdentity,
+      'the ARN of a pool, phone number or sender id (arn:aws:sms-voice:REGION:ACCOUNT:pool/ID)',
+    );
+    const rcsOriginationIdentityArn = ctx.text(
+      K.awsSmsRcsOriginationIdentity,
+      ARN.rcsAgent,
+      'the ARN of an RCS agent (arn:aws:sms-voice:REGION:ACCOUNT:rcs-agent/ID): RCS is sent from the agent alone',
+    );
+    if (carries(config, 'aws-sms', 'sms') && !originationIdentityArn)
+      throw new Error(`${K.providers} puts sms on aws-sms: set ${K.awsSmsOriginationIdentity}`);
+    if (carries(config, 'aws-sms', 'rcs') && !rcsOriginationIdentityArn)
+      throw new Error(`${K.providers} puts rcs on aws-sms: set ${K.awsSmsRcsOriginationIdentity}`);
+    const existing = ctx.text(
+      K.awsSmsConfigurationSet,
+      /^([\w-]{1,64}|arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:configuration-set\/[\w-]{1,64})$/,
+      'a configuration set name or ARN',
+    );
+    const create = ctx.flag(K.awsSmsCreateConfigurationSet);
+    if (existing && create)
+      throw new Error(
+        `Set one of ${K.awsSmsConfigurationSet} and ${K.awsSmsCreateConfigurationSet}, not both`,
+      );
+    if (!existing && !create)
+      throw new Error(
+        `aws-sms needs a configuration set whose events reach the stack's ProviderEventsTopic (without one no ` +
+          `receipt ever arrives and every SMS waits out its channel): set ${K.awsSmsCreateConfigurationSet} ` +
+          `to true, or ${K.awsSmsConfigurationSet} to an existing set pointed at the topic`,
+      );
+    deployment.awsSms = {
+      originationIdentityArn,
+      rcsOriginationIdentityArn,
+      configurationSet: create ? 'create' : { existing: existing! },
+      protectConfigurationId: ctx.text(
+        K.awsSmsProtectConfigurationId,
+        /^[\w-]{1,256}$/,
+        'a protect configuration id',
+      ),
+      maxPrice: ctx.text(K.awsSmsMaxPrice, /^\d{1,4}(\.\d{1,6})?$/, 'a price in USD, e.g. 0.05'),
+      successfulMeans: ctx.text(
+        K.awsSmsSuccessfulMeans,
+        /^(delivered|accepted)$/,
+        'delivered or accepted',
+      ) as AwsSmsSettings['successfulMeans'] | undefined,
+    };
+  } else unused('aws-sms', smsKeys);
+
+  const whatsAppKeys = [
+    K.awsWhatsAppPhoneNumberId,
+    K.awsWhatsAppTemplateName,
+    K.awsWhatsAppTemplateLanguage,
+    K.awsWhatsAppMetaApiVersion,
+  ];
+  if (inUse.includes('aws-whatsapp')) {
+    const phoneNumberId = ctx.text(
+      K.awsWhatsAppPhoneNumberId,
+      /^(phone-number-id-[0-9a-zA-Z]{1,100}|arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]{1,120})$/,
+      'a WhatsApp phone number id (phone-number-id-...) or its ARN',
+    );
+    const templateName = ctx.text(K.awsWhatsAppTemplateName, /^[a-z0-9_]{1,512}$/, 'a template name');
+    if (!phoneNumberId || !templateName)
+      throw new Error(
+        `${K.providers} puts a channel on aws-whatsapp: set ${K.awsWhatsAppPhoneNumberId} and ${K.awsWhatsAppTemplateName}`,
+      );
+    deployment.awsWhatsApp = {
+      phoneNumberId,
+      templateName,
+      templateLanguage: ctx.text(K.awsWhatsAppTemplateLanguage, /^[a-z]{2,3}(_[A-Z]{2})?$/, 'like en_US'),
+      metaApiVersion: ctx.text(K.awsWhatsAppMetaApiVersion, /^v\d{1,3}\.\d{1,3}$/, 'like v20.0'),
+    };
+  } else unused('aws-whatsapp', whatsAppKeys);
+
+  const vonageKeys = [
+    K.vonageBaseUrl,
+    K.vonageFrom,
+    K.vonageWhatsAppTemplateName,
+    K.vonageWhatsAppTemplateLanguage,
+  ];
+  if (inUse.includes('vonage')) {
+    const from = ctx.object(K.vonageFrom) ?? {};
+    for (const [channel, sender] of Object.entries(from)) {
+      if (!(CHANNELS as readonly string[]).includes(channel) || channel === 'sna')
+        throw new Error(`Context ${K.vonageFrom}: "${channel}" is not a channel Vonage carries`);
+      if (typeof sender !== 'string' || !/^[\w +.-]{1,50}$/.test(sender))
+        throw new Error(`Context ${K.vonageFrom}.${channel} must be a sender name or number`);
+    }
+    for (const channel of ['sms', 'viber', 'whatsapp', 'rcs'] as const) {
+      if (carries(config, 'vonage', channel) && !from[channel])
+        throw new Error(
+          `${K.providers} puts ${channel} on vonage: set ${K.vonageFrom}.${channel} (the sender)`,
+        );
+    }
+    const baseUrl = ctx.text(K.vonageBaseUrl, /^https:\/\/[\w.-]+(:\d+)?(\/[\w./-]*)?$/, 'an https:// URL');
+    const whatsAppTemplateName = ctx.text(
+      K.vonageWhatsAppTemplateName,
+      /^[a-z0-9_]{1,512}$/,
+      'a template name',
+    );
+    if (carries(config, 'vonage', 'whatsapp') && !whatsAppTemplateName)
+      throw new Error(`${K.providers} puts whatsapp on vonage: set ${K.vonageWhatsAppTemplateName}`);
+    deployment.vonage = {
+      baseUrl: baseUrl?.replace(/\/+$/, ''),
+      from: from as Partial<Record<Channel, string>>,
+      whatsAppTemplateName,
+      whatsAppTemplateLanguage: ctx.text(
+        K.vonageWhatsAppTemplateLanguage,
+        /^[a-z]{2,3}(_[A-Z]{2})?$/,
+        'like en_US',
+      ),
+    };
+  } else unused('vonage', vonageKeys);
+
+  return deployment;
+}
+
+/** The ARN of a configuration set given by name or ARN (`arn(resource)` formats one in the stack's account). */
+export function configurationSetArn(nameOrArn: string, arn: (resource: string) => string): string {
+  return ARN.configurationSet.test(nameOrArn) ? nameOrArn : arn(`configuration-set/${nameOrArn}`);
+}
+
+/** The ARN of a WhatsApp phone number given by id or ARN. */
+export function whatsAppPhoneNumberArn(idOrArn: string, arn: (resource: string) => string): string {
+  return ARN.whatsAppPhoneNumber.test(idOrArn) ? idOrArn : arn(`phone-number-id/${idOrArn}`);
+}

@@ -1,0 +1,310 @@
+/**
+ * The stack with the example provider configuration (providers.example.json, `npm run synth:providers`): the
+ * SNS receipt function invoked by the provider-events topic only, the social-messaging EventBridge rule, send
+ * permissions on the configured ARNs alone, the Vonage secret readable by deliver and receipt alone, cdk-nag
+ * clean; and the synth-time validation of the provider settings. Bundling is skipped (the bundle test builds the
+ * receipt functions' bundles).
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { App, type CfnElement, Validations } from 'aws-cdk-lib';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { IConstruct } from 'constructs';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { FUNCTION_NAMES, PROVIDER_FUNCTIONS, PROVIDER_FUNCTION_NAMES } from '../../lib/functions';
+import { PROVIDER_CONTEXT_KEYS as K } from '../../lib/provider-config';
+import { OtpStack } from '../../lib/otp-stack';
+
+const ROOT = path.join(__dirname, '..', '..');
+const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
+  .context;
+const EXAMPLE_FILE = path.join(ROOT, 'providers.example.json');
+const EXAMPLE = JSON.parse(readFileSync(EXAMPLE_FILE, 'utf8')) as Record<string, unknown>;
+
+type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
+interface Statement {
+  Action: string | string[];
+  Resource: unknown;
+  Effect: string;
+}
+
+function synth(context: Record<string, unknown>) {
+  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], ...context } });
+  const stack = new OtpStack(app, 'OtpVerify');
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  const template = Template.fromStack(stack);
+  return { app, stack, template, resources: (template.toJSON() as { Resources: Resources }).Resources };
+}
+
+const actionsOf = (statement: Statement) =>
+  Array.isArray(statement.Action) ? statement.Action : [statement.Action];
+
+/** Every statement of every IAM policy, with the logical id of the role it is attached to. */
+function statements(resources: Resources): { role: string; statement: Statement }[] {
+  return Object.values(resources)
+    .filter((resource) => resource.Type === 'AWS::IAM::Policy')
+    .flatMap((policy) => {
+      const roles = policy.Properties.Roles as { Ref: string }[];
+      const document = policy.Properties.PolicyDocument as { Statement: Statement[] };
+      return roles.flatMap(({ Ref }) => document.Statement.map((statement) => ({ role: Ref, statement })));
+    });
+}
+
+describe('the example provider configuration', () => {
+  let built: ReturnType<typeof synth>;
+  beforeAll(() => {
+    built = synth({ [K.providersFile]: EXAMPLE_FILE });
+  });
+  /** The logical id of a construct's CloudFormation resource. */
+  const id = (construct: IConstruct) =>
+    built.stack.resolve((construct.node.defaultChild as CfnElement).logicalId) as string;
+  const roleOf = (fn: NodejsFunction) => id(fn.role!);
+
+  test('every function reads OTP_PROVIDERS as the file gives it', () => {
+    const expected = JSON.stringify(EXAMPLE[K.providers]);
+    const functions = built.template.findResources('AWS::Lambda::Function');
+    expect(Object.keys(functions)).toHaveLength(FUNCTION_NAMES.length + PROVIDER_FUNCTION_NAMES.length);
+    for (const fn of Object.values(functions)) {
+      const env = (fn.Properties as { Environment: { Variables: Record<string, unknown> } }).Environment
+        .Variables;
+      expect(env.OTP_PROVIDERS).toBe(expected);
+    }
+  });
+
+  test('the SNS receipt function is invoked by the provider-events topic only', () => {
+    const snsReceipt = built.stack.providers!.receiptFunctions.snsReceipt!.function;
+    const topic = id(built.stack.providers!.eventsTopic!);
+    const fnId = id(snsReceipt);
+    const permissions = Object.values(built.resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::Permission' &&
+        JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [fnId, 'Arn'] }),
+    );
+    expect(permissions.map((p) => p.Properties)).toEqual([
+      {
+        Action: 'lambda:InvokeFunction',
+        FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] },
+        Principal: 'sns.amazonaws.com',
+        SourceArn: { Ref: topic },
+      },
+    ]);
+    built.template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'lambda',
+      TopicArn: { Ref: topic },
+      Endpoint: { 'Fn::GetAtt': [fnId, 'Arn'] },
+    });
+    // Encrypted, TLS only, and only the messaging services of this account may publish.
+    built.template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    const policy = Object.values(built.resources).find((r) => r.Type === 'AWS::SNS::TopicPolicy')!;
+    const topicStatements = (policy.Properties.PolicyDocument as { Statement: Record<string, unknown>[] })
+      .Statement;
+    expect(topicStatements).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        expect.objectContaining({
+          Effect: 'Allow',
+          Action: 'sns:Publish',
+          Principal: { Service: ['sms-voice.amazonaws.com', 'social-messaging.amazonaws.com'] },
+          Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+        }),
+      ]),
+    );
+    expect(topicStatements.filter((s) => s.Effect === 'Allow')).toHaveLength(1);
+  });
+
+  test('the SMS configuration set publishes its final events to the topic', () => {
+    const topic = id(built.stack.providers!.eventsTopic!);
+    built.template.hasResourceProperties('AWS::SMSVOICE::ConfigurationSet', {
+      EventDestinations: [
+        Match.objectLike({
+          Enabled: true,
+          MatchingEventTypes: Match.arrayWith(['TEXT_DELIVERED', 'TEXT_SUCCESSFUL', 'RCS_DELIVERED']),
+          SnsDestination: { TopicArn: { Ref: topic } },
+        }),
+      ],
+    });
+  });
+
+  test('an EventBridge rule for social-messaging events, the only invoker of the EventBridge receipt function', () => {
+    const fn = built.stack.providers!.receiptFunctions.eventReceipt!.function;
+    const fnId = id(fn);
+    const rules = built.template.findResources('AWS::Events::Rule', {
+      Properties: { EventPattern: { source: ['aws.social-messaging'] } },
+    });
+    expect(Object.keys(rules)).toHaveLength(1);
+    const [ruleId, rule] = Object.entries(rules)[0]!;
+    expect((rule.Properties as { Targets: { Arn: unknown }[] }).Targets).toEqual([
+      expect.objectContaining({ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] } }),
+    ]);
+    const permissions = Object.values(built.resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::Permission' &&
+        JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [fnId, 'Arn'] }),
+    );
+    expect(permissions.map((p) => [p.Properties.Principal, p.Properties.SourceArn])).toEqual([
+      ['events.amazonaws.com', { 'Fn::GetAtt': [ruleId, 'Arn'] }],
+    ]);
+  });
+
+  test('send permissions on the configured ARNs only, for the deliver function only', () => {
+    const deliverRole = roleOf(built.stack.functions.deliver);
+    const sending = statements(built.resources).filter(({ statement }) =>
+      actionsOf(statement).some((a) => a.startsWith('sms-voice:') || a.startsWith('social-messaging:')),
+    );
+    expect(sending.map(({ role }) => role)).toEqual([deliverRole, deliverRole]);
+    const sms = sending.find(({ statement }) => actionsOf(statement).includes('sms-voice:SendTextMessage'))!;
+    expect(actionsOf(sms.statement)).toEqual(['sms-voice:SendTextMessage']);
+    expect(sms.statement.Resource).toEqual([
+      EXAMPLE[K.awsSmsOriginationIdentity],
+      EXAMPLE[K.awsSmsRcsOriginationIdentity],
+      { 'Fn::GetAtt': ['SmsConfigurationSet', 'Arn'] },
+    ]);
+    const whatsApp = sending.find(({ statement }) =>
+      actionsOf(statement).includes('social-messaging:SendWhatsAppMessage'),
+    )!;
+    expect(actionsOf(whatsApp.statement)).toEqual(['social-messaging:SendWhatsAppMessage']);
+    expect(JSON.stringify(whatsApp.statement.Resource)).toContain(
+      `:phone-number-id/${EXAMPLE[K.awsWhatsAppPhoneNumberId] as string}`,
+    );
+    for (const { statement } of sending) expect(JSON.stringify(statement.Resource)).not.toContain('*');
+  });
+
+  test('the Vonage secret is retained and readable by deliver and receipt only', () => {
+    const secretId = id(built.stack.providers!.vonageSecret!);
+    built.template.hasResource('AWS::SecretsManager::Secret', {
+      DeletionPolicy: 'Retain',
+      Properties: Match.objectLike({ Description: Match.stringLikeRegexp('Vonage') }),
+    });
+    const readers = statements(built.resources)
+      .filter(({ statement }) => JSON.stringify(statement.Resource).includes(`"${secretId}"`))
+      .map(({ role, statement }) => [role, actionsOf(statement)]);
+    expect(readers.sort()).toEqual(
+      [
+        [roleOf(built.stack.functions.deliver), ['secretsmanager:GetSecretValue']],
+        [roleOf(built.stack.functions.receipt), ['secretsmanager:GetSecretValue']],
+      ].sort(),
+    );
+    // Its ARN, never its value, in their environment.
+    for (const name of ['deliver', 'receipt'] as const) {
+      const fnId = id(built.stack.functions[name]);
+      const env = (built.resources[fnId]!.Properties.Environment as { Variables: Record<string, unknown> })
+        .Variables;
+      expect(env.OTP_VONAGE_SECRET_ARN).toEqual({ Ref: secretId });
+    }
+  });
+
+  test('the receipt function may put RECEIPTTOKEN# items (Vonage replays), and nothing else new', () => {
+    const receiptRole = roleOf(built.stack.functions.receipt);
+    const puts = statements(built.resources).filter(
+      ({ role, statement }) => role === receiptRole && actionsOf(statement).includes('dynamodb:PutItem'),
+    );
+    expect(puts.map(({ statement }) => [actionsOf(statement), JSON.stringify(statement)])).toEqual([
+      [['dynamodb:PutItem'], expect.stringContaining('"RECEIPTTOKEN#*"')],
+    ]);
+  });
+
+  test('the provider receipt functions have the manifest grants and no key', () => {
+    for (const name of PROVIDER_FUNCTION_NAMES) {
+      const fn = built.stack.providers!.receiptFunctions[name]!.function;
+      const role = roleOf(fn);
+      const own = statements(built.resources).filter((s) => s.role === role);
+      const dynamo = own.filter(({ statement }) =>
+        actionsOf(statement).some((a) => a.startsWith('dynamodb:')),
+      );
+      expect(dynamo.map(({ statement }) => actionsOf(statement))).toEqual(
+        PROVIDER_FUNCTIONS[name].table.map((grant) => grant.actions),
+      );
+      expect(
+        own.some(({ statement }) => actionsOf(statement).some((a) => a.startsWith('secretsmanager:'))),
+      ).toBe(false);
+    }
+  });
+
+  test('the deliver function gets the providers settings', () => {
+    const fnId = id(built.stack.functions.deliver);
+    const env = (built.resources[fnId]!.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(env).toMatchObject({
+      OTP_AWS_SMS_ORIGINATION_IDENTITY: EXAMPLE[K.awsSmsOriginationIdentity],
+      OTP_AWS_SMS_RCS_ORIGINATION_IDENTITY: EXAMPLE[K.awsSmsRcsOriginationIdentity],
+      OTP_AWS_SMS_CONFIGURATION_SET: { 'Fn::GetAtt': ['SmsConfigurationSet', 'Arn'] },
+      OTP_AWS_WHATSAPP_PHONE_NUMBER_ID: EXAMPLE[K.awsWhatsAppPhoneNumberId],
+      OTP_AWS_WHATSAPP_TEMPLATE_NAME: EXAMPLE[K.awsWhatsAppTemplateName],
+      OTP_VONAGE_FROM: JSON.stringify(EXAMPLE[K.vonageFrom]),
+    });
+  });
+
+  test('cdk-nag finds nothing unacknowledged', () => {
+    const report = new AwsSolutionsChecks().validateScope(built.app);
+    const findings = report.violations.map(
+      (v) => `${v.severity} ${v.ruleName}: ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
+    );
+    expect(findings).toEqual([]);
+    expect(Annotations.fromStack(built.stack).findError('*', Match.anyValue())).toEqual([]);
+  });
+});
+
+describe('no provider configuration', () => {
+  test('no topic, no rule for provider events, no provider function, no Vonage secret, no send permission', () => {
+    const { template, resources } = synth({});
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+    template.resourceCountIs('AWS::SMSVOICE::ConfigurationSet', 0);
+    template.resourceCountIs('AWS::Lambda::Function', FUNCTION_NAMES.length);
+    expect(JSON.stringify(resources)).not.toMatch(
+      /sms-voice|social-messaging|Vonage|RECEIPTTOKEN|OTP_PROVIDERS/,
+    );
+  });
+});
+
+describe('provider settings are checked at synth time', () => {
+  const sms = { sms: 'aws-sms' };
+  test.each([
+    [{ [K.providers]: '{not json' }, /otp:providers is not JSON/],
+    [{ [K.providers]: { sms: 'pigeon' } }, /otp:providers: is not valid: sms/],
+    [{ [K.providers]: { viber: 'aws-sms' } }, /aws-sms does not carry viber/],
+    [{ [K.providers]: sms, [K.awsSmsCreateConfigurationSet]: true }, /set otp:awsSmsOriginationIdentity/],
+    [
+      {
+        [K.providers]: sms,
+        [K.awsSmsOriginationIdentity]: 'pool-123',
+        [K.awsSmsCreateConfigurationSet]: true,
+      },
+      /otp:awsSmsOriginationIdentity must be the ARN of a pool/,
+    ],
+    [
+      {
+        [K.providers]: sms,
+        [K.awsSmsOriginationIdentity]: 'arn:aws:sms-voice:us-east-1:111122223333:pool/pool-1',
+      },
+      /aws-sms needs a configuration set/,
+    ],
+    [
+      { [K.providers]: { rcs: 'aws-sms' }, [K.awsSmsCreateConfigurationSet]: true },
+      /set otp:awsSmsRcsOriginationIdentity/,
+    ],
+    [{ [K.providers]: { whatsapp: 'aws-whatsapp' } }, /set otp:awsWhatsAppPhoneNumberId/],
+    [{ [K.providers]: { viber: 'vonage' } }, /set otp:vonageFrom.viber/],
+    [
+      { [K.providers]: { viber: 'vonage' }, [K.awsWhatsAppTemplateName]: 'otp' },
+      /gives aws-whatsapp no channel/,
+    ],
+    [{ [K.awsSmsMaxPrice]: '0.05' }, /set without otp:providers/],
+    [{ [K.providersFile]: 'no-such-file.json' }, /cannot read "no-such-file.json"/],
+  ])('%j fails with a clear error', (context, message) => {
+    expect(() => synth(context)).toThrow(message);
+  });
+
+  test('an existing configuration set by name: IAM on its ARN in the stack account', () => {
+    const { resources } = synth({
+      [K.providers]: JSON.stringify(sms),
+      [K.awsSmsOriginationIdentity]: 'arn:aws:sms-voice:us-east-1:111122223333:phone-number/phone-1',
+      [K.awsSmsConfigurationSet]: 'otp-events',
+    });
+    const statement = statements(resources).find(({ statement: s }) =>
+      actionsOf(s).includes('sms-voice:SendTextMessage'),
+    )!.statement;
+    expect(JSON.stringify(statement.Resource)).toContain(':configuration-set/otp-events');
+    expect(Object.values(resources).filter((r) => r.Type === 'AWS::SMSVOICE::ConfigurationSet')).toEqual([]);
+  });
+});
