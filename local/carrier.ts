@@ -43,6 +43,8 @@ export interface CarriedMessage {
   body: string;
   reference: string;
   messageId?: string;
+  /** The provider that carried it under the provider simulator (local/provider-simulator.ts); unset: this carrier. */
+  provider?: string;
   /** `delivered` once the receipt was posted; `accepted` while (or if forever) unconfirmed; `rejected`. */
   outcome: 'accepted' | 'delivered' | 'rejected';
   time: string;
@@ -154,7 +156,13 @@ export class SimulatedCarrier {
     await Promise.allSettled([...this.pendingReceipts]);
   }
 
-  private behaviourFor(to: string, channel: Channel): ChannelBehaviour {
+  /** A message another simulated provider carried (local/provider-simulator.ts), for the same inbox. */
+  record(message: CarriedMessage): void {
+    this.carried.push(message);
+  }
+
+  /** The behaviour the rules give a channel for a number (the provider simulator follows them too). */
+  behaviourFor(to: string, channel: Channel): ChannelBehaviour {
     const rule = this.rules
       .filter((candidate) => to.startsWith(candidate.prefix))
       .sort((a, b) => b.prefix.length - a.prefix.length)[0];

@@ -8,6 +8,7 @@ import * as z from 'zod';
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../functions/http/api';
 import { buildOpenApiDocument } from '../functions/http/openapi';
 import { buildDeps, logSettled, type Deps } from '../functions/runtime';
+import { tableFromEnv } from '../functions/wiring/dynamo';
 import { restartStalledDeliveries, settleOverdueDeliveries } from '../functions/core/sweeper';
 import type { DeliveryWorkflow } from '../functions/core/ports';
 import { deriveKey } from '../functions/adapters/crypto';
@@ -19,6 +20,13 @@ import { SimulatedCarrier, carrierRuleSchema, type ChannelBehaviour } from './ca
 import { startHttpServer, type LocalRoute, type Route } from './server';
 import { startLocalWebhooks, type LocalWebhooks } from './webhooks';
 import { LocalWorkflow } from './workflow';
+import { ProviderSimulator } from './provider-simulator';
+import type { SNSEvent } from 'aws-lambda';
+import { buildSnsReceiptHandler } from '../functions/receipts/handlers';
+import { providersFromEnv, smsSuccessfulMeansFromEnv } from '../functions/wiring/providers';
+import { awsSendersFromEnv } from '../functions/wiring/provider-senders';
+import { DynamoReplayGuard } from '../functions/adapters/dynamodb/receipt-tokens';
+import type { Env } from '../functions/wiring/env';
 import { ROUTES, type FunctionName } from '../lib/functions';
 
 /** Where a running `npm start` says how to reach it (read by `npm run admin`). */
@@ -63,12 +71,19 @@ export interface LocalStackOptions {
   carrierDefault?: ChannelBehaviour;
   /** How often the stalled-delivery sweeper runs, as the scheduled Lambda does every minute on AWS; 0: never. */
   sweepIntervalMs?: number;
+  /**
+   * Runs the real provider adapters (aws-sms for sms and rcs, aws-whatsapp, vonage for viber; sna stays on the
+   * carrier) against the provider simulator (local/provider-simulator.ts), which follows the carrier's rules.
+   */
+  providerSimulator?: boolean;
 }
 
 export interface LocalStack {
   url: string;
   deps: Deps;
   carrier: SimulatedCarrier;
+  /** The provider simulator, when `providerSimulator` is set. */
+  providerSimulator?: ProviderSimulator;
   workflow: LocalWorkflow;
   /** The events handler on the table's stream, the webhook queue and sender, the receiver and the log. */
   webhooks: LocalWebhooks;
@@ -83,7 +98,26 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let routes: { api: Route[]; local: LocalRoute[] } = { api: [], local: [] };
   const { server, url } = await startHttpServer(options.port ?? 0, () => routes);
 
+  // The provider simulator's objects are bound late: it starts first, since its settings are part of the env.
+  const simulated: { carrier?: SimulatedCarrier; sns?: (event: SNSEvent) => Promise<unknown> } = {};
+  const simulator = options.providerSimulator
+    ? await ProviderSimulator.start({
+        carrier: () => simulated.carrier!,
+        deliverSns: (event) => simulated.sns!(event),
+        stackUrl: () => url,
+        now: () => deps.clock.now(),
+      })
+    : undefined;
+  if (simulator) {
+    // The AWS SDK clients sign with fake local credentials (the simulator does not check SigV4), never with a
+    // developer's real ones: the environment comes first in the SDK's credential chain.
+    process.env.AWS_ACCESS_KEY_ID = 'AKIALOCALSIMULATOR00';
+    process.env.AWS_SECRET_ACCESS_KEY = 'local-simulator-secret';
+    delete process.env.AWS_SESSION_TOKEN;
+  }
+
   const env = {
+    ...simulator?.env(),
     ...(options.env ?? process.env),
     TABLE_NAME: options.tableName,
     DYNAMODB_ENDPOINT: options.dynamoEndpoint,
@@ -92,7 +126,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     OTP_WEBHOOK_ALLOW_PRIVATE: (options.env ?? process.env).OTP_WEBHOOK_ALLOW_PRIVATE ?? 'true',
   };
   const logger = options.logger ?? jsonLogger();
-  const base = { ...buildDeps(env, options.masterKey, logger, options.dynamoClient), ...options.override };
+  const base = {
+    ...buildDeps(env, options.masterKey, logger, options.dynamoClient),
+    // As the deliver task's root does (functions/tasks/deliver.ts): the AWS senders, to the simulator's endpoints.
+    ...(simulator && {
+      providers: providersFromEnv(env, options.masterKey, {
+        // A region for their clients only: the table client's (DynamoDB Local keeps tables per region) stays as it is.
+        aws: awsSendersFromEnv({ ...env, AWS_REGION: (env as Env).AWS_REGION ?? 'us-east-1' }),
+        replays: new DynamoReplayGuard(tableFromEnv(env, options.dynamoClient).client, options.tableName),
+      }),
+    }),
+    ...options.override,
+  };
   const carrier = new SimulatedCarrier({
     receiptUrl: () => `${url}/v2/Callbacks/carrier`,
     receiptSecret: deriveKey(options.masterKey, 'receipt:carrier'),
@@ -101,6 +146,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   });
   // The workflow needs the deps and the deps need the workflow: tie the knot through a late-bound object.
   const deps = { ...base } as Deps;
+  simulated.carrier = carrier;
+  // The SNS receipt function (functions/receipts/sns.ts), invoked as a topic subscription invokes it.
+  const smsSuccessfulMeans = smsSuccessfulMeansFromEnv(env);
+  simulated.sns = (event) => buildSnsReceiptHandler({ ...deps, smsSuccessfulMeans })(event);
   const workflow = new LocalWorkflow(deps, logger);
   deps.workflow = options.wrapWorkflow ? options.wrapWorkflow(workflow) : workflow;
   const webhooks = await startLocalWebhooks({
@@ -148,6 +197,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     url,
     deps,
     carrier,
+    ...(simulator && { providerSimulator: simulator }),
     workflow,
     webhooks,
     sweep,
@@ -156,6 +206,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       clearInterval(sweeper);
       await workflow.idle();
       await carrier.close();
+      await simulator?.close();
       // Before the server: a webhook in flight may be posting to the local receiver.
       await webhooks.close();
       await closeServer(server);
@@ -193,6 +244,7 @@ function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
           body: message.body,
           outcome: message.outcome,
           time: message.time,
+          provider: message.provider ?? 'http-carrier',
         })),
       }),
     },

@@ -5,6 +5,9 @@
  *   npm start                      in-memory data, human-readable banner
  *   npm start -- --json            one JSON line {"baseUrl","serviceSid","apiKey"} once ready
  *   npm start -- --persist DIR     keep data (and the demo account) in DIR between runs
+ *   npm start -- --providers       the real provider adapters against the local provider simulator
+ *                                  (also OTP_LOCAL_PROVIDERS=1): aws-sms for sms and rcs, aws-whatsapp, vonage for
+ *                                  viber, sna on the simulated carrier (local/provider-simulator.ts)
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +31,7 @@ async function main(): Promise<void> {
       json: { type: 'boolean', default: false },
       persist: { type: 'string' },
       port: { type: 'string' },
+      providers: { type: 'boolean', default: false },
     },
   });
   const port = Number(values.port ?? process.env.PORT ?? 3000);
@@ -59,6 +63,7 @@ async function main(): Promise<void> {
     tableName: LOCAL_TABLE_NAME,
     masterKey,
     port,
+    providerSimulator: values.providers || process.env.OTP_LOCAL_PROVIDERS === '1',
     // Request logs go to stderr so that `--json` leaves stdout to the one ready line.
     logger: {
       log: (level, msg, fields) => process.stderr.write(`${JSON.stringify({ level, msg, ...fields })}\n`),
@@ -86,6 +91,7 @@ OTP service running (local stack)
   API key      ${account.apiKey}
   DynamoDB     ${dynamo.endpoint} (table ${LOCAL_TABLE_NAME}${persistDir ? `, data in ${persistDir}` : ', in memory'})
   Messages     ${stack.url}/_local/messages?to=%2B14155550100
+  Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage; sna carrier` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
   Webhooks     npm run admin -- webhook add ${account.serviceSid} ${stack.url}/_local/webhooks/receiver
                then ${stack.url}/_local/webhooks
 

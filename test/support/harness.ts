@@ -53,6 +53,8 @@ export interface HarnessOptions {
   wrapWorkflow?: (workflow: DeliveryWorkflow) => DeliveryWorkflow;
   /** Where the handlers and delivery tasks write their metrics (none by default), e.g. the EMF adapter. */
   metrics?: Metrics;
+  /** The real provider adapters against the local provider simulator (local/provider-simulator.ts). */
+  providerSimulator?: boolean;
 }
 
 export function dynamoEndpoint(): string {
@@ -95,6 +97,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // Tests run the sweeper themselves when they need it.
     sweepIntervalMs: 0,
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
+    ...(options.providerSimulator && { providerSimulator: true }),
   });
 
   return {
@@ -212,9 +215,17 @@ export class ApiClient {
   }
 
   /** Messages the simulated carrier carried to a number, newest first. */
-  async messages(to: string): Promise<{ channel: string; body: string; outcome: string }[]> {
+  async messages(
+    to: string,
+  ): Promise<{ channel: string; body: string; outcome: string; provider: string; time: string }[]> {
     const response = await fetch(`${this.baseUrl}/_local/messages?to=${encodeURIComponent(to)}`);
-    return (await response.json()) as { channel: string; body: string; outcome: string }[];
+    return (await response.json()) as {
+      channel: string;
+      body: string;
+      outcome: string;
+      provider: string;
+      time: string;
+    }[];
   }
 
   /** The code in the newest message to a number. */
