@@ -2,11 +2,14 @@
  * Part 5: the AWS bill of one million verifications, from the figures this run counted and measured.
  *
  * A verification: one send (accepted), one check with the right code, two fetches, delivered on the first
- * channel (deliver task, the 8-second wait, the receipt callback, the after-wait task).
+ * channel (deliver task, the receipt callback, then the receipt wait's first status read sees DELIVERED and
+ * the execution ends: no after-wait task, about 1 s of the 8-second wait billed). `receiptDelays` prices the
+ * same delivery for receipts that come after 1, 2, 4 and 8 seconds, against one Wait state of 8 s.
  *
  * Prices: public list prices for us-east-1 as the bench's author knew them in 2025. They are NOT fetched
  * when the bench runs; check them on the AWS pricing pages before quoting a figure.
  */
+import { receiptWaitSteps } from '../functions/core/delivery-time';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
 import type { CountResults, OperationCount, PathCount } from './counts';
 import type { LatencyResults } from './latency';
@@ -50,6 +53,11 @@ export const ASSUMPTIONS = {
   >,
   /** StartExecution of an Express workflow, from the send function, ms. */
   startExecutionMs: 15,
+  /**
+   * One status read of the receipt wait (Step Functions' DynamoDB GetItem and the Pass and Choice states
+   * around it), ms of execution time on top of the Wait states' own seconds.
+   */
+  statusReadMs: 20,
   /** The carrier's API answering a message, from the deliver task, ms. */
   carrierApiMs: 150,
   /** Lambda's own START, END and REPORT lines per invocation, bytes. */
@@ -65,7 +73,45 @@ export const ASSUMPTIONS = {
   xRaySampledShare: 0.05,
   /** The channel wait on AWS: the spec's default. */
   channelWaitSeconds: DEFAULT_SETTINGS.channelWaitSeconds,
+  /** Receipt delays the `receiptDelays` table prices, s after the deliver task handed the message over. */
+  receiptDelaysSeconds: [1, 2, 4, 8],
 };
+
+/**
+ * Where one channel's receipt wait ends for a receipt that comes `receiptSeconds` into it: at the first status
+ * read at or after it (the execution ends there), or, none being left, at the AfterWait task after the whole
+ * wait (which reads the record itself and ends the delivery, or moves on).
+ */
+export function receiptWaitEnd(
+  waitSeconds: number,
+  receiptSeconds: number,
+): { endsAtSeconds: number; reads: number; afterWait: boolean } {
+  const steps = receiptWaitSteps(waitSeconds);
+  let at = 0;
+  for (const [index, step] of steps.entries()) {
+    at += step;
+    if (index === steps.length - 1) return { endsAtSeconds: at, reads: index, afterWait: true };
+    if (receiptSeconds <= at) return { endsAtSeconds: at, reads: index + 1, afterWait: false };
+  }
+  return { endsAtSeconds: at, reads: 0, afterWait: true };
+}
+
+/** The delivery workflow's bill for one receipt delay, projected to AWS, USD per million verifications. */
+export interface ReceiptDelayRow {
+  /** `one Wait state` for the workflow before the status reads (any receipt within the wait). */
+  receipt: string;
+  statusReads: number;
+  afterWaitTask: boolean;
+  /** Express duration billed, s (64 MB, 100 ms steps). */
+  billedSeconds: number;
+  expressUsd: number;
+  /** The status reads' read units (eventually consistent) and their cost. */
+  readRru: number;
+  readsUsd: number;
+  /** The AfterWait task when it runs: Lambda request and duration, and its strongly consistent read. */
+  afterWaitUsd: number;
+  totalUsd: number;
+}
 
 export interface CostLine {
   service: string;
@@ -87,10 +133,17 @@ export interface CostResults {
     wru: number;
     /** What DynamoDB Local reported (not DynamoDB's rules: see bench/meter.ts). */
     reportedCapacityByLocal: number;
-    stepFunctions: { executions: number; billedSeconds: { measured: number; projected: number } };
+    stepFunctions: {
+      executions: number;
+      /** Status reads of the receipt wait (Step Functions' own DynamoDB GetItem), as the path counted them. */
+      statusReads: number;
+      billedSeconds: { measured: number; projected: number };
+    };
     logBytes: number;
   };
   lines: CostLine[];
+  /** The delivery workflow's bill by receipt delay, projected (see `receiptWaitEnd`). */
+  receiptDelays: ReceiptDelayRow[];
   totalFourServices: { measured: number; projected: number };
   totalWithOther: { measured: number; projected: number };
 }
@@ -178,9 +231,18 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
   logBytes += path.logBytes;
 
   const apiGatewayRequests = api.reduce((total, entry) => total + entry.calls, 0) + path.receipts;
-  const waitMs = path.waits * ASSUMPTIONS.channelWaitSeconds * 1000;
+  // Time in receipt waits: a wait followed by its AfterWait task lasted the whole wait; one that ended at a
+  // status read (a receipt had settled the delivery), up to that read. The path ran with the spec's wait.
+  const steps = receiptWaitSteps(path.waitSeconds);
+  const readAt = (reads: number) => steps.slice(0, reads).reduce((total, seconds) => total + seconds, 0);
+  const readsInEndedWait = path.statusReads - afterWaitRuns * (steps.length - 1);
+  const endedOnRead = path.waits > afterWaitRuns;
+  const waitMs =
+    (afterWaitRuns * path.waitSeconds + (endedOnRead ? readAt(readsInEndedWait) : 0)) * 1000 +
+    path.statusReads * ASSUMPTIONS.statusReadMs;
   const step = PRICES.stepFunctionsExpressDurationStepMs;
   const sfnSeconds = (taskMs: number) => (Math.ceil((waitMs + taskMs) / step) * step) / 1000;
+  const readRru = path.readRequests.rru;
   const sfnEventsAtAll =
     deliverRuns * 5 + afterWaitRuns * 5 + (path.stateTransitions - deliverRuns - afterWaitRuns) * 2 + 2;
   // At level ERROR a successful execution logs nothing.
@@ -224,13 +286,13 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       service: 'DynamoDB on-demand',
       measured: dynamo,
       projected: dynamo,
-      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2)`,
+      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s))`,
     },
     {
       service: 'Step Functions Express',
       measured: sfn(sfnSeconds(taskMsMeasured)),
       projected: sfn(sfnSeconds(taskMsProjected)),
-      basis: `1 execution, ${path.waits} wait of ${ASSUMPTIONS.channelWaitSeconds} s, ${sfnSeconds(taskMsMeasured)} s / ${sfnSeconds(taskMsProjected)} s at 64 MB`,
+      basis: `1 execution, ${path.waits} receipt wait of ${path.waitSeconds} s ended ${endedOnRead ? `by status read ${readsInEndedWait} at ${readAt(readsInEndedWait)} s` : 'by the AfterWait task'}, ${sfnSeconds(taskMsMeasured)} s / ${sfnSeconds(taskMsProjected)} s at 64 MB`,
     },
     {
       service: 'other: CloudWatch Logs (estimate)',
@@ -245,6 +307,45 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       basis: `${ASSUMPTIONS.xRaySampledShare * 100} % of ${apiGatewayRequests + 1} traces sampled`,
     },
   ];
+  // By receipt delay, projected: the deliver task as on this path, the reads by the schedule, the AfterWait
+  // task (Lambda, and its strongly consistent read: twice an eventually consistent one) when the wait ran out.
+  const perRead = path.statusReads > 0 ? readRru / path.statusReads : 0.5;
+  const deliverMs = deliverRuns > 0 ? taskMsProjected / deliverRuns : 0;
+  const afterWaitMs = projectMs(overhead(afterWait), { GetItem: 1 }, 0);
+  const afterWaitUsd =
+    perMillion(PRICES.lambdaRequestsPerMillion / 1_000_000, 1) +
+    perMillion(
+      PRICES.lambdaArmPerGbSecond,
+      (billed(afterWaitMs) / 1000) * (ASSUMPTIONS.lambdaMemoryMb / 1024),
+    ) +
+    perMillion(PRICES.dynamoDbPerMillionRru / 1_000_000, 2 * perRead);
+  const delayRow = (receipt: string, endsAtSeconds: number, reads: number, runsAfterWait: boolean) => {
+    const ms =
+      deliverMs + endsAtSeconds * 1000 + reads * ASSUMPTIONS.statusReadMs + (runsAfterWait ? afterWaitMs : 0);
+    const billedSeconds = (Math.ceil(ms / step) * step) / 1000;
+    const readsUsd = perMillion(PRICES.dynamoDbPerMillionRru / 1_000_000, reads * perRead);
+    const row: ReceiptDelayRow = {
+      receipt,
+      statusReads: reads,
+      afterWaitTask: runsAfterWait,
+      billedSeconds,
+      expressUsd: round(sfn(billedSeconds), 2),
+      readRru: round(reads * perRead, 3),
+      readsUsd: round(readsUsd, 2),
+      afterWaitUsd: round(runsAfterWait ? afterWaitUsd : 0, 2),
+      totalUsd: round(sfn(billedSeconds) + readsUsd + (runsAfterWait ? afterWaitUsd : 0), 2),
+    };
+    return row;
+  };
+  const wait = ASSUMPTIONS.channelWaitSeconds;
+  const receiptDelays = [
+    delayRow(`one Wait state of ${wait} s (before)`, wait, 0, true),
+    ...ASSUMPTIONS.receiptDelaysSeconds.map((seconds) => {
+      const end = receiptWaitEnd(wait, seconds);
+      return delayRow(`${seconds} s`, end.endsAtSeconds, end.reads, end.afterWait);
+    }),
+  ];
+
   const sum = (field: 'measured' | 'projected', filter: (line: CostLine) => boolean) =>
     round(
       lines.filter(filter).reduce((total, line) => total + line[field], 0),
@@ -263,6 +364,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       reportedCapacityByLocal: round(reported, 3),
       stepFunctions: {
         executions: 1,
+        statusReads: path.statusReads,
         billedSeconds: { measured: sfnSeconds(taskMsMeasured), projected: sfnSeconds(taskMsProjected) },
       },
       logBytes: Math.round(logTotal),
@@ -272,6 +374,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       measured: round(line.measured, 2),
       projected: round(line.projected, 2),
     })),
+    receiptDelays,
     totalFourServices: { measured: sum('measured', four), projected: sum('projected', four) },
     totalWithOther: { measured: sum('measured', () => true), projected: sum('projected', () => true) },
   };

@@ -5,8 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { HttpResponse } from '../functions/http/response';
+import { keys } from '../functions/adapters/dynamodb/keys';
 import { parsePhone } from '../functions/core/phone';
 import { CHANNELS, planRoute, type Channel } from '../functions/core/routing';
+import { DEFAULT_SETTINGS } from '../functions/core/settings';
 import type { ChannelBehaviour } from '../local/carrier';
 import { checkEvent, fetchEvent, lambdaContext, sendEvent, type Caller } from './events';
 import { AUTH, diffTotals, summarize, sumTotals, type RequestSummary, type Totals } from './meter';
@@ -35,14 +37,21 @@ export interface PathCount {
   tasks: Record<string, number>;
   /** States entered per execution (what Standard workflows would bill). */
   stateTransitions: number;
-  /** Wait states entered per execution. */
+  /** Receipt waits per execution (one per channel that accepted; each cut in steps, see receiptWaitSteps). */
   waits: number;
+  /** The channel wait these executions ran with, s. */
+  waitSeconds: number;
+  /** Status reads per execution: the state machine's own DynamoDB GetItem during the waits (no Lambda). */
+  statusReads: number;
   /** Receipt callbacks per execution (each an API Gateway request and a Lambda invocation). */
   receipts: number;
   /** From the send's answer to the end of the execution, on this machine (receipt wait shortened). */
   executionMs: number;
   taskRequests: RequestSummary;
   receiptRequests: RequestSummary;
+  /** The status reads' requests (Step Functions' DynamoDB integration: no Lambda time). */
+  readRequests: RequestSummary;
+  /** Tasks, receipts and status reads. */
   total: RequestSummary;
   /** Bytes of log lines the tasks and the receipt handler wrote per execution. */
   logBytes: number;
@@ -208,6 +217,11 @@ interface PathSpec {
   numbers: NumberSource;
   prefix: string;
   behaviour: (channels: Channel[]) => Partial<Record<Channel, ChannelBehaviour>>;
+  /**
+   * The channel wait to start the execution with, instead of the bench's short one: the spec's 8 s, cut in
+   * its real steps (1, 1, 2, 4 s), for a path whose receipt ends it at the first status read.
+   */
+  waitSeconds?: number;
 }
 
 /** Channels a number is tried on, cheapest first, with every channel enabled. */
@@ -227,6 +241,7 @@ const PATHS: PathSpec[] = [
     numbers: new NumberSource(90_000_000),
     prefix: '+44749',
     behaviour: (channels) => ({ [channels[0]!]: { deliver: 200 } }),
+    waitSeconds: DEFAULT_SETTINGS.channelWaitSeconds,
   },
   {
     path: 'first channel silent, second delivers',
@@ -257,21 +272,32 @@ async function countPaths(service: BenchService, caller: Caller): Promise<PathCo
     const tasks: Record<string, number> = {};
     let transitions = 0;
     let waits = 0;
+    let reads = 0;
     let receipts = 0;
     let executionMs = 0;
     let logBytes = 0;
     const taskTotals: Totals[] = [];
     const receiptTotals: Totals[] = [];
+    const readTotals: Totals[] = [];
     let deliveryStatus = '';
+    const waitSeconds = spec.waitSeconds ?? service.taskDeps.settings.channelWaitSeconds;
     for (let run = 0; run < spec.runs; run++) {
       const to = spec.numbers.take();
       service.carrier.setRule({ prefix: spec.prefix, channels: spec.behaviour(channelsFor(to)) });
       const tasksBefore = service.meters.tasks.snapshot();
       const receiptsBefore = service.meters.receipts.snapshot();
+      const readsBefore = service.meters.polls.snapshot();
       const receiptCalls = service.receiptDurations.length;
       const logStart = service.workflow.taskLog.length;
-      const response = await service.api.send(sendEvent(caller, to), lambdaContext('send'));
+      const readStart = service.workflow.readLog.length;
+      // With a wait of its own: the quiet handlers (no execution), then the execution started here.
+      const response = await (spec.waitSeconds === undefined ? service.api : service.quietApi).send(
+        sendEvent(caller, to),
+        lambdaContext('send'),
+      );
       if (response.statusCode !== 201) throw new Error(`${spec.path}: send answered ${ofResponse(response)}`);
+      if (spec.waitSeconds !== undefined)
+        await service.workflow.start({ sid: sidOf(response), waitSeconds: spec.waitSeconds });
       const started = performance.now();
       const logged = service.logger.bytes;
       await service.workflow.idle();
@@ -280,24 +306,37 @@ async function countPaths(service: BenchService, caller: Caller): Promise<PathCo
       await new Promise((resolve) => setTimeout(resolve, 50));
       taskTotals.push(diffTotals(service.meters.tasks.snapshot(), tasksBefore));
       receiptTotals.push(diffTotals(service.meters.receipts.snapshot(), receiptsBefore));
+      readTotals.push(diffTotals(service.meters.polls.snapshot(), readsBefore));
       receipts += service.receiptDurations.length - receiptCalls;
       logBytes += service.logger.bytes - logged;
       const sid = sidOf(response);
       const log = service.workflow.taskLog.slice(logStart).filter((entry) => entry.input.sid === sid);
+      const pk = keys.verification(sid).pk;
+      const readLog = service.workflow.readLog.slice(readStart).filter((read) => read.pk === pk);
       for (const entry of log) {
         tasks[entry.state] = (tasks[entry.state] ?? 0) + 1;
-        // The task, then the Choice after it; a Wait when it said so; Done when it ended.
+        // The task, then the Choice after it; the start of a receipt wait when it said so; Done when it ended.
         transitions += 2;
         if (entry.output.next === 'wait') {
           transitions++;
           waits++;
         }
         if (entry.output.next === 'end') transitions++;
+        // The wait's last step before AfterWait: the Pass taking the step, the Wait, the Choice after it.
+        if (entry.state === 'AfterWait') transitions += 3;
       }
-      deliveryStatus = log.at(-1)?.output.deliveryStatus ?? 'unknown';
+      // Each status read: the Pass taking the step, the Wait, the Choice, the read, the Choice on its answer.
+      transitions += 5 * readLog.length;
+      reads += readLog.length;
+      // Ended by a status read (no task after the last wait): Done, with the status the read saw.
+      const endedOnRead = log.at(-1)?.output.next === 'wait' && readLog.length > 0;
+      if (endedOnRead) transitions++;
+      deliveryStatus =
+        (endedOnRead ? readLog.at(-1)?.deliveryStatus : log.at(-1)?.output.deliveryStatus) ?? 'unknown';
     }
     const taskSummary = perRun(summarize(sumTotals(...taskTotals)), spec.runs);
     const receiptSummary = perRun(summarize(sumTotals(...receiptTotals)), spec.runs);
+    const readSummary = perRun(summarize(sumTotals(...readTotals)), spec.runs);
     results.push({
       path: spec.path,
       runs: spec.runs,
@@ -305,11 +344,14 @@ async function countPaths(service: BenchService, caller: Caller): Promise<PathCo
       tasks: Object.fromEntries(Object.entries(tasks).map(([state, n]) => [state, round(n / spec.runs)])),
       stateTransitions: round(transitions / spec.runs),
       waits: round(waits / spec.runs),
+      waitSeconds,
+      statusReads: round(reads / spec.runs),
       receipts: round(receipts / spec.runs),
       executionMs: round(executionMs / spec.runs, 1),
       taskRequests: taskSummary,
       receiptRequests: receiptSummary,
-      total: perRun(summarize(sumTotals(...taskTotals, ...receiptTotals)), spec.runs),
+      readRequests: readSummary,
+      total: perRun(summarize(sumTotals(...taskTotals, ...receiptTotals, ...readTotals)), spec.runs),
       logBytes: round(logBytes / spec.runs, 1),
     });
   }

@@ -180,7 +180,9 @@ export function renderReport(results: BenchResults, markdown = false): string {
         'by kind',
         'RRU',
         'WRU',
-        'ms here (wait 1 s)',
+        'wait s',
+        'status reads',
+        'ms here',
       ],
       results.counts.paths.map((entry) => [
         entry.path,
@@ -192,6 +194,8 @@ export function renderReport(results: BenchResults, markdown = false): string {
         kinds(entry.total.byKind),
         entry.total.rru,
         entry.total.wru,
+        entry.waitSeconds,
+        entry.statusReads,
         entry.executionMs,
       ]),
     ),
@@ -386,6 +390,38 @@ export function renderReport(results: BenchResults, markdown = false): string {
           '',
         ],
       ],
+    ),
+  );
+
+  out.push(
+    heading(
+      `The delivery workflow by receipt delay (${cost.assumptions.channelWaitSeconds} s wait, status reads at ${cost.assumptions.receiptDelaysSeconds.slice(0, -1).join(', ')} s), projected, USD per 1,000,000`,
+    ),
+  );
+  out.push(
+    render(
+      [
+        'receipt after',
+        'status reads',
+        'AfterWait task',
+        'Express billed s',
+        'Express',
+        'reads RRU',
+        'reads',
+        'AfterWait',
+        'total',
+      ],
+      cost.receiptDelays.map((row) => [
+        row.receipt,
+        row.statusReads,
+        row.afterWaitTask ? 'yes' : 'no',
+        row.billedSeconds,
+        row.expressUsd.toFixed(2),
+        row.readRru,
+        row.readsUsd.toFixed(2),
+        row.afterWaitUsd.toFixed(2),
+        row.totalUsd.toFixed(2),
+      ]),
     ),
   );
 

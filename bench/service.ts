@@ -29,7 +29,8 @@ import {
 
 export interface BenchService {
   masterKey: string;
-  meters: { api: DynamoMeter; tasks: DynamoMeter; receipts: DynamoMeter };
+  /** `polls`: the state machine's own status reads (Step Functions' DynamoDB GetItem, no Lambda). */
+  meters: { api: DynamoMeter; tasks: DynamoMeter; receipts: DynamoMeter; polls: DynamoMeter };
   random: RememberingRandom;
   carrier: SimulatedCarrier;
   /** Runs deliveries with the same ASL and task functions as AWS. */
@@ -70,11 +71,13 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     api: new DynamoMeter('api', probe),
     tasks: new DynamoMeter('tasks', probe),
     receipts: new DynamoMeter('receipts', probe),
+    polls: new DynamoMeter('polls', probe),
   };
   const stores = {
     api: meteredStore(db, meters.api),
     tasks: meteredStore(db, meters.tasks),
     receipts: meteredStore(db, meters.receipts),
+    polls: meteredStore(db, meters.polls),
   };
 
   let routes: { api: { method: string; path: string; handler: ApiHandler }[]; local: LocalRoute[] } = {
@@ -102,7 +105,10 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     benchDeps({ ...common, store, workflow });
 
   const taskDeps = depsWith(stores.tasks.store, recording);
-  const workflow = new LocalWorkflow(taskDeps, logger);
+  const workflow = new LocalWorkflow(taskDeps, logger, {
+    client: stores.polls.client,
+    tableName: db.tableName,
+  });
   const api = buildApi(depsWith(stores.api.store, workflow));
   const quietDeps = depsWith(stores.api.store, recording);
   const quietApi = buildApi(quietDeps);

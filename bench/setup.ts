@@ -89,9 +89,12 @@ export async function createAccount(db: BenchDb, balanceUsd: number): Promise<Ac
 }
 
 /** A metered DynamoStore over its own client. */
-export function meteredStore(db: BenchDb, meter: DynamoMeter): { store: DynamoStore; close(): void } {
+export function meteredStore(
+  db: BenchDb,
+  meter: DynamoMeter,
+): { store: DynamoStore; client: DynamoDBDocumentClient; close(): void } {
   const client = meter.attach(createDocumentClient({ endpoint: db.endpoint }));
-  return { store: new DynamoStore(client, db.tableName), close: () => client.destroy() };
+  return { store: new DynamoStore(client, db.tableName), client, close: () => client.destroy() };
 }
 
 /** Settings as the `OTP_*` environment the Lambdas read. */

@@ -133,6 +133,7 @@ export class OtpStack extends Stack {
 
     this.stateMachine = new DeliveryWorkflow(this, 'DeliveryWorkflow', {
       functions: this.functions,
+      table: this.table,
       logRetention: config.logRetention,
     }).stateMachine;
     const webhooks = new WebhookDelivery(this, 'WebhookDelivery', {

@@ -126,14 +126,16 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     OTP_WEBHOOK_ALLOW_PRIVATE: (options.env ?? process.env).OTP_WEBHOOK_ALLOW_PRIVATE ?? 'true',
   };
   const logger = options.logger ?? jsonLogger();
+  // One client for the handlers and the state machine's status read (the tests' fault injection sees both).
+  const table = tableFromEnv(env, options.dynamoClient);
   const base = {
-    ...buildDeps(env, options.masterKey, logger, options.dynamoClient),
+    ...buildDeps(env, options.masterKey, logger, table.client),
     // As the deliver task's root does (functions/tasks/deliver.ts): the AWS senders, to the simulator's endpoints.
     ...(simulator && {
       providers: providersFromEnv(env, options.masterKey, {
         // A region for their clients only: the table client's (DynamoDB Local keeps tables per region) stays as it is.
         aws: awsSendersFromEnv({ ...env, AWS_REGION: (env as Env).AWS_REGION ?? 'us-east-1' }),
-        replays: new DynamoReplayGuard(tableFromEnv(env, options.dynamoClient).client, options.tableName),
+        replays: new DynamoReplayGuard(table.client, table.tableName),
       }),
     }),
     ...options.override,
@@ -150,7 +152,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // The SNS receipt function (functions/receipts/sns.ts), invoked as a topic subscription invokes it.
   const smsSuccessfulMeans = smsSuccessfulMeansFromEnv(env);
   simulated.sns = (event) => buildSnsReceiptHandler({ ...deps, smsSuccessfulMeans })(event);
-  const workflow = new LocalWorkflow(deps, logger);
+  const workflow = new LocalWorkflow(deps, logger, table);
   deps.workflow = options.wrapWorkflow ? options.wrapWorkflow(workflow) : workflow;
   const webhooks = await startLocalWebhooks({
     env,

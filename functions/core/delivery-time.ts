@@ -44,6 +44,26 @@ export function deliveryTimeBudget(channels: number, waitSeconds: number): Deliv
 }
 
 /**
+ * One channel's receipt wait as the state machine runs it (statemachine/delivery.asl.json): Wait states of these
+ * lengths, in seconds, a read of the delivery status (Step Functions' own DynamoDB GetItem, no Lambda) after
+ * each but the last, and the AfterWait task after the last. The reads come 1, 2, 4, ... seconds into the wait
+ * and end the execution as soon as the delivery is settled (a receipt said DELIVERED), so Express bills
+ * about the receipt's delay, not the whole wait; the steps add up to `waitSeconds`, so without a receipt the
+ * AfterWait task (the next channel) runs when it did with one Wait state, later only by the reads' own latency.
+ * The spec's 8 s: `[1, 1, 2, 4]`, reads at 1, 2 and 4 s (3 at most), AfterWait at 8 s.
+ */
+export function receiptWaitSteps(waitSeconds: number): number[] {
+  const steps: number[] = [];
+  let at = 0;
+  for (let read = 1; read < waitSeconds; read *= 2) {
+    steps.push(read - at);
+    at = read;
+  }
+  steps.push(waitSeconds - at);
+  return steps;
+}
+
+/**
  * A delivery whose first channel was claimed this long ago and that is still PENDING is settled by the sweeper.
  * The execution that made the claim ended by then (the Express limit); the margin covers a restart the sweeper
  * started from a not yet updated index entry just after the claim (a sweeper run lasts under 50 s).

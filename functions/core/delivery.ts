@@ -1,4 +1,4 @@
-import { settleDeadline } from './delivery-time';
+import { receiptWaitSteps, settleDeadline } from './delivery-time';
 import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
 import type { DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { Clock, CodeVault, DeliveryStore } from './ports';
@@ -28,6 +28,11 @@ export interface DeliveryTaskOutput extends DeliveryTaskInput {
   next: 'wait' | 'deliver' | 'end';
   /** With `end`: how delivery ended, for logs and alarms. */
   deliveryStatus?: DeliveryStatus;
+  /**
+   * With `wait`: the channel wait in steps, seconds (`receiptWaitSteps`): the state machine reads the delivery
+   * status after each step but the last, and ends when a receipt settled it.
+   */
+  waits?: number[];
 }
 
 export interface DeliveryDeps {
@@ -63,16 +68,24 @@ export async function deliverOverChannel(
     // which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
     const settleBy = input.channelIndex === 0 ? settleDeadline(deps.clock.now()) : undefined;
     if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, settleBy)))
-      return { ...input, next: 'wait' };
+      return waitForReceipt(input);
     attempt = await sendOnce(deps, verification, input.channelIndex);
     await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
     if (attempt.outcome !== 'sending') {
       (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, attempt.outcome));
     }
   }
-  if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return { ...input, next: 'wait' };
+  if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return waitForReceipt(input);
   return nextChannel(deps, verification, input);
 }
+
+const waitForReceipt = (input: DeliveryTaskInput): DeliveryTaskOutput => ({
+  sid: input.sid,
+  channelIndex: input.channelIndex,
+  waitSeconds: input.waitSeconds,
+  next: 'wait',
+  waits: receiptWaitSteps(input.waitSeconds),
+});
 
 /** Task 2, after the wait: a receipt ends delivery; otherwise the next channel, or the end. */
 export async function afterReceiptWait(

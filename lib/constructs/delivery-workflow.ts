@@ -3,10 +3,13 @@ import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { PARTITION_FAMILY, TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
+import { verificationKeySubstitutions } from '../delivery-definition';
 import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from '../functions';
 import { Grouping } from './logical-ids';
 
@@ -14,6 +17,8 @@ const ASL_FILE = path.join(__dirname, '..', '..', 'statemachine', 'delivery.asl.
 
 export interface DeliveryWorkflowProps {
   functions: Record<FunctionName, NodejsFunction>;
+  /** The table the state machine reads a verification's delivery status from (its own GetItem). */
+  table: dynamodb.ITable;
   logRetention: logs.RetentionDays;
 }
 
@@ -40,6 +45,8 @@ export class DeliveryWorkflow extends Grouping {
       definitionSubstitutions: {
         DeliverFunctionArn: deliver.functionArn,
         AfterWaitFunctionArn: afterWait.functionArn,
+        TableName: props.table.tableName,
+        ...verificationKeySubstitutions(),
       },
       // ERROR, not ALL: every execution's state transitions would cost about $3.50 per million verifications
       // in log ingestion; the delivery outcome is on the record and in the task logs anyway. Never the
@@ -52,6 +59,21 @@ export class DeliveryWorkflow extends Grouping {
       new iam.PolicyStatement({
         actions: ['lambda:InvokeFunction'],
         resources: [deliver.functionArn, afterWait.functionArn],
+      }),
+    );
+    // The receipt wait's status reads (ReadDeliveryStatus, arn:aws:states:::dynamodb:getItem): GetItem only,
+    // on verification items only, and only their delivery_status (the key attributes name the item).
+    stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem'],
+        resources: [props.table.tableArn],
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${PARTITION_FAMILY.verification}*`] },
+          'ForAllValues:StringEquals': {
+            'dynamodb:Attributes': [TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey, 'delivery_status'],
+          },
+          StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+        },
       }),
     );
     Validations.of(stateMachine).acknowledge({

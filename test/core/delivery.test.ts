@@ -44,7 +44,11 @@ const receipt = (
 
 it('delivers over the cheapest channel; a receipt ends delivery', async () => {
   const sid = await sendOne();
-  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({ ...input(sid), next: 'wait' });
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
+    ...input(sid),
+    next: 'wait',
+    waits: [1, 1, 2, 4],
+  });
   expect(world.provider.sent).toEqual([
     expect.objectContaining({
       channel: 'sna',
@@ -144,7 +148,11 @@ it('treats a provider error like a rejection for delivery, but not for the numbe
 it('sends once when a task runs twice', async () => {
   const sid = await sendOne();
   await deliverOverChannel(world.deliveryDeps, input(sid));
-  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({ ...input(sid), next: 'wait' });
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
+    ...input(sid),
+    next: 'wait',
+    waits: [1, 1, 2, 4],
+  });
   expect(world.provider.sent).toHaveLength(1);
 });
 

@@ -10,6 +10,7 @@ import { readConfig } from '../../lib/config';
 import {
   deliveryTimeBudget,
   EXPRESS_EXECUTION_LIMIT_SECONDS,
+  receiptWaitSteps,
   TASK_RUN_BUDGET_SECONDS,
 } from '../../functions/core/delivery-time';
 
@@ -60,5 +61,28 @@ describe('readConfig and the Express limit', () => {
 
   it('the defaults pass', () => {
     expect(configWith({}).settings.channelWaitSeconds).toBe(8);
+  });
+});
+
+describe('receiptWaitSteps: the channel wait in steps, a status read after each but the last', () => {
+  test.each([
+    [8, [1, 1, 2, 4]],
+    [4, [1, 1, 2]],
+    [5, [1, 1, 2, 1]],
+    [2, [1, 1]],
+    [1, [1]],
+    [0, [0]],
+    [60, [1, 1, 2, 4, 8, 16, 28]],
+  ])('%i s: %j', (waitSeconds, steps) => {
+    expect(receiptWaitSteps(waitSeconds)).toEqual(steps);
+    // The steps add up to the wait exactly: the next channel is tried when it was with one Wait state.
+    expect(steps.reduce((total, step) => total + step, 0)).toBe(waitSeconds);
+  });
+
+  test('the spec 8 s: reads at 1, 2 and 4 s, never more than log2 of the wait', () => {
+    const steps = receiptWaitSteps(8);
+    const readsAt = steps.slice(0, -1).map((_, i) => steps.slice(0, i + 1).reduce((a, b) => a + b, 0));
+    expect(readsAt).toEqual([1, 2, 4]);
+    expect(receiptWaitSteps(300).length - 1).toBeLessThanOrEqual(Math.ceil(Math.log2(300)));
   });
 });
