@@ -20,6 +20,15 @@ import { addTable, createAccount, type BenchDb, type NumberSource } from './setu
 import { median, round } from './stats';
 
 const ROOT = resolve(__dirname, '..');
+/**
+ * The cold-start baseline: a minimal handler that creates a DynamoDB document client and makes one `GetItem`
+ * (bench/baseline-handler.ts), bundled and run the same way as the functions. Every entry's spawn to answer is
+ * also given as a ratio to its own (`ratioToBaseline`): milliseconds on a shared machine move, the ratio less.
+ */
+export const BASELINE_ENTRY = 'baseline';
+const BASELINE_SOURCE = 'bench/baseline-handler.ts';
+/** The file esbuild bundles for an entry (the baseline is named, not a path). */
+const sourceOf = (entry: string) => (entry === BASELINE_ENTRY ? BASELINE_SOURCE : entry);
 /** Functions whose cold start is measured (they serve an event with DynamoDB Local alone). */
 const COLD_START_DIRS = ['functions/api/', 'functions/tasks/'];
 export const BUNDLE_LIMIT_BYTES = 400 * 1024;
@@ -56,6 +65,8 @@ export interface BundleResult {
   /** Whether those are exactly the clients the manifest's permissions call for (lib/functions.ts awsClientsOf). */
   clientsAsDeclared: boolean;
   cold: ColdStart[];
+  /** Spawn-to-answer median (with `--enable-source-maps`) over the baseline's, measured in the same run. */
+  ratioToBaseline?: number;
 }
 
 export interface WhatIf {
@@ -89,7 +100,7 @@ async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
           mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
           external: [...CDK_ESBUILD_OPTIONS.external],
           ...options,
-          entryPoints: [join(ROOT, entry)],
+          entryPoints: [join(ROOT, sourceOf(entry))],
           outfile: join(ROOT, 'index.js'),
           absWorkingDir: ROOT,
           write: false,
@@ -163,7 +174,8 @@ export async function measureBundles(
   try {
     writeFileSync(join(dir, 'runner.cjs'), RUNNER);
     const results: BundleResult[] = [];
-    for (const entry of lambdaEntries()) {
+    // The baseline last, when DynamoDB Local has served the most: if anything, it flatters the baseline.
+    for (const entry of [...lambdaEntries(), BASELINE_ENTRY]) {
       const outdir = join(dir, basename(entry, '.ts'));
       let built: Awaited<ReturnType<typeof build>>;
       try {
@@ -171,7 +183,7 @@ export async function measureBundles(
           ...CDK_ESBUILD_OPTIONS,
           mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
           external: [...CDK_ESBUILD_OPTIONS.external],
-          entryPoints: [join(ROOT, entry)],
+          entryPoints: [join(ROOT, sourceOf(entry))],
           outfile: join(outdir, 'index.js'),
           absWorkingDir: ROOT,
           metafile: true,
@@ -197,7 +209,7 @@ export async function measureBundles(
       const cold: ColdStart[] = [];
       // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
       // would need AWS endpoints this bench does not fake, so only their size is reported.
-      const servable = COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
+      const servable = entry === BASELINE_ENTRY || COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
       // Each function gets a table of its own: the sweeper must not find the sends' never-started deliveries.
       const coldDb = servable ? await addTable(db) : undefined;
       const caller = coldDb ? await createAccount(coldDb, 1000) : undefined;
@@ -225,9 +237,21 @@ export async function measureBundles(
         underLimit: bytes < BUNDLE_LIMIT_BYTES,
         largest,
         awsClients,
-        clientsAsDeclared: awsClients.join(',') === declaredClients(entry).join(','),
+        clientsAsDeclared:
+          entry === BASELINE_ENTRY || awsClients.join(',') === declaredClients(entry).join(','),
         cold,
       });
+    }
+    // The baseline first in the results, and every entry's ratio to it.
+    const baseline = results.find((result) => result.entry === BASELINE_ENTRY);
+    if (baseline) {
+      results.splice(results.indexOf(baseline), 1);
+      results.unshift(baseline);
+    }
+    const baselineMs = baseline?.cold.find((run) => run.variant !== 'plain')?.spawnToResponseMs?.median;
+    for (const result of results) {
+      const ms = result.cold.find((run) => run.variant !== 'plain')?.spawnToResponseMs?.median;
+      if (ms !== undefined && baselineMs) result.ratioToBaseline = round(ms / baselineMs, 2);
     }
     const built = results.filter((result) => !result.error);
     const whatIf = await whatIfSizes(built.map((result) => result.entry));
@@ -296,6 +320,9 @@ function packageOf(input: string): string {
 function eventFor(entry: string, caller: Caller, numbers: NumberSource, masterKey: string): unknown {
   const unknownSid = `VE${randomBytes(16).toString('hex')}`;
   switch (basename(entry, '.ts')) {
+    case BASELINE_ENTRY:
+      // A miss: the key of no item.
+      return { id: unknownSid };
     case 'send':
       return sendEvent(caller, numbers.take());
     case 'check':

@@ -1,10 +1,13 @@
-/** The fetch function's composition root: the table alone (it reads a record and shows it: no key, no workflow). */
+/**
+ * The fetch function's composition root: the table alone (it reads a record and shows it: no key, no workflow,
+ * no provider), and its bundle only the fetch endpoint.
+ */
 import { groupKeyRing } from '../adapters/keyring';
-import { buildApi } from '../http/api';
-import { NO_WORKFLOW, buildDeps } from '../wiring/deps';
+import { buildFetchHandler } from '../http/api';
+import { tableFromEnv } from '../wiring/dynamo';
 import { apiEntry } from '../wiring/entries';
+import { buildStoreDeps } from '../wiring/store-deps';
 
-export const handler = apiEntry(async () => {
-  const deps = buildDeps(process.env, groupKeyRing({}));
-  return buildApi({ ...deps, workflow: NO_WORKFLOW }).fetch;
-});
+export const handler = apiEntry(async () =>
+  buildFetchHandler(buildStoreDeps(process.env, groupKeyRing({}), tableFromEnv(process.env))),
+);

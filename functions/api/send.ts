@@ -1,5 +1,5 @@
 /** The send function's composition root: the table, the code-hash and code-seal keys, the delivery workflow. */
-import { buildApi } from '../http/api';
+import { buildSendHandler } from '../http/api';
 import { buildDeps } from '../wiring/deps';
 import { apiEntry } from '../wiring/entries';
 import { loadKeyRing } from '../wiring/keys';
@@ -8,5 +8,5 @@ import { workflowFromEnv } from '../wiring/workflow';
 export const handler = apiEntry(async () => {
   const env = process.env;
   const deps = buildDeps(env, await loadKeyRing(env));
-  return buildApi({ ...deps, workflow: workflowFromEnv(env) }).send;
+  return buildSendHandler({ ...deps, workflow: workflowFromEnv(env) });
 });

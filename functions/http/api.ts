@@ -1,5 +1,11 @@
 import middy from '@middy/core';
-import { checkVerification, fetchVerification, type CheckOutcome } from '../core/check';
+import {
+  checkVerification,
+  fetchVerification,
+  type CheckDeps,
+  type CheckOutcome,
+  type FetchDeps,
+} from '../core/check';
 import { acceptReceipt } from '../core/delivery';
 import { OtpError } from '../core/errors';
 import { METRIC, noMetrics, type MetricName, type Metrics } from '../core/metrics';
@@ -15,7 +21,7 @@ import type {
 } from '../core/ports';
 import type { ProviderRegistry } from '../core/providers';
 import type { Channel } from '../core/routing';
-import { sendVerification } from '../core/send';
+import { sendVerification, type SendDeps } from '../core/send';
 import type { Settings } from '../core/settings';
 import type { Logger } from '../adapters/logger';
 import {
@@ -55,6 +61,24 @@ export interface ApiDeps {
 
 export type ApiHandler = (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
 
+/** What every endpoint needs: logging, metrics, and the key's item for auth and the per-key limit. */
+export interface EndpointDeps {
+  store: ApiKeyStore;
+  clock: Clock;
+  settings: Pick<Settings, 'keyRequestsPerMinute'>;
+  logger: Logger;
+  metrics?: Metrics;
+}
+
+/**
+ * Each endpoint's own dependencies. The Lambda entries build one endpoint each (functions/api/*.ts), so the check
+ * and fetch bundles hold neither the send path nor what it needs (number parsing and its metadata, routing,
+ * providers).
+ */
+export type SendEndpointDeps = EndpointDeps & SendDeps;
+export type CheckEndpointDeps = EndpointDeps & CheckDeps;
+export type FetchEndpointDeps = EndpointDeps & FetchDeps;
+
 const CHECK_STATUS: Record<CheckOutcome, number> = {
   verified: 200,
   wrong_code: 422,
@@ -67,26 +91,33 @@ const CHECK_STATUS: Record<CheckOutcome, number> = {
 const SENDS_REFUSED = { name: METRIC.sendsRefused, dimension: 'code' } as const;
 const CHECKS_BY_OUTCOME = { name: METRIC.checks, dimension: 'outcome' } as const;
 
-/** The three endpoints of the spec, each behind logging, error mapping, API-key auth and the per-key limit. */
-export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
-  const guard = new ApiKeyGuard();
-  const metrics = deps.metrics ?? noMetrics;
-  /** `refused`: each error answer (auth and the per-key limit included) counts as `refused` with its code. */
-  const authenticated = (refused?: { name: MetricName; dimension: string }) =>
-    middy<ApiEvent, HttpResponse, Error, ApiContext>()
-      .use(requestLog(deps.logger))
-      .use(refused ? [errorCodeMetric(metrics, refused.name, refused.dimension)] : [])
-      .use(errorResponses(deps.logger))
-      .use(
-        apiKeyAuth({
-          guard,
-          store: deps.store,
-          clock: deps.clock,
-          requestsPerMinute: deps.settings.keyRequestsPerMinute,
-        }),
-      );
+/**
+ * An endpoint behind logging, error mapping, API-key auth and the per-key limit. `refused`: each error answer
+ * (auth and the per-key limit included) counts as `refused` with its code.
+ */
+function authenticated(
+  deps: EndpointDeps,
+  guard: ApiKeyGuard,
+  refused?: { name: MetricName; dimension: string },
+) {
+  return middy<ApiEvent, HttpResponse, Error, ApiContext>()
+    .use(requestLog(deps.logger))
+    .use(refused ? [errorCodeMetric(deps.metrics ?? noMetrics, refused.name, refused.dimension)] : [])
+    .use(errorResponses(deps.logger))
+    .use(
+      apiKeyAuth({
+        guard,
+        store: deps.store,
+        clock: deps.clock,
+        requestsPerMinute: deps.settings.keyRequestsPerMinute,
+      }),
+    );
+}
 
-  const send = authenticated(SENDS_REFUSED).handler(async (event, context) => {
+/** `POST /v2/Services/{ServiceSid}/Verifications`. `guard`: shared by the endpoints of one process. */
+export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
+  const metrics = deps.metrics ?? noMetrics;
+  return authenticated(deps, guard, SENDS_REFUSED).handler(async (event, context) => {
     const params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
     const idempotencyKey = header(event, 'idempotency-key') || undefined;
     if (idempotencyKey !== undefined && idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -112,9 +143,15 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
     if (!result.replayed) metrics.count(METRIC.sendsAccepted);
     return jsonResponse(201, result.verification, result.replayed ? { 'idempotent-replayed': 'true' } : {});
   });
+}
 
-  // Checks by outcome: the five of spec 4.2 here, an error answer (not found, client_code, ...) by its code.
-  const check = authenticated(CHECKS_BY_OUTCOME).handler(async (event, context) => {
+/**
+ * `POST /v2/Services/{ServiceSid}/VerificationCheck`. Checks by outcome: the five of spec 4.2 here, an error
+ * answer (not found, client_code, ...) by its code.
+ */
+export function buildCheckHandler(deps: CheckEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
+  const metrics = deps.metrics ?? noMetrics;
+  return authenticated(deps, guard, CHECKS_BY_OUTCOME).handler(async (event, context) => {
     const params = validate(checkParamsSchema, readBodyParams(event));
     const result = await checkVerification(deps, {
       serviceSid: context.serviceSid!,
@@ -124,16 +161,27 @@ export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; 
     metrics.count(METRIC.checks, { outcome: result.outcome });
     return jsonResponse(CHECK_STATUS[result.outcome], result.verification);
   });
+}
 
-  const fetch = authenticated().handler(async (event, context) => {
+/** `GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}`. */
+export function buildFetchHandler(deps: FetchEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
+  return authenticated(deps, guard).handler(async (event, context) => {
     const verification = await fetchVerification(deps, {
       serviceSid: context.serviceSid!,
       verificationSid: event.pathParameters?.VerificationSid ?? '',
     });
     return jsonResponse(200, verification);
   });
+}
 
-  return { send, check, fetch };
+/** The three endpoints of the spec in one process (the local stack, the bench, tests), sharing one key guard. */
+export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
+  const guard = new ApiKeyGuard();
+  return {
+    send: buildSendHandler(deps, guard),
+    check: buildCheckHandler(deps, guard),
+    fetch: buildFetchHandler(deps, guard),
+  };
 }
 
 /** `POST /v2/Callbacks/{Provider}`: delivery receipts, believed only with the provider's valid signature. */

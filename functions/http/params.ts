@@ -73,33 +73,41 @@ export function validate<T extends z.ZodType>(
 /** `Code` as the spec defines a caller-supplied one: 4 to 10 ASCII letters or digits. */
 const CLIENT_CODE = /^[A-Za-z0-9]{4,10}$/;
 
-export const sendParamsSchema = z.object({
-  To: z
-    .string()
-    .min(1)
-    .max(20)
-    .describe('Phone number in E.164 (+, country code, number); spaces, dashes and brackets are tolerated.'),
-  TemplateSid: z
-    .string()
-    .max(64)
-    .optional()
-    .describe("One of the account's templates; omitted: the default template. An `HJ…` SID is ignored."),
-  Code: z
-    .string()
-    .regex(CLIENT_CODE)
-    .optional()
-    .describe(
-      'Only for callers generating their own codes, delivered as given and never checked by the service.',
-    ),
-});
+/*
+ * The schemas are built in a pure call, so a bundle that never validates them (the fetch function's) drops them
+ * and zod with them: esbuild keeps a module-level method chain otherwise.
+ */
+export const sendParamsSchema = /* @__PURE__ */ (() =>
+  z.object({
+    To: z
+      .string()
+      .min(1)
+      .max(20)
+      .describe(
+        'Phone number in E.164 (+, country code, number); spaces, dashes and brackets are tolerated.',
+      ),
+    TemplateSid: z
+      .string()
+      .max(64)
+      .optional()
+      .describe("One of the account's templates; omitted: the default template. An `HJ…` SID is ignored."),
+    Code: z
+      .string()
+      .regex(CLIENT_CODE)
+      .optional()
+      .describe(
+        'Only for callers generating their own codes, delivered as given and never checked by the service.',
+      ),
+  }))();
 
-export const checkParamsSchema = z.object({
-  VerificationSid: z.string().min(1).describe('The `sid` returned by send.'),
-  Code: z
-    .string()
-    .min(1)
-    .max(10)
-    .describe('The code the user typed, compared exactly (spaces and dashes are not stripped).'),
-});
+export const checkParamsSchema = /* @__PURE__ */ (() =>
+  z.object({
+    VerificationSid: z.string().min(1).describe('The `sid` returned by send.'),
+    Code: z
+      .string()
+      .min(1)
+      .max(10)
+      .describe('The code the user typed, compared exactly (spaces and dashes are not stripped).'),
+  }))();
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 191;

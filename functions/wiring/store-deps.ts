@@ -1,0 +1,47 @@
+/**
+ * The dependencies of the functions that need the table and the keys alone (check, fetch): no provider
+ * registry, so their bundles hold neither the provider configuration's parsing nor number parsing and its
+ * metadata. `buildDeps` (wiring/deps.ts) adds those for the others.
+ */
+import type { Clock, CodeVault, Random } from '../core/ports';
+import { settingsFromEnv, type Settings } from '../core/settings';
+import { noMetrics, type Metrics } from '../core/metrics';
+import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
+import { DynamoStore } from '../adapters/dynamodb/store';
+import { toKeyRing, type KeySource } from '../adapters/keyring';
+import { lambdaLogger, type Logger } from '../adapters/logger';
+import { lambdaMetrics } from '../adapters/metrics';
+import type { TableAccess } from './dynamo';
+import type { Env } from './env';
+
+export interface StoreDeps {
+  store: DynamoStore;
+  vault: CodeVault;
+  random: Random;
+  clock: Clock;
+  settings: Settings;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * The table's store, the code vault over the keys (each taken on first use), the settings; without a logger (the
+ * Lambda entries) the container's Powertools logger and EMF metrics, with one no metrics unless given.
+ */
+export function buildStoreDeps(
+  env: Env,
+  keySource: KeySource,
+  { client, tableName }: TableAccess,
+  logger?: Logger,
+  metrics?: Metrics,
+): StoreDeps {
+  return {
+    store: new DynamoStore(client, tableName),
+    vault: new CryptoCodeVault(toKeyRing(keySource)),
+    random: cryptoRandom,
+    clock: systemClock,
+    settings: settingsFromEnv(env),
+    logger: logger ?? lambdaLogger(),
+    metrics: metrics ?? (logger ? noMetrics : lambdaMetrics()),
+  };
+}
