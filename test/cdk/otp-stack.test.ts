@@ -202,6 +202,8 @@ describe('functions', () => {
         OTP_ALLOWED_CHANNELS: 'sms,whatsapp,viber,rcs,sna',
         ...SETTING_DEFAULTS,
         NODE_OPTIONS: '--enable-source-maps',
+        // The metrics' `service` dimension and the log lines' service name: the stack's name.
+        POWERTOOLS_SERVICE_NAME: stack.stackName,
       };
       if (STARTS_DELIVERY.includes(name)) expected.STATE_MACHINE_ARN = ref(stateMachineId);
       if (WEBHOOK_FUNCTIONS.includes(name)) expected.WEBHOOK_QUEUE_URL = ref(logicalId(stack.webhookQueue));
