@@ -33,6 +33,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { KeyGroup } from '../../functions/adapters/keyring';
+import { SMS_DELIVERED, SMS_FAILED } from '../../functions/adapters/providers/aws-events';
 import {
   FUNCTIONS,
   FUNCTION_NAMES,
@@ -45,26 +46,8 @@ import { configurationSetArn, whatsAppPhoneNumberArn, type ProviderDeployment } 
 import { Grouping } from './logical-ids';
 import { OtpFunction } from './otp-function';
 
-/** The SMS and RCS events the configuration set publishes: the final ones acceptProviderReceipt acts on. */
-export const SMS_RECEIPT_EVENT_TYPES = [
-  'TEXT_DELIVERED',
-  'TEXT_SUCCESSFUL',
-  'TEXT_BLOCKED',
-  'TEXT_CARRIER_BLOCKED',
-  'TEXT_CARRIER_UNREACHABLE',
-  'TEXT_INVALID',
-  'TEXT_INVALID_MESSAGE',
-  'TEXT_UNREACHABLE',
-  'TEXT_SPAM',
-  'TEXT_UNKNOWN',
-  'TEXT_TTL_EXPIRED',
-  'TEXT_PROTECT_BLOCKED',
-  'RCS_DELIVERED',
-  'RCS_READ',
-  'RCS_FAILED',
-  'RCS_TTL_EXPIRED',
-  'RCS_PROTECT_BLOCKED',
-];
+/** The SMS and RCS events the configuration set publishes: the ones the receipt parser acts on (aws-events.ts). */
+export const SMS_RECEIPT_EVENT_TYPES = [...SMS_DELIVERED, 'TEXT_SUCCESSFUL', ...SMS_FAILED];
 
 /** The services that publish provider events to the topic. */
 const PUBLISHERS = ['sms-voice.amazonaws.com', 'social-messaging.amazonaws.com'];

@@ -119,7 +119,12 @@ describe('the example provider configuration', () => {
       EventDestinations: [
         Match.objectLike({
           Enabled: true,
-          MatchingEventTypes: Match.arrayWith(['TEXT_DELIVERED', 'TEXT_SUCCESSFUL', 'RCS_DELIVERED']),
+          MatchingEventTypes: Match.arrayWith([
+            'TEXT_DELIVERED',
+            'RCS_DELIVERED',
+            'TEXT_SUCCESSFUL',
+            'TEXT_BLOCKED',
+          ]),
           SnsDestination: { TopicArn: { Ref: topic } },
         }),
       ],

@@ -23,9 +23,9 @@ export const REFERENCE_CONTEXT_KEY = 'otpReference';
 export type SmsSuccessfulMeans = 'delivered' | 'accepted';
 export const DEFAULT_SMS_SUCCESSFUL_MEANS: SmsSuccessfulMeans = 'delivered';
 
-const SMS_DELIVERED = new Set(['TEXT_DELIVERED', 'RCS_DELIVERED', 'RCS_READ']);
+export const SMS_DELIVERED = new Set(['TEXT_DELIVERED', 'RCS_DELIVERED', 'RCS_READ']);
 /** Final failures. Pending (TEXT_QUEUED, TEXT_PENDING, RCS_QUEUED, RCS_SENT) and RCS_FALLEN_BACK_TO_SMS: none. */
-const SMS_FAILED = new Set([
+export const SMS_FAILED = new Set([
   'TEXT_BLOCKED',
   'TEXT_CARRIER_BLOCKED',
   'TEXT_CARRIER_UNREACHABLE',
