@@ -105,6 +105,16 @@ export type KeyRequestOutcome =
   /** The key belongs to another service than the one in the path: nothing counted. */
   | { outcome: 'forbidden' };
 
+/** One request's write on its API key (see `ApiKeyStore.countKeyRequest`). */
+export interface KeyRequest {
+  keyHash: string;
+  /** The service in the request's path. */
+  serviceSid: string;
+  windowStart: Date;
+  limit: number;
+  windowOpen: boolean;
+}
+
 export interface ApiKeyStore {
   /**
    * Authenticates and counts a request in one write on the key's own item: the key must exist, not be revoked
@@ -112,13 +122,7 @@ export interface ApiKeyStore {
    * therefore takes effect on the next request. `windowOpen`: the caller believes the key's window already is
    * `windowStart` (it saw it), so counting is tried before opening it; a wrong belief costs one more write.
    */
-  countKeyRequest(request: {
-    keyHash: string;
-    serviceSid: string;
-    windowStart: Date;
-    limit: number;
-    windowOpen: boolean;
-  }): Promise<KeyRequestOutcome>;
+  countKeyRequest(request: KeyRequest): Promise<KeyRequestOutcome>;
 }
 
 export interface DeliveryStore {

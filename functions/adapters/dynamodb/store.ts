@@ -17,6 +17,7 @@ import type {
   ApiKeyStore,
   CheckWrite,
   DeliveryStore,
+  KeyRequest,
   KeyRequestOutcome,
   PendingDeliveryStore,
   RecordRefusal,
@@ -311,13 +312,7 @@ export class DynamoStore
     }
   }
 
-  async countKeyRequest(request: {
-    keyHash: string;
-    serviceSid: string;
-    windowStart: Date;
-    limit: number;
-    windowOpen: boolean;
-  }): Promise<KeyRequestOutcome> {
+  async countKeyRequest(request: KeyRequest): Promise<KeyRequestOutcome> {
     let window = request.windowStart.getTime();
     let windowOpen = request.windowOpen;
     // At most: count (window moved on), open (another instance opened it first), count again.

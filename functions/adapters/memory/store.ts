@@ -18,6 +18,7 @@ import type {
   ApiKeyStore,
   CheckWrite,
   DeliveryStore,
+  KeyRequest,
   KeyRequestOutcome,
   PendingDeliveryStore,
   RecordRefusal,
@@ -217,13 +218,7 @@ export class MemoryStore
 
   // --- ApiKeyStore ------------------------------------------------------------------------------------------
 
-  async countKeyRequest(request: {
-    keyHash: string;
-    serviceSid: string;
-    windowStart: Date;
-    limit: number;
-    windowOpen: boolean;
-  }): Promise<KeyRequestOutcome> {
+  async countKeyRequest(request: KeyRequest): Promise<KeyRequestOutcome> {
     const key = this.apiKeys.get(request.keyHash);
     if (!key) return { outcome: 'unknown' };
     if (key.record.revokedAt !== undefined) return { outcome: 'revoked' };
