@@ -137,7 +137,7 @@ export async function acceptProviderReceipt(
   const known =
     attempt.outcome !== 'sending'
       ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
-      : deps.providers.forChannel(channel, verification.to).name === providerName;
+      : deps.providers.forChannel(channel, verification.country).name === providerName;
   if (!known) return 'unknown';
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
   if (receipt.status !== 'delivered') return 'duplicate';
@@ -161,7 +161,7 @@ async function sendOnce(
   if (!verification.sealedCode) return { channel, outcome: 'failed', reason: 'code no longer held', at };
   const code = deps.vault.open(verification.sid, verification.sealedCode);
   try {
-    const answer = await deps.providers.forChannel(channel, verification.to).send({
+    const answer = await deps.providers.forChannel(channel, verification.country).send({
       channel,
       to: verification.to,
       body: renderMessage(verification.message, code),

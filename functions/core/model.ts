@@ -49,6 +49,11 @@ export interface Verification {
   sid: string;
   serviceSid: string;
   to: string;
+  /**
+   * ISO country of `to`, decided at send (absent on items written before it was kept): the delivery picks a
+   * provider per country without parsing the number again (libphonenumber stays out of the delivery bundles).
+   */
+  country?: string;
   /** Status as stored; read it through `effectiveStatus`, which derives EXPIRED and LOCKED. */
   status: CodeStatus;
   deliveryStatus: DeliveryStatus;

@@ -43,7 +43,8 @@ export interface Provider {
 
 export interface ProviderRegistry {
   /** The provider of `channel` for the number `to` (E.164): a deployment may choose one per country. */
-  forChannel(channel: Channel, to: string): Provider;
+  /** `country`: the number's ISO country (kept on the verification), for per-country overrides. */
+  forChannel(channel: Channel, country: string | undefined): Provider;
   byName(name: string): Provider | undefined;
 }
 

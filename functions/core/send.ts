@@ -216,6 +216,7 @@ function newVerification(
     sid,
     serviceSid: request.serviceSid,
     to: phone.e164,
+    country: phone.country,
     status: 'PENDING',
     deliveryStatus: 'PENDING',
     channel: verdict.channels[0] ?? null,

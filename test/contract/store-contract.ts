@@ -106,6 +106,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         sid: cryptoRandom.sid('VE'),
         serviceSid: service.sid,
         to: freshNumber(),
+        country: 'US',
         price: PRICE,
         codeHash: 'hash-of-the-code',
         dateCreated: T0.toISOString(),

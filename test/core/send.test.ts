@@ -53,6 +53,8 @@ describe('an accepted send', () => {
     expect(stored?.codeHash).toBe(world.vault.hash(sid, '042917'));
     expect(world.vault.open(sid, stored!.sealedCode!)).toBe('042917');
     expect(stored?.channels).toEqual(['sna', 'viber', 'whatsapp', 'rcs', 'sms']);
+    // The country picks per-country providers at delivery, which does not parse the number again.
+    expect(stored?.country).toBe('GB');
     expect(world.workflow.started).toEqual([{ sid, waitSeconds: 8 }]);
   });
 

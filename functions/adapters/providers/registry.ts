@@ -1,5 +1,4 @@
 import type { Provider, ProviderRegistry } from '../../core/providers';
-import { parsePhone } from '../../core/phone';
 import type { Channel } from '../../core/routing';
 import { providerFor, providersInUse, type ProviderConfig, type ProviderName } from './config';
 
@@ -17,11 +16,9 @@ export function buildProviderRegistry(
     throw new Error(`No adapter given for the configured providers ${missing.join(', ')}`);
   const byName = new Map<string, Provider>();
   for (const name of providersInUse(config)) byName.set(providers[name]!.name, providers[name]!);
-  const countryOf = (to: string): string | undefined =>
-    Object.keys(config.countries).length > 0 ? parsePhone(to)?.country : undefined;
   return {
-    forChannel(channel: Channel, to: string): Provider {
-      const name = providerFor(config, channel, countryOf(to));
+    forChannel(channel: Channel, country: string | undefined): Provider {
+      const name = providerFor(config, channel, country);
       if (!name) throw new Error(`No provider is configured for ${channel}`);
       return providers[name]!;
     },
