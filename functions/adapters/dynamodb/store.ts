@@ -41,6 +41,7 @@ import {
 import {
   TABLE_SCHEMA,
   keys,
+  DELIVERY_INDEX_PARTITION_MS,
   pendingDeliveryPartition,
   unsettledDeliveryPartition,
   type ItemKey,
@@ -53,7 +54,7 @@ const KEY_USABLE = 'attribute_exists(pk) AND attribute_not_exists(revoked_at) AN
 /** Ending delivery drops the code kept for it and takes the verification out of the delivery index. */
 const DELIVERY_ENDED_REMOVES = ['sealedCode', 'pendingPk', 'pendingSk'] satisfies VerificationAttr[];
 
-/** Partitions of the delivery index the sweeper queries at once (oldest minutes first, order kept). */
+/** Partitions of the delivery index queried at once (oldest first, order kept). */
 const INDEX_QUERIES_AT_ONCE = 16;
 
 /** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
@@ -439,27 +440,28 @@ export class DynamoStore
   }
 
   async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.queryIndexPerMinute(pendingDeliveryPartition, from, to);
+    return this.queryIndexPerPartition(pendingDeliveryPartition, from, to);
   }
 
   async listUnsettledDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.queryIndexPerMinute(unsettledDeliveryPartition, from, to);
+    return this.queryIndexPerPartition(unsettledDeliveryPartition, from, to);
   }
 
   /**
-   * SIDs in the sparse delivery index under the partitions of each minute from `from` to `to` (partition key
-   * `partition(minute)`, sort key `<time>#<sid>` with the time between the two), oldest first.
+   * SIDs in the sparse delivery index under the partitions (one an hour) from `from` to `to` (partition key
+   * `partition(hour)`, sort key `<time>#<sid>` with the time between the two), oldest first.
    */
-  private async queryIndexPerMinute(
-    partition: (minute: Date) => string,
+  private async queryIndexPerPartition(
+    partition: (partitionStart: Date) => string,
     from: Date,
     to: Date,
   ): Promise<string[]> {
     const index = TABLE_SCHEMA.indexes.pendingDelivery;
-    const minutes: number[] = [];
-    for (let minute = from.getTime() - (from.getTime() % 60_000); minute <= to.getTime(); minute += 60_000)
-      minutes.push(minute);
-    const queryMinute = async (minute: number): Promise<string[]> => {
+    const starts: number[] = [];
+    const step = DELIVERY_INDEX_PARTITION_MS;
+    for (let start = from.getTime() - (from.getTime() % step); start <= to.getTime(); start += step)
+      starts.push(start);
+    const queryPartition = async (partitionStart: number): Promise<string[]> => {
       const sids: string[] = [];
       let start: Record<string, unknown> | undefined;
       do {
@@ -470,7 +472,7 @@ export class DynamoStore
             KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
             ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
             ExpressionAttributeValues: {
-              ':pk': partition(new Date(minute)),
+              ':pk': partition(new Date(partitionStart)),
               ':from': from.toISOString(),
               // '~' sorts after '#' and every SID character: includes items at exactly `to`.
               ':to': `${to.toISOString()}~`,
@@ -485,11 +487,10 @@ export class DynamoStore
       } while (start);
       return sids;
     };
-    // The minutes' partitions side by side, a few at a time: the sweeper reads 75 of them each run, and one
-    // after another they took it 3 s to start on a cold function (most partitions are empty).
+    // The partitions side by side, a few at a time (a caller asking for a long span gets many).
     const found: string[][] = [];
-    for (let i = 0; i < minutes.length; i += INDEX_QUERIES_AT_ONCE) {
-      found.push(...(await Promise.all(minutes.slice(i, i + INDEX_QUERIES_AT_ONCE).map(queryMinute))));
+    for (let i = 0; i < starts.length; i += INDEX_QUERIES_AT_ONCE) {
+      found.push(...(await Promise.all(starts.slice(i, i + INDEX_QUERIES_AT_ONCE).map(queryPartition))));
     }
     return found.flat();
   }
