@@ -4,20 +4,13 @@
  * as verified / accepted, the functions' errors and durations, the workflow's failed and timed-out executions,
  * the dead-letter queue, and every alarm. Synthesized once without bundling.
  */
-import { readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import { App, CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION, type MetricName } from '../../functions/core/metrics';
 import { CHANNELS } from '../../functions/core/routing';
 import { FUNCTION_NAMES } from '../../lib/functions';
-import { OtpStack } from '../../lib/otp-stack';
-
-const ROOT = path.join(__dirname, '..', '..');
-const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
-  .context;
+import type { OtpStack } from '../../lib/otp-stack';
+import { logicalIdIn, synthUnbundled } from '../support/cdk';
 
 interface Widget {
   type: string;
@@ -28,9 +21,9 @@ interface Widget {
   };
 }
 
-let app: App;
 let stack: OtpStack;
 let template: Template;
+let cleanup: () => void;
 let widgets: Widget[];
 
 /** The dashboard body with each reference written `<Ref:id>` or `<GetAtt:id.attr>`, parsed. */
@@ -53,20 +46,12 @@ function dashboardBody(): { widgets: Widget[] } {
 }
 
 beforeAll(() => {
-  app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
-  stack = new OtpStack(app, 'OtpVerify');
-  template = Template.fromStack(stack);
+  ({ stack, template, cleanup } = synthUnbundled());
   widgets = dashboardBody().widgets;
 }, 60_000);
-afterAll(() => {
-  if (app.outdir.startsWith(tmpdir())) rmSync(app.outdir, { recursive: true, force: true });
-});
+afterAll(() => cleanup());
 
-const logicalId = (construct: IConstruct): string => {
-  const element = construct instanceof CfnElement ? construct : construct.node.defaultChild;
-  if (!(element instanceof CfnElement)) throw new Error(`${construct.node.path} has no CFN resource`);
-  return stack.resolve(element.logicalId) as string;
-};
+const logicalId = (construct: IConstruct): string => logicalIdIn(stack, construct);
 
 /** Every metric line of every graph: `[namespace, name, dim, value, ..., options?]` or `[{expression, ...}]`. */
 const lines = () => widgets.flatMap((widget) => widget.properties.metrics ?? []);

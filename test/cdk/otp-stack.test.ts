@@ -16,12 +16,11 @@ import { KEY_GROUPS, type KeyGroup } from '../../functions/adapters/keyring';
 import { readConfig } from '../../lib/config';
 import { FUNCTIONS, FUNCTION_NAMES, ROUTES, type FunctionName } from '../../lib/functions';
 import { OtpStack } from '../../lib/otp-stack';
+import { CDK_CONTEXT } from '../support/cdk';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../functions/core/metrics';
 
 const ROOT = path.join(__dirname, '..', '..');
 /** Synthesize with the same feature flags as `cdk synth`. */
-const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
-  .context;
 
 // The functions, their entries and routes come from the manifest (lib/functions.ts); what each may do (keys,
 // table actions, time-outs) is pinned here by hand, so a change to a function's permissions shows in this file.

@@ -15,10 +15,9 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { FUNCTION_NAMES, PROVIDER_FUNCTIONS, PROVIDER_FUNCTION_NAMES } from '../../lib/functions';
 import { PROVIDER_CONTEXT_KEYS as K } from '../../lib/provider-config';
 import { OtpStack } from '../../lib/otp-stack';
+import { CDK_CONTEXT } from '../support/cdk';
 
 const ROOT = path.join(__dirname, '..', '..');
-const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
-  .context;
 const EXAMPLE_FILE = path.join(ROOT, 'providers.example.json');
 const EXAMPLE = JSON.parse(readFileSync(EXAMPLE_FILE, 'utf8')) as Record<string, unknown>;
 

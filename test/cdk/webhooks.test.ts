@@ -3,39 +3,23 @@
  * queue and its dead-letter queue, the sender's SQS event source, exact IAM and the alarm. Synthesized once
  * without bundling: bundles and cdk-nag (over the whole app) are checked in otp-stack.test.ts.
  */
-import { readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import { App, CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
-import { OtpStack } from '../../lib/otp-stack';
+import type { OtpStack } from '../../lib/otp-stack';
+import { logicalIdIn, synthUnbundled, type Resources } from '../support/cdk';
 
-const ROOT = path.join(__dirname, '..', '..');
-const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
-  .context;
-
-let app: App;
 let stack: OtpStack;
 let template: Template;
-let resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+let resources: Resources;
+let cleanup: () => void;
 
 beforeAll(() => {
-  app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
-  stack = new OtpStack(app, 'OtpVerify');
-  template = Template.fromStack(stack);
-  resources = template.toJSON().Resources;
+  ({ stack, template, resources, cleanup } = synthUnbundled());
 }, 60_000);
-afterAll(() => {
-  if (app.outdir.startsWith(tmpdir())) rmSync(app.outdir, { recursive: true, force: true });
-});
+afterAll(() => cleanup());
 
-const logicalId = (construct: IConstruct): string => {
-  const element = construct instanceof CfnElement ? construct : construct.node.defaultChild;
-  if (!(element instanceof CfnElement)) throw new Error(`${construct.node.path} has no CFN resource`);
-  return stack.resolve(element.logicalId) as string;
-};
+const logicalId = (construct: IConstruct): string => logicalIdIn(stack, construct);
 const getAtt = (id: string, attribute = 'Arn') => ({ 'Fn::GetAtt': [id, attribute] });
 const ref = (id: string) => ({ Ref: id });
 const ids = () => ({
