@@ -189,4 +189,27 @@ describe('per-key request limit', () => {
       await limited.close();
     }
   });
+
+  it('60 simultaneous requests of a key new to the function, limit 20: exactly 20 counted and served', async () => {
+    const limited = await startHarness({ settings: { keyRequestsPerMinute: 20 } });
+    try {
+      const account = await limited.createAccount();
+      const client = limited.client(account);
+      const windowStart = Math.ceil(Date.now() / 60_000) * 60_000;
+      limited.clock.set(new Date(windowStart + 5_000));
+      // Every request races to open the window or count in it: the store must count exactly the served ones.
+      const responses = await Promise.all(
+        Array.from({ length: 60 }, () => client.fetch('VE0123456789abcdef0123456789abcdef')),
+      );
+      const statuses = responses.map((response) => response.status);
+      expect(statuses.filter((status) => status === 404)).toHaveLength(20);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(40);
+      const keyItem = (await limited.scanTable()).find(
+        (item) => item.type === 'api_key' && item.service_sid === account.serviceSid,
+      )!;
+      expect(keyItem).toMatchObject({ rate_window: windowStart, rate_count: 20 });
+    } finally {
+      await limited.close();
+    }
+  });
 });
