@@ -4,6 +4,7 @@
  * Local. A delivered event makes the verification DELIVERED; a failure event, or one for a message we did not
  * send, changes nothing.
  */
+import { smsVoiceEventBridgeEvent } from '../support/provider-events';
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import type { SNSEvent } from 'aws-lambda';
 import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
@@ -149,17 +150,7 @@ test('SNS: a failure event, a receipt for another message or for an attempt neve
 test('EventBridge: an aws.sms-voice delivery event makes it DELIVERED', async () => {
   const verification = await sendAccepted('sms-msg-3');
   const handler = buildEventBridgeReceiptHandler(deps);
-  const event = {
-    version: '0',
-    id: '5c0fa4f8-e4ba-ed02-6101-c795472fccd0',
-    'detail-type': 'Text Message Delivery Status Updated',
-    source: 'aws.sms-voice',
-    account: '111122223333',
-    time: '2026-03-01T12:00:01Z',
-    region: 'us-east-1',
-    resources: [],
-    detail: smsEvent('TEXT_DELIVERED', 'sms-msg-3', `${verification.sid}.0`),
-  };
+  const event = smsVoiceEventBridgeEvent(smsEvent('TEXT_DELIVERED', 'sms-msg-3', `${verification.sid}.0`));
   await expect(handler(event)).resolves.toBe('applied');
   expect((await api.fetch(verification.sid)).body).toMatchObject({
     delivery_status: 'DELIVERED',

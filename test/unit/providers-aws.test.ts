@@ -3,6 +3,7 @@
  * to a local server given as its `endpoint`, which records the request. Receipts are parsed from AWS's documented
  * sample events.
  */
+import { smsVoiceEventBridgeEvent } from '../support/provider-events';
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
 import {
@@ -263,27 +264,17 @@ describe('AWS receipts', () => {
   // Source: AWS End User Messaging SMS user guide, "Monitoring with EventBridge", event for a delivered SMS message
   // (https://docs.aws.amazon.com/sms-voice/latest/userguide/monitor-event-bridge.html), context added.
   test('an EventBridge aws.sms-voice event', () => {
-    const event = {
-      version: '0',
-      id: '5c0fa4f8-e4ba-ed02-6101-c795472fccd0',
-      'detail-type': 'Text Message Delivery Status Updated',
-      source: 'aws.sms-voice',
-      account: '111122223333',
-      time: '2025-10-01T18:20:41Z',
-      region: 'us-east-1',
-      resources: [],
-      detail: {
-        eventType: 'TEXT_SUCCESSFUL',
-        eventVersion: '1.0',
-        eventTimestamp: 1759342841377,
-        isFinal: true,
-        originationPhoneNumber: 'VAJZNBLLDX',
-        isoCountryCode: 'ES',
-        messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f',
-        messageType: 'TRANSACTIONAL',
-        context: { otpReference: reference },
-      },
-    };
+    const event = smsVoiceEventBridgeEvent({
+      eventType: 'TEXT_SUCCESSFUL',
+      eventVersion: '1.0',
+      eventTimestamp: 1759342841377,
+      isFinal: true,
+      originationPhoneNumber: 'VAJZNBLLDX',
+      isoCountryCode: 'ES',
+      messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f',
+      messageType: 'TRANSACTIONAL',
+      context: { otpReference: reference },
+    });
     expect(parseEventBridgeEvent(event)).toEqual({
       provider: 'aws-sms',
       receipt: { reference, messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f', status: 'delivered' },
