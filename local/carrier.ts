@@ -8,6 +8,7 @@ import * as z from 'zod';
 import type { OutboundMessage, ProviderAnswer } from '../functions/core/providers';
 import { CHANNELS, type Channel } from '../functions/core/routing';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
+import { SimulatedTimers } from './timers';
 
 /**
  * `deliver`: a receipt after that many ms; `silent`: accepted, never confirmed; `reject`: the number is rejected;
@@ -66,9 +67,7 @@ export class SimulatedCarrier {
   private readonly answers = new Map<string, ProviderAnswer>();
   /** How many times the service handed over each message reference, duplicates included. */
   readonly requestsByReference = new Map<string, number>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly pendingReceipts = new Set<Promise<void>>();
-  private readonly hangs = new Set<{ timer: NodeJS.Timeout; release: () => void }>();
+  private readonly timers = new SimulatedTimers();
   /** Messages answered with an error or a hang, for tests. */
   readonly failures: { to: string; channel: Channel; reference: string; time: string }[] = [];
 
@@ -100,7 +99,7 @@ export class SimulatedCarrier {
         reference: message.reference,
         time: new Date().toISOString(),
       });
-      if (typeof behaviour === 'object' && 'hang' in behaviour) await this.hang(behaviour.hang);
+      if (typeof behaviour === 'object' && 'hang' in behaviour) await this.timers.hang(behaviour.hang);
       return { status: 500, body: { error: 'carrier error' } };
     }
     return { status: 200, body: this.accept(message) };
@@ -132,7 +131,7 @@ export class SimulatedCarrier {
       record.messageId = `SM${randomUUID().replaceAll('-', '')}`;
       answer = { status: 'accepted', messageId: record.messageId };
       if (typeof behaviour === 'object' && 'deliver' in behaviour)
-        this.scheduleReceipt(record, behaviour.deliver);
+        this.timers.later(behaviour.deliver, () => this.postReceipt(record));
     }
     this.carried.push(record);
     this.answers.set(message.reference, answer);
@@ -145,15 +144,8 @@ export class SimulatedCarrier {
   }
 
   /** Waits for receipts already due to be posted (tests), and cancels the rest. */
-  async close(): Promise<void> {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    for (const hang of this.hangs) {
-      clearTimeout(hang.timer);
-      hang.release();
-    }
-    this.hangs.clear();
-    await Promise.allSettled([...this.pendingReceipts]);
+  close(): Promise<void> {
+    return this.timers.close();
   }
 
   /** A message another simulated provider carried (local/provider-simulator.ts), for the same inbox. */
@@ -167,25 +159,6 @@ export class SimulatedCarrier {
       .filter((candidate) => to.startsWith(candidate.prefix))
       .sort((a, b) => b.prefix.length - a.prefix.length)[0];
     return rule?.channels[channel] ?? this.options.defaultBehaviour ?? { deliver: 200 };
-  }
-
-  private hang(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const entry = {
-        timer: setTimeout(() => (this.hangs.delete(entry), resolve()), ms),
-        release: resolve,
-      };
-      this.hangs.add(entry);
-    });
-  }
-
-  private scheduleReceipt(record: CarriedMessage, afterMs: number): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      const posting = this.postReceipt(record).finally(() => this.pendingReceipts.delete(posting));
-      this.pendingReceipts.add(posting);
-    }, afterMs);
-    this.timers.add(timer);
   }
 
   private async postReceipt(record: CarriedMessage): Promise<void> {

@@ -36,6 +36,7 @@ import type { Channel } from '../functions/core/routing';
 import { REFERENCE_CONTEXT_KEY } from '../functions/adapters/providers/aws-events';
 import { signWebhook } from '../functions/adapters/providers/vonage-jwt';
 import type { CarriedMessage, ChannelBehaviour, SimulatedCarrier } from './carrier';
+import { SimulatedTimers } from './timers';
 
 /** The providers of each channel under the simulator; `sna` stays on the simulated carrier (http-carrier). */
 export const SIMULATED_PROVIDERS = {
@@ -81,9 +82,7 @@ export interface SimulatorRequest {
 
 export class ProviderSimulator {
   readonly requests: SimulatorRequest[] = [];
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly pending = new Set<Promise<unknown>>();
-  private readonly hangs = new Set<{ timer: NodeJS.Timeout; release: () => void }>();
+  private readonly timers = new SimulatedTimers();
   private readonly vonagePublicKey: KeyObject;
   private closed = false;
 
@@ -142,14 +141,7 @@ export class ProviderSimulator {
   /** Waits for receipts already being delivered, cancels the rest, and stops the server. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    for (const hang of this.hangs) {
-      clearTimeout(hang.timer);
-      hang.release();
-    }
-    this.hangs.clear();
-    await Promise.allSettled([...this.pending]);
+    await this.timers.close();
     await new Promise<void>((resolve) => {
       this.server.closeAllConnections();
       this.server.close(() => resolve());
@@ -467,14 +459,7 @@ export class ProviderSimulator {
     const hang = typeof behaviour === 'object' && 'hang' in behaviour ? behaviour.hang : undefined;
     if (behaviour !== 'error' && hang === undefined) return false;
     this.options.carrier().failures.push({ to, channel, reference, time: new Date().toISOString() });
-    if (hang !== undefined)
-      await new Promise<void>((resolve) => {
-        const entry = {
-          timer: setTimeout(() => (this.hangs.delete(entry), resolve()), hang),
-          release: resolve,
-        };
-        this.hangs.add(entry);
-      });
+    if (hang !== undefined) await this.timers.hang(hang);
     return true;
   }
 
@@ -496,15 +481,7 @@ export class ProviderSimulator {
 
   /** Runs a receipt after `ms`; a failure leaves the message unconfirmed (a real provider would retry). */
   private later(ms: number, run: () => Promise<void>): void {
-    if (this.closed) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      const running = run()
-        .catch(() => undefined)
-        .finally(() => this.pending.delete(running));
-      this.pending.add(running);
-    }, ms);
-    this.timers.add(timer);
+    if (!this.closed) this.timers.later(ms, run);
   }
 }
 
