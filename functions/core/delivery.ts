@@ -1,4 +1,4 @@
-import { receiptWaitSteps, settleDeadline } from './delivery-time';
+import { receiptWaitSteps } from './delivery-time';
 import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
 import type { DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { Clock, CodeVault, DeliveryStore } from './ports';
@@ -64,11 +64,9 @@ export async function deliverOverChannel(
     // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
     // `sending`: it is waited on like an accepted one and the workflow moves on after the wait.
     const claim: DeliveryAttempt = { channel, outcome: 'sending', at: deps.clock.now().toISOString() };
-    // Channels are tried from 0: the claim of channel 0 is the delivery's first, which sets the deadline by
-    // which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
-    const settleBy = input.channelIndex === 0 ? settleDeadline(deps.clock.now()) : undefined;
-    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, settleBy)))
-      return waitForReceipt(input);
+    // Channels are tried from 0: the claim of channel 0 is the delivery's first, whose time sets the deadline
+    // by which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
+    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim))) return waitForReceipt(input);
     attempt = await sendOnce(deps, verification, input.channelIndex);
     await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
     if (attempt.outcome !== 'sending') {

@@ -130,11 +130,10 @@ export interface DeliveryStore {
   /**
    * Claims channel `index` before its provider is called (outcome `sending`); false when another run of the
    * task claimed it first, or when delivery already ended. Express may run a task, or a whole execution,
-   * twice: only the claimant sends. With `settleBy` (the delivery's first claim), the same write moves the
-   * verification from the pending-delivery outbox to the unsettled deliveries due at that time, which the
-   * sweeper settles if nothing else did by then; ending delivery (finish or receipt) takes it out.
+   * twice: only the claimant sends. The claim of channel 0 dates the delivery's start: the sweeper settles a
+   * delivery still PENDING past `settleDeadline` of it (core/delivery-time.ts).
    */
-  claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean>;
+  claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean>;
   /** Records the provider's answer on the claimed channel. */
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
@@ -147,14 +146,11 @@ export interface DeliveryStore {
 
 /** Verifications whose delivery has not started (their workflow start failed, or its first task never ran). */
 export interface PendingDeliveryStore {
-  /** SIDs of verifications created between `from` and `to` whose first delivery task has not run. */
+  /**
+   * SIDs of verifications created between `from` and `to` whose delivery has not ended (claimed or not), oldest
+   * first. Eventually consistent: read the verification before acting on one.
+   */
   listPendingDeliveries(from: Date, to: Date): Promise<string[]>;
-}
-
-/** Deliveries that were claimed but not settled (their executions died, or ran past the Express limit). */
-export interface UnsettledDeliveryStore {
-  /** SIDs of PENDING deliveries whose settle-by time lies between `from` and `to`, oldest first. */
-  listUnsettledDeliveries(from: Date, to: Date): Promise<string[]>;
 }
 
 /** Starts the delivery workflow for an accepted send. Input carries the SID only, never the code. */

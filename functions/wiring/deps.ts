@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryDeps } from '../core/delivery';
-import type { DeliveryWorkflow, UnsettledDeliveryStore } from '../core/ports';
+import type { DeliveryWorkflow, PendingDeliveryStore } from '../core/ports';
 import { settingsFromEnv } from '../core/settings';
 import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
@@ -20,8 +20,8 @@ import { tableFromEnv } from './dynamo';
 import { allowedChannelsFromEnv, type Env } from './env';
 import { providersFromEnv } from './providers';
 
-/** The sweeper also lists unsettled deliveries (the same DynamoStore). */
-export type Deps = ApiDeps & DeliveryDeps & { store: UnsettledDeliveryStore };
+/** The sweeper also lists the deliveries not yet ended (the same DynamoStore). */
+export type Deps = ApiDeps & DeliveryDeps & { store: PendingDeliveryStore };
 
 /**
  * Builds every dependency but the workflow from an environment and the keys (a key ring, or a master key: local

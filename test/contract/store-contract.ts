@@ -16,17 +16,12 @@ import type {
   ApiKeyStore,
   DeliveryStore,
   PendingDeliveryStore,
-  UnsettledDeliveryStore,
   VerificationStore,
 } from '../../functions/core/ports';
 import type { WebhookEndpoint, WebhookEndpointStore } from '../../functions/core/webhooks';
 import { aVerification } from '../support/fixtures';
 
-export type ContractStore = VerificationStore &
-  ApiKeyStore &
-  DeliveryStore &
-  PendingDeliveryStore &
-  UnsettledDeliveryStore;
+export type ContractStore = VerificationStore & ApiKeyStore & DeliveryStore & PendingDeliveryStore;
 
 /** One implementation under test, with what the admin side does to seed it and what tests read back. */
 export interface StoreFixture {
@@ -583,45 +578,39 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     });
 
     describe('the delivery index', () => {
-      it('lists deliveries not started by creation time, between from and to included, oldest first', async () => {
+      it('lists deliveries not ended by creation time, between from and to included, oldest first', async () => {
         const service = await newService({ balance: 100_000 });
         const created = [at(0), at(59_999), at(60_000), at(125_000)];
         const sids: string[] = [];
         for (const time of created)
           sids.push((await accepted({ dateCreated: time.toISOString() }, service)).sid);
         expect(await store.listPendingDeliveries(at(0), at(125_000))).toEqual(expect.arrayContaining(sids));
-        const listed = (await store.listPendingDeliveries(at(0), at(125_000))).filter((s) =>
+        const listed = (await store.listPendingDeliveries(at(0), at(125_000))).filter((s: string) =>
           sids.includes(s),
         );
         expect(listed).toEqual(sids);
-        const inner = (await store.listPendingDeliveries(at(59_999), at(60_000))).filter((s) =>
+        const inner = (await store.listPendingDeliveries(at(59_999), at(60_000))).filter((s: string) =>
           sids.includes(s),
         );
         expect(inner).toEqual([sids[1], sids[2]]);
-        // A claim without a settle-by time leaves the index alone; the first claim moves it to the unsettled.
+        // Claims leave the index alone (moving an entry costs two index writes); ending delivery removes it.
+        await store.claimChannel(sids[0]!, 0, claim('sna'));
         await store.claimChannel(sids[0]!, 1, claim('viber'));
         expect(await store.listPendingDeliveries(at(0), at(0))).toContain(sids[0]);
-        await store.claimChannel(sids[0]!, 0, claim('sna'), at(400_000));
-        expect(await store.listPendingDeliveries(at(0), at(0))).not.toContain(sids[0]);
-        expect(await store.listUnsettledDeliveries(at(400_000), at(400_000))).toContain(sids[0]);
       });
 
-      it('lists claimed deliveries by settle-by time until they end', async () => {
-        const a = await accepted();
-        const b = await accepted();
-        const c = await accepted();
-        await store.claimChannel(a.sid, 0, claim('sna'), at(360_000));
-        await store.claimChannel(b.sid, 0, claim('sna'), at(420_500));
-        await store.claimChannel(c.sid, 0, claim('sna'), at(360_000));
-        const mine = (sids: string[]) => sids.filter((sid) => [a.sid, b.sid, c.sid].includes(sid));
-        expect(mine(await store.listUnsettledDeliveries(at(360_000), at(420_500)))).toEqual(
-          [a.sid, c.sid].sort().concat(b.sid),
-        );
-        expect(mine(await store.listUnsettledDeliveries(at(360_001), at(420_499)))).toEqual([]);
-        expect(mine(await store.listPendingDeliveries(at(0), at(0)))).toEqual([]);
+      it('keeps a claimed delivery listed until it ends, SENT, FAILED or DELIVERED', async () => {
+        const [a, b, c, d] = [await accepted(), await accepted(), await accepted(), await accepted()];
+        for (const v of [a, b, c, d]) await store.claimChannel(v.sid, 0, claim('sna'));
+        const mine = async () =>
+          (await store.listPendingDeliveries(at(0), at(0))).filter((sid) =>
+            [a.sid, b.sid, c.sid, d.sid].includes(sid),
+          );
+        expect((await mine()).sort()).toEqual([a.sid, b.sid, c.sid, d.sid].sort());
         await store.finishDelivery(a.sid, 'SENT', at(5000));
+        await store.finishDelivery(b.sid, 'FAILED', at(5000));
         await store.markDelivered(c.sid, 'sna', at(5000));
-        expect(mine(await store.listUnsettledDeliveries(at(0), at(500_000)))).toEqual([b.sid]);
+        expect(await mine()).toEqual([d.sid]);
       });
 
       it('takes a delivery that ends before its first claim out of the outbox', async () => {

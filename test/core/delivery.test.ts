@@ -67,7 +67,7 @@ it('delivers over the cheapest channel; a receipt ends delivery', async () => {
     next: 'end',
     deliveryStatus: 'DELIVERED',
   });
-  expect(await world.store.listUnsettledDeliveries(new Date(0), new Date(8.64e15))).toEqual([]);
+  expect(await world.store.listPendingDeliveries(new Date(0), new Date(8.64e15))).toEqual([]);
 });
 
 it('falls back to the next channel when no receipt comes; SENT when the last is silent; a late receipt still counts', async () => {

@@ -184,12 +184,13 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent' } });
     const claimedAt = harness.clock.now().getTime();
     const sid = await abandonedAfterFirstTask(account, to);
-    // The claim moved it from the restart outbox to the unsettled deliveries of its deadline minute.
+    // The claim left its index entry as the send wrote it (no index write), and dated the delivery's start.
     const claimed = await itemOf(sid);
-    expect(claimed.pending_pk).toMatch(/^UNSETTLED#/);
+    expect(claimed.pending_pk).toMatch(/^PENDING#/);
     expect(Date.parse(String(claimed.pending_sk).split('#')[0]!)).toBe(
-      claimedAt + UNSETTLED_DEADLINE_SECONDS * 1000,
+      Date.parse(String(claimed.date_created)),
     );
+    expect(Date.parse((claimed.deliveries as Record<string, { at: string }>)['0']!.at)).toBe(claimedAt);
 
     // Claimed, so never restarted; before its deadline, never settled (an execution may still run it).
     harness.clock.advance(31_000);
@@ -201,7 +202,7 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     harness.clock.set(new Date(claimedAt + UNSETTLED_DEADLINE_SECONDS * 1000 + 1000));
     faults.reset();
     expect(await harness.stack.settle()).toEqual([sid]);
-    // Found through the sparse index: queries, then one read and one write for the delivery; no scan.
+    // Found through the sparse index: queries, then a read of each entry and one write for the delivery; no scan.
     expect([...new Set(faults.calls.map((call) => call.operation))].sort()).toEqual([
       'GetItem',
       'Query',
@@ -225,7 +226,7 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     const to = freshMobile();
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'reject' } });
     const sid = await abandonedAfterFirstTask(account, to);
-    expect((await itemOf(sid)).pending_pk).toMatch(/^UNSETTLED#/);
+    expect((await itemOf(sid)).pending_pk).toMatch(/^PENDING#/);
 
     harness.clock.advance((UNSETTLED_DEADLINE_SECONDS + 1) * 1000);
     expect(await harness.stack.settle()).toEqual([sid]);
@@ -247,7 +248,7 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     // A claim that comes after the end (a duplicate run that read PENDING just before) is refused, so an
     // ended delivery never re-enters the index nor sends again.
     const late = { channel: 'viber' as const, outcome: 'sending' as const, at: new Date().toISOString() };
-    expect(await harness.stack.deps.store.claimChannel(sid, 1, late, new Date())).toBe(false);
+    expect(await harness.stack.deps.store.claimChannel(sid, 1, late)).toBe(false);
     const item = await itemOf(sid);
     expect(item.pending_pk).toBeUndefined();
     expect(Object.keys(item.deliveries as object)).toEqual(['0']);

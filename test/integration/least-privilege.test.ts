@@ -498,7 +498,7 @@ describe('each function runs with exactly its template grants', () => {
     expect(await check(CODE)).toMatchObject({ status: 200, body: { sid: delivered } });
   });
 
-  test('sweeper: restarts the deliveries that never started, from the index alone', async () => {
+  test('sweeper: restarts the deliveries that never started, from the index and their items', async () => {
     const later = { now: () => new Date(Date.now() + 60_000) };
     started.length = 0;
     const restarted = await restartStalledDeliveries({ ...depsFor('sweeper'), clock: later });

@@ -102,7 +102,7 @@ describe("DynamoStore's status writes", () => {
 
   it('no other update writes status or delivery_status', async () => {
     const { store, updates } = recording();
-    await store.claimChannel('VE1', 0, { channel: 'sna', outcome: 'sending', at: NOW.toISOString() }, NOW);
+    await store.claimChannel('VE1', 0, { channel: 'sna', outcome: 'sending', at: NOW.toISOString() });
     await store.recordChannelOutcome('VE1', 0, {
       channel: 'sna',
       outcome: 'accepted',

@@ -16,10 +16,10 @@ export const TABLE_SCHEMA = {
   indexes: {
     /**
      * Sparse index of verifications whose delivery has not ended, at no extra round trip on any path. Written
-     * with the verification under `PENDING#<created hour>`; the first channel claim moves it to
-     * `UNSETTLED#<settle-by hour>` in the same write; ending delivery (SENT, FAILED, DELIVERED) removes it.
-     * The sweeper reads the first kind to restart deliveries whose workflow start failed, and the second to
-     * settle deliveries whose executions died or ran out of time.
+     * with the verification under `PENDING#<created hour>`; ending delivery (SENT, FAILED, DELIVERED) removes
+     * it, and nothing in between touches it (one index write to put, one to delete). The sweeper reads it, then
+     * each entry's verification, to restart deliveries no task claimed and to settle claimed ones past their
+     * deadline (their executions died or ran out of time).
      */
     pendingDelivery: { name: 'pending-delivery', partitionKey: 'pending_pk', sortKey: 'pending_sk' },
   },
@@ -93,28 +93,18 @@ export const keys = {
     pk: `${P.service}${serviceSid}`,
     sk: `WEBHOOK#${endpointSid}`,
   }),
-  /** Index keys of a verification waiting for its first delivery task, in one partition per hour. */
+  /** Index keys of a verification whose delivery has not ended, in one partition per hour of its creation. */
   pendingDelivery: (createdAt: Date, verificationSid: string) => ({
     pending_pk: pendingDeliveryPartition(createdAt),
     pending_sk: `${createdAt.toISOString()}#${verificationSid}`,
   }),
-  /**
-   * Index keys of a claimed delivery not yet ended, in one partition per hour of the time by which it must
-   * be settled (same index as `pendingDelivery`, other partitions).
-   */
-  unsettledDelivery: (settleBy: Date, verificationSid: string) => ({
-    pending_pk: unsettledDeliveryPartition(settleBy),
-    pending_sk: `${settleBy.toISOString()}#${verificationSid}`,
-  }),
 } as const;
 
 /**
- * One partition per hour: the sweeper reads at most two of each per run (its windows are 15 and 60 minutes),
- * where one per minute took 75 queries. A partition takes what one minute's did: every send's entry.
+ * One partition per hour: the sweeper reads at most two (restarts, 15 minutes back) and three (settlements,
+ * 81 minutes back) per run, where one per minute took 75 queries. A partition takes every send's entry.
  */
 export const DELIVERY_INDEX_PARTITION_MS = 3_600_000;
-
-export const unsettledDeliveryPartition = (at: Date): string => `UNSETTLED#${at.toISOString().slice(0, 13)}`;
 
 export const pendingDeliveryPartition = (at: Date): string => `PENDING#${at.toISOString().slice(0, 13)}`;
 

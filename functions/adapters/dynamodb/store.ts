@@ -23,7 +23,6 @@ import type {
   RecordRefusal,
   SendContext,
   SendContextQuery,
-  UnsettledDeliveryStore,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -43,7 +42,6 @@ import {
   keys,
   DELIVERY_INDEX_PARTITION_MS,
   pendingDeliveryPartition,
-  unsettledDeliveryPartition,
   type ItemKey,
 } from './keys';
 import { NOT_GUESSED, attr, statusWrite, type VerificationAttr } from './status-write';
@@ -75,9 +73,7 @@ const oldImage = (error: unknown): Record<string, unknown> | undefined => {
 };
 
 /** The single-table adapter behind every storage port. One round trip per method unless noted. */
-export class DynamoStore
-  implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore, UnsettledDeliveryStore
-{
+export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
@@ -362,15 +358,12 @@ export class DynamoStore
     throw new Error('The API key window kept changing under this request');
   }
 
-  async claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean> {
-    const unsettled = settleBy && keys.unsettledDelivery(settleBy, sid);
+  async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
     return this.updateIfConditionHolds({
       Key: keys.verification(sid),
-      // The first claim also moves the verification from the pending-delivery outbox to the unsettled
-      // deliveries due at `settleBy` (same index keys, same write); later claims leave the index keys alone.
-      UpdateExpression: unsettled
-        ? 'SET deliveries.#index = :claim, pending_pk = :unsettledPk, pending_sk = :unsettledSk'
-        : 'SET deliveries.#index = :claim',
+      // The index keys stay as the send wrote them until delivery ends: changing them here would delete and
+      // put the index entry (2 write units on the index per send).
+      UpdateExpression: 'SET deliveries.#index = :claim',
       // Only while delivery runs: a claim after the end would put an ended delivery back in the index.
       ConditionExpression:
         'attribute_exists(pk) AND attribute_not_exists(deliveries.#index) AND delivery_status = :pending',
@@ -378,7 +371,6 @@ export class DynamoStore
       ExpressionAttributeValues: {
         ':claim': claim,
         ':pending': 'PENDING',
-        ...(unsettled && { ':unsettledPk': unsettled.pending_pk, ':unsettledSk': unsettled.pending_sk }),
       },
     });
   }
@@ -441,10 +433,6 @@ export class DynamoStore
 
   async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
     return this.queryIndexPerPartition(pendingDeliveryPartition, from, to);
-  }
-
-  async listUnsettledDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.queryIndexPerPartition(unsettledDeliveryPartition, from, to);
   }
 
   /**

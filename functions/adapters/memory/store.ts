@@ -24,7 +24,6 @@ import type {
   RecordRefusal,
   SendContext,
   SendContextQuery,
-  UnsettledDeliveryStore,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -51,29 +50,18 @@ interface StoredKey {
   count: number;
 }
 
-/** Where a verification sits in the sparse delivery index: waiting for its first task, or claimed and due. */
-interface IndexEntry {
-  kind: 'pending' | 'unsettled';
-  at: Date;
-}
-
 const clone = <T>(value: T): T => structuredClone(value);
 
 export class MemoryStore
-  implements
-    VerificationStore,
-    ApiKeyStore,
-    DeliveryStore,
-    PendingDeliveryStore,
-    UnsettledDeliveryStore,
-    WebhookEndpointStore
+  implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore, WebhookEndpointStore
 {
   private readonly services = new Map<string, Service>();
   private readonly templates = new Map<string, Template>();
   private readonly apiKeys = new Map<string, StoredKey>();
   private readonly verifications = new Map<string, Verification>();
   private readonly events = new Map<string, EventMarks>();
-  private readonly index = new Map<string, IndexEntry>();
+  /** The sparse delivery index: each verification whose delivery has not ended, by its creation time. */
+  private readonly index = new Map<string, Date>();
   private readonly idempotency = new Map<string, string>();
   private readonly numbers = new Map<string, NumberRecord>();
   private readonly endpoints = new Map<string, WebhookEndpoint>();
@@ -151,7 +139,7 @@ export class MemoryStore
     service.balance -= verification.price;
     this.verifications.set(verification.sid, clone(verification));
     if (verification.deliveryStatus === 'PENDING' && Object.keys(verification.deliveries).length === 0) {
-      this.index.set(verification.sid, { kind: 'pending', at: new Date(verification.dateCreated) });
+      this.index.set(verification.sid, new Date(verification.dateCreated));
     }
     this.ledger.push({
       serviceSid: verification.serviceSid,
@@ -238,11 +226,10 @@ export class MemoryStore
 
   // --- DeliveryStore ----------------------------------------------------------------------------------------
 
-  async claimChannel(sid: string, index: number, claim: DeliveryAttempt, settleBy?: Date): Promise<boolean> {
+  async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
     const stored = this.verifications.get(sid);
     if (!stored || stored.deliveries[String(index)] || stored.deliveryStatus !== 'PENDING') return false;
     stored.deliveries[String(index)] = clone(claim);
-    if (settleBy) this.index.set(sid, { kind: 'unsettled', at: new Date(settleBy) });
     return true;
   }
 
@@ -284,18 +271,14 @@ export class MemoryStore
   // --- the delivery index -----------------------------------------------------------------------------------
 
   async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.listIndex('pending', from, to);
-  }
-
-  async listUnsettledDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.listIndex('unsettled', from, to);
+    return this.listIndex(from, to);
   }
 
   /** SIDs whose index time lies between `from` and `to` (both included), oldest first, then by SID. */
-  private listIndex(kind: IndexEntry['kind'], from: Date, to: Date): string[] {
+  private listIndex(from: Date, to: Date): string[] {
     return [...this.index]
-      .filter(([, entry]) => entry.kind === kind && entry.at >= from && entry.at <= to)
-      .map(([sid, entry]) => `${entry.at.toISOString()}#${sid}`)
+      .filter(([, at]) => at >= from && at <= to)
+      .map(([sid, at]) => `${at.toISOString()}#${sid}`)
       .sort()
       .map((sortKey) => sortKey.split('#')[1]!);
   }
