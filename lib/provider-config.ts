@@ -44,7 +44,7 @@ const K = PROVIDER_CONTEXT_KEYS;
 export interface AwsSmsSettings {
   /** ARN of the pool, phone number or sender id that sends `sms`; undefined when aws-sms carries no sms. */
   originationIdentityArn: string | undefined;
-  /** ARN of the RCS agent that sends `rcs` (the agent alone: no SMS fallback on AWS's side). */
+  /** ARN of the RCS agent, or of a pool holding it alone, that sends `rcs` (no SMS fallback on AWS's side). */
   rcsOriginationIdentityArn: string | undefined;
   /** An existing configuration set (name or ARN), or `create`: the stack creates one with the SNS destination. */
   configurationSet: { existing: string } | 'create';
@@ -79,9 +79,19 @@ export interface ProviderDeployment {
   vonage?: VonageSettings;
 }
 
+/**
+ * The resource ARNs the send permissions are scoped to, in the Service Authorization Reference's formats
+ * (sms-voice: `phone-number/${PhoneNumberId}`, `pool/${PoolId}`, `sender-id/${SenderId}/${IsoCountryCode}`,
+ * `rcs-agent/${RcsAgentId}`, `configuration-set/${ConfigurationSetName}`,
+ * `protect-configuration/${ProtectConfigurationId}`; social-messaging: `phone-number-id/${OriginationPhoneNumberId}`;
+ * docs/providers.md cites the source). A sender id's ARN ends with its country: without it, the grant would name
+ * no resource IAM ever checks.
+ */
 const ARN = {
-  smsIdentity: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:(phone-number|pool|sender-id)\/[\w./-]+$/,
-  rcsAgent: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:rcs-agent\/[\w-]+$/,
+  smsIdentity:
+    /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:(phone-number\/[\w-]+|pool\/[\w-]+|sender-id\/[\w-]+\/[A-Z]{2})$/,
+  /** The RCS agent, or a pool holding that agent alone (a pool is a resource type of SendTextMessage). */
+  rcsAgent: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:(rcs-agent|pool)\/[\w-]+$/,
   configurationSet: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:configuration-set\/[\w-]{1,64}$/,
   whatsAppPhoneNumber: /^arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]+$/,
 };
@@ -202,12 +212,12 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
     const originationIdentityArn = ctx.text(
       K.awsSmsOriginationIdentity,
       ARN.smsIdentity,
-      'the ARN of a pool, phone number or sender id (arn:aws:sms-voice:REGION:ACCOUNT:pool/ID)',
+      'the ARN of a pool, phone number or sender id (arn:aws:sms-voice:REGION:ACCOUNT:pool/ID, phone-number/ID, sender-id/NAME/COUNTRY)',
     );
     const rcsOriginationIdentityArn = ctx.text(
       K.awsSmsRcsOriginationIdentity,
       ARN.rcsAgent,
-      'the ARN of an RCS agent (arn:aws:sms-voice:REGION:ACCOUNT:rcs-agent/ID): RCS is sent from the agent alone',
+      'the ARN of an RCS agent (arn:aws:sms-voice:REGION:ACCOUNT:rcs-agent/ID) or of a pool holding that agent alone: RCS is sent from the agent alone',
     );
     if (carries(config, 'aws-sms', 'sms') && !originationIdentityArn)
       throw new Error(`${K.providers} puts sms on aws-sms: set ${K.awsSmsOriginationIdentity}`);

@@ -191,6 +191,10 @@ export class Providers extends Grouping {
           OTP_AWS_SMS_MAX_PRICE: sms.maxPrice,
         };
         addEnvironment(fn, environment);
+        // The Service Authorization Reference lists SendTextMessage's resource types as configuration-set,
+        // phone-number, pool, protect-configuration and sender-id (docs/providers.md): an RCS agent is not among
+        // them, which is why a pool holding the agent alone is the documented choice for `rcs`. The agent's
+        // ARN, when given, is still granted here: harmless if IAM never checks it, needed if AWS adds the type.
         fn.addToRolePolicy(
           new iam.PolicyStatement({
             actions: ['sms-voice:SendTextMessage'],

@@ -284,8 +284,25 @@ describe('provider settings are checked at synth time', () => {
       /aws-sms needs a configuration set/,
     ],
     [
+      {
+        // The Service Authorization Reference's sender-id ARN ends with the country: sender-id/NAME/COUNTRY.
+        [K.providers]: sms,
+        [K.awsSmsOriginationIdentity]: 'arn:aws:sms-voice:us-east-1:111122223333:sender-id/Acme',
+        [K.awsSmsCreateConfigurationSet]: true,
+      },
+      /otp:awsSmsOriginationIdentity must be the ARN of a pool, phone number or sender id/,
+    ],
+    [
       { [K.providers]: { rcs: 'aws-sms' }, [K.awsSmsCreateConfigurationSet]: true },
       /set otp:awsSmsRcsOriginationIdentity/,
+    ],
+    [
+      {
+        [K.providers]: { rcs: 'aws-sms' },
+        [K.awsSmsRcsOriginationIdentity]: 'arn:aws:sms-voice:us-east-1:111122223333:phone-number/phone-1',
+        [K.awsSmsCreateConfigurationSet]: true,
+      },
+      /otp:awsSmsRcsOriginationIdentity must be the ARN of an RCS agent/,
     ],
     [{ [K.providers]: { whatsapp: 'aws-whatsapp' } }, /set otp:awsWhatsAppPhoneNumberId/],
     [{ [K.providers]: { viber: 'vonage' } }, /set otp:vonageFrom.viber/],
@@ -297,6 +314,44 @@ describe('provider settings are checked at synth time', () => {
     [{ [K.providersFile]: 'no-such-file.json' }, /cannot read "no-such-file.json"/],
   ])('%j fails with a clear error', (context, message) => {
     expect(() => synth(context)).toThrow(message);
+  });
+
+  test('a sender id (with its country) for sms, a pool holding the RCS agent for rcs: IAM on exactly those ARNs', () => {
+    const senderId = 'arn:aws:sms-voice:eu-west-2:111122223333:sender-id/Acme/GB';
+    const rcsPool = 'arn:aws:sms-voice:eu-west-2:111122223333:pool/pool-0123456789abcdef0123456789abcdef';
+    const { resources } = synth({
+      [K.providers]: JSON.stringify({ sms: 'aws-sms', rcs: 'aws-sms' }),
+      [K.awsSmsOriginationIdentity]: senderId,
+      [K.awsSmsRcsOriginationIdentity]: rcsPool,
+      [K.awsSmsCreateConfigurationSet]: true,
+      [K.awsSmsProtectConfigurationId]: 'protect-0123456789abcdef',
+    });
+    const statement = statements(resources).find(({ statement: s }) =>
+      actionsOf(s).includes('sms-voice:SendTextMessage'),
+    )!.statement;
+    // CDK orders the resources of a statement; the set is what counts.
+    expect(statement.Resource).toHaveLength(4);
+    expect(statement.Resource).toEqual(
+      expect.arrayContaining([
+        senderId,
+        rcsPool,
+        { 'Fn::GetAtt': ['SmsConfigurationSet', 'Arn'] },
+        {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':sms-voice:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              ':protect-configuration/protect-0123456789abcdef',
+            ],
+          ],
+        },
+      ]),
+    );
   });
 
   test('an existing configuration set by name: IAM on its ARN in the stack account', () => {
