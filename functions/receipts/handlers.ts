@@ -7,10 +7,12 @@
  */
 import type { EventBridgeEvent, SNSEvent } from 'aws-lambda';
 import { acceptProviderReceipt, type DeliveryDeps, type ReceiptResult } from '../core/delivery';
+import { parseMessageReference, type Receipt } from '../core/providers';
 import type { Logger } from '../adapters/logger';
 import {
   parseAwsSnsMessage,
   parseEventBridgeEvent,
+  type AwsEventReceipt,
   type SmsSuccessfulMeans,
 } from '../adapters/providers/aws-events';
 
@@ -26,14 +28,39 @@ export function buildSnsReceiptHandler(deps: EventReceiptDeps) {
     for (const record of event.Records ?? []) {
       const receipts = parseAwsSnsMessage(record.Sns?.Message ?? '', deps.smsSuccessfulMeans);
       if (receipts.length === 0) deps.logger.log('info', 'receipt', { source: 'sns', result: 'ignored' });
-      for (const { provider, receipt } of receipts) {
-        const result = await acceptProviderReceipt(deps, provider, receipt);
+      for (const { provider, receipt: parsed } of receipts) {
+        const receipt = await withMessageId(deps, provider, parsed);
+        const result = receipt ? await acceptProviderReceipt(deps, provider, receipt) : 'unknown';
         deps.logger.log('info', 'receipt', { source: 'sns', provider, result });
         results.push(result);
       }
     }
     return results;
   };
+}
+
+/**
+ * A receipt whose event named no message (a WhatsApp status without AWS's `messageId` in its header: AWS puts it
+ * on some events only) is for the message recorded on the attempt its reference names. The reference travelled in
+ * `biz_opaque_callback_data`, set on our message alone and returned with its statuses, and the event came from
+ * AWS through the topic only AWS may publish to: the same trust as a receipt that beats the send's own write
+ * (acceptProviderReceipt). No attempt, or one on another provider's channel: unknown. An attempt still
+ * `sending` (no id recorded yet): acceptProviderReceipt takes it by the channel's provider, as for every receipt.
+ */
+async function withMessageId(
+  deps: Pick<EventReceiptDeps, 'store' | 'providers'>,
+  provider: string,
+  receipt: AwsEventReceipt,
+): Promise<Receipt | undefined> {
+  if (receipt.messageId !== undefined) return { ...receipt, messageId: receipt.messageId };
+  const reference = parseMessageReference(receipt.reference);
+  if (!reference) return undefined;
+  const verification = await deps.store.getVerification(reference.sid);
+  const attempt = verification?.deliveries[String(reference.channelIndex)];
+  // Only an attempt this provider was to carry: a reference is never borrowed across providers.
+  if (!attempt || deps.providers.forChannel(attempt.channel, verification!.country).name !== provider)
+    return undefined;
+  return { ...receipt, messageId: attempt.messageId ?? '' };
 }
 
 export function buildEventBridgeReceiptHandler(deps: EventReceiptDeps) {

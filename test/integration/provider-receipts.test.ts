@@ -1,13 +1,15 @@
 /**
- * AWS receipts as events: a send over the aws-sms adapter (its real SDK client, to a local stand-in endpoint),
- * then the SNS notification or EventBridge event for its reference, through the receipt handlers, into DynamoDB
- * Local. A delivered event makes the verification DELIVERED; a failure event, or one for a message we did not
- * send, changes nothing.
+ * AWS receipts as events: a send over the aws-sms or aws-whatsapp adapter (its real SDK client, to a local
+ * stand-in endpoint), then the SNS notification or EventBridge event for its reference, through the receipt
+ * handlers, into DynamoDB Local. A delivered event makes the verification DELIVERED; a failure event, or one for a
+ * message we did not send, changes nothing.
  */
-import { smsVoiceEventBridgeEvent } from '../support/provider-events';
+import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
 import type { SNSEvent } from 'aws-lambda';
 import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
+import { AwsWhatsAppProvider } from '../../functions/adapters/providers/aws-whatsapp';
 import { parseProviderConfig } from '../../functions/adapters/providers/config';
 import { buildProviderRegistry } from '../../functions/adapters/providers/registry';
 import type { Verification } from '../../functions/core/model';
@@ -19,13 +21,17 @@ import {
 import { eventually, startHarness, type ApiClient, type Harness } from '../support/harness';
 import { startWireServer, type WireServer } from '../support/provider-wire';
 
-const PROVIDERS = '{"sms":"aws-sms"}';
+const PROVIDERS = '{"sms":"aws-sms","whatsapp":"aws-whatsapp"}';
 let harness: Harness;
 let api: ApiClient;
 let aws: WireServer;
+let social: WireServer;
 let deps: EventReceiptDeps;
 let counter = 0;
-const freshMobile = () => `+447400${String(1_300_000 + ++counter).slice(1)}`;
+// Routing is cheapest first (functions/core/routing.ts): in India SMS before WhatsApp, in the UK WhatsApp first.
+const indianMobile = () => `+9198${String(100_000_000 + ++counter).slice(1)}`;
+const ukMobile = () => `+447400${String(1_300_000 + ++counter).slice(1)}`;
+const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
 
 beforeAll(async () => {
   aws = await startWireServer({
@@ -33,6 +39,7 @@ beforeAll(async () => {
     headers: { 'content-type': 'application/x-amz-json-1.0' },
     body: { MessageId: 'unused' },
   });
+  social = await startWireServer({ status: 200, body: { messageId: 'unused' } });
   harness = await startHarness({ env: { OTP_PROVIDERS: PROVIDERS } });
   const sms = new AwsSmsProvider({
     originationIdentity: 'pool-0123456789abcdef',
@@ -40,24 +47,34 @@ beforeAll(async () => {
     client: new PinpointSMSVoiceV2Client({
       endpoint: aws.url,
       region: 'us-east-1',
-      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+      credentials,
     }),
     now: () => harness.clock.now(),
   });
+  const whatsApp = new AwsWhatsAppProvider({
+    originationPhoneNumberId: 'phone-number-id-0123456789abcdef0123456789abcdef',
+    templateName: 'otp_verification_code',
+    client: new SocialMessagingClient({ endpoint: social.url, region: 'us-east-1', credentials }),
+    now: () => harness.clock.now(),
+  });
   // The deliver task's senders (functions/tasks/deliver.ts builds them from the environment the same way).
-  harness.stack.deps.providers = buildProviderRegistry(parseProviderConfig(PROVIDERS), { 'aws-sms': sms });
+  harness.stack.deps.providers = buildProviderRegistry(parseProviderConfig(PROVIDERS), {
+    'aws-sms': sms,
+    'aws-whatsapp': whatsApp,
+  });
   deps = { ...harness.stack.deps, smsSuccessfulMeans: 'delivered' };
   api = harness.client(await harness.createAccount());
 });
 afterAll(async () => {
   await harness?.close();
   await aws?.close();
+  await social?.close();
 });
 
 /** Sends over aws-sms (the only configured channel) and waits for the provider's answer to be recorded. */
 async function sendAccepted(messageId: string): Promise<Verification> {
   aws.answer = { ...aws.answer, body: { MessageId: messageId } };
-  const sent = await api.send({ To: freshMobile() });
+  const sent = await api.send({ To: indianMobile() });
   expect(sent.status).toBe(201);
   expect(sent.body.channel).toBe('sms');
   return eventually(async () => {
@@ -166,4 +183,92 @@ test('an HTTP callback to /v2/Callbacks/aws-sms is refused: AWS receipts come on
     body: JSON.stringify(smsEvent('TEXT_DELIVERED', 'sms-msg-1', 'VE0123456789abcdef0123456789abcdef.0')),
   });
   expect(response.status).toBe(401);
+});
+
+/** Sends over aws-whatsapp (a UK number: WhatsApp is its cheapest channel) and waits for the answer's record. */
+async function sendWhatsAppAccepted(messageId: string): Promise<Verification> {
+  social.answer = { ...social.answer, body: { messageId } };
+  const sent = await api.send({ To: ukMobile() });
+  expect(sent.status).toBe(201);
+  expect(sent.body.channel).toBe('whatsapp');
+  return eventually(async () => {
+    const verification = await harness.stack.deps.store.getVerification(sent.body.sid as string);
+    return verification?.deliveries['0']?.outcome === 'accepted' ? verification : undefined;
+  });
+}
+
+test('the WhatsApp send went out over SendWhatsAppMessage with our reference as biz_opaque_callback_data', async () => {
+  const verification = await sendWhatsAppAccepted('a1b2c3d4-0000-4000-8000-000000000000');
+  const request = social.requests.at(-1)!;
+  expect(request.path).toBe('/v1/whatsapp/send');
+  const body = JSON.parse(request.body) as { message: string; originationPhoneNumberId: string };
+  expect(body.originationPhoneNumberId).toBe('phone-number-id-0123456789abcdef0123456789abcdef');
+  const message = JSON.parse(Buffer.from(body.message, 'base64').toString('utf8')) as Record<string, unknown>;
+  expect(message).toMatchObject({ to: verification.to, biz_opaque_callback_data: `${verification.sid}.0` });
+});
+
+test("SNS: a WhatsApp delivered status for the reference, with AWS's message id, makes it DELIVERED over whatsapp", async () => {
+  const messageId = 'a1b2c3d4-0000-4000-8000-000000000001';
+  const verification = await sendWhatsAppAccepted(messageId);
+  const handler = buildSnsReceiptHandler(deps);
+  const reference = `${verification.sid}.0`;
+  await expect(
+    handler(snsEvent(whatsAppSnsEvent({ status: 'sent', reference, messageId }))),
+  ).resolves.toEqual([]);
+  await expect(
+    handler(snsEvent(whatsAppSnsEvent({ status: 'delivered', reference, messageId }))),
+  ).resolves.toEqual(['applied']);
+  expect((await api.fetch(verification.sid)).body).toMatchObject({
+    delivery_status: 'DELIVERED',
+    channel: 'whatsapp',
+  });
+  // `read` after `delivered` changes nothing more.
+  await expect(
+    handler(snsEvent(whatsAppSnsEvent({ status: 'read', reference, messageId }))),
+  ).resolves.toEqual(['duplicate']);
+});
+
+test("SNS: a WhatsApp status without AWS's message id is for the message recorded on the attempt it names", async () => {
+  const verification = await sendWhatsAppAccepted('a1b2c3d4-0000-4000-8000-000000000002');
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(
+      snsEvent(
+        whatsAppSnsEvent({ status: 'read', reference: `${verification.sid}.0`, messageId: undefined }),
+      ),
+    ),
+  ).resolves.toEqual(['applied']);
+  expect((await api.fetch(verification.sid)).body).toMatchObject({
+    delivery_status: 'DELIVERED',
+    channel: 'whatsapp',
+  });
+});
+
+test('SNS: a WhatsApp failure, another message, an SMS attempt or an attempt never made change nothing', async () => {
+  const messageId = 'a1b2c3d4-0000-4000-8000-000000000003';
+  const verification = await sendWhatsAppAccepted(messageId);
+  const reference = `${verification.sid}.0`;
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(snsEvent(whatsAppSnsEvent({ status: 'failed', reference, messageId }))),
+  ).resolves.toEqual(['duplicate']);
+  await expect(
+    handler(snsEvent(whatsAppSnsEvent({ status: 'delivered', reference, messageId: 'another-message' }))),
+  ).resolves.toEqual(['unknown']);
+  await expect(
+    handler(
+      snsEvent(
+        whatsAppSnsEvent({ status: 'delivered', reference: `${verification.sid}.1`, messageId: undefined }),
+      ),
+    ),
+  ).resolves.toEqual(['unknown']);
+  // The reference of an SMS attempt in a WhatsApp status (no message id to compare): not WhatsApp's attempt.
+  const sms = await sendAccepted('sms-msg-4');
+  await expect(
+    handler(
+      snsEvent(whatsAppSnsEvent({ status: 'delivered', reference: `${sms.sid}.0`, messageId: undefined })),
+    ),
+  ).resolves.toEqual(['unknown']);
+  expect((await api.fetch(verification.sid)).body.delivery_status).not.toBe('DELIVERED');
+  expect((await api.fetch(sms.sid)).body.delivery_status).not.toBe('DELIVERED');
 });

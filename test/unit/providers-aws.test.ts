@@ -3,7 +3,7 @@
  * to a local server given as its `endpoint`, which records the request. Receipts are parsed from AWS's documented
  * sample events.
  */
-import { smsVoiceEventBridgeEvent } from '../support/provider-events';
+import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
 import {
@@ -298,45 +298,34 @@ describe('AWS receipts', () => {
 
   // Source: AWS End User Messaging Social user guide, "Message and event format"
   // (https://docs.aws.amazon.com/social-messaging/latest/userguide/managing-event-destination-dlrs.html) for the
-  // header; Meta's WhatsApp Cloud API webhook status payload for the entry, with `biz_opaque_callback_data`.
+  // header; Meta's WhatsApp Cloud API webhook status payload for the entry, with `biz_opaque_callback_data`
+  // (test/support/provider-events.ts).
   test('a WhatsApp SNS event: delivered, read, failed; sent is none', () => {
-    const snsMessage = (status: string) =>
-      JSON.stringify({
-        context: { MetaWabaIds: [{ wabaId: '1234567890abcde' }] },
-        whatsAppWebhookEntry: JSON.stringify({
-          id: '1234567890abcde',
-          changes: [
-            {
-              field: 'messages',
-              value: {
-                messaging_product: 'whatsapp',
-                metadata: { display_phone_number: '15550984277', phone_number_id: 'abcde1234567890' },
-                statuses: [
-                  {
-                    id: 'wamid.HBgLNjAxNzM1MjYyMzMVAgARGBJCNkY5NTBENEU3ODYxQTM3RUQA',
-                    status,
-                    timestamp: '1694492484',
-                    recipient_id: '14155550100',
-                    biz_opaque_callback_data: reference,
-                  },
-                ],
-              },
-            },
-          ],
-        }),
-        aws_account_id: '123456789012',
-        message_timestamp: '2025-01-08T23:30:43.271279391Z',
-        messageId: '6d69f07a-c317-4278-9d5c-6a84078419ec',
-      });
+    const messageId = '6d69f07a-c317-4278-9d5c-6a84078419ec';
+    const snsMessage = (status: 'sent' | 'delivered' | 'read' | 'failed') =>
+      JSON.stringify(whatsAppSnsEvent({ status, reference, messageId }));
     const receipt = (status: 'delivered' | 'failed') => [
-      {
-        provider: 'aws-whatsapp',
-        receipt: { reference, messageId: '6d69f07a-c317-4278-9d5c-6a84078419ec', status },
-      },
+      { provider: 'aws-whatsapp', receipt: { reference, messageId, status } },
     ];
     expect(parseAwsSnsMessage(snsMessage('delivered'))).toEqual(receipt('delivered'));
     expect(parseAwsSnsMessage(snsMessage('read'))).toEqual(receipt('delivered'));
     expect(parseAwsSnsMessage(snsMessage('failed'))).toEqual(receipt('failed'));
     expect(parseAwsSnsMessage(snsMessage('sent'))).toEqual([]);
+  });
+
+  test("a WhatsApp status is named by its reference, not by WhatsApp's wamid; AWS's message id may be absent", () => {
+    const wamid = 'wamid.HBgLMTQxNTU1NTAxMDAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA';
+    const withoutId = parseAwsSnsMessage(
+      JSON.stringify(whatsAppSnsEvent({ status: 'delivered', reference, messageId: undefined, wamid })),
+    );
+    expect(withoutId).toEqual([
+      { provider: 'aws-whatsapp', receipt: { reference, messageId: undefined, status: 'delivered' } },
+    ]);
+    // No reference of ours (another app's message on the same WhatsApp Business Account): no receipt.
+    expect(
+      parseAwsSnsMessage(
+        JSON.stringify(whatsAppSnsEvent({ status: 'delivered', reference: undefined, messageId: 'x' })),
+      ),
+    ).toEqual([]);
   });
 });

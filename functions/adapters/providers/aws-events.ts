@@ -75,8 +75,14 @@ export function parseSmsEvent(
 const whatsappStatus = (status: string): Receipt['status'] | undefined =>
   status === 'delivered' || status === 'read' ? 'delivered' : status === 'failed' ? 'failed' : undefined;
 
+/**
+ * A receipt from an AWS event, whose message id may be missing: a WhatsApp status event carries AWS's message id
+ * (what SendWhatsAppMessage answered) in its header only on some events; see parseWhatsAppSnsEvent.
+ */
+export type AwsEventReceipt = Omit<Receipt, 'messageId'> & { messageId: string | undefined };
+
 const socialEventSchema = z.object({
-  messageId: z.string().min(1).max(200),
+  messageId: z.string().min(1).max(200).optional(),
   whatsAppWebhookEntry: z.string().max(100_000),
 });
 const webhookEntrySchema = z.object({
@@ -101,13 +107,18 @@ const webhookEntrySchema = z.object({
 });
 
 /**
- * A WhatsApp event from the WhatsApp Business Account's SNS event destination: the AWS header (with the
- * `messageId` that SendWhatsAppMessage answered) and Meta's webhook entry as a JSON string, whose status carries
- * back `biz_opaque_callback_data`, our reference (aws-whatsapp.ts sets it). The EventBridge events of
- * `aws.social-messaging` carry the message id and status but not that field, so they cannot be tied to an attempt
- * without a message-id index; the SNS destination is the receipt path for WhatsApp.
+ * A WhatsApp event from the WhatsApp Business Account's SNS event destination (AWS End User Messaging Social user
+ * guide, "Message and event format"): the AWS header (`context`, `aws_account_id`, `message_timestamp`, and on
+ * some events `messageId`, AWS's id of the message, the one SendWhatsAppMessage answered) and Meta's webhook
+ * entry as a JSON string. Its `statuses[].id` is WhatsApp's own `wamid.…`, NOT the id SendWhatsAppMessage
+ * answered, so it cannot name the attempt; the status's `biz_opaque_callback_data`, which Meta returns with every
+ * status of the message, is our reference (aws-whatsapp.ts sets it), and finds the attempt. AWS's `messageId`,
+ * when the header has it, must then equal the one recorded at send; without it the reference alone names the
+ * attempt (the handler takes the recorded id). The EventBridge events of `aws.social-messaging` carry AWS's
+ * message id and the status but no reference and no wamid, so they cannot be tied to an attempt without a
+ * message-id index; the SNS destination is the receipt path for WhatsApp.
  */
-export function parseWhatsAppSnsEvent(event: unknown): Receipt[] {
+export function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
   const parsed = socialEventSchema.safeParse(event);
   if (!parsed.success) return [];
   let entry: unknown;
@@ -119,7 +130,7 @@ export function parseWhatsAppSnsEvent(event: unknown): Receipt[] {
   const changes = webhookEntrySchema.safeParse(entry);
   if (!changes.success) return [];
   return changes.data.changes.flatMap((change) =>
-    (change.value?.statuses ?? []).flatMap((status): Receipt[] => {
+    (change.value?.statuses ?? []).flatMap((status): AwsEventReceipt[] => {
       const outcome = whatsappStatus(status.status);
       const reference = status.biz_opaque_callback_data;
       return outcome && reference ? [{ reference, messageId: parsed.data.messageId, status: outcome }] : [];
@@ -157,7 +168,7 @@ export function parseEventBridgeEvent(
 export function parseAwsSnsMessage(
   message: string,
   successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
-): { provider: string; receipt: Receipt }[] {
+): { provider: string; receipt: AwsEventReceipt }[] {
   let event: unknown;
   try {
     event = JSON.parse(message);
