@@ -151,8 +151,13 @@ export class OtpStack extends Stack {
       logGroups: this.logGroups,
       stateMachine: this.stateMachine,
       webhookDeadLetterQueue: this.webhookDeadLetterQueue,
+      receiptFunctions: this.providers?.receiptLambdas,
     });
-    new OtpDashboard(this, 'Dashboard', { service: this, alarms: alarms.alarms });
+    new OtpDashboard(this, 'Dashboard', {
+      service: this,
+      alarms: alarms.alarms,
+      receiptFunctions: this.providers?.receiptLambdas,
+    });
 
     new CfnOutput(this, 'ApiUrl', {
       description: "Base URL of the API (the spec's {base_url}); append /v2/Services/...",

@@ -9,7 +9,13 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { METRIC } from '../../functions/core/metrics';
-import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from '../functions';
+import {
+  FUNCTIONS,
+  FUNCTION_NAMES,
+  PROVIDER_FUNCTIONS,
+  type FunctionName,
+  type ProviderFunctionName,
+} from '../functions';
 import { Grouping } from './logical-ids';
 import { serviceMetric } from './service-metrics';
 
@@ -23,6 +29,8 @@ export interface OtpAlarmsProps {
   logGroups: Record<FunctionName, logs.ILogGroup>;
   stateMachine: sfn.StateMachine;
   webhookDeadLetterQueue: sqs.IQueue;
+  /** The provider receipt functions, when the deployment has providers (lib/constructs/providers.ts). */
+  receiptFunctions?: Partial<Record<ProviderFunctionName, NodejsFunction>>;
 }
 
 /** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
@@ -59,6 +67,21 @@ export class OtpAlarms extends Grouping {
         `${FUNCTIONS[name].id}ErrorsAlarm`,
         props.functions[name].metricErrors({ period, statistic: cloudwatch.Stats.SUM }),
         `The ${FUNCTIONS[name].id} function threw (see its log group).`,
+      );
+    }
+    // The provider receipt functions are invoked asynchronously (SNS, EventBridge): a receipt they fail or are
+    // throttled on is retried by Lambda, then dropped, and its attempt waits out its channel (docs/providers.md).
+    for (const [name, fn] of Object.entries(props.receiptFunctions ?? {})) {
+      const { id } = PROVIDER_FUNCTIONS[name as ProviderFunctionName];
+      alarmOn(
+        `${id}ErrorsAlarm`,
+        fn.metricErrors({ period, statistic: cloudwatch.Stats.SUM }),
+        `The ${id} function threw on a provider receipt (see its log group): Lambda retries it, then drops it.`,
+      );
+      alarmOn(
+        `${id}ThrottlesAlarm`,
+        fn.metricThrottles({ period, statistic: cloudwatch.Stats.SUM }),
+        `The ${id} function was throttled: provider receipts are delayed, and dropped if Lambda's retries run out.`,
       );
     }
     alarmOn(

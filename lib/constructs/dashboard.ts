@@ -7,7 +7,13 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION, type MetricName } from '../../functions/core/metrics';
 import { CHANNELS } from '../../functions/core/routing';
-import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from '../functions';
+import {
+  FUNCTIONS,
+  FUNCTION_NAMES,
+  PROVIDER_FUNCTIONS,
+  type FunctionName,
+  type ProviderFunctionName,
+} from '../functions';
 import { serviceMetric } from './service-metrics';
 
 /** What the dashboard shows: the stack's own resources (the stack itself fits) and its alarms. */
@@ -21,6 +27,8 @@ export interface OtpDashboardProps {
     webhookDeadLetterQueue: sqs.IQueue;
   };
   alarms: cloudwatch.IAlarm[];
+  /** The provider receipt functions, when the deployment has providers: a row of their own. */
+  receiptFunctions?: Partial<Record<ProviderFunctionName, lambda.IFunction>>;
 }
 
 const PERIOD = Duration.minutes(5);
@@ -154,5 +162,27 @@ export class OtpDashboard extends Construct {
         }),
       ]),
     );
+    const receipts = Object.entries(props.receiptFunctions ?? {}).map(
+      ([name, fn]) => [PROVIDER_FUNCTIONS[name as ProviderFunctionName].id, fn] as const,
+    );
+    if (receipts.length > 0) {
+      this.dashboard.addWidgets(
+        graph(
+          'Provider receipt functions: invocations',
+          receipts.map(([id, fn]) => fn.metricInvocations({ period: PERIOD, statistic: 'Sum', label: id })),
+        ),
+        graph(
+          'Provider receipt functions: errors / throttles',
+          receipts.flatMap(([id, fn]) => [
+            fn.metricErrors({ period: PERIOD, statistic: 'Sum', label: `${id} errors` }),
+            fn.metricThrottles({ period: PERIOD, statistic: 'Sum', label: `${id} throttles` }),
+          ]),
+        ),
+        graph(
+          'Provider receipt functions: duration p90, ms',
+          receipts.map(([id, fn]) => fn.metricDuration({ period: PERIOD, statistic: 'p90', label: id })),
+        ),
+      );
+    }
   }
 }

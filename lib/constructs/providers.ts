@@ -68,6 +68,13 @@ export class Providers extends Grouping {
   readonly configurationSet?: smsvoice.CfnConfigurationSet;
   readonly receiptFunctions: Partial<Record<ProviderFunctionName, OtpFunction>> = {};
 
+  /** The receipt functions' Lambdas (for their alarms and dashboard widgets). */
+  get receiptLambdas(): Partial<Record<ProviderFunctionName, NodejsFunction>> {
+    return Object.fromEntries(
+      Object.entries(this.receiptFunctions).map(([name, fn]) => [name, fn.function]),
+    ) as Partial<Record<ProviderFunctionName, NodejsFunction>>;
+  }
+
   constructor(scope: Construct, id: string, props: ProvidersProps) {
     super(scope, id);
     const { providers } = props;

@@ -239,6 +239,50 @@ describe('the example provider configuration', () => {
     });
   });
 
+  test('each receipt function has an errors and a throttles alarm on its own metrics', () => {
+    for (const name of PROVIDER_FUNCTION_NAMES) {
+      const fnId = id(built.stack.providers!.receiptFunctions[name]!.function);
+      const alarms = Object.values(built.template.findResources('AWS::CloudWatch::Alarm')).filter(
+        (alarm) =>
+          JSON.stringify((alarm.Properties as { Dimensions?: unknown }).Dimensions) ===
+          JSON.stringify([{ Name: 'FunctionName', Value: { Ref: fnId } }]),
+      );
+      expect(
+        alarms
+          .map((alarm) => alarm.Properties as Record<string, unknown>)
+          .map((p) => [p.Namespace, p.MetricName, p.Statistic, p.Threshold, p.ComparisonOperator])
+          .sort(),
+      ).toEqual([
+        ['AWS/Lambda', 'Errors', 'Sum', 0, 'GreaterThanThreshold'],
+        ['AWS/Lambda', 'Throttles', 'Sum', 0, 'GreaterThanThreshold'],
+      ]);
+    }
+  });
+
+  test("the dashboard shows the receipt functions' invocations, errors, throttles and duration, and their alarms", () => {
+    const [dashboard] = Object.values(built.template.findResources('AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify((dashboard!.Properties as { DashboardBody: unknown }).DashboardBody);
+    for (const title of [
+      'Provider receipt functions: invocations',
+      'Provider receipt functions: errors / throttles',
+      'Provider receipt functions: duration p90, ms',
+    ])
+      expect(body).toContain(title);
+    for (const name of PROVIDER_FUNCTION_NAMES) {
+      const fn = built.stack.providers!.receiptFunctions[name]!.function;
+      const fnRef = JSON.stringify({ Ref: id(fn) });
+      // The function's name token appears once per metric line: invocations, errors, throttles, duration.
+      expect(body.split(fnRef).length - 1).toBe(4);
+      for (const metric of ['Invocations', 'Errors', 'Throttles', 'Duration']) expect(body).toContain(metric);
+      const alarmIds = Object.entries(built.template.findResources('AWS::CloudWatch::Alarm'))
+        .filter(([, alarm]) => JSON.stringify(alarm.Properties).includes(fnRef))
+        .map(([alarmId]) => alarmId);
+      expect(alarmIds).toHaveLength(2);
+      for (const alarmId of alarmIds)
+        expect(body).toContain(JSON.stringify({ 'Fn::GetAtt': [alarmId, 'Arn'] }));
+    }
+  });
+
   test('cdk-nag finds nothing unacknowledged', () => {
     const report = new AwsSolutionsChecks().validateScope(built.app);
     const findings = report.violations.map(
@@ -256,7 +300,7 @@ describe('no provider configuration', () => {
     template.resourceCountIs('AWS::SMSVOICE::ConfigurationSet', 0);
     template.resourceCountIs('AWS::Lambda::Function', FUNCTION_NAMES.length);
     expect(JSON.stringify(resources)).not.toMatch(
-      /sms-voice|social-messaging|Vonage|RECEIPTTOKEN|OTP_PROVIDERS/,
+      /sms-voice|social-messaging|Vonage|RECEIPTTOKEN|OTP_PROVIDERS|SnsReceipt|EventReceipt|receipt functions/,
     );
   });
 });
