@@ -3,7 +3,8 @@
  * client that enforces exactly the IAM grants the synthesized template gives that function's role (actions,
  * table or index, `dynamodb:LeadingKeys` prefixes), with a key ring holding exactly the key secrets its
  * environment names. A grant the code needs and the template lacks fails here as AccessDenied would on AWS; a
- * call outside the grants is recorded and fails the test.
+ * call outside the grants is recorded and fails the test. The provider receipt functions exist only with a
+ * provider configuration: their grants come from the stack synthesized with providers.example.json.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -15,7 +16,8 @@ import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { App, CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import type { DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBStreamEvent, SNSEvent } from 'aws-lambda';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { cryptoRandom, deriveKey, systemClock } from '../../functions/adapters/crypto';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
@@ -46,11 +48,19 @@ import {
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../../functions/http/api';
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import { buildDeps, buildWebhookSenderDeps, type Deps } from '../../functions/runtime';
+import {
+  buildEventBridgeReceiptHandler,
+  buildSnsReceiptHandler,
+  type EventReceiptDeps,
+} from '../../functions/receipts/handlers';
+import type { ProviderFunctionName } from '../../lib/functions';
+import { PROVIDER_CONTEXT_KEYS } from '../../lib/provider-config';
 import { OtpStack } from '../../lib/otp-stack';
+import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
 import { createTable } from '../../local/table';
 import { dynamoEndpoint } from '../support/harness';
 
-type FunctionName = keyof OtpStack['functions'];
+type FunctionName = keyof OtpStack['functions'] | ProviderFunctionName;
 
 const ROOT = path.join(__dirname, '..', '..');
 const CDK_CONTEXT = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
@@ -71,8 +81,12 @@ interface FunctionGrants {
 }
 
 /** What the synthesized template grants each function: table statements and the key secrets it is told of. */
-function grantsFromTemplate(): Record<FunctionName, FunctionGrants> {
-  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
+function grantsFromTemplate(
+  context: Record<string, unknown> = {},
+  functionsOf: (stack: OtpStack) => Partial<Record<FunctionName, NodejsFunction>> = (stack) =>
+    stack.functions,
+): Partial<Record<FunctionName, FunctionGrants>> {
+  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], ...context } });
   const stack = new OtpStack(app, 'OtpVerify');
   const template = Template.fromStack(stack).toJSON() as {
     Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
@@ -81,9 +95,10 @@ function grantsFromTemplate(): Record<FunctionName, FunctionGrants> {
   const tableArn = JSON.stringify({
     'Fn::GetAtt': [logicalId(stack.table.node.defaultChild as CfnElement), 'Arn'],
   });
-  const out = {} as Record<FunctionName, FunctionGrants>;
-  for (const name of Object.keys(stack.functions) as FunctionName[]) {
-    const fn = stack.functions[name];
+  const out: Partial<Record<FunctionName, FunctionGrants>> = {};
+  const functions = functionsOf(stack);
+  for (const name of Object.keys(functions) as FunctionName[]) {
+    const fn = functions[name]!;
     const roleId = logicalId(fn.role!.node.defaultChild as CfnElement);
     const table: Grant[] = [];
     for (const resource of Object.values(template.Resources)) {
@@ -329,7 +344,14 @@ async function deliver(sid: string, onWait: () => Promise<void> = async () => un
 }
 
 beforeAll(async () => {
-  grants = grantsFromTemplate();
+  grants = {
+    ...grantsFromTemplate(),
+    // The receipt functions as the stack synthesized with the example provider configuration grants them.
+    ...grantsFromTemplate(
+      { [PROVIDER_CONTEXT_KEYS.providersFile]: path.join(ROOT, 'providers.example.json') },
+      (stack) => stack.providers!.receiptLambdas,
+    ),
+  } as Record<FunctionName, FunctionGrants>;
   const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
   tableName = `otp-iam-${randomBytes(6).toString('hex')}`;
   await createTable(raw, tableName);
@@ -344,7 +366,7 @@ beforeAll(async () => {
       res.setHeader('content-type', 'application/json');
       res.end(
         JSON.stringify(
-          message.to === ACCEPTING
+          message.to !== REJECTING
             ? { status: 'accepted', messageId: `m-${message.reference}` }
             : { status: 'rejected', reason: 'unknown subscriber' },
         ),
@@ -563,6 +585,65 @@ describe('each function runs with exactly its template grants', () => {
       expiresAt: new Date(0).toISOString(),
     };
     expect(await runWebhookJob(deps, expire)).toBe('expired');
+  });
+
+  /** A new verification to `to`, its first channel sent by the deliver task (the carrier accepts it). */
+  async function sentOnFirstChannel(to: string) {
+    const sent = await send(to);
+    expect(sent.status).toBe(201);
+    const sid = sent.body.sid as string;
+    expect(
+      await deliverOverChannel(depsFor('deliver'), { sid, channelIndex: 0, waitSeconds: 0 }),
+    ).toMatchObject({ next: 'wait' });
+    return { sid, channel: sent.body.channel, reference: `${sid}.0`, messageId: `m-${sid}.0` };
+  }
+
+  /** The receipt functions' dependencies: their own client and key ring, the providers by name as deployed. */
+  const receiptDepsFor = (name: ProviderFunctionName): EventReceiptDeps => ({
+    ...buildDeps(
+      { ...env, OTP_PROVIDERS: '{"sms":"aws-sms","whatsapp":"aws-whatsapp"}' },
+      ringFor(name),
+      quiet,
+      clientFor(name),
+    ),
+    smsSuccessfulMeans: 'delivered',
+  });
+  const snsEvent = (message: unknown) =>
+    ({ Records: [{ Sns: { Message: JSON.stringify(message) } }] }) as unknown as SNSEvent;
+
+  test('snsReceipt: an SMS event and WhatsApp statuses (with and without AWS message id) settle attempts', async () => {
+    const handler = buildSnsReceiptHandler(receiptDepsFor('snsReceipt'));
+    // India: SMS is the cheaper channel; the UK: WhatsApp (functions/core/routing.ts).
+    const sms = await sentOnFirstChannel('+919812345601');
+    expect(sms.channel).toBe('sms');
+    const smsEvent = {
+      eventType: 'TEXT_DELIVERED',
+      messageId: sms.messageId,
+      context: { otpReference: sms.reference },
+    };
+    expect(await handler(snsEvent(smsEvent))).toEqual(['applied']);
+    for (const messageId of [undefined, 'id']) {
+      const whatsApp = await sentOnFirstChannel(messageId ? '+447400123457' : '+447400123458');
+      expect(whatsApp.channel).toBe('whatsapp');
+      const status = whatsAppSnsEvent({
+        status: 'delivered',
+        reference: whatsApp.reference,
+        messageId: messageId && whatsApp.messageId,
+      });
+      expect(await handler(snsEvent(status))).toEqual(['applied']);
+    }
+  });
+
+  test('eventReceipt: an aws.sms-voice delivery event settles the attempt', async () => {
+    const handler = buildEventBridgeReceiptHandler(receiptDepsFor('eventReceipt'));
+    const sms = await sentOnFirstChannel('+919812345602');
+    const event = smsVoiceEventBridgeEvent({
+      eventType: 'TEXT_DELIVERED',
+      messageId: sms.messageId,
+      context: { otpReference: sms.reference },
+    });
+    expect(await handler(event)).toBe('applied');
+    expect(await handler(event)).toBe('duplicate');
   });
 
   test('no call went beyond its grants, and every function made some', () => {
