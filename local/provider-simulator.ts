@@ -45,6 +45,8 @@ export const SIMULATED_PROVIDERS = {
   whatsapp: 'aws-whatsapp',
   viber: 'vonage',
   sna: 'http-carrier',
+  // A country served by Vonage on every channel it carries: its sms, whatsapp and rcs run through the Messages API.
+  countries: { FR: { sms: 'vonage', whatsapp: 'vonage', rcs: 'vonage' } },
 } as const;
 
 /** The simulator's identities (none is secret; the Vonage keys are generated per run). */
@@ -135,6 +137,7 @@ export class ProviderSimulator {
       OTP_VONAGE_BASE_URL: this.url,
       OTP_VONAGE_CREDENTIALS: JSON.stringify(this.vonage),
       OTP_VONAGE_FROM: JSON.stringify(VONAGE_FROM),
+      OTP_VONAGE_WHATSAPP_TEMPLATE_NAME: WHATSAPP_TEMPLATE,
     };
   }
 
@@ -383,7 +386,19 @@ export class ProviderSimulator {
     const channel = VONAGE_CHANNELS[input.channel];
     const to = `+${input.to}`;
     const reference = input.client_ref ?? '';
-    const text = input.text ?? '';
+    let text: string;
+    if (input.channel === 'whatsapp') {
+      // An authentication template goes as a `custom` message (it has a button); WhatsApp renders Meta's text.
+      const { template } = input.custom;
+      const code = template.components
+        .find((component) => component.type === 'body')
+        ?.parameters?.find((parameter) => parameter.type === 'text')?.text;
+      if (template.name !== WHATSAPP_TEMPLATE || !code)
+        return problem(422, 'Invalid params', 'The value of one or more parameters is invalid.', {
+          invalid_parameters: [{ name: 'custom.template', reason: 'not an approved template with a code' }],
+        });
+      text = `${code} is your verification code. For your security, do not share this code. [Copy code]`;
+    } else text = input.text;
     const behaviour = this.options.carrier().behaviourFor(to, channel);
     if (await this.failed(behaviour, to, channel, reference))
       return problem(500, 'Internal Error', 'An internal error occurred.');
@@ -563,11 +578,53 @@ const whatsAppTemplateSchema = z.object({
 
 const VONAGE_CHANNELS = { sms: 'sms', viber_service: 'viber', rcs: 'rcs', whatsapp: 'whatsapp' } as const;
 
-const vonageMessageSchema = z.object({
+/**
+ * The Messages API v1 request bodies per channel (developer.vonage.com/en/api/messages): `to` in E.164 without
+ * `+`, `from`, `client_ref` (up to 100 characters) and, per channel, a `text` message (sms; rcs with an optional
+ * `ttl` in seconds; viber_service with `viber_service.{ttl 30–259200, type, category}`), or for WhatsApp's
+ * authentication template a `custom` message carrying WhatsApp's own template object (Vonage: templates with a
+ * button are sent as `custom`, not `template`). Anything else is refused with 422, as Vonage does.
+ */
+const vonageCommon = {
   to: z.string().regex(/^\d{4,15}$/),
-  from: z.string().min(1),
-  channel: z.enum(['sms', 'viber_service', 'rcs', 'whatsapp']),
-  message_type: z.enum(['text', 'custom']),
-  text: z.string().max(1600).optional(),
+  from: z.string().min(1).max(50),
   client_ref: z.string().max(100).optional(),
-});
+};
+const vonageMessageSchema = z.discriminatedUnion('channel', [
+  z.object({
+    ...vonageCommon,
+    channel: z.literal('sms'),
+    message_type: z.literal('text'),
+    text: z.string().min(1).max(1000),
+    ttl: z.number().int().min(300).max(259_200).optional(),
+  }),
+  z.object({
+    ...vonageCommon,
+    channel: z.literal('rcs'),
+    message_type: z.literal('text'),
+    text: z.string().min(1).max(3072),
+    ttl: z.number().int().min(20).max(259_200).optional(),
+  }),
+  z.object({
+    ...vonageCommon,
+    channel: z.literal('viber_service'),
+    message_type: z.literal('text'),
+    text: z.string().min(1).max(1000),
+    viber_service: z
+      .object({
+        ttl: z.number().int().min(30).max(259_200).optional(),
+        type: z.string().optional(),
+        category: z.enum(['transaction', 'promotion']),
+      })
+      .optional(),
+  }),
+  z.object({
+    ...vonageCommon,
+    channel: z.literal('whatsapp'),
+    message_type: z.literal('custom'),
+    custom: z.object({
+      type: z.literal('template'),
+      template: whatsAppTemplateSchema.shape.template,
+    }),
+  }),
+]);

@@ -91,7 +91,7 @@ OTP service running (local stack)
   API key      ${account.apiKey}
   DynamoDB     ${dynamo.endpoint} (table ${LOCAL_TABLE_NAME}${persistDir ? `, data in ${persistDir}` : ', in memory'})
   Messages     ${stack.url}/_local/messages?to=%2B14155550100
-  Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage; sna carrier` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
+  Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage (France: sms, whatsapp, rcs vonage too); sna carrier` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
   Webhooks     npm run admin -- webhook add ${account.serviceSid} ${stack.url}/_local/webhooks/receiver
                then ${stack.url}/_local/webhooks
 

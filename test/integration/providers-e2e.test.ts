@@ -2,8 +2,9 @@
  * The real provider adapters end to end, through the local stack with the provider simulator
  * (local/provider-simulator.ts): aws-sms for sms and rcs (SendTextMessage, awsJson1_0, receipts as the
  * configuration set's SNS events), aws-whatsapp (SendWhatsAppMessage, restJson, receipts as the WABA's SNS
- * events), vonage for viber (Messages API with the RS256 application JWT, receipts as signed webhooks to
- * `POST /v2/Callbacks/vonage`); sna stays on the simulated carrier. The carrier's rules drive the simulator.
+ * events), vonage for viber and, in France (a per-country override), for sms, whatsapp and rcs (Messages API with
+ * the RS256 application JWT, receipts as signed webhooks to `POST /v2/Callbacks/vonage`); sna stays on the
+ * simulated carrier. The carrier's rules drive the simulator.
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { applicationJwt, signWebhook } from '../../functions/adapters/providers/vonage-jwt';
@@ -15,6 +16,8 @@ let counter = 0;
 const indianMobile = () => `+9198765${String(100_000 + ++counter).slice(1)}`;
 /** UK mobiles reach viber (vonage). */
 const ukMobile = () => `+447400${String(1_500_000 + ++counter).slice(1)}`;
+/** French mobiles: the simulator's configuration gives France's sms, whatsapp and rcs to vonage. */
+const frenchMobile = () => `+33612${String(1_000_000 + ++counter).slice(1)}`;
 
 beforeAll(async () => {
   harness = await startHarness({ providerSimulator: true, settings: { channelWaitSeconds: 1 } });
@@ -129,6 +132,69 @@ test('an SMS the number refused (opted out) moves on to WhatsApp at once', async
       .requests.filter((r) => r.provider === 'aws-sms')
       .map((r) => r.status),
   ).toContain(400);
+});
+
+test.each([
+  ['sms', /^Your code is \d{6}\.$/],
+  ['whatsapp', /^\d{6} is your verification code/],
+  ['rcs', /^Your code is \d{6}\.$/],
+] as const)(
+  '%s over vonage (France): the Messages API request of that channel, a signed status webhook settles it',
+  async (channel, body) => {
+    const api = await client([channel]);
+    const to = frenchMobile();
+    const before = simulator().requests.filter((r) => r.provider === 'vonage').length;
+    const { messages } = await deliveredOver(api, to, channel);
+    expect(messages.map((m) => [m.channel, m.provider, m.outcome])).toEqual([
+      [channel, 'vonage', 'delivered'],
+    ]);
+    expect(messages[0]!.body).toMatch(body);
+    // The simulator accepted exactly one Messages API request (202) for it.
+    expect(
+      simulator()
+        .requests.filter((r) => r.provider === 'vonage')
+        .slice(before)
+        .map((r) => r.status),
+    ).toEqual([202]);
+  },
+);
+
+test("the Vonage simulator refuses a body that is not the channel's documented message (422)", async () => {
+  const { applicationId, privateKey } = simulator().vonage;
+  const post = (message: object) =>
+    fetch(`${simulator().url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${applicationJwt(applicationId, privateKey, new Date())}`,
+      },
+      body: JSON.stringify({ to: '33612000000', from: 'OTPLocal', client_ref: 'ref', ...message }),
+    });
+  // WhatsApp's authentication template has a button: a `custom` message, never `text` or `template`.
+  expect(
+    (await post({ channel: 'whatsapp', message_type: 'text', text: 'Your code is 123456.' })).status,
+  ).toBe(422);
+  expect(
+    (await post({ channel: 'whatsapp', message_type: 'template', template: { name: 'otp_authentication' } }))
+      .status,
+  ).toBe(422);
+  // A `custom` message whose template is not the approved one.
+  expect(
+    (
+      await post({
+        channel: 'whatsapp',
+        message_type: 'custom',
+        custom: {
+          type: 'template',
+          template: { name: 'marketing', language: { code: 'en_US' }, components: [] },
+        },
+      })
+    ).status,
+  ).toBe(422);
+  // An SMS or RCS without its text; an SMS TTL below Vonage's 300 s.
+  expect((await post({ channel: 'sms', message_type: 'text' })).status).toBe(422);
+  expect((await post({ channel: 'rcs', message_type: 'text' })).status).toBe(422);
+  expect((await post({ channel: 'sms', message_type: 'text', text: 'hi', ttl: 10 })).status).toBe(422);
 });
 
 test('the Vonage simulator takes only the application JWT of the configured key', async () => {
