@@ -566,7 +566,6 @@ const whatsAppTemplateSchema = z.object({
   template: z.object({
     name: z.string(),
     language: z.object({ code: z.string() }),
-    message_send_ttl_seconds: z.number().int().min(30).max(900).optional(),
     components: z.array(
       z.object({
         type: z.string(),

@@ -160,7 +160,6 @@ describe('aws-whatsapp', () => {
       template: {
         name: 'otp_code',
         language: { code: 'en_US' },
-        message_send_ttl_seconds: 250,
         components: [
           { type: 'body', parameters: [{ type: 'text', text: '482913' }] },
           { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '482913' }] },
@@ -169,19 +168,22 @@ describe('aws-whatsapp', () => {
     });
   });
 
-  test('TTL: at most Meta’s 900 s, and no send under its 30 s minimum', async () => {
+  // Meta, "Configure message time-to-live": an authentication template's TTL (`message_send_ttl_seconds`) is set
+  // on the template (POST …/message_templates), not per message; the message carries none.
+  test('no per-message TTL (it is the template’s), and no send under Meta’s 30 s minimum', async () => {
     server.answer = { status: 200, body: { messageId: 'wa-2' } };
     await provider().send(message({ channel: 'whatsapp', expiresAt: '2026-03-01T13:00:00Z' }));
     const sent = JSON.parse(server.requests[0]!.body) as { message: string };
     const template = (
       JSON.parse(Buffer.from(sent.message, 'base64').toString('utf8')) as {
-        template: { message_send_ttl_seconds: number };
+        template: Record<string, unknown>;
       }
     ).template;
-    expect(template.message_send_ttl_seconds).toBe(900);
+    expect(Object.keys(template).sort()).toEqual(['components', 'language', 'name']);
     await expect(
       provider().send(message({ channel: 'whatsapp', expiresAt: '2026-03-01T12:00:20Z' })),
     ).rejects.toThrow(/30 s minimum/);
+    expect(server.requests).toHaveLength(1);
   });
 });
 

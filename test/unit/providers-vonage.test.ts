@@ -113,6 +113,8 @@ describe('sending', () => {
       text: 'Your code is 482913.',
     });
     expect(rcs).toMatchObject({ channel: 'rcs', from: 'acme_agent', message_type: 'text', ttl: 250 });
+    // The template's TTL is its own (set on the template at Meta), never a field of the message.
+    expect(JSON.stringify(whatsapp)).not.toContain('ttl');
     expect(whatsapp).toMatchObject({
       channel: 'whatsapp',
       message_type: 'custom',
@@ -122,7 +124,6 @@ describe('sending', () => {
         template: {
           name: 'otp_code',
           language: { code: 'en_GB' },
-          message_send_ttl_seconds: 250,
           components: [
             { type: 'body', parameters: [{ type: 'text', text: '482913' }] },
             { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '482913' }] },

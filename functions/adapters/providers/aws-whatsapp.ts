@@ -4,9 +4,9 @@ import { AWS_WHATSAPP_PROVIDER_NAME } from './aws-events';
 import {
   DEFAULT_META_API_VERSION,
   DEFAULT_TEMPLATE_LANGUAGE,
+  assertWhatsAppSendable,
   authenticationTemplateMessage,
   codeIn,
-  whatsappTtlSeconds,
 } from './whatsapp-template';
 
 /**
@@ -41,12 +41,12 @@ export class AwsWhatsAppProvider implements Provider {
     if (message.channel !== 'whatsapp') throw new Error(`aws-whatsapp does not carry ${message.channel}`);
     if (!originationPhoneNumberId || !templateName)
       throw new Error('aws-whatsapp needs a phone number id and a template name');
+    assertWhatsAppSendable(message.expiresAt, this.options.now?.() ?? new Date());
     const payload = authenticationTemplateMessage({
       to: message.to,
       code: codeIn(message.body),
       templateName,
       language: this.options.templateLanguage ?? DEFAULT_TEMPLATE_LANGUAGE,
-      ttlSeconds: whatsappTtlSeconds(message.expiresAt, this.options.now?.() ?? new Date()),
       reference: message.reference,
     });
     this.client ??= new SocialMessagingClient({

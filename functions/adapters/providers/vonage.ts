@@ -7,7 +7,7 @@ import type {
   ReceiptRequest,
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
-import { authenticationTemplateMessage, codeIn, whatsappTtlSeconds } from './whatsapp-template';
+import { assertWhatsAppSendable, authenticationTemplateMessage, codeIn } from './whatsapp-template';
 import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
 
 /**
@@ -116,12 +116,12 @@ export class VonageProvider implements Provider {
       case 'whatsapp': {
         const template = this.options.whatsappTemplate;
         if (!template) throw new Error('vonage has no WhatsApp template');
+        assertWhatsAppSendable(message.expiresAt, this.now());
         const { type, template: content } = authenticationTemplateMessage({
           to: message.to,
           code: codeIn(message.body),
           templateName: template.name,
           language: template.language,
-          ttlSeconds: whatsappTtlSeconds(message.expiresAt, this.now()),
           reference: message.reference,
         });
         return {

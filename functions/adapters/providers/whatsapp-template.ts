@@ -2,9 +2,13 @@
  * The WhatsApp authentication-template message (WhatsApp Cloud API JSON), shared by aws-whatsapp and Vonage's
  * WhatsApp channel. No SDK here: Vonage's module (loaded by every function) imports it.
  */
-/** Meta's bounds for an authentication template's `message_send_ttl_seconds`. */
+/**
+ * Meta's lower bound of an authentication template's time-to-live, `message_send_ttl_seconds` (30–900 s). That
+ * TTL is a property of the template, set when it is created or updated (`POST …/message_templates`), not of a
+ * message: Meta's "Configure message time-to-live" page. The operator sets it at or under the code's life
+ * (docs/providers.md); a message carries none, and a code with less than the minimum left is not sent.
+ */
 const MIN_TTL_SECONDS = 30;
-const MAX_TTL_SECONDS = 900;
 export const DEFAULT_META_API_VERSION = 'v20.0';
 export const DEFAULT_TEMPLATE_LANGUAGE = 'en_US';
 
@@ -24,7 +28,6 @@ export function authenticationTemplateMessage(options: {
   code: string;
   templateName: string;
   language: string;
-  ttlSeconds: number;
   reference: string;
 }): Record<string, unknown> {
   return {
@@ -36,7 +39,6 @@ export function authenticationTemplateMessage(options: {
     template: {
       name: options.templateName,
       language: { code: options.language },
-      message_send_ttl_seconds: options.ttlSeconds,
       components: [
         { type: 'body', parameters: [{ type: 'text', text: options.code }] },
         { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: options.code }] },
@@ -45,11 +47,13 @@ export function authenticationTemplateMessage(options: {
   };
 }
 
-/** The TTL of a WhatsApp authentication message: the code's remaining life, within Meta's 30–900 s. */
-export function whatsappTtlSeconds(expiresAt: string | undefined, now: Date): number {
-  if (!expiresAt) throw new Error('WhatsApp needs the code expiry for the message TTL');
+/**
+ * A WhatsApp authentication message is sent only with at least Meta's minimum TTL of the code's life left (the
+ * template's own TTL, set by the operator, bounds its delivery); thrown otherwise.
+ */
+export function assertWhatsAppSendable(expiresAt: string | undefined, now: Date): void {
+  if (!expiresAt) throw new Error('WhatsApp needs the code expiry');
   const remaining = Math.floor((Date.parse(expiresAt) - now.getTime()) / 1000);
   if (!(remaining >= MIN_TTL_SECONDS))
     throw new Error(`The code expires in ${remaining} s, below WhatsApp's ${MIN_TTL_SECONDS} s minimum`);
-  return Math.min(remaining, MAX_TTL_SECONDS);
 }
