@@ -14,6 +14,11 @@ export interface SendRequest {
   /** Caller-supplied code, already checked to be 4 to 10 letters or digits. */
   code?: string;
   idempotencyKey?: string;
+  /**
+   * Settles when the caller's authentication has: the send reads beside it and writes nothing before it
+   * (the HTTP layer's API-key write runs in parallel with the first read). Absent: already authenticated.
+   */
+  authorized?: Promise<void>;
 }
 
 export interface SendDeps {
@@ -50,6 +55,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       : undefined;
 
   if (!phone) {
+    await request.authorized;
     // An unparseable number is refused before anything is read, unless the key replays an accepted send.
     if (request.idempotencyKey) {
       const sid = await store.getIdempotentSid(request.serviceSid, request.idempotencyKey);
@@ -58,12 +64,16 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     throw new OtpError('unroutable', 'To is not a valid phone number in E.164 form.');
   }
 
-  let context = await store.loadSendContext({
-    serviceSid: request.serviceSid,
-    templateSid,
-    idempotencyKey: request.idempotencyKey,
-    e164: phone.e164,
-  });
+  // The read runs beside the caller's authentication; nothing is written or answered before both are done.
+  let [, context] = await Promise.all([
+    request.authorized,
+    store.loadSendContext({
+      serviceSid: request.serviceSid,
+      templateSid,
+      idempotencyKey: request.idempotencyKey,
+      e164: phone.e164,
+    }),
+  ]);
 
   for (let decision = 0; decision < MAX_DECISIONS; decision++) {
     if (context.idempotentSid) return replay(deps, context.idempotentSid);

@@ -99,6 +99,7 @@ function authenticated(
   deps: EndpointDeps,
   guard: ApiKeyGuard,
   refused?: { name: MetricName; dimension: string },
+  overlap = false,
 ) {
   return middy<ApiEvent, HttpResponse, Error, ApiContext>()
     .use(requestLog(deps.logger))
@@ -110,6 +111,7 @@ function authenticated(
         store: deps.store,
         clock: deps.clock,
         requestsPerMinute: deps.settings.keyRequestsPerMinute,
+        overlap,
       }),
     );
 }
@@ -117,7 +119,8 @@ function authenticated(
 /** `POST /v2/Services/{ServiceSid}/Verifications`. `guard`: shared by the endpoints of one process. */
 export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
   const metrics = deps.metrics ?? noMetrics;
-  return authenticated(deps, guard, SENDS_REFUSED).handler(async (event, context) => {
+  // The send overlaps the key's write with its first read (core/send.ts awaits it before writing).
+  return authenticated(deps, guard, SENDS_REFUSED, true).handler(async (event, context) => {
     const params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
     const idempotencyKey = header(event, 'idempotency-key') || undefined;
     if (idempotencyKey !== undefined && idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -132,6 +135,7 @@ export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard
       templateSid: params.TemplateSid,
       code: params.Code,
       idempotencyKey,
+      authorized: context.authorized,
     });
     if (!result.deliveryStarted) {
       deps.logger.log('error', 'delivery.start_failed', {

@@ -140,6 +140,42 @@ describe('DynamoDB faults on the send path', () => {
     },
   );
 
+  it("the key's write and the batch read run side by side: with the key's write held 1 s, the read starts at once", async () => {
+    const api = harness.client(await books.open());
+    const started = Date.now();
+    let batchReadAfterMs = Number.NaN;
+    faults.inject({ operation: 'UpdateItem', pkPrefix: 'APIKEY#', kind: 'slow', delayMs: 1000 });
+    // Never fails a call: only notes when the batch read was made.
+    faults.inject({
+      where: (call) => {
+        if (call.operation === 'BatchGetItem') batchReadAfterMs = Date.now() - started;
+        return false;
+      },
+    });
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+    // Made one after the other, the read would come after the held write (1 s).
+    expect(batchReadAfterMs).toBeLessThan(900);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('a key that fails writes nothing, though its send read beside it: 403, 401 before a 400, no charge, no count', async () => {
+    const [mine, other] = [await books.open(), await books.open()];
+    const to = freshUsNumber();
+    const balanceBefore = await balance(mine);
+    // Another service's key: the read ran, the key's write refused it; nothing is charged or counted.
+    faults.reset();
+    const forbidden = await harness.client(mine).send({ To: to }, { apiKey: other.apiKey });
+    expect(forbidden).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    expect(faults.calls.map((call) => call.operation).sort()).toEqual(['BatchGetItem', 'UpdateItem']);
+    expect(await ledger(mine)).toEqual({ verifications: [], charges: [] });
+    expect((await harness.scanTable()).some((item) => item.pk === `NUMBER#${to}`)).toBe(false);
+    // An unknown key (well formed, so it is looked up) with a bad parameter: the auth error wins.
+    const unknownKey = `${other.apiKey.slice(0, -4)}${other.apiKey.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
+    const unknown = await harness.client(mine).send({ To: '' }, { apiKey: unknownKey });
+    expect(unknown).toMatchObject({ status: 401, body: { code: 'unauthorized' } });
+    expect(await balance(mine)).toBe(balanceBefore);
+  });
+
   it('the accepting transaction applied, then every answer lost: the charge stands, so the send answers 201', async () => {
     const account = await books.open(1);
     const api = harness.client(account);
