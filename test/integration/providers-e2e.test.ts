@@ -20,7 +20,9 @@ const ukMobile = () => `+447400${String(1_500_000 + ++counter).slice(1)}`;
 const frenchMobile = () => `+33612${String(1_000_000 + ++counter).slice(1)}`;
 
 beforeAll(async () => {
-  harness = await startHarness({ providerSimulator: true, settings: { channelWaitSeconds: 1 } });
+  // A 2 s channel wait: the simulated receipts come 200 ms after the send, but a loaded machine (the whole suite on
+  // two cores) once took over 1 s to hand WhatsApp's to the SNS receipt function, and the fallback test moved on.
+  harness = await startHarness({ providerSimulator: true, settings: { channelWaitSeconds: 2 } });
 });
 afterAll(() => harness.close());
 afterEach(() => harness.stack.carrier.clearRules());
