@@ -3,8 +3,8 @@ const common = {
   testEnvironment: 'node',
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(ts|js|mjs)$': '<rootDir>/test/support/esbuild-transform.cjs' },
-  // middy and zod ship ESM only; let the transform turn them into CommonJS for Jest.
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|zod)/)'],
+  // middy, zod and puppeteer-core (the browser tests) ship ESM only; the transform turns them into CommonJS.
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|zod|puppeteer-core|@puppeteer|chromium-bidi)/)'],
 };
 
 /**

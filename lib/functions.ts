@@ -18,7 +18,8 @@ export type FunctionName =
   | 'afterWait'
   | 'sweeper'
   | 'webhookEvents'
-  | 'webhookSender';
+  | 'webhookSender'
+  | 'console';
 export type IndexName = keyof typeof TABLE_SCHEMA.indexes;
 
 /** DynamoDB actions on the table, allowed only on items whose partition key is of one of `families`. */
@@ -57,9 +58,14 @@ export const AWS_SENDING_CLIENT: Record<AwsSendingProvider, AwsClient> = {
 export type ProviderSecretName = 'vonage';
 
 export interface HttpRoute {
-  method: 'GET' | 'POST';
-  /** API Gateway's path syntax (`{Name}` parameters), also the local server's. */
+  method: 'GET' | 'POST' | 'ANY';
+  /** API Gateway's path syntax (`{Name}` parameters, `{proxy+}` for the rest of the path), also the local server's. */
   path: string;
+  /**
+   * `console`: API Gateway's JWT authorizer of the console's user pool guards the route (lib/constructs/console.ts;
+   * the local stack verifies its own loopback sign-in token instead). Otherwise the handler authenticates.
+   */
+  authorizer?: 'console';
 }
 
 export interface FunctionSpec {
@@ -71,6 +77,8 @@ export interface FunctionSpec {
   timeoutSeconds: number;
   /** The HTTP API route it serves, if any. */
   route?: HttpRoute;
+  /** More routes it serves (the console: its pages and its API). */
+  routes?: HttpRoute[];
   /**
    * Exactly the DynamoDB actions the handler uses, on the table only, each limited (`dynamodb:LeadingKeys`) to
    * the item families it touches them on.
@@ -236,6 +244,40 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     // Retries are re-enqueued; deliveries whose retries ran out go to the dead-letter queue.
     sendsTo: ['webhookQueue', 'webhookDeadLetterQueue'],
   },
+  console: {
+    id: 'Console',
+    entry: 'functions/api/console.ts',
+    description: 'Account console: the /console pages and the /console/api JSON API (Cognito JWT authorizer)',
+    timeoutSeconds: API_TIMEOUT_SECONDS,
+    routes: [
+      // The page and its files: public (nothing secret in them); the API they call is not.
+      { method: 'GET', path: '/console' },
+      { method: 'GET', path: '/console/{asset}' },
+      { method: 'ANY', path: '/console/api/{proxy+}', authorizer: 'console' },
+    ],
+    // What the admin command's stores do, for the console's pages: services, templates, charge lines, key
+    // pointers and webhook endpoints under the service; the directory of services (created with the service); an
+    // API key's own item (issued and revoked with its pointer in one transaction, so both families are in one
+    // statement; its last-used minute read). Memberships are read only (`npm run admin -- member add` writes them);
+    // verifications are read, never written.
+    table: [
+      {
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:Query',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:ConditionCheckItem',
+        ],
+        families: ['service', 'directory', 'apiKey'],
+      },
+      { actions: ['dynamodb:GetItem', 'dynamodb:Query'], families: ['member'] },
+      { actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'], families: ['verification'] },
+    ],
+    // Seals the signing secret of a webhook endpoint added or rotated in the console.
+    keys: ['webhook'],
+  },
 };
 
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
@@ -270,11 +312,10 @@ export const PROVIDER_FUNCTIONS: Record<ProviderFunctionName, FunctionSpec> = {
 export const PROVIDER_FUNCTION_NAMES = Object.keys(PROVIDER_FUNCTIONS) as ProviderFunctionName[];
 
 /** The functions that serve an HTTP API route, with their routes, in manifest order. */
-export const ROUTES: { name: FunctionName; method: HttpRoute['method']; path: string }[] =
-  FUNCTION_NAMES.flatMap((name) => {
-    const route = FUNCTIONS[name].route;
-    return route ? [{ name, ...route }] : [];
-  });
+export const ROUTES: ({ name: FunctionName } & HttpRoute)[] = FUNCTION_NAMES.flatMap((name) => {
+  const { route, routes = [] } = FUNCTIONS[name];
+  return [...(route ? [route] : []), ...routes].map((r) => ({ name, ...r }));
+});
 
 /**
  * The AWS SDK clients a function's bundle holds, derived from its permissions: a client it has no permission to

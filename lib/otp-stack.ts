@@ -12,6 +12,7 @@ import { KEY_GROUP_NAMES, KEY_SECRET_FIELD, type KeyGroup } from '../functions/a
 import { OtpAlarms } from './constructs/alarms';
 import { DeliveryWorkflow } from './constructs/delivery-workflow';
 import { groupedLogicalId } from './constructs/logical-ids';
+import { CONSOLE_BUNDLING_HOOKS, OtpConsole } from './constructs/console';
 import { OtpApi } from './constructs/otp-api';
 import { OtpFunction } from './constructs/otp-function';
 import { Providers } from './constructs/providers';
@@ -59,6 +60,8 @@ export class OtpStack extends Stack {
   readonly logGroups: Record<FunctionName, logs.LogGroup>;
   readonly stateMachine: sfn.StateMachine;
   readonly api: HttpApi;
+  /** The console's sign-in: user pool, app client, JWT authorizer (lib/constructs/console.ts). */
+  readonly console: OtpConsole;
   readonly webhookQueue: sqs.Queue;
   readonly webhookDeadLetterQueue: sqs.Queue;
   /** The real delivery providers' resources, when the deployment configures some (lib/constructs/providers.ts). */
@@ -115,6 +118,7 @@ export class OtpStack extends Stack {
           environment,
           logRetention: config.logRetention,
           providersInUse: config.providers?.inUse,
+          ...(name === 'console' && { commandHooks: CONSOLE_BUNDLING_HOOKS }),
         }),
       ]),
     ) as Record<FunctionName, OtpFunction>;
@@ -142,7 +146,16 @@ export class OtpStack extends Stack {
     });
     this.webhookQueue = webhooks.queue;
     this.webhookDeadLetterQueue = webhooks.deadLetterQueue;
-    this.api = new OtpApi(this, 'OtpApi', { config, functions: this.functions }).api;
+    let signIn: OtpConsole | undefined;
+    this.api = new OtpApi(this, 'OtpApi', {
+      config,
+      functions: this.functions,
+      authorizers: (api) => {
+        signIn = new OtpConsole(this, 'ConsoleSignIn', { api, consoleFunction: this.functions.console });
+        return { console: signIn.authorizer };
+      },
+    }).api;
+    this.console = signIn!;
     const alarms = new OtpAlarms(this, 'OtpAlarms', {
       alarmTopicArn: config.alarmTopicArn,
       stackName: this.stackName,

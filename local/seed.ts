@@ -9,6 +9,9 @@ export interface DemoAccount {
   apiKey: string;
 }
 
+/** The demo service's console member: sign in at /console with this address (local sign-in). */
+export const DEMO_CONSOLE_USER = 'demo@example.com';
+
 /** A demo service with $100, a default template and all five channels, and one API key. */
 export async function seedDemoAccount(
   client: DynamoDBDocumentClient,
@@ -22,5 +25,6 @@ export async function seedDemoAccount(
     defaultTemplateBody: 'Your Demo verification code is {code}. It expires in 5 minutes.',
   });
   const { apiKey } = await accounts.issueApiKey(service.sid);
+  await accounts.addMember(service.sid, DEMO_CONSOLE_USER, DEMO_CONSOLE_USER);
   return { serviceSid: service.sid, apiKey };
 }

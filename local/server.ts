@@ -12,10 +12,16 @@ import type { ApiContext } from '../functions/http/middleware';
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
 
 export interface Route {
+  /** An HTTP method, or `ANY`. */
   method: string;
-  /** API Gateway route path, e.g. `/v2/Services/{ServiceSid}/Verifications`. */
+  /** API Gateway route path, e.g. `/v2/Services/{ServiceSid}/Verifications`; `{proxy+}` takes the rest. */
   path: string;
   handler: ApiHandler;
+  /**
+   * Stands in for API Gateway's JWT authorizer: the claims of the request's `Authorization` header, or undefined
+   * (401 as API Gateway answers, the handler never called).
+   */
+  authorize?: (authorization: string | undefined) => Record<string, string> | undefined;
 }
 
 export interface LocalRequest {
@@ -23,6 +29,8 @@ export interface LocalRequest {
   url: URL;
   headers: Record<string, string>;
   body: string;
+  /** The peer's address (local routes that answer on loopback only check it). */
+  remoteAddress?: string;
 }
 
 export type LocalResponse = { status: number; body: unknown; headers?: Record<string, string> };
@@ -73,20 +81,33 @@ async function serve(
   if (local) {
     if (local.method !== method)
       return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' });
-    const answer = await local.handle({ method, url, headers, body: body.toString('utf8') });
+    const answer = await local.handle({
+      method,
+      url,
+      headers,
+      body: body.toString('utf8'),
+      ...(req.socket.remoteAddress && { remoteAddress: req.socket.remoteAddress }),
+    });
     return send(res, answer.status, answer.body, answer.headers);
   }
 
   const matches = routes.api
     .map((route) => ({ route, params: matchPath(route.path, url.pathname) }))
     .filter((match) => match.params !== undefined);
-  const match = matches.find((candidate) => candidate.route.method === method);
+  const match = matches.find((candidate) => [method, 'ANY'].includes(candidate.route.method));
   if (!match) {
     return matches.length > 0
       ? send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' })
       : send(res, 404, { code: 'route_not_found', message: 'No such route.' });
   }
-  const event = toApiGatewayEvent(req, url, headers, body, match.route, match.params!);
+  const claims = match.route.authorize?.(headers.authorization);
+  if (match.route.authorize && !claims) return send(res, 401, { message: 'Unauthorized' });
+  const event = toApiGatewayEvent(req, url, headers, body, match.route, match.params!, method);
+  if (claims) {
+    (event.requestContext as unknown as { authorizer: unknown }).authorizer = {
+      jwt: { claims, scopes: null },
+    };
+  }
   const context = { awsRequestId: event.requestContext.requestId, functionName: `local-${match.route.path}` };
   const response = await match.route.handler(event, context as unknown as ApiContext);
   send(res, response.statusCode, undefined, response.headers, response.body);
@@ -95,8 +116,16 @@ async function serve(
 function matchPath(template: string, path: string): Record<string, string> | undefined {
   const want = template.split('/');
   const have = path.split('/');
-  if (want.length !== have.length) return undefined;
   const params: Record<string, string> = {};
+  const greedy = want[want.length - 1]?.endsWith('+}');
+  if (greedy && have.length >= want.length) {
+    // `{proxy+}`: the rest of the path, one or more segments.
+    const rest = have.slice(want.length - 1).join('/');
+    if (rest === '') return undefined;
+    const params = matchPath(want.slice(0, -1).join('/'), have.slice(0, want.length - 1).join('/'));
+    return params && { ...params, [want[want.length - 1]!.slice(1, -2)]: rest };
+  }
+  if (want.length !== have.length) return undefined;
   for (let i = 0; i < want.length; i++) {
     const segment = want[i]!;
     const actual = have[i]!;
@@ -119,6 +148,7 @@ function toApiGatewayEvent(
   body: Buffer,
   route: Route,
   pathParameters: Record<string, string>,
+  method: string,
 ): APIGatewayProxyEventV2 {
   const now = new Date();
   const contentType = headers['content-type'] ?? '';
@@ -140,7 +170,7 @@ function toApiGatewayEvent(
       domainName: headers.host ?? 'localhost',
       domainPrefix: 'localhost',
       http: {
-        method: route.method,
+        method,
         path: url.pathname,
         protocol: `HTTP/${req.httpVersion}`,
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',

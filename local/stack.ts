@@ -28,6 +28,10 @@ import { awsSendersFromEnv } from '../functions/wiring/provider-senders';
 import { DynamoReplayGuard } from '../functions/adapters/dynamodb/receipt-tokens';
 import type { Env } from '../functions/wiring/env';
 import { ROUTES, type FunctionName } from '../lib/functions';
+import { buildConsoleHandler } from '../functions/console/api';
+import { buildConsoleDeps } from '../functions/wiring/console';
+import { buildConsoleAssets } from '../lib/console-assets';
+import { LocalConsoleAuth, localSignInRoute } from './console-auth';
 
 /** Where a running `npm start` says how to reach it (read by `npm run admin`). */
 export const LOCAL_STACK_STATE_FILE = join(__dirname, '..', '.cache', 'local-stack.json');
@@ -165,17 +169,39 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   });
 
   // Which handler serves which route: the manifest's routes (lib/functions.ts), as API Gateway's.
+  // The console: its files built in memory once, its sign-in on loopback in place of Cognito's.
+  let consoleAssets: ReturnType<typeof buildConsoleAssets> | undefined;
+  const consoleAuth = new LocalConsoleAuth(options.masterKey, () => deps.clock.now());
   const handlers: Partial<Record<FunctionName, ApiHandler>> = {
     ...buildApi(deps),
     receipt: buildReceiptHandler(deps),
+    console: buildConsoleHandler(
+      buildConsoleDeps(
+        env,
+        table,
+        options.masterKey,
+        logger,
+        async () => (consoleAssets ??= buildConsoleAssets()),
+        {
+          clock: deps.clock,
+        },
+      ),
+    ),
   };
   routes = {
-    api: ROUTES.map(({ name, method, path }) => {
+    api: ROUTES.map(({ name, method, path, authorizer }) => {
       const handler = handlers[name];
       if (!handler) throw new Error(`The local stack has no handler for the ${name} function's route`);
-      return { method, path, handler };
+      return {
+        method,
+        path,
+        handler,
+        ...(authorizer === 'console' && {
+          authorize: (header: string | undefined) => consoleAuth.verify(header),
+        }),
+      };
     }),
-    local: [...localRoutes(carrier), ...webhooks.routes],
+    local: [...localRoutes(carrier), ...webhooks.routes, localSignInRoute(consoleAuth)],
   };
 
   const sweep = () => restartStalledDeliveries(deps);

@@ -17,7 +17,7 @@ import { createDocumentClient, createDynamoClient } from '../functions/adapters/
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { startDynamoLocal } from './dynamodb-local';
-import { seedDemoAccount, type DemoAccount } from './seed';
+import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from './seed';
 import { LOCAL_STACK_STATE_FILE, startLocalStack, writeLocalStackState } from './stack';
 import { createTable } from './table';
 
@@ -91,6 +91,7 @@ OTP service running (local stack)
   API key      ${account.apiKey}
   DynamoDB     ${dynamo.endpoint} (table ${LOCAL_TABLE_NAME}${persistDir ? `, data in ${persistDir}` : ', in memory'})
   Messages     ${stack.url}/_local/messages?to=%2B14155550100
+  Console      ${stack.url}/console (local sign-in, loopback only: ${DEMO_CONSOLE_USER})
   Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage (France: sms, whatsapp, rcs vonage too); sna carrier` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
   Webhooks     npm run admin -- webhook add ${account.serviceSid} ${stack.url}/_local/webhooks/receiver
                then ${stack.url}/_local/webhooks

@@ -6,6 +6,7 @@ import {
   HttpMethod,
   HttpStage,
   LogGroupLogDestination,
+  type IHttpRouteAuthorizer,
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -13,12 +14,14 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { OtpConfig } from '../config';
-import { FUNCTIONS, ROUTES, type FunctionName } from '../functions';
+import { FUNCTIONS, ROUTES, type FunctionName, type HttpRoute } from '../functions';
 import { Grouping } from './logical-ids';
 
 export interface OtpApiProps {
   config: OtpConfig;
   functions: Record<FunctionName, NodejsFunction>;
+  /** The authorizers the manifest's routes name (`authorizer`), made once the API exists (the console's). */
+  authorizers?: (api: HttpApi) => Record<NonNullable<HttpRoute['authorizer']>, IHttpRouteAuthorizer>;
 }
 
 /**
@@ -67,24 +70,36 @@ export class OtpApi extends Grouping {
       },
     });
     this.separateReceipts(props);
+    const authorizers = props.authorizers?.(api);
+    // One integration per function, shared by its routes (the console has several).
+    const integrations = new Map<FunctionName, HttpLambdaIntegration>();
     for (const route of ROUTES) {
+      if (!integrations.has(route.name)) {
+        // Payload format 2.0, as the handlers (and the local stack's HTTP server) expect.
+        integrations.set(
+          route.name,
+          new HttpLambdaIntegration(`${FUNCTIONS[route.name].id}Integration`, props.functions[route.name]),
+        );
+      }
+      const authorizer = route.authorizer && authorizers?.[route.authorizer];
+      if (route.authorizer && !authorizer)
+        throw new Error(`No authorizer ${route.authorizer} for ${route.path}`);
       api.addRoutes({
         path: route.path,
         methods: [HttpMethod[route.method]],
-        // Payload format 2.0, as the handlers (and the local stack's HTTP server) expect.
-        integration: new HttpLambdaIntegration(
-          `${FUNCTIONS[route.name].id}Integration`,
-          props.functions[route.name],
-        ),
+        integration: integrations.get(route.name)!,
+        ...(authorizer && { authorizer }),
       });
     }
-    // The handlers authenticate every request themselves (X-API-Key looked up by hash in the table, or the
-    // provider's receipt signature), so API Gateway has no authorizer.
+    // The handlers of the public API authenticate every request themselves (X-API-Key looked up by hash in the
+    // table, or the provider's receipt signature), so those routes have no authorizer; the console's API routes
+    // have the user pool's JWT authorizer, and its page and files are public.
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-APIG4',
       reason:
         'Authorization is done in the handlers: X-API-Key (spec part 5) checked against the table by hash, and ' +
-        'receipts by the provider signature. An API Gateway authorizer would add a second lookup per request.',
+        'receipts by the provider signature. An API Gateway authorizer would add a second lookup per request. ' +
+        "The console's API routes have a Cognito JWT authorizer; its page and script are public files.",
     });
   }
 

@@ -3,7 +3,12 @@ import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import {
+  LogLevel as EsbuildLogLevel,
+  NodejsFunction,
+  OutputFormat,
+  type ICommandHooks,
+} from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
@@ -25,6 +30,8 @@ export interface OtpFunctionProps {
   logRetention: logs.RetentionDays;
   /** The providers the deployment uses (lib/provider-config.ts): grants `onlyWithProvider` one of them apply. */
   providersInUse?: readonly string[];
+  /** Files to add beside the bundle (the console's pages: lib/constructs/console.ts). */
+  commandHooks?: ICommandHooks;
 }
 
 /**
@@ -90,6 +97,7 @@ export class OtpFunction extends Grouping {
         bundleAwsSDK: BUNDLING.bundleAwsSDK,
         forceDockerBundling: false,
         logLevel: EsbuildLogLevel.ERROR,
+        ...(props.commandHooks && { commandHooks: props.commandHooks }),
       },
     }));
     for (const grant of spec.table) {

@@ -43,6 +43,8 @@ const KEYS_OF: Record<FunctionName, KeyGroup[]> = {
   sweeper: [],
   webhookEvents: [],
   webhookSender: ['webhook'],
+  // The console seals the signing secret of a webhook endpoint added or rotated there.
+  console: ['webhook'],
 };
 const KEY_SECRET_LOGICAL_IDS: Record<KeyGroup, string> = {
   codeHash: 'CodeHashKey796E4AF4',
@@ -63,6 +65,7 @@ const TIMEOUTS: Record<FunctionName, number> = {
   sweeper: 50,
   webhookEvents: 30,
   webhookSender: 30,
+  console: 10,
 };
 const SETTING_DEFAULTS = {
   OTP_CODE_TTL_SECONDS: '300',
@@ -148,8 +151,8 @@ const sortStatements = (statements: Granted[]) =>
   [...statements].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 describe('functions', () => {
-  test('nine Node.js 22 arm64 functions, 256 MB, traced, each with its own log group', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 9);
+  test("the manifest's Node.js 22 arm64 functions, 256 MB, traced, each with its own log group", () => {
+    template.resourceCountIs('AWS::Lambda::Function', FUNCTION_NAMES.length);
     for (const name of FUNCTION_NAMES) {
       const logGroupId = logicalId(stack.logGroups[name]);
       template.hasResourceProperties('AWS::Lambda::Function', {
@@ -187,6 +190,17 @@ describe('functions', () => {
     }
   });
 
+  test("the console function's bundle carries the console's page, script and style sheet", () => {
+    const code = resources[fnId('console')]!.Properties.Code as { S3Key: string };
+    const assetDir = path.join(app.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
+    const html = readFileSync(path.join(assetDir, 'console', 'index.html'), 'utf8');
+    expect(html).toContain('/console/app.js');
+    const script = readFileSync(path.join(assetDir, 'console', 'app.js'), 'utf8');
+    expect(script).toContain('/console/api');
+    expect(script.length).toBeLessThan(60_000);
+    expect(readFileSync(path.join(assetDir, 'console', 'app.css'), 'utf8')).toContain('.timeline');
+  });
+
   test('environment: table, its own key secrets only, settings with spec defaults, channels, source maps', () => {
     const stateMachineId = logicalId(stack.stateMachine);
     for (const name of FUNCTION_NAMES) {
@@ -209,6 +223,11 @@ describe('functions', () => {
       if (name === 'webhookSender') {
         expected.WEBHOOK_DEAD_LETTER_QUEUE_URL = ref(logicalId(stack.webhookDeadLetterQueue));
       }
+      if (name === 'console') {
+        // What the page is told about signing in: the hosted sign-in domain and the app client.
+        expected.CONSOLE_AUTH_URL = expect.anything();
+        expected.CONSOLE_CLIENT_ID = ref(logicalId(stack.console.client));
+      }
       // Exactly these: no carrier URL unless configured, nothing else.
       expect(variables).toEqual(expected);
     }
@@ -221,12 +240,15 @@ describe('HTTP API', () => {
     name,
   ]);
 
-  test('exactly the four routes of the manifest', () => {
+  test('exactly the routes of the manifest: the four of the API, the three of the console', () => {
     expect(routes).toEqual([
       ['POST /v2/Services/{ServiceSid}/Verifications', 'send'],
       ['POST /v2/Services/{ServiceSid}/VerificationCheck', 'check'],
       ['GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}', 'fetch'],
       ['POST /v2/Callbacks/{Provider}', 'receipt'],
+      ['GET /console', 'console'],
+      ['GET /console/{asset}', 'console'],
+      ['ANY /console/api/{proxy+}', 'console'],
     ]);
     template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
@@ -296,9 +318,13 @@ describe('HTTP API', () => {
     }
   });
 
-  test('no authorizer at the gateway: the handlers authenticate (X-API-Key, receipt signatures)', () => {
+  test('no authorizer on the API: its handlers authenticate (X-API-Key, receipt signatures); JWT on the console API', () => {
     for (const route of Object.values(template.findResources('AWS::ApiGatewayV2::Route'))) {
-      expect(route.Properties.AuthorizationType).toBe('NONE');
+      const key = route.Properties.RouteKey as string;
+      expect([key, route.Properties.AuthorizationType]).toEqual([
+        key,
+        key.startsWith('ANY /console/api/') ? 'JWT' : 'NONE',
+      ]);
     }
   });
 });
@@ -341,6 +367,22 @@ describe('IAM least privilege', () => {
     webhookSender: [
       { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },
       { actions: ['dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*'] },
+    ],
+    // The admin stores' writes for the console's pages; memberships and verifications read only.
+    console: [
+      {
+        actions: [
+          'dynamodb:BatchGetItem',
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        leadingKeys: ['SERVICE#*', 'DIRECTORY#*', 'APIKEY#*'],
+      },
+      { actions: ['dynamodb:GetItem', 'dynamodb:Query'], leadingKeys: ['MEMBER#*'] },
+      { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], leadingKeys: ['VERIFICATION#*'] },
     ],
   };
 
@@ -436,7 +478,7 @@ describe('IAM least privilege', () => {
           );
         expect(prefixes!.length).toBeGreaterThan(0);
         for (const prefix of prefixes!)
-          expect(prefix).toMatch(/^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER)#\*$/);
+          expect(prefix).toMatch(/^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY)#\*$/);
         // ForAllValues holds for a request that names no partition key at all: Scan and PartiQL would pass
         // the condition, so no role may have them.
         for (const action of [statement.Action].flat()) {
@@ -804,8 +846,8 @@ describe('alarms', () => {
     }
   });
 
-  test('fourteen alarms in all, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 14);
+  test('an errors alarm per function and five more, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 5);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }
@@ -824,6 +866,10 @@ test('outputs', () => {
     [
       'ApiUrl',
       'CarrierKeySecretArn',
+      'ConsoleUrl',
+      'ConsoleUserPoolId',
+      'ConsoleUrl',
+      'ConsoleUserPoolId',
       'StateMachineArn',
       'TableName',
       'WebhookDeadLetterQueueUrl',
@@ -861,6 +907,8 @@ describe('cdk-nag AwsSolutions', () => {
     visit(app);
     expect([...acknowledged.keys()].sort()).toEqual([
       'AwsSolutions-APIG4',
+      'AwsSolutions-COG3',
+      'AwsSolutions-COG8',
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-L1',
       'AwsSolutions-SF1',
@@ -895,7 +943,7 @@ describe('configuration from context', () => {
 
   test('settings, channels and carrier URL reach every function', () => {
     const functions = custom.template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions)).toHaveLength(9);
+    expect(Object.keys(functions)).toHaveLength(FUNCTION_NAMES.length);
     for (const fn of Object.values(functions)) {
       expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
         OTP_CODE_TTL_SECONDS: '600',

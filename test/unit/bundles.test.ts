@@ -73,5 +73,7 @@ test('the manifest declares what each function calls', () => {
     sweeper: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sfn'],
     webhookEvents: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sqs'],
     webhookSender: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sqs'],
+    // The console: the table, and the webhook key to seal signing secrets.
+    console: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
   });
 });

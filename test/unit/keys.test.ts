@@ -17,6 +17,9 @@ const tableKeys: Record<string, () => ItemKey> = {
   number: () => keys.number('+14155550100'),
   webhookEndpoint: () => keys.webhookEndpoint('VA1', 'WH1'),
   receiptToken: () => keys.receiptToken('vonage#0e5f3a1c'),
+  member: () => keys.member('user-1', 'VA1'),
+  serviceMember: () => keys.serviceMember('VA1', 'user-1'),
+  serviceDirectory: () => keys.serviceDirectory('VA1'),
 };
 /** Keys of the sparse index, not of the table: no LeadingKeys condition applies to them. */
 const INDEX_KEYS = ['pendingDelivery'];

@@ -3,9 +3,11 @@
  * Used by `npm run admin`, the local stack's seed and the tests; never on a request path.
  */
 import {
+  BatchGetCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -47,6 +49,24 @@ export interface ChargeLine {
   amount: number;
 }
 
+/** A console user's membership of a service (`member add`; the console reads it on every request). */
+export interface Membership {
+  userId: string;
+  serviceSid: string;
+  /** The service's name when the member was added, for the user's list of services. */
+  serviceName: string;
+  /** Who the user is, for people (an e-mail address); the user id is what the sign-in token carries. */
+  label?: string;
+  addedAt: string;
+}
+
+/** An entry of the directory of all services (the console's operator view). */
+export interface DirectoryEntry {
+  serviceSid: string;
+  name: string;
+  createdAt: string;
+}
+
 const KEY_ID_LENGTH = 12;
 
 export class AccountStore {
@@ -84,6 +104,7 @@ export class AccountStore {
           ...(template
             ? [{ Put: { TableName: this.tableName, Item: templateToItem(service.sid, template) } }]
             : []),
+          { Put: { TableName: this.tableName, Item: directoryItem(service) } },
         ],
       }),
     );
@@ -126,6 +147,41 @@ export class AccountStore {
       createdAt: record.createdAt,
       ...(record.revokedAt && { revokedAt: record.revokedAt }),
     }));
+  }
+
+  /**
+   * The service's keys with the minute each was last used: the start of the per-key limit's window, which the key's
+   * own item keeps (`rate_window`); read with one BatchGetItem, so nothing on the request path writes more for it.
+   */
+  async listApiKeysWithUse(
+    serviceSid: string,
+  ): Promise<{ keyId: string; createdAt: string; revokedAt?: string; lastUsedAt?: string }[]> {
+    const records = (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.apiKey)).map(apiKeyFromItem);
+    const lastUsed = new Map<string, number>();
+    for (let i = 0; i < records.length; i += 100) {
+      const { Responses } = await this.client.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [this.tableName]: {
+              Keys: records.slice(i, i + 100).map((record) => keys.apiKey(record.keyHash)),
+              ProjectionExpression: 'key_hash, rate_window',
+            },
+          },
+        }),
+      );
+      for (const item of Responses?.[this.tableName] ?? []) {
+        if (typeof item.rate_window === 'number') lastUsed.set(item.key_hash as string, item.rate_window);
+      }
+    }
+    return records.map((record) => {
+      const used = lastUsed.get(record.keyHash);
+      return {
+        keyId: record.keyHash.slice(0, KEY_ID_LENGTH),
+        createdAt: record.createdAt,
+        ...(record.revokedAt && { revokedAt: record.revokedAt }),
+        ...(used !== undefined && { lastUsedAt: new Date(used).toISOString() }),
+      };
+    });
   }
 
   /** Revokes the service's key whose id (hash prefix) is `keyId`; false when there is none. */
@@ -235,6 +291,118 @@ export class AccountStore {
     }));
   }
 
+  /**
+   * Makes a console user a member of a service: one item under the user (so signing in lists the user's
+   * services with one query) and one under the service (so `member list` needs one query), in one transaction
+   * that also requires the service to exist. Adding an existing member again updates its label.
+   */
+  async addMember(serviceSid: string, userId: string, label?: string, now = new Date()): Promise<Membership> {
+    const service = await this.getService(serviceSid);
+    if (!service) throw new Error(`No service ${serviceSid}`);
+    const membership: Membership = {
+      userId,
+      serviceSid,
+      serviceName: service.name,
+      ...(label && { label }),
+      addedAt: now.toISOString(),
+    };
+    const fields = {
+      type: 'member',
+      user_id: userId,
+      service_sid: serviceSid,
+      service_name: service.name,
+      ...(label && { label }),
+      added_at: membership.addedAt,
+    };
+    await this.client.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            ConditionCheck: {
+              TableName: this.tableName,
+              Key: keys.service(serviceSid),
+              ConditionExpression: 'attribute_exists(pk)',
+            },
+          },
+          { Put: { TableName: this.tableName, Item: { ...keys.member(userId, serviceSid), ...fields } } },
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: { ...keys.serviceMember(serviceSid, userId), ...fields },
+            },
+          },
+        ],
+      }),
+    );
+    return membership;
+  }
+
+  /** False when the user was not a member. */
+  async removeMember(serviceSid: string, userId: string): Promise<boolean> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.serviceMember(serviceSid, userId) }),
+    );
+    if (!Item) return false;
+    await this.client.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Delete: { TableName: this.tableName, Key: keys.member(userId, serviceSid) } },
+          { Delete: { TableName: this.tableName, Key: keys.serviceMember(serviceSid, userId) } },
+        ],
+      }),
+    );
+    return true;
+  }
+
+  async listMembers(serviceSid: string): Promise<Membership[]> {
+    return (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.member)).map(membershipFromItem);
+  }
+
+  /** The services a console user belongs to (one query under the user). */
+  async membershipsOf(userId: string): Promise<Membership[]> {
+    return (await this.queryPartition(keys.member(userId, '').pk)).map(membershipFromItem);
+  }
+
+  /** One GetItem: whether the user is a member of the service. */
+  async isMember(userId: string, serviceSid: string): Promise<boolean> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.member(userId, serviceSid),
+        ProjectionExpression: 'pk',
+      }),
+    );
+    return Item !== undefined;
+  }
+
+  /** Every service `createService` made (its directory entry): the operator's list, without a Scan. */
+  async listAllServices(): Promise<DirectoryEntry[]> {
+    return (await this.queryPartition(keys.serviceDirectory('').pk)).map((item) => ({
+      serviceSid: item.service_sid as string,
+      name: item.name as string,
+      createdAt: item.created_at as string,
+    }));
+  }
+
+  private async queryPartition(pk: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
   private async requireService(serviceSid: string): Promise<void> {
     if (!(await this.getService(serviceSid))) throw new Error(`No service ${serviceSid}`);
   }
@@ -261,3 +429,19 @@ export class AccountStore {
     return queryServiceChildren(this.client, this.tableName, serviceSid, prefix, true);
   }
 }
+
+const directoryItem = (service: Service) => ({
+  ...keys.serviceDirectory(service.sid),
+  type: 'service_directory',
+  service_sid: service.sid,
+  name: service.name,
+  created_at: service.createdAt,
+});
+
+const membershipFromItem = (item: Record<string, unknown>): Membership => ({
+  userId: item.user_id as string,
+  serviceSid: item.service_sid as string,
+  serviceName: item.service_name as string,
+  ...(typeof item.label === 'string' && { label: item.label }),
+  addedAt: item.added_at as string,
+});

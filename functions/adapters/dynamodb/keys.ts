@@ -48,6 +48,10 @@ export const PARTITION_FAMILY = {
   number: 'NUMBER#',
   /** A provider's signed-callback token id, remembered (TTL) so that a replayed callback is refused. */
   receiptToken: 'RECEIPTTOKEN#',
+  /** A console user's memberships (`MEMBER#<user id>` / `SERVICE#<VA>`), read when the user signs in. */
+  member: 'MEMBER#',
+  /** Lists the console's operator reads: every service (`DIRECTORY#services` / `SERVICE#<VA>`). */
+  directory: 'DIRECTORY#',
 } as const;
 export type PartitionFamily = keyof typeof PARTITION_FAMILY;
 
@@ -93,6 +97,21 @@ export const keys = {
     pk: `${P.service}${serviceSid}`,
     sk: `WEBHOOK#${endpointSid}`,
   }),
+  /** A console user's membership of a service, under the user: one query lists the user's services. */
+  member: (userId: string, serviceSid: string): ItemKey => ({
+    pk: `${P.member}${userId}`,
+    sk: `${P.service}${serviceSid}`,
+  }),
+  /** The same membership under the service, for listing a service's members. */
+  serviceMember: (serviceSid: string, userId: string): ItemKey => ({
+    pk: `${P.service}${serviceSid}`,
+    sk: `MEMBER#${userId}`,
+  }),
+  /** The service's entry in the directory of all services (the console's operator view; never a Scan). */
+  serviceDirectory: (serviceSid: string): ItemKey => ({
+    pk: `${P.directory}services`,
+    sk: `${P.service}${serviceSid}`,
+  }),
   /** Index keys of a verification whose delivery has not ended, in one partition per hour of its creation. */
   pendingDelivery: (createdAt: Date, verificationSid: string) => ({
     pending_pk: pendingDeliveryPartition(createdAt),
@@ -114,4 +133,5 @@ export const SERVICE_CHILD_PREFIX = {
   charge: 'CHARGE#',
   apiKey: 'APIKEY#',
   webhookEndpoint: 'WEBHOOK#',
+  member: 'MEMBER#',
 } as const;

@@ -6,6 +6,7 @@ import type { Command } from '../framework';
 import { balanceCommands } from './balance';
 import { channelsCommands } from './channels';
 import { keyCommands } from './key';
+import { memberCommands } from './member';
 import { priceCommands } from './price';
 import { rulesCommands } from './rules';
 import { serviceCommands } from './service';
@@ -21,4 +22,5 @@ export const COMMANDS: readonly Command[] = [
   ...priceCommands,
   ...channelsCommands,
   ...webhookCommands,
+  ...memberCommands,
 ];

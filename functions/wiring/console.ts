@@ -1,0 +1,56 @@
+/**
+ * The console function's dependencies from its environment: the stores the admin command uses, the activity
+ * reader, the webhook key (to seal new signing secrets), and what the page is told about signing in.
+ */
+import { AccountStore } from '../adapters/dynamodb/accounts';
+import { ActivityReader } from '../adapters/dynamodb/activity';
+import { DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
+import { WebhookSecretVault } from '../adapters/webhooks/secrets';
+import { cryptoRandom, systemClock } from '../adapters/crypto';
+import type { KeySource } from '../adapters/keyring';
+import type { Logger } from '../adapters/logger';
+import type { ConsoleAssets, ConsoleDeps } from '../console/api';
+import { settingsFromEnv } from '../core/settings';
+import type { TableAccess } from './dynamo';
+import type { Env } from './env';
+
+/**
+ * What the page reads from `/console/config.json`: on AWS the Cognito hosted sign-in (`CONSOLE_AUTH_URL`, the user
+ * pool domain, and `CONSOLE_CLIENT_ID`); without them, the local stack's loopback sign-in.
+ */
+export function consolePublicConfig(env: Env): Record<string, string> {
+  if (env.CONSOLE_AUTH_URL && env.CONSOLE_CLIENT_ID) {
+    return {
+      mode: 'cognito',
+      authUrl: env.CONSOLE_AUTH_URL,
+      authOrigin: new URL(env.CONSOLE_AUTH_URL).origin,
+      clientId: env.CONSOLE_CLIENT_ID,
+    };
+  }
+  return { mode: 'local' };
+}
+
+export function buildConsoleDeps(
+  env: Env,
+  table: TableAccess,
+  webhookKey: KeySource,
+  logger: Logger,
+  assets: () => Promise<ConsoleAssets>,
+  overrides: Partial<Pick<ConsoleDeps, 'clock' | 'webhookAllowPrivate'>> = {},
+): ConsoleDeps {
+  let vault: WebhookSecretVault | undefined;
+  return {
+    accounts: new AccountStore(table.client, table.tableName, cryptoRandom),
+    activity: new ActivityReader(table.client, table.tableName),
+    webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
+    webhookVault: () => (vault ??= new WebhookSecretVault(webhookKey)),
+    random: cryptoRandom,
+    clock: systemClock,
+    settings: settingsFromEnv(env),
+    logger,
+    webhookAllowPrivate: env.OTP_WEBHOOK_ALLOW_PRIVATE === 'true',
+    publicConfig: consolePublicConfig(env),
+    assets,
+    ...overrides,
+  };
+}

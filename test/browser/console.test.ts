@@ -1,0 +1,313 @@
+/**
+ * The console in a real browser: Debian's Chromium driven by puppeteer-core, against the local stack as
+ * `npm start` builds it (seeded demo service, the real clock, the local sign-in), on the run's DynamoDB Local.
+ * Each page is exercised through its controls, and what it changes is checked against the public API; a
+ * screenshot of each page goes to docs/console/ (shown in docs/console.md). A Content-Security-Policy violation
+ * or an error in the page fails the test.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { hashApiKey } from '../../functions/adapters/crypto';
+import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { jsonLogger } from '../../functions/adapters/logger';
+import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from '../../local/seed';
+import { startLocalStack, type LocalStack } from '../../local/stack';
+import { createTable } from '../../local/table';
+import { dynamoEndpoint, eventually } from '../support/harness';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = join(__dirname, '..', '..', 'docs', 'console');
+
+let stack: LocalStack;
+let demo: DemoAccount;
+let browser: Browser;
+let page: Page;
+let downloads: string;
+const problems: string[] = [];
+let counter = 0;
+const freshMobile = () => `+447400${String(3_100_000 + ++counter).slice(1)}`;
+
+jest.setTimeout(60_000);
+
+beforeAll(async () => {
+  const endpoint = dynamoEndpoint();
+  const tableName = `otp-browser-${Date.now().toString(36)}`;
+  const raw = createDynamoClient({ endpoint });
+  await createTable(raw, tableName);
+  raw.destroy();
+  const documents = createDocumentClient({ endpoint });
+  demo = await seedDemoAccount(documents, tableName);
+  documents.destroy();
+  stack = await startLocalStack({
+    dynamoEndpoint: endpoint,
+    tableName,
+    masterKey: 'browser-test-master-key-0123456789abcdef',
+    env: { ...process.env, OTP_CHANNEL_WAIT_SECONDS: '1' },
+    logger: jsonLogger(() => undefined),
+    sweepIntervalMs: 0,
+  });
+  mkdirSync(SHOTS, { recursive: true });
+  downloads = mkdtempSync(join(tmpdir(), 'console-downloads-'));
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Root in CI containers: Chromium's sandbox needs user namespaces it may not have there.
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  });
+  await browser
+    .defaultBrowserContext()
+    .overridePermissions(stack.url, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+  page = await browser.newPage();
+  page.setDefaultTimeout(10_000);
+  // The clipboard answers a focused page only.
+  await page.bringToFront();
+  await page.setViewport({ width: 1200, height: 780 });
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(String(error)));
+  page.on('dialog', (dialog) => void dialog.accept());
+  const cdp = await page.createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+  if (downloads) rmSync(downloads, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  // Errors the API answered on purpose are not page problems; anything else (CSP, exceptions) is.
+  expect(problems.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
+});
+
+const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png` });
+const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
+const go = async (hash: string, ready: string) => {
+  await page.goto(`${stack.url}/console#${hash}`);
+  await page.waitForSelector(ready).catch(async (error: unknown) => {
+    // Say what the page shows instead.
+    throw new Error(`${String(error)}; the page shows: ${await page.$eval('body', (el) => el.textContent)}`);
+  });
+};
+const send = (body: Record<string, string>, apiKey = demo.apiKey) =>
+  fetch(`${stack.url}/v2/Services/${demo.serviceSid}/Verifications`, {
+    method: 'POST',
+    headers: { 'x-api-key': apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(body),
+  });
+/** Clicks the button labelled `label` inside the table row that contains `rowText`. */
+const clickInRow = (rowText: string, label: string) =>
+  page.evaluate(
+    (row, name) => {
+      const tr = [...document.querySelectorAll('tr')].find((candidate) =>
+        candidate.textContent?.includes(row),
+      );
+      const button = [...(tr?.querySelectorAll('button') ?? [])].find((b) => b.textContent === name);
+      if (!button) throw new Error(`No ${name} button in the row of ${row}`);
+      button.click();
+    },
+    rowText,
+    label,
+  );
+const clickButton = (label: string) =>
+  page.evaluate((name) => {
+    const button = [...document.querySelectorAll('button')].find((b) => b.textContent === name);
+    if (!button) throw new Error(`No ${name} button`);
+    button.click();
+  }, label);
+
+test('sign in on loopback and copy the Service SID from the settings page', async () => {
+  await page.goto(`${stack.url}/console`);
+  await page.waitForSelector('#email');
+  await shot('sign-in');
+  await page.$eval('#email', (el) => ((el as HTMLInputElement).value = ''));
+  await page.type('#email', DEMO_CONSOLE_USER);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#service-sid');
+  expect(await text('#service-sid')).toBe(demo.serviceSid);
+  expect(await text('#who')).toBe(DEMO_CONSOLE_USER);
+  await clickButton('Copy SID');
+  await page.waitForFunction(() => /Copied|Copy failed/.test(document.body.textContent ?? ''));
+  expect(await page.evaluate(() => document.body.textContent?.includes('Copied'))).toBe(true);
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(demo.serviceSid);
+  // The token lives in this tab's sessionStorage; no cookie was set.
+  expect(await page.cookies()).toEqual([]);
+  expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+  await shot('settings');
+});
+
+test('issue a key, send with it over the public API, revoke it and see the API refuse it', async () => {
+  await go(`/s/${demo.serviceSid}/keys`, 'table');
+  await clickButton('Issue a key');
+  await page.waitForSelector('#new-api-key');
+  const apiKey = await text('#new-api-key');
+  expect(apiKey).toMatch(/^otpk_/);
+  await shot('api-keys');
+  expect((await send({ To: freshMobile() }, apiKey)).status).toBe(201);
+
+  // Shown once: after a reload only its id is on the page.
+  await page.reload();
+  await page.waitForSelector('table');
+  expect(await page.content()).not.toContain(apiKey);
+  const keyId = hashApiKey(apiKey).slice(0, 12);
+  await clickInRow(keyId, 'Revoke');
+  await page.waitForFunction(
+    (id) =>
+      [...document.querySelectorAll('tr')].some(
+        (tr) => tr.textContent?.includes(id) && tr.textContent.includes('revoked'),
+      ),
+    {},
+    keyId,
+  );
+  const refused = await send({ To: freshMobile() }, apiKey);
+  expect(refused.status).toBe(401);
+});
+
+test('add a template (its text escaped on the page) and send with it', async () => {
+  await go(`/s/${demo.serviceSid}/templates`, '#template-body');
+  const body = 'Hi <img src=x onerror=alert(1)> {code}';
+  await page.type('#template-body', body);
+  await page.click('form button[type=submit]');
+  await page.waitForFunction((t) => document.querySelector('table')?.textContent?.includes(t), {}, body);
+  // Shown as text: no element was made from it.
+  expect(await page.$$('main img')).toHaveLength(0);
+  const templateSid = await page.evaluate((t) => {
+    const tr = [...document.querySelectorAll('tr')].find((row) => row.textContent?.includes(t));
+    return tr?.querySelector('code')?.textContent ?? '';
+  }, body);
+  expect(templateSid).toMatch(/^HX/);
+  await shot('templates');
+  const to = freshMobile();
+  expect((await send({ To: to, TemplateSid: templateSid })).status).toBe(201);
+  const message = await eventually(async () => stack.carrier.messagesTo(to)[0]);
+  expect(message.body).toMatch(/^Hi <img src=x onerror=alert\(1\)> \d{6}$/);
+});
+
+test("open a verification's timeline after a fallback", async () => {
+  const to = freshMobile();
+  stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: { deliver: 100 } } });
+  const sent = await send({ To: to });
+  const { sid } = (await sent.json()) as { sid: string };
+  await eventually(async () => {
+    const fetched = await fetch(`${stack.url}/v2/Services/${demo.serviceSid}/Verifications/${sid}`, {
+      headers: { 'x-api-key': demo.apiKey },
+    });
+    return ((await fetched.json()) as { delivery_status: string }).delivery_status === 'DELIVERED'
+      ? true
+      : undefined;
+  }, 15_000);
+
+  await go(`/s/${demo.serviceSid}/verifications`, '#search');
+  await page.waitForFunction((s) => document.querySelector('tbody tr')?.textContent?.includes(s), {}, sid);
+  await shot('verifications');
+  await page.type('#search', to);
+  await page.click('form[role=search] button');
+  await page.waitForFunction(
+    (s) =>
+      document.querySelectorAll('tbody tr').length === 1 &&
+      document.querySelector('tbody')?.textContent?.includes(s),
+    {},
+    sid,
+  );
+  await page.click(`a[href$="/verification/${sid}"]`);
+  await page.waitForSelector('#timeline');
+  const timeline = await text('#timeline');
+  expect(timeline).toContain('sna: accepted by the provider');
+  expect(timeline).toContain('No receipt for sna within 1 s: switched to viber');
+  expect(timeline).toContain('Delivery receipt: delivered over viber');
+  expect(timeline).toContain('sna: no delivery receipt');
+  // The switch came after the 1 s wait, on the real clock.
+  const offsets = await page.$$eval('#timeline li.switch .t', (els) =>
+    els.map((el) => parseFloat(el.textContent!.slice(1))),
+  );
+  expect(offsets[0]).toBeGreaterThanOrEqual(1);
+  await shot('timeline');
+});
+
+test('balance and charges, and the charges CSV downloaded', async () => {
+  await go(`/s/${demo.serviceSid}/charges`, '#balance');
+  expect(await text('#balance')).toMatch(/^\d+\.\d{4} USD$/);
+  await shot('charges');
+  await clickButton('Download CSV');
+  const file = await eventually(async () => readdirSync(downloads).find((name) => name.endsWith('.csv')));
+  const csv = readFileSync(join(downloads, file), 'utf8').trim().split('\r\n');
+  expect(csv[0]).toBe('date,verification_sid,amount_usd,country');
+  // One line per accepted send so far (three: the new key's, the template's, the fallback's), each to GB.
+  expect(csv.slice(1)).toHaveLength(3);
+  for (const line of csv.slice(1)) expect(line).toMatch(/^\S+Z,VE[0-9a-f]{32},0\.\d{4},GB$/);
+});
+
+test('conversion charts for 24 hours and 7 days', async () => {
+  await go(`/s/${demo.serviceSid}/conversion`, '.bars');
+  expect(await page.$$('section[aria-label="Last 24 hours"] .bar')).not.toHaveLength(0);
+  const label = await page.$eval('section[aria-label="Last 24 hours"] .bar', (el) =>
+    el.getAttribute('aria-label'),
+  );
+  expect(label).toMatch(/sent \d+, delivered \d+, verified \d+/);
+  await shot('conversion');
+});
+
+test('add a webhook endpoint: its secret shown once', async () => {
+  await go(`/s/${demo.serviceSid}/webhooks`, '#webhook-url');
+  await page.type('#webhook-url', `${stack.url}/_local/webhooks/receiver`);
+  await page.click('form button[type=submit]');
+  await page.waitForSelector('#webhook-secret');
+  expect(await text('#webhook-secret')).toMatch(/^whsec_/);
+  await shot('webhooks');
+});
+
+test('block a country and see the public API answer 403', async () => {
+  await go(`/s/${demo.serviceSid}/rules`, '#country');
+  await page.select('#country', 'GB');
+  await clickButton('Block country');
+  await page.waitForFunction(() => document.querySelector('table')?.textContent?.includes('GB'));
+  await shot('delivery-rules');
+  const refused = await send({ To: freshMobile() });
+  expect(refused.status).toBe(403);
+  expect(((await refused.json()) as { code: string }).code).toBe('blocked_by_policy');
+});
+
+test('the operator sees every service, creates one and tops it up', async () => {
+  await clickButton('Sign out');
+  await page.waitForSelector('#operator');
+  await page.click('#operator');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#service-sid');
+  await go('/operator', '#new-name');
+  await page.type('#new-name', 'Globex');
+  await page.$eval('#new-balance', (el) => ((el as HTMLInputElement).value = '5'));
+  await page.click('form button[type=submit]');
+  await page.waitForFunction(
+    (demoSid) => {
+      const sid = document.querySelector('#service-sid')?.textContent;
+      return sid && sid !== demoSid;
+    },
+    {},
+    demo.serviceSid,
+  );
+  const created = await text('#service-sid');
+  await go('/operator', 'table');
+  await page.waitForFunction(
+    (s) => document.querySelector('tbody')?.textContent?.includes(s),
+    {},
+    demo.serviceSid,
+  );
+  await page.evaluate((sid) => {
+    const tr = [...document.querySelectorAll('tr')].find((row) => row.textContent?.includes(sid))!;
+    tr.querySelector('input')!.value = '2.5';
+  }, created);
+  await clickInRow(created, 'Top up');
+  await page.waitForFunction(
+    (sid) =>
+      [...document.querySelectorAll('tr')].some(
+        (tr) => tr.textContent?.includes(sid) && tr.textContent.includes('7.5000 USD'),
+      ),
+    {},
+    created,
+  );
+  await shot('operator');
+});

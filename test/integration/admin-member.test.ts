@@ -1,0 +1,63 @@
+/**
+ * `npm run admin -- member add|remove|list` writes the memberships the console reads: a user added sees the
+ * service at its next console request, a user removed is refused at its next one.
+ */
+import { runAdmin } from '../../scripts/admin/cli';
+import { startHarness, type Account, type Harness } from '../support/harness';
+
+let harness: Harness;
+let account: Account;
+
+beforeAll(async () => {
+  harness = await startHarness();
+  account = await harness.createAccount();
+});
+afterAll(() => harness.close());
+
+async function admin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runAdmin(
+    [...argv, '--endpoint', process.env.DYNAMODB_ENDPOINT!, '--table', harness.tableName],
+    { out: (text) => (out += text), err: (text) => (err += text) },
+  );
+  return { code, out, err };
+}
+
+async function consoleAs(email: string, path: string): Promise<number> {
+  const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email }),
+  });
+  const { token } = (await signIn.json()) as { token: string };
+  const response = await fetch(`${harness.stack.url}/console/api${path}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return response.status;
+}
+
+test('member add gives a console user the service; member remove takes it away', async () => {
+  const user = 'carol@example.com';
+  expect(await consoleAs(user, `/services/${account.serviceSid}`)).toBe(403);
+
+  const added = await admin('member', 'add', account.serviceSid, user, '--json');
+  expect(added).toMatchObject({ code: 0, err: '' });
+  expect(JSON.parse(added.out)).toMatchObject({ userId: user, serviceSid: account.serviceSid });
+  expect(await consoleAs(user, `/services/${account.serviceSid}`)).toBe(200);
+
+  const listed = JSON.parse((await admin('member', 'list', account.serviceSid, '--json')).out) as {
+    members: { userId: string }[];
+  };
+  expect(listed.members.map((m) => m.userId)).toEqual([user]);
+
+  expect((await admin('member', 'remove', account.serviceSid, user)).code).toBe(0);
+  expect(await consoleAs(user, `/services/${account.serviceSid}`)).toBe(403);
+  expect((await admin('member', 'remove', account.serviceSid, user)).code).toBe(1);
+});
+
+test('a malformed user id or service is a usage error (exit 2), an unknown service exit 1', async () => {
+  expect((await admin('member', 'add', account.serviceSid, 'bad id')).code).toBe(2);
+  expect((await admin('member', 'add', 'VA123', 'x@example.com')).code).toBe(2);
+  expect((await admin('member', 'add', 'VA0123456789abcdef0123456789abcdef', 'x@example.com')).code).toBe(1);
+});

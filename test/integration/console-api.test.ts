@@ -1,0 +1,395 @@
+/**
+ * The console's JSON API (`/console/api/*`) over HTTP against DynamoDB Local, signed in with the local stack's
+ * loopback sign-in (which stands in for Cognito and API Gateway's JWT authorizer): no token, no answer; a member
+ * of one service can neither read nor change another; an operator sees and manages every service; what the
+ * console changes is what the public API obeys.
+ */
+import { request } from 'node:http';
+import { startHarness, eventually, type Account, type Harness } from '../support/harness';
+
+let harness: Harness;
+let a: Account;
+let b: Account;
+let counter = 0;
+const freshMobile = () => `+447400${String(2_100_000 + ++counter).slice(1)}`;
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  text: string;
+  headers: Headers;
+}
+
+async function signIn(email: string, operator = false): Promise<string> {
+  const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, operator }),
+  });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { token: string }).token;
+}
+
+async function call(
+  token: string | undefined,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Answer> {
+  const response = await fetch(`${harness.stack.url}/console/api${path}`, {
+    method,
+    headers: {
+      ...(token && { authorization: `Bearer ${token}` }),
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  let parsed: Record<string, unknown> = {};
+  try {
+    parsed = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // CSV
+  }
+  return { status: response.status, body: parsed, text, headers: response.headers };
+}
+
+let alice: string;
+let bob: string;
+let operator: string;
+
+beforeAll(async () => {
+  harness = await startHarness({ settings: { channelWaitSeconds: 1 } });
+  a = await harness.createAccount();
+  b = await harness.createAccount();
+  await harness.accounts.addMember(a.serviceSid, 'alice@example.com', 'alice@example.com');
+  await harness.accounts.addMember(b.serviceSid, 'bob@example.com');
+  [alice, bob, operator] = await Promise.all([
+    signIn('alice@example.com'),
+    signIn('bob@example.com'),
+    signIn('ops@example.com', true),
+  ]);
+});
+afterAll(() => harness.close());
+afterEach(() => harness.stack.carrier.clearRules());
+
+describe('authentication', () => {
+  test.each([
+    ['GET', '/me'],
+    ['GET', `/services/VA0123456789abcdef0123456789abcdef`],
+    ['POST', `/services/VA0123456789abcdef0123456789abcdef/keys`],
+    ['GET', '/no/such/route'],
+  ])('%s %s without a token: 401, the handler never runs', async (method, path) => {
+    const answer = await call(undefined, method, path);
+    expect(answer.status).toBe(401);
+    expect(answer.body).toEqual({ message: 'Unauthorized' });
+  });
+
+  test('a forged, tampered or other-key token is refused', async () => {
+    const [header, payload, signature] = alice.split('.');
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>;
+    const operatorClaims = Buffer.from(
+      JSON.stringify({ ...claims, 'cognito:groups': ['operators'] }),
+    ).toString('base64url');
+    for (const token of [
+      `${header}.${operatorClaims}.${signature}`,
+      `${header}.${payload}.${'A'.repeat(43)}`,
+      'x.y.z',
+    ]) {
+      expect((await call(token, 'GET', '/me')).status).toBe(401);
+    }
+  });
+
+  test('the local sign-in answers only on a loopback host (a DNS-rebound page names another)', async () => {
+    const url = new URL(`${harness.stack.url}/console/local/sign-in`);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', host: 'attacker.example' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ email: 'x@example.com', operator: true }));
+    });
+    expect(status).toBe(403);
+  });
+});
+
+describe('membership', () => {
+  test('a member sees its own services only', async () => {
+    const me = await call(alice, 'GET', '/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ user: { id: 'alice@example.com', operator: false } });
+    expect((me.body.services as { sid: string }[]).map((s) => s.sid)).toEqual([a.serviceSid]);
+    expect((await call(alice, 'GET', `/services/${a.serviceSid}`)).body).toMatchObject({ sid: a.serviceSid });
+  });
+
+  test('a member of A can neither read nor change B: 403, and B is unchanged', async () => {
+    const before = await harness.accounts.getService(b.serviceSid);
+    const keysBefore = await harness.accounts.listApiKeys(b.serviceSid);
+    const attempts: [string, string, unknown?][] = [
+      ['GET', `/services/${b.serviceSid}`],
+      ['GET', `/services/${b.serviceSid}/keys`],
+      ['POST', `/services/${b.serviceSid}/keys`],
+      ['POST', `/services/${b.serviceSid}/keys/${keysBefore[0]!.keyId}/revoke`],
+      ['GET', `/services/${b.serviceSid}/charges`],
+      ['GET', `/services/${b.serviceSid}/charges.csv`],
+      ['GET', `/services/${b.serviceSid}/verifications`],
+      ['GET', `/services/${b.serviceSid}/conversion`],
+      ['POST', `/services/${b.serviceSid}/templates`, { body: 'Pwned {code}' }],
+      ['PUT', `/services/${b.serviceSid}/rules`, { blockedCountries: ['GB'], blockedPrefixes: [] }],
+      ['PUT', `/services/${b.serviceSid}/channels`, { channels: ['sms'] }],
+      ['POST', `/services/${b.serviceSid}/webhooks`, { url: 'http://127.0.0.1:9/hook' }],
+      ['POST', `/services/${b.serviceSid}/topup`, { amount: '5' }],
+      // A service that does not exist answers the same as one that is not yours.
+      ['GET', `/services/VA0123456789abcdef0123456789abcdef`],
+    ];
+    for (const [method, path, body] of attempts) {
+      const answer = await call(alice, method, path, body);
+      expect({ method, path, status: answer.status, code: answer.body.code }).toEqual({
+        method,
+        path,
+        status: 403,
+        code: 'forbidden',
+      });
+    }
+    expect(await harness.accounts.getService(b.serviceSid)).toEqual(before);
+    expect(await harness.accounts.listApiKeys(b.serviceSid)).toEqual(keysBefore);
+    expect(await harness.accounts.listTemplates(b.serviceSid)).toHaveLength(1);
+  });
+
+  test("a verification of B is not found under A's path", async () => {
+    const sent = await harness.client(b).send({ To: freshMobile() });
+    expect(sent.status).toBe(201);
+    const answer = await call(
+      alice,
+      'GET',
+      `/services/${a.serviceSid}/verifications/${String(sent.body.sid)}`,
+    );
+    expect(answer.status).toBe(404);
+    const search = await call(
+      alice,
+      'GET',
+      `/services/${a.serviceSid}/verifications?q=${String(sent.body.sid)}`,
+    );
+    expect(search.body.verifications).toEqual([]);
+  });
+
+  test('only an operator creates services and tops up; it sees every service', async () => {
+    expect((await call(alice, 'POST', '/services', { name: 'Mine' })).status).toBe(403);
+    expect((await call(alice, 'POST', `/services/${a.serviceSid}/topup`, { amount: '5' })).status).toBe(403);
+
+    const created = await call(operator, 'POST', '/services', { name: 'Globex', balance: '12.5' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Globex', balance: '12.5000' });
+    const me = await call(operator, 'GET', '/me');
+    expect(me.body.user).toMatchObject({ operator: true });
+    expect((me.body.services as { sid: string }[]).map((s) => s.sid)).toEqual(
+      expect.arrayContaining([a.serviceSid, b.serviceSid, created.body.sid]),
+    );
+    const before = (await harness.accounts.getService(b.serviceSid))!.balance;
+    const topped = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, { amount: '0.0001' });
+    expect(topped.body).toEqual({ balance: ((before + 1) / 10_000).toFixed(4) });
+    expect((await harness.accounts.getService(b.serviceSid))!.balance).toBe(before + 1);
+    expect((await call(operator, 'GET', `/services/VA0123456789abcdef0123456789abcdef`)).status).toBe(404);
+    // Bob (no operator) still sees only B.
+    expect(((await call(bob, 'GET', '/me')).body.services as { sid: string }[]).map((s) => s.sid)).toEqual([
+      b.serviceSid,
+    ]);
+  });
+});
+
+describe('what the console changes, the public API obeys', () => {
+  test('a key issued in the console sends; revoked in the console, the next request is refused (401)', async () => {
+    const issued = await call(alice, 'POST', `/services/${a.serviceSid}/keys`);
+    expect(issued.status).toBe(201);
+    expect(issued.headers.get('cache-control')).toBe('no-store');
+    const apiKey = issued.body.apiKey as string;
+    const api = harness.client({ serviceSid: a.serviceSid, apiKey });
+    expect((await api.send({ To: freshMobile() })).status).toBe(201);
+
+    const listed = await call(alice, 'GET', `/services/${a.serviceSid}/keys`);
+    const key = (listed.body.keys as Record<string, unknown>[]).find((k) => k.keyId === issued.body.keyId)!;
+    // The key is never listed, only its id; its last use is the minute of its window.
+    expect(JSON.stringify(listed.body)).not.toContain(apiKey);
+    expect(key).toMatchObject({ active: true, lastUsedAt: expect.stringMatching(/:00\.000Z$/) });
+
+    const revoked = await call(alice, 'POST', `/services/${a.serviceSid}/keys/${String(key.keyId)}/revoke`);
+    expect(revoked.body).toMatchObject({ alreadyRevoked: false });
+    const refused = await api.send({ To: freshMobile() });
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('unauthorized');
+  });
+
+  test('a template added in the console is what the message says', async () => {
+    const added = await call(alice, 'POST', `/services/${a.serviceSid}/templates`, {
+      body: 'Console <b>{code}</b> & co',
+    });
+    expect(added.status).toBe(201);
+    const to = freshMobile();
+    const sent = await harness.client(a).send({ To: to, TemplateSid: added.body.sid as string });
+    expect(sent.status).toBe(201);
+    const [message] = await eventually(async () => {
+      const messages = await harness.client(a).messages(to);
+      return messages.length > 0 ? messages : undefined;
+    });
+    expect(message!.body).toMatch(/^Console <b>\d{6}<\/b> & co$/);
+    const templates = await call(alice, 'GET', `/services/${a.serviceSid}/templates`);
+    expect(templates.body.templates).toEqual(
+      expect.arrayContaining([expect.objectContaining({ sid: added.body.sid, default: false })]),
+    );
+    expect(
+      (await call(alice, 'POST', `/services/${a.serviceSid}/templates`, { body: 'no code' })).status,
+    ).toBe(400);
+  });
+
+  test('a country blocked in the console is refused with 403 blocked_by_policy; unblocked, it sends', async () => {
+    const blocked = await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
+      blockedCountries: ['gb'],
+      blockedPrefixes: [],
+    });
+    expect(blocked.body).toMatchObject({ blockedCountries: ['GB'] });
+    const refused = await harness.client(a).send({ To: freshMobile() });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('blocked_by_policy');
+    await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
+      blockedCountries: [],
+      blockedPrefixes: [],
+    });
+    expect((await harness.client(a).send({ To: freshMobile() })).status).toBe(201);
+    const bad = await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
+      blockedCountries: ['ZZ'],
+      blockedPrefixes: [],
+    });
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe('activity', () => {
+  test('verifications latest first, search by number and SID, and the timeline of a fallback', async () => {
+    const to = freshMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: { deliver: 50 } } });
+    // Charge lines sort by time: the earlier tests' sends are a second older.
+    harness.clock.advance(1000);
+    const sent = await harness.client(a).send({ To: to });
+    const sid = sent.body.sid as string;
+    await eventually(async () => {
+      const fetched = await harness.client(a).fetch(sid);
+      return fetched.body.delivery_status === 'DELIVERED' ? true : undefined;
+    }, 15_000);
+    harness.clock.advance(1000);
+    const other = await harness.client(a).send({ To: freshMobile() });
+
+    const list = await call(alice, 'GET', `/services/${a.serviceSid}/verifications`);
+    const sids = (list.body.verifications as { sid: string }[]).map((v) => v.sid);
+    expect(sids[0]).toBe(other.body.sid);
+    expect(sids[1]).toBe(sid);
+
+    const byNumber = await call(
+      alice,
+      'GET',
+      `/services/${a.serviceSid}/verifications?q=${encodeURIComponent(to)}`,
+    );
+    expect((byNumber.body.verifications as { sid: string }[]).map((v) => v.sid)).toEqual([sid]);
+    const bySid = await call(alice, 'GET', `/services/${a.serviceSid}/verifications?q=${sid}`);
+    expect((bySid.body.verifications as { sid: string }[]).map((v) => v.sid)).toEqual([sid]);
+
+    const timeline = await call(alice, 'GET', `/services/${a.serviceSid}/verifications/${sid}`);
+    expect(timeline.body).toMatchObject({ sid, deliveryStatus: 'DELIVERED', channel: 'viber' });
+    const entries = timeline.body.entries as {
+      kind: string;
+      channel?: string;
+      text: string;
+      offsetSeconds?: number;
+    }[];
+    expect(entries.map((e) => [e.kind, e.channel])).toEqual(
+      expect.arrayContaining([
+        ['attempt', 'sna'],
+        ['switch', 'viber'],
+        ['attempt', 'viber'],
+        ['silence', 'sna'],
+        ['receipt', 'viber'],
+      ]),
+    );
+    const switched = entries.find((e) => e.kind === 'switch')!;
+    // The handlers run on the harness's fake clock, so the offsets are not real here (the browser test's are).
+    expect(switched.text).toBe('No receipt for sna within 1 s: switched to viber');
+    // Never a code: the check entry gives the outcome only.
+    expect(JSON.stringify(timeline.body)).not.toMatch(/\b\d{6}\b/);
+  });
+
+  test('charges: balance, by day and country, and a CSV with one line per charge', async () => {
+    const charges = await call(alice, 'GET', `/services/${a.serviceSid}/charges`);
+    expect(charges.status).toBe(200);
+    const ledger = await harness.accounts.listCharges(a.serviceSid);
+    expect(charges.body.count).toBe(ledger.length);
+    expect(charges.body.byCountry).toEqual([expect.objectContaining({ key: 'GB', count: ledger.length })]);
+    const service = await harness.accounts.getService(a.serviceSid);
+    expect(charges.body.balance).toBe((service!.balance / 10_000).toFixed(4));
+
+    const csv = await call(alice, 'GET', `/services/${a.serviceSid}/charges.csv`);
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+    const lines = csv.text.trim().split('\r\n');
+    expect(lines[0]).toBe('date,verification_sid,amount_usd,country');
+    expect(
+      lines
+        .slice(1)
+        .map((line) => line.split(',')[1])
+        .sort(),
+    ).toEqual(ledger.map((line) => line.verificationSid).sort());
+  });
+
+  test('conversion over 24 hours and 7 days by channel and country', async () => {
+    const answer = await call(alice, 'GET', `/services/${a.serviceSid}/conversion`);
+    const day = (answer.body.windows as Record<string, Record<string, unknown>>)['24h']!;
+    const ledger = await harness.accounts.listCharges(a.serviceSid);
+    expect(day.sent).toBe(ledger.length);
+    expect(day.delivered as number).toBeGreaterThanOrEqual(1);
+    expect(day.byChannel).toEqual(expect.arrayContaining([expect.objectContaining({ key: 'viber' })]));
+    expect(day.byCountry).toEqual([expect.objectContaining({ key: 'GB', sent: ledger.length })]);
+  });
+
+  test('webhooks: added (secret shown once), rotated, disabled', async () => {
+    const added = await call(alice, 'POST', `/services/${a.serviceSid}/webhooks`, {
+      url: `${harness.stack.url}/_local/webhooks/receiver`,
+    });
+    expect(added.status).toBe(201);
+    expect(added.body.secret).toMatch(/^whsec_/);
+    const wh = added.body.endpointSid as string;
+    const listed = await call(alice, 'GET', `/services/${a.serviceSid}/webhooks`);
+    expect(JSON.stringify(listed.body)).not.toContain(added.body.secret as string);
+    const rotated = await call(alice, 'POST', `/services/${a.serviceSid}/webhooks/${wh}/rotate`, {});
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(added.body.secret);
+    await call(alice, 'POST', `/services/${a.serviceSid}/webhooks/${wh}/disable`);
+    const after = await call(alice, 'GET', `/services/${a.serviceSid}/webhooks`);
+    expect(after.body.endpoints).toEqual([expect.objectContaining({ endpointSid: wh, enabled: false })]);
+  });
+});
+
+describe('the page', () => {
+  test('served with a strict Content-Security-Policy, no inline script or style', async () => {
+    const page = await fetch(`${harness.stack.url}/console`);
+    expect(page.status).toBe(200);
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("style-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).toContain("frame-ancestors 'none'");
+    const html = await page.text();
+    expect(html).not.toMatch(/<script>|<style|style=/);
+    const script = await fetch(`${harness.stack.url}/console/app.js`);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect((await script.text()).length).toBeLessThan(60_000);
+    expect((await fetch(`${harness.stack.url}/console/../etc/passwd`)).status).toBe(404);
+    expect(await (await fetch(`${harness.stack.url}/console/config.json`)).json()).toEqual({ mode: 'local' });
+  });
+});
