@@ -868,8 +868,6 @@ test('outputs', () => {
       'CarrierKeySecretArn',
       'ConsoleUrl',
       'ConsoleUserPoolId',
-      'ConsoleUrl',
-      'ConsoleUserPoolId',
       'StateMachineArn',
       'TableName',
       'WebhookDeadLetterQueueUrl',
