@@ -3,6 +3,9 @@
  * exactly the AWS SDK clients its manifest entry's permissions call for: no client a function never calls is
  * loaded at its cold start (each entry is its own composition root, functions/wiring/).
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { build } from 'esbuild';
 import {
@@ -76,4 +79,42 @@ test('the manifest declares what each function calls', () => {
     // The console: the table, and the webhook key to seal signing secrets.
     console: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
   });
+});
+
+test('the deliver bundle loads the AWS messaging clients at its first send over them, not at its cold start', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'otp-bundle-'));
+  try {
+    const outfile = path.join(dir, 'deliver.js');
+    await build({
+      ...ESBUILD_OPTIONS,
+      mainFields: [...ESBUILD_OPTIONS.mainFields],
+      external: [...ESBUILD_OPTIONS.external],
+      entryPoints: [path.join(ROOT, FUNCTIONS.deliver.entry)],
+      outfile,
+      absWorkingDir: ROOT,
+    });
+    // As Lambda loads it: the SDK from NODE_PATH (the runtime's), then the list of loaded AWS clients.
+    const loaded = execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `require(${JSON.stringify(outfile)});` +
+          `console.log(JSON.stringify(Object.keys(require.cache).map((file) => /@aws-sdk[\\/\\\\](client-[^\\/\\\\]+)/.exec(file)?.[1]).filter(Boolean).filter((c, i, all) => all.indexOf(c) === i).sort()))`,
+      ],
+      {
+        encoding: 'utf8',
+        env: {
+          PATH: process.env.PATH ?? '',
+          NODE_PATH: path.join(ROOT, 'node_modules'),
+          AWS_REGION: 'us-east-1',
+        },
+      },
+    );
+    const clients = JSON.parse(loaded.trim().split('\n').pop()!) as string[];
+    expect(clients).toContain('client-dynamodb');
+    expect(clients).not.toContain('client-pinpoint-sms-voice-v2');
+    expect(clients).not.toContain('client-socialmessaging');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
