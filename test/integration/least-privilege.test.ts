@@ -46,6 +46,8 @@ import {
   type WebhookRequest,
 } from '../../functions/core/webhooks';
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../../functions/http/api';
+import { buildConsoleHandler } from '../../functions/console/api';
+import { buildConsoleDeps } from '../../functions/wiring/console';
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import { buildDeps, buildWebhookSenderDeps, type Deps } from '../../functions/runtime';
 import {
@@ -644,6 +646,96 @@ describe('each function runs with exactly its template grants', () => {
     });
     expect(await handler(event)).toBe('applied');
     expect(await handler(event)).toBe('duplicate');
+  });
+
+  test('console: every page of a member and of an operator, with its grants and the webhook key only', async () => {
+    const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
+    clients.push(admin);
+    await new AccountStore(admin, tableName, cryptoRandom).addMember(serviceSid, 'member@example.com');
+    const handler = buildConsoleHandler(
+      buildConsoleDeps(
+        env,
+        { client: clientFor('console'), tableName },
+        ringFor('console'),
+        quiet,
+        async () => ({
+          files: { 'index.html': '<!doctype html>' },
+        }),
+      ),
+    );
+    const as =
+      (sub: string, groups?: string) =>
+      async (
+        method: string,
+        path: string,
+        body?: unknown,
+      ): Promise<{ status: number; body: Record<string, unknown> }> => {
+        const event = apiEvent(
+          `${method} /console/api/{proxy+}`,
+          { proxy: path.slice(1) },
+          {
+            ...(body !== undefined && { body: JSON.stringify(body) }),
+            headers: { 'content-type': 'application/json' },
+          },
+        );
+        const [rawPath, query] = `/console/api${path}`.split('?') as [string, string | undefined];
+        Object.assign(event, { rawPath, rawQueryString: query ?? '' });
+        Object.assign(event.requestContext, {
+          authorizer: { jwt: { claims: { sub, ...(groups && { 'cognito:groups': groups }) }, scopes: null } },
+        });
+        const response = await handler(event);
+        return {
+          status: response.statusCode,
+          body: response.body.startsWith('{') ? JSON.parse(response.body) : {},
+        };
+      };
+    const member = as('member@example.com');
+    const operator = as('operator-sub', '[operators]');
+    const svc = `/services/${serviceSid}`;
+    const ok = async (answer: Promise<{ status: number; body: Record<string, unknown> }>) => {
+      const { status, body } = await answer;
+      expect([status, body.code]).toEqual([expect.any(Number), undefined]);
+      expect(status).toBeLessThan(300);
+      return body;
+    };
+    expect((await ok(member('GET', '/me'))).services).toEqual([expect.objectContaining({ sid: serviceSid })]);
+    await ok(member('GET', svc));
+    const issued = await ok(member('POST', `${svc}/keys`));
+    expect((await ok(member('GET', `${svc}/keys`))).keys).toEqual(
+      expect.arrayContaining([expect.anything()]),
+    );
+    await ok(member('POST', `${svc}/keys/${String(issued.keyId)}/revoke`));
+    await ok(member('GET', `${svc}/charges`));
+    expect((await member('GET', `${svc}/charges.csv`)).status).toBe(200);
+    const list = await ok(member('GET', `${svc}/verifications`));
+    expect((list.verifications as unknown[]).length).toBeGreaterThan(0);
+    await ok(member('GET', `${svc}/verifications?q=${encodeURIComponent(ACCEPTING)}`));
+    await ok(member('GET', `${svc}/verifications?q=${delivered}`));
+    await ok(member('GET', `${svc}/verifications/${delivered}`));
+    await ok(member('GET', `${svc}/conversion`));
+    const template = await ok(member('POST', `${svc}/templates`, { body: 'IAM {code}', default: true }));
+    await ok(member('POST', `${svc}/templates/${String(template.sid)}/default`));
+    await ok(member('GET', `${svc}/templates`));
+    await ok(member('PUT', `${svc}/rules`, { blockedCountries: [], blockedPrefixes: [] }));
+    await ok(member('PUT', `${svc}/channels`, { channels: ['sms', 'whatsapp'] }));
+    const hook = await ok(member('POST', `${svc}/webhooks`, { url: 'https://hooks.example.com/console' }));
+    await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/rotate`, {}));
+    await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/disable`));
+    await ok(member('GET', `${svc}/webhooks`));
+    // The secret it sealed opens with the webhook key the sender holds.
+    const endpoint = await new DynamoWebhookEndpoints(admin, tableName).getEndpoint(
+      serviceSid,
+      String(hook.endpointSid),
+    );
+    expect(
+      new WebhookSecretVault(groupKeyRing({ webhook: roots.webhook })).signingSecrets(endpoint!, new Date()),
+    ).toHaveLength(2);
+    expect((await ok(operator('GET', '/me'))).services).toEqual(
+      expect.arrayContaining([expect.objectContaining({ sid: serviceSid })]),
+    );
+    await ok(operator('POST', '/services', { name: 'Operator made', balance: '1' }));
+    await ok(operator('POST', `${svc}/topup`, { amount: '1' }));
+    await ok(operator('GET', `${svc}/members`));
   });
 
   test('no call went beyond its grants, and every function made some', () => {
