@@ -14,8 +14,9 @@ import { basename, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { deriveKey } from '../functions/adapters/crypto';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
+import { buildConsoleAssets } from '../lib/console-assets';
 import { ESBUILD_OPTIONS, FUNCTIONS, FUNCTION_NAMES, awsClientsOf } from '../lib/functions';
-import { fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
+import { consoleEvent, fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
 import { median, round } from './stats';
 
@@ -81,6 +82,17 @@ export interface BundleResults {
   results: BundleResult[];
   /** Sizes of the same entries built with a change to the code or the bundling, to show what a fix buys. */
   whatIf: WhatIf[];
+  /** The account console's page and files (console/ui, built by lib/console-assets.ts as the stack ships them). */
+  consoleAssets?: { file: string; kb: number; gzipKb: number }[];
+}
+
+/** The console's files as the browser downloads them (issue 15: "report its size in the bench"). */
+export function consoleAssetSizes(): { file: string; kb: number; gzipKb: number }[] {
+  return Object.entries(buildConsoleAssets().files).map(([file, content]) => ({
+    file,
+    kb: round(Buffer.byteLength(content) / 1024, 1),
+    gzipKb: round(gzipSync(content).length / 1024, 1),
+  }));
 }
 
 async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
@@ -255,7 +267,13 @@ export async function measureBundles(
     }
     const built = results.filter((result) => !result.error);
     const whatIf = await whatIfSizes(built.map((result) => result.entry));
-    return { esbuildOptions: { ...CDK_ESBUILD_OPTIONS }, node: process.version, results, whatIf };
+    return {
+      esbuildOptions: { ...CDK_ESBUILD_OPTIONS },
+      node: process.version,
+      results,
+      whatIf,
+      consoleAssets: consoleAssetSizes(),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -341,6 +359,9 @@ function eventFor(entry: string, caller: Caller, numbers: NumberSource, masterKe
         SIGNATURE_HEADER,
       );
     }
+    case 'console':
+      // A signed-in user's first request: its services (none: one Query under the user).
+      return consoleEvent('/me', { sub: `bench-${unknownSid}` });
     case 'deliver':
     case 'after-wait':
       return { sid: unknownSid, channelIndex: 0, waitSeconds: 8 };

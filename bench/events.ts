@@ -123,6 +123,17 @@ export const fetchEvent = (caller: Caller, verificationSid: string) =>
     headers: { 'x-api-key': caller.apiKey },
   });
 
+/** A console API request as API Gateway hands it over after its JWT authorizer (the claims it passes on). */
+export const consoleEvent = (path: string, claims: Record<string, string>): APIGatewayProxyEventV2 => {
+  const event = apiGatewayEvent({ method: 'GET', route: '/console/api/{proxy+}', pathParameters: {} });
+  return {
+    ...event,
+    rawPath: `/console/api${path}`,
+    pathParameters: { proxy: path.slice(1) },
+    requestContext: { ...event.requestContext, authorizer: { jwt: { claims, scopes: [] } } },
+  } as APIGatewayProxyEventV2;
+};
+
 export const receiptEvent = (body: string, signature: string, signatureHeader: string) =>
   apiGatewayEvent({
     method: 'POST',

@@ -360,6 +360,13 @@ export function renderReport(results: BenchResults, markdown = false): string {
         }),
       ),
     );
+    if (results.bundles.consoleAssets) {
+      out.push(
+        `Account console page (console/ui, esbuild, minified): ${results.bundles.consoleAssets
+          .map((asset) => `${asset.file} ${fmt(asset.kb)} KB (${fmt(asset.gzipKb)} gzipped)`)
+          .join(', ')}`,
+      );
+    }
     if (results.bundles.whatIf.length > 0) {
       out.push('');
       const entries = results.bundles.results.map((bundle) => bundle.entry);
