@@ -1045,6 +1045,13 @@ document.getElementById('sign-out')!.addEventListener('click', () => {
   document.getElementById('who')!.textContent = '';
   document.getElementById('sign-out')!.hidden = true;
   location.hash = '';
+  if (config.mode === 'cognito') {
+    // Ends the hosted sign-in's own session too, or the next "Sign in" would sign straight back in.
+    const url = new URL('/logout', config.authUrl);
+    url.search = new URLSearchParams({ client_id: config.clientId!, logout_uri: redirectUri() }).toString();
+    location.assign(url.toString());
+    return;
+  }
   void route();
 });
 window.addEventListener('hashchange', () => void route());
