@@ -138,6 +138,11 @@ test('sign in on loopback and copy the Service SID from the settings page', asyn
   expect(await page.cookies()).toEqual([]);
   expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
   await shot('settings');
+  // On a phone: the navigation goes above the page, and nothing is wider than the screen.
+  await page.setViewport({ width: 390, height: 844 });
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  await shot('phone-settings');
+  await page.setViewport({ width: 1200, height: 780 });
 });
 
 test('issue a key, send with it over the public API, revoke it and see the API refuse it', async () => {
@@ -201,6 +206,16 @@ test("open a verification's timeline after a fallback", async () => {
       : undefined;
   }, 15_000);
 
+  // One wrong guess, then the code the carrier carried: the timeline gives the outcome, never a code.
+  const code = /(\d{6})/.exec(stack.carrier.messagesTo(to).find((m) => m.channel === 'viber')!.body)![1]!;
+  for (const guess of [code === '000000' ? '111111' : '000000', code]) {
+    await fetch(`${stack.url}/v2/Services/${demo.serviceSid}/VerificationCheck`, {
+      method: 'POST',
+      headers: { 'x-api-key': demo.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ VerificationSid: sid, Code: guess }),
+    });
+  }
+
   await go(`/s/${demo.serviceSid}/verifications`, '#search');
   await page.waitForFunction((s) => document.querySelector('tbody tr')?.textContent?.includes(s), {}, sid);
   await shot('verifications');
@@ -220,6 +235,9 @@ test("open a verification's timeline after a fallback", async () => {
   expect(timeline).toContain('No receipt for sna within 1 s: switched to viber');
   expect(timeline).toContain('Delivery receipt: delivered over viber');
   expect(timeline).toContain('sna: no delivery receipt');
+  expect(timeline).toContain('2 checks: 1 wrong, then right');
+  expect(timeline).toContain('Code VERIFIED');
+  expect(timeline).not.toContain(code);
   // The switch came after the 1 s wait, on the real clock.
   const offsets = await page.$$eval('#timeline li.switch .t', (els) =>
     els.map((el) => parseFloat(el.textContent!.slice(1))),
