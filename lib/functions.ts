@@ -18,6 +18,7 @@ export type FunctionName =
   | 'afterWait'
   | 'sweeper'
   | 'webhookEvents'
+  | 'guardSignals'
   | 'webhookSender'
   | 'console';
 export type IndexName = keyof typeof TABLE_SCHEMA.indexes;
@@ -124,12 +125,17 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     route: { method: 'POST', path: '/v2/Services/{ServiceSid}/Verifications' },
     // The accepting TransactWriteItems needs the per-item actions it contains (Put, Update, ConditionCheck):
     // the service's balance and charge line, the verification, the number's send log, the idempotency record;
-    // the API key's own item authenticates and counts the request.
+    // the API key's own item authenticates and counts the request. The one BatchGetItem reads the service, its
+    // template, the number, the idempotency record and the pumping guard's state (read only: the guard's consumer
+    // writes it), so that action has its own statement naming those families.
     table: [
+      {
+        actions: ['dynamodb:BatchGetItem'],
+        families: ['service', 'number', 'idempotency', 'guard'],
+      },
       {
         actions: [
           'dynamodb:GetItem',
-          'dynamodb:BatchGetItem',
           'dynamodb:UpdateItem',
           'dynamodb:PutItem',
           'dynamodb:ConditionCheckItem',
@@ -226,6 +232,22 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     // It builds and queues events; signing is the sender's job.
     keys: [],
     sendsTo: ['webhookQueue'],
+  },
+  guardSignals: {
+    id: 'GuardSignals',
+    entry: 'functions/guard/signals.ts',
+    description:
+      'Table stream to the pumping guard: sends, checked codes and refusals folded into signals and blocks',
+    timeoutSeconds: 60,
+    // Its own items only: the aggregates (read and written under a version check, in one transaction with the
+    // state a send reads). The stream itself is read through the event source's grant.
+    table: [
+      {
+        actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem'],
+        families: ['guard'],
+      },
+    ],
+    keys: [],
   },
   webhookSender: {
     id: 'WebhookSender',

@@ -11,6 +11,7 @@ import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
 import { KEY_GROUP_NAMES, KEY_SECRET_FIELD, type KeyGroup } from '../functions/adapters/keyring';
 import { OtpAlarms } from './constructs/alarms';
 import { DeliveryWorkflow } from './constructs/delivery-workflow';
+import { GuardSignals } from './constructs/guard-signals';
 import { groupedLogicalId } from './constructs/logical-ids';
 import { CONSOLE_BUNDLING_HOOKS, OtpConsole } from './constructs/console';
 import { OtpApi } from './constructs/otp-api';
@@ -145,6 +146,10 @@ export class OtpStack extends Stack {
       functions: this.functions,
     });
     this.webhookQueue = webhooks.queue;
+    new GuardSignals(this, 'GuardSignalsStream', {
+      table: this.table,
+      consumer: this.functions.guardSignals,
+    });
     this.webhookDeadLetterQueue = webhooks.deadLetterQueue;
     let signIn: OtpConsole | undefined;
     this.api = new OtpApi(this, 'OtpApi', {

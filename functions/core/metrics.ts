@@ -34,6 +34,12 @@ export const METRIC = {
   deliveriesEnded: 'DeliveriesEnded',
   /** A webhook attempt that did not succeed, dimension `outcome` (`retry`, `dead`, `error`). */
   webhookFailures: 'WebhookFailures',
+  /**
+   * The pumping guard started a block (not counted again while it is renewed): dimensions `reason` (a guard
+   * reason code) and `level` (`standard`, `strict`: the lowest level that enforces it). Alarm on it to learn
+   * of an attack when it starts.
+   */
+  guardBlocks: 'GuardBlocks',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

@@ -1,3 +1,4 @@
+import type { GuardDecision, GuardSettings } from './guard/model';
 import type { Channel } from './routing';
 
 export type CodeStatus = 'PENDING' | 'VERIFIED' | 'EXPIRED' | 'LOCKED';
@@ -31,6 +32,8 @@ export interface Service {
   createdAt: string;
   /** SIDs of the service's webhook endpoints (details in their own items; at most 10). */
   webhookEndpoints: string[];
+  /** The pumping guard's level and safe list (absent: `DEFAULT_GUARD_SETTINGS`). */
+  guard?: GuardSettings;
 }
 
 /** `sending`: a task claimed the channel and is handing the message over (or died doing so). */
@@ -80,6 +83,8 @@ export interface Verification {
   channels: Channel[];
   /** Outcome per channel index, written once by the delivery workflow. */
   deliveries: Record<string, DeliveryAttempt>;
+  /** The pumping guard's decision when, at level shadow, it would have refused this send. */
+  guard?: GuardDecision;
 }
 
 /** Per-number send log and channel rejections, shared by every service. */

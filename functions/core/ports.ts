@@ -2,6 +2,7 @@
  * What the core needs from the outside world. DynamoDB, Step Functions, providers, crypto keys, the clock
  * and randomness sit behind these, so tests and the local stack wire the same core with other adapters.
  */
+import type { GuardDecision, GuardView } from './guard/model';
 import type { DeliveryAttempt, DeliveryStatus, NumberRecord, Service, Template, Verification } from './model';
 import type { Channel } from './routing';
 import type { SidPrefix } from './sids';
@@ -34,6 +35,8 @@ export interface SendContext {
   /** Verification SID remembered for the `Idempotency-Key`, when there is one. */
   idempotentSid?: string;
   number: NumberRecord;
+  /** The pumping guard's state for the number's country (same read); absent: no signal stored. */
+  guard?: GuardView;
 }
 
 export interface SendContextQuery {
@@ -41,6 +44,8 @@ export interface SendContextQuery {
   templateSid?: string;
   idempotencyKey?: string;
   e164: string;
+  /** The number's country: the guard state read with the rest is this country's. */
+  country?: string;
 }
 
 export interface AcceptSend {
@@ -66,6 +71,8 @@ export interface RecordRefusal {
   number: NumberRecord;
   numberSends: number[];
   now: Date;
+  /** The pumping guard refused it: recorded in the same write, for the guard's stream consumer. */
+  guard?: GuardDecision & { serviceSid: string; country: string };
 }
 
 export type CheckWrite =

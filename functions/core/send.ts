@@ -1,4 +1,6 @@
 import { OtpError } from './errors';
+import { DEFAULT_GUARD_SETTINGS, blockedMessage, type GuardDecision } from './guard/model';
+import { guardVerdict } from './guard/verdict';
 import type { NumberRecord, Service, Template, Verification } from './model';
 import { parsePhone, type PhoneNumber } from './phone';
 import type { Clock, CodeVault, DeliveryWorkflow, Random, SendContext, VerificationStore } from './ports';
@@ -14,6 +16,8 @@ export interface SendRequest {
   /** Caller-supplied code, already checked to be 4 to 10 letters or digits. */
   code?: string;
   idempotencyKey?: string;
+  /** `RiskCheck=disable`: the pumping guard does not judge this send. */
+  riskCheckDisabled?: boolean;
   /**
    * Settles when the caller's authentication has: the send reads beside it and writes nothing before it
    * (the HTTP layer's API-key write runs in parallel with the first read). Absent: already authenticated.
@@ -72,18 +76,26 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       templateSid,
       idempotencyKey: request.idempotencyKey,
       e164: phone.e164,
+      country: phone.country,
     }),
   ]);
 
   for (let decision = 0; decision < MAX_DECISIONS; decision++) {
     if (context.idempotentSid) return replay(deps, context.idempotentSid);
     const now = deps.clock.now();
-    const verdict = decide(deps, context, phone, templateSid, now);
+    const verdict = decide(deps, context, phone, templateSid, now, request.riskCheckDisabled === true);
     const numberSends = appendSend(deps.settings, context.number, now);
 
     if (!verdict.ok) {
       if (verdict.counted) {
-        const recorded = await store.recordRefusedSend({ number: context.number, numberSends, now });
+        const recorded = await store.recordRefusedSend({
+          number: context.number,
+          numberSends,
+          now,
+          ...(verdict.guard && {
+            guard: { ...verdict.guard, serviceSid: request.serviceSid, country: phone.country },
+          }),
+        });
         if (!recorded) {
           context = { ...context, number: await store.getNumber(phone.e164) };
           continue;
@@ -126,14 +138,22 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       templateSid,
       idempotencyKey: request.idempotencyKey,
       e164: phone.e164,
+      country: phone.country,
     });
   }
   throw new OtpError('service_unavailable', 'Too many simultaneous sends to this number; retry shortly.');
 }
 
 type Verdict =
-  | { ok: true; template: Template; channels: Verification['channels']; price: number }
-  | { ok: false; counted: boolean; error: OtpError };
+  | {
+      ok: true;
+      template: Template;
+      channels: Verification['channels'];
+      price: number;
+      /** The guard at level shadow would have refused it. */
+      guard?: GuardDecision;
+    }
+  | { ok: false; counted: boolean; error: OtpError; guard?: GuardDecision };
 
 /**
  * The spec's refusals in the order they are checked. Refusals about the number itself (from policy on) count
@@ -145,6 +165,7 @@ function decide(
   phone: PhoneNumber,
   templateSid: string | undefined,
   now: Date,
+  riskCheckDisabled = false,
 ): Verdict {
   const refuse = (counted: boolean, code: OtpError['code'], message: string): Verdict => ({
     ok: false,
@@ -170,6 +191,29 @@ function decide(
     return refuse(true, 'blocked_by_policy', 'A delivery rule blocks this destination.');
   const enabledChannels = service.enabledChannels.filter((channel) => allowedChannels.includes(channel));
   const route = planRoute(phone, { enabledChannels, prices: service.prices });
+  // The pumping guard is one of the account's delivery rules: it judges before the channels and the price.
+  const guard = guardVerdict({
+    settings: service.guard ?? DEFAULT_GUARD_SETTINGS,
+    riskCheckDisabled,
+    e164: phone.e164,
+    country: phone.country,
+    view: context.guard ?? { service: {}, global: {} },
+    now: now.getTime(),
+  });
+  const decision: GuardDecision | undefined =
+    guard.action === 'allow'
+      ? undefined
+      : {
+          mode: guard.action === 'block' ? 'blocked' : 'shadow',
+          reason: guard.reason,
+          prefix: guard.prefix,
+          scope: guard.scope,
+          figures: guard.figures,
+          price: route.ok ? route.price : 0,
+          at: now.getTime(),
+        };
+  if (guard.action === 'block' && decision)
+    return { ...refuse(true, 'blocked_by_policy', blockedMessage(guard.reason)), guard: decision };
   if (!route.ok) {
     const messages = {
       unroutable: 'The country of this number is not served.',
@@ -196,7 +240,7 @@ function decide(
     return refuse(true, 'rate_limited', `More than ${settings.hourlyLimit} sends to this number in an hour.`);
   }
   if (service.balance < route.price) return refuse(true, 'insufficient_funds', 'Balance too low.');
-  return { ok: true, template, channels, price: route.price };
+  return { ok: true, template, channels, price: route.price, ...(decision && { guard: decision }) };
 }
 
 function isBlocked(service: Service, phone: PhoneNumber): boolean {
@@ -240,6 +284,7 @@ function newVerification(
     message: verdict.template.body,
     channels: verdict.channels,
     deliveries: {},
+    ...(verdict.guard && { guard: verdict.guard }),
   };
 }
 

@@ -133,6 +133,7 @@ export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard
       serviceSid: context.serviceSid!,
       to: params.To,
       templateSid: params.TemplateSid,
+      riskCheckDisabled: params.RiskCheck === 'disable',
       code: params.Code,
       idempotencyKey,
       authorized: context.authorized,

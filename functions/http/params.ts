@@ -98,6 +98,12 @@ export const sendParamsSchema = /* @__PURE__ */ (() =>
       .describe(
         'Only for callers generating their own codes, delivered as given and never checked by the service.',
       ),
+    RiskCheck: z
+      .enum(['enable', 'disable'])
+      .optional()
+      .describe(
+        '`disable` skips the pumping guard for this send (for a number you know, e.g. in a test); `enable`, the default, lets it judge.',
+      ),
   }))();
 
 export const checkParamsSchema = /* @__PURE__ */ (() =>

@@ -5,6 +5,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { DynamoGuardAdmin } from '../../functions/adapters/dynamodb/guard';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
@@ -42,10 +43,12 @@ export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}
     try {
       const accounts = new AccountStore(client, target.tableName, cryptoRandom);
       const webhooks = new DynamoWebhookEndpoints(client, target.tableName);
+      const guard = new DynamoGuardAdmin(client, target.tableName);
       const webhookVault = async () => new WebhookSecretVault(await webhookKeyFor(target, values, env));
       return await work({
         accounts,
         webhooks,
+        guard,
         webhookVault,
         targetDescription: describeTarget(target),
       }).catch((error: unknown) => {

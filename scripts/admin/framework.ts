@@ -8,6 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import type { DynamoGuardAdmin } from '../../functions/adapters/dynamodb/guard';
 import type { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 
@@ -59,6 +60,8 @@ export interface AdminIo {
 
 export interface CommandContext {
   accounts: AccountStore;
+  /** The pumping guard's settings, blocks and report (`guard` commands). */
+  guard: DynamoGuardAdmin;
   webhooks: DynamoWebhookEndpoints;
   /** Seals webhook secrets; needs the deployment's master key, so it is loaded only by the commands that make one. */
   webhookVault: () => Promise<WebhookSecretVault>;

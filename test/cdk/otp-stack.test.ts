@@ -42,6 +42,7 @@ const KEYS_OF: Record<FunctionName, KeyGroup[]> = {
   afterWait: ['codeSeal', 'carrier'],
   sweeper: [],
   webhookEvents: [],
+  guardSignals: [],
   webhookSender: ['webhook'],
   // The console seals the signing secret of a webhook endpoint added or rotated there.
   console: ['webhook'],
@@ -64,6 +65,7 @@ const TIMEOUTS: Record<FunctionName, number> = {
   afterWait: 30,
   sweeper: 50,
   webhookEvents: 30,
+  guardSignals: 60,
   webhookSender: 30,
   console: 10,
 };
@@ -335,8 +337,11 @@ describe('IAM least privilege', () => {
   const expectedTable: Record<FunctionName, { actions: string[]; leadingKeys: string[] }[]> = {
     send: [
       {
+        actions: ['dynamodb:BatchGetItem'],
+        leadingKeys: ['SERVICE#*', 'NUMBER#*', 'IDEMPOTENCY#*', 'GUARD#*'],
+      },
+      {
         actions: [
-          'dynamodb:BatchGetItem',
           'dynamodb:ConditionCheckItem',
           'dynamodb:GetItem',
           'dynamodb:PutItem',
@@ -364,6 +369,8 @@ describe('IAM least privilege', () => {
       { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
     ],
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
+    // The guard's aggregates and state, read and written by its stream consumer only.
+    guardSignals: [{ actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem'], leadingKeys: ['GUARD#*'] }],
     webhookSender: [
       { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },
       { actions: ['dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*'] },
@@ -408,6 +415,17 @@ describe('IAM least privilege', () => {
       ];
       if (STARTS_DELIVERY.includes(name)) {
         expected.push({ actions: ['states:StartExecution'], resource: ref(logicalId(stack.stateMachine)) });
+      }
+      if (name === 'guardSignals') {
+        // The table's stream, read by its event source (ListStreams has no resource-level permission).
+        expected.splice(expected.indexOf(XRAY), 1, {
+          actions: ['dynamodb:ListStreams', ...XRAY.actions],
+          resource: '*',
+        });
+        expected.push({
+          actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
+          resource: getAtt(logicalId(stack.table), 'StreamArn'),
+        });
       }
       if (name === 'sweeper') {
         // Query on the sparse pending-delivery index only: no Query on the table, nor on any other index.
@@ -478,7 +496,9 @@ describe('IAM least privilege', () => {
           );
         expect(prefixes!.length).toBeGreaterThan(0);
         for (const prefix of prefixes!)
-          expect(prefix).toMatch(/^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY)#\*$/);
+          expect(prefix).toMatch(
+            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD)#\*$/,
+          );
         // ForAllValues holds for a request that names no partition key at all: Scan and PartiQL would pass
         // the condition, so no role may have them.
         for (const action of [statement.Action].flat()) {

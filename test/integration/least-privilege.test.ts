@@ -22,7 +22,10 @@ import { cryptoRandom, deriveKey, systemClock } from '../../functions/adapters/c
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
+import { guardEventsFromStream } from '../../functions/adapters/guard/stream';
+import { consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { KEY_GROUPS, KEY_GROUP_NAMES, groupKeyRing, type KeyGroup } from '../../functions/adapters/keyring';
 import type { Logger } from '../../functions/adapters/logger';
 import { SIGNATURE_HEADER, signPayload } from '../../functions/adapters/providers/signature';
@@ -562,6 +565,16 @@ describe('each function runs with exactly its template grants', () => {
     expect(published.jobs).toBeGreaterThan(0);
     jobs = jobs.filter((queued) => queued.job.kind === 'deliver');
     expect(jobs.length).toBeGreaterThan(0);
+  });
+
+  test('guardSignals: folds the stream record of a send into its aggregates, twice (read and write back)', async () => {
+    const events = guardEventsFromStream([
+      { eventName: 'INSERT', dynamodb: { NewImage: after } },
+    ] as unknown as DynamoDBStreamEvent['Records']);
+    expect(events).toHaveLength(1);
+    const deps = { store: new DynamoGuardStore(clientFor('guardSignals'), tableName), clock: systemClock };
+    await consumeGuardEvents(deps, events);
+    await consumeGuardEvents(deps, events);
   });
 
   test('webhookSender: signs with the endpoint secret it opens with the webhook key, writes expiry back', async () => {

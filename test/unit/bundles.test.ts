@@ -75,6 +75,8 @@ test('the manifest declares what each function calls', () => {
     afterWait: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
     sweeper: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sfn'],
     webhookEvents: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sqs'],
+    // The guard's stream consumer: its own items in the table, nothing else.
+    guardSignals: ['@aws-sdk/client-dynamodb'],
     webhookSender: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sqs'],
     // The console: the table, and the webhook key to seal signing secrets.
     console: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],

@@ -20,6 +20,10 @@ const tableKeys: Record<string, () => ItemKey> = {
   member: () => keys.member('user-1', 'VA1'),
   serviceMember: () => keys.serviceMember('VA1', 'user-1'),
   serviceDirectory: () => keys.serviceDirectory('VA1'),
+  guardCountry: () => keys.guardCountry('VA1', 'GB'),
+  guardScope: () => keys.guardScope('GLOBAL'),
+  guardCountryStats: () => keys.guardCountryStats('GLOBAL', 'GB'),
+  guardScopeStats: () => keys.guardScopeStats('VA1'),
 };
 /** Keys of the sparse index, not of the table: no LeadingKeys condition applies to them. */
 const INDEX_KEYS = ['pendingDelivery'];

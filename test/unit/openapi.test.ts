@@ -227,7 +227,12 @@ describe('headers, security and bodies', () => {
     expect(parameters.VerificationSid).toMatchObject({ name: 'VerificationSid', in: 'path', required: true });
     const schemas = doc.components.schemas as Record<string, { required?: string[]; properties: Json }>;
     expect(schemas.SendParams!.required).toEqual(['To']);
-    expect(Object.keys(schemas.SendParams!.properties).sort()).toEqual(['Code', 'TemplateSid', 'To']);
+    expect(Object.keys(schemas.SendParams!.properties).sort()).toEqual([
+      'Code',
+      'RiskCheck',
+      'TemplateSid',
+      'To',
+    ]);
     expect(schemas.CheckParams!.required!.sort()).toEqual(['Code', 'VerificationSid']);
   });
 

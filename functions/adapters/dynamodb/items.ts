@@ -2,6 +2,12 @@
  * Each entity to and from its table item. Attribute names are snake_case like the API's fields, so an
  * operator reading the table sees the same words as a caller.
  */
+import {
+  isGuardLevel,
+  type GuardDecision,
+  type GuardReason,
+  type GuardSettings,
+} from '../../core/guard/model';
 import type { ApiKeyRecord, NumberRecord, Service, Template, Verification } from '../../core/model';
 import type { WebhookEndpoint } from '../../core/webhooks';
 import { CHANNELS, type Channel } from '../../core/routing';
@@ -38,6 +44,7 @@ export function verificationToItem(v: Verification): Item {
     message: v.message,
     channels: v.channels,
     deliveries: v.deliveries,
+    ...(v.guard && { guard: guardDecisionToItem(v.guard) }),
     ...(v.deliveryStatus === 'PENDING' &&
       Object.keys(v.deliveries).length === 0 &&
       keys.pendingDelivery(new Date(v.dateCreated), v.sid)),
@@ -65,7 +72,48 @@ export function verificationFromItem(item: Item): Verification {
     message: item.message as string,
     channels: (item.channels as Verification['channels']) ?? [],
     deliveries: (item.deliveries as Verification['deliveries']) ?? {},
+    ...(isItem(item.guard) && { guard: guardDecisionFromItem(item.guard) }),
   };
+}
+
+const isItem = (value: unknown): value is Item => typeof value === 'object' && value !== null;
+
+/** A guard decision as stored on a verification (shadow) or a number's log (refused), with who and where. */
+export function guardDecisionToItem(d: GuardDecision & { serviceSid?: string; country?: string }): Item {
+  return {
+    mode: d.mode,
+    reason: d.reason,
+    prefix: d.prefix,
+    scope: d.scope,
+    figures: d.figures,
+    price: d.price,
+    at: d.at,
+    ...(d.serviceSid !== undefined && { service_sid: d.serviceSid }),
+    ...(d.country !== undefined && { country: d.country }),
+  };
+}
+
+export function guardDecisionFromItem(item: Item): GuardDecision & { serviceSid?: string; country?: string } {
+  return {
+    mode: item.mode === 'shadow' ? 'shadow' : 'blocked',
+    reason: item.reason as GuardReason,
+    prefix: String(item.prefix),
+    scope: item.scope as GuardDecision['scope'],
+    figures: (item.figures as GuardDecision['figures']) ?? {},
+    price: Number(item.price ?? 0),
+    at: Number(item.at),
+    ...(typeof item.service_sid === 'string' && { serviceSid: item.service_sid }),
+    ...(typeof item.country === 'string' && { country: item.country }),
+  };
+}
+
+/** The guard settings kept on the service item (`guard_level`, `guard_safe_list`). */
+function guardSettingsFromItem(item: Item): GuardSettings | undefined {
+  const level =
+    typeof item.guard_level === 'string' && isGuardLevel(item.guard_level) ? item.guard_level : undefined;
+  const safeList = Array.isArray(item.guard_safe_list) ? (item.guard_safe_list as string[]) : undefined;
+  if (!level && !safeList) return undefined;
+  return { level: level ?? 'standard', safeList: safeList ?? [] };
 }
 
 /**
@@ -96,6 +144,7 @@ export function serviceToItem(s: Service): Item {
     prices: s.prices,
     ...(s.defaultTemplate && { default_template: templateFields(s.defaultTemplate) }),
     created_at: s.createdAt,
+    ...(s.guard && { guard_level: s.guard.level, guard_safe_list: s.guard.safeList }),
   };
 }
 
@@ -115,6 +164,7 @@ export function serviceFromItem(item: Item): Service {
     createdAt: item.created_at as string,
     webhookEndpoints:
       item.webhook_endpoints instanceof Set ? [...(item.webhook_endpoints as Set<string>)].sort() : [],
+    ...(guardSettingsFromItem(item) && { guard: guardSettingsFromItem(item) }),
   };
 }
 

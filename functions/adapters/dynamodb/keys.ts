@@ -48,6 +48,11 @@ export const PARTITION_FAMILY = {
   number: 'NUMBER#',
   /** A provider's signed-callback token id, remembered (TTL) so that a replayed callback is refused. */
   receiptToken: 'RECEIPTTOKEN#',
+  /**
+   * The pumping guard's state, per scope (a service SID, or `GLOBAL` for all services): what the send path reads
+   * (blocks, established ranges), and the signal aggregates only the guard's stream consumer reads.
+   */
+  guard: 'GUARD#',
   /** A console user's memberships (`MEMBER#<user id>` / `SERVICE#<VA>`), read when the user signs in. */
   member: 'MEMBER#',
   /** Lists the console's operator reads: every service (`DIRECTORY#services` / `SERVICE#<VA>`). */
@@ -112,6 +117,20 @@ export const keys = {
     pk: `${P.directory}services`,
     sk: `${P.service}${serviceSid}`,
   }),
+  /** The guard state a send to `country` reads for `scope` (a service SID or `GLOBAL`): blocks, known ranges. */
+  guardCountry: (scope: string, country: string): ItemKey => ({
+    pk: `${P.guard}${scope}`,
+    sk: `COUNTRY#${country}`,
+  }),
+  /** The guard state a send reads for `scope` across countries: known countries, cross-country blocks. */
+  guardScope: (scope: string): ItemKey => ({ pk: `${P.guard}${scope}`, sk: 'SCOPE' }),
+  /** The signal aggregates of `scope` in `country` (the stream consumer's alone; never read by a send). */
+  guardCountryStats: (scope: string, country: string): ItemKey => ({
+    pk: `${P.guard}${scope}`,
+    sk: `STATS#${country}`,
+  }),
+  /** The signal aggregates of `scope` across countries, and its report of decisions. */
+  guardScopeStats: (scope: string): ItemKey => ({ pk: `${P.guard}${scope}`, sk: 'STATS' }),
   /** Index keys of a verification whose delivery has not ended, in one partition per hour of its creation. */
   pendingDelivery: (createdAt: Date, verificationSid: string) => ({
     pending_pk: pendingDeliveryPartition(createdAt),

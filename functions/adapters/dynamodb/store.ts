@@ -28,6 +28,7 @@ import type {
 import type { Channel } from '../../core/routing';
 import {
   IDEMPOTENCY_RETENTION_SECONDS,
+  guardDecisionToItem,
   numberFromItem,
   numberTtl,
   rejectedAttribute,
@@ -44,6 +45,7 @@ import {
   pendingDeliveryPartition,
   type ItemKey,
 } from './keys';
+import { guardViewFromItems, guardViewKeys } from './guard';
 import { NOT_GUESSED, attr, statusWrite, type VerificationAttr } from './status-write';
 
 /** The key exists, is not revoked and belongs to the service in the path (`:service`). */
@@ -103,7 +105,9 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       ...(query.templateSid && { template: keys.template(query.serviceSid, query.templateSid) }),
       ...(query.idempotencyKey && { idempotency: keys.idempotency(query.serviceSid, query.idempotencyKey) }),
     };
-    const items = await this.batchGet(Object.values(wanted));
+    // The pumping guard's state for the number's country rides in the same request (no extra round trip).
+    const guardKeys = query.country ? guardViewKeys(query.serviceSid, query.country) : [];
+    const items = await this.batchGet([...Object.values(wanted), ...guardKeys]);
     const find = (key: ItemKey | undefined) =>
       key && items.find((item) => item.pk === key.pk && item.sk === key.sk);
     const service = find(wanted.service);
@@ -114,6 +118,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       ...(template && { template: templateFromItem(template) }),
       ...(idempotency && { idempotentSid: idempotency.verification_sid as string }),
       number: numberFromItem(query.e164, find(wanted.number)),
+      ...(query.country && { guard: guardViewFromItems(query.serviceSid, query.country, find) }),
     };
   }
 
@@ -231,7 +236,17 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
-    return this.updateIfConditionHolds(this.numberLogUpdate(input.number, input.numberSends, input.now));
+    const update = this.numberLogUpdate(input.number, input.numberSends, input.now);
+    if (!input.guard) return this.updateIfConditionHolds(update);
+    // The guard's refusal goes in the same write: the table's stream carries it to the guard's consumer.
+    return this.updateIfConditionHolds({
+      ...update,
+      UpdateExpression: `${update.UpdateExpression}, guard = :guard`,
+      ExpressionAttributeValues: {
+        ...update.ExpressionAttributeValues,
+        ':guard': guardDecisionToItem(input.guard),
+      },
+    });
   }
 
   /** Replaces the number's send log if nobody changed it since it was read (optimistic version check). */

@@ -28,6 +28,7 @@ import type {
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
 import type { WebhookEndpoint, WebhookEndpointStore } from '../../core/webhooks';
+import { MemoryGuardStore } from './guard';
 
 /** One line of the ledger, written with the charge. */
 export interface MemoryCharge {
@@ -66,6 +67,10 @@ export class MemoryStore
   private readonly numbers = new Map<string, NumberRecord>();
   private readonly endpoints = new Map<string, WebhookEndpoint>();
   private readonly ledger: MemoryCharge[] = [];
+  /** The pumping guard's state (what a send reads), written by its consumer in tests. */
+  readonly guard = new MemoryGuardStore();
+  /** Refusals the guard made, as the DynamoDB store writes them on the number's log. */
+  readonly guardRefusals: (NonNullable<RecordRefusal['guard']> & { e164: string })[] = [];
 
   // --- seeding and inspection (what the admin side and tests do) ----------------------------------------------
 
@@ -119,6 +124,7 @@ export class MemoryStore
       ...(template && { template: clone(template) }),
       ...(idempotentSid && { idempotentSid }),
       number: await this.getNumber(query.e164),
+      ...(query.country && { guard: this.guard.view(query.serviceSid, query.country) }),
     };
   }
 
@@ -155,6 +161,7 @@ export class MemoryStore
   async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
     if (!this.numberAtVersion(input.number)) return false;
     this.writeNumberLog(input.number, input.numberSends);
+    if (input.guard) this.guardRefusals.push({ ...clone(input.guard), e164: input.number.e164 });
     return true;
   }
 

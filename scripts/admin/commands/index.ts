@@ -5,6 +5,7 @@
 import type { Command } from '../framework';
 import { balanceCommands } from './balance';
 import { channelsCommands } from './channels';
+import { guardCommands } from './guard';
 import { keyCommands } from './key';
 import { memberCommands } from './member';
 import { priceCommands } from './price';
@@ -19,6 +20,7 @@ export const COMMANDS: readonly Command[] = [
   ...balanceCommands,
   ...templateCommands,
   ...rulesCommands,
+  ...guardCommands,
   ...priceCommands,
   ...channelsCommands,
   ...webhookCommands,

@@ -1,0 +1,342 @@
+/**
+ * The pumping guard's items. Under `GUARD#<scope>` (a service SID, or `GLOBAL`):
+ * - `COUNTRY#<cc>` and `SCOPE`: the state a send reads in its own BatchGetItem (blocks, established ranges and
+ *   countries, lifted prefixes), a few hundred bytes to a few KB;
+ * - `STATS#<cc>` and `STATS`: the aggregates only the stream consumer reads and writes, with a version for
+ *   optimistic concurrency, and the service's report of decisions.
+ * State and aggregates are stored as one JSON string attribute each (`state`, `stats`): compact, and read whole.
+ */
+import {
+  BatchGetCommand,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  GLOBAL_SCOPE,
+  countryKey,
+  emptyReport,
+  type CountryKey,
+  type GuardBatch,
+  type GuardReport,
+  type GuardSignalStore,
+} from '../../core/guard/consumer';
+import type { CountryGuardState, GuardLevel, GuardView, ScopeGuardState } from '../../core/guard/model';
+import {
+  emptyCountryState,
+  emptyScopeState,
+  type CountryStats,
+  type ScopeStats,
+} from '../../core/guard/signals';
+import { keys, type ItemKey } from './keys';
+
+type Item = Record<string, unknown>;
+
+const parse = <T>(item: Item | undefined, attribute: string): T | undefined =>
+  typeof item?.[attribute] === 'string' ? (JSON.parse(item[attribute]) as T) : undefined;
+
+/** The keys a send to `country` adds to its BatchGetItem: the service's country and scope state, the global one. */
+export function guardViewKeys(serviceSid: string, country: string): ItemKey[] {
+  return [
+    keys.guardCountry(serviceSid, country),
+    keys.guardScope(serviceSid),
+    keys.guardCountry(GLOBAL_SCOPE, country),
+  ];
+}
+
+/** The view of the items `guardViewKeys` named (absent items: no state). */
+export function guardViewFromItems(
+  serviceSid: string,
+  country: string,
+  find: (key: ItemKey) => Item | undefined,
+): GuardView {
+  const own = parse<CountryGuardState>(find(keys.guardCountry(serviceSid, country)), 'state');
+  const all = parse<ScopeGuardState>(find(keys.guardScope(serviceSid)), 'state');
+  const global = parse<CountryGuardState>(find(keys.guardCountry(GLOBAL_SCOPE, country)), 'state');
+  return {
+    service: { ...(own && { country: own }), ...(all && { all }) },
+    global: { ...(global && { country: global }) },
+  };
+}
+
+const isCancelledByCondition = (error: unknown): boolean =>
+  error instanceof TransactionCanceledException ||
+  (error instanceof Error && error.name === 'ConditionalCheckFailedException');
+
+/** The consumer's side: aggregates and state, written together under a version check. */
+export class DynamoGuardStore implements GuardSignalStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
+    const wanted: ItemKey[] = [
+      ...countries.flatMap(({ scope, country }) => [
+        keys.guardCountry(scope, country),
+        keys.guardCountryStats(scope, country),
+      ]),
+      ...scopes.flatMap((scope) => [keys.guardScope(scope), keys.guardScopeStats(scope)]),
+    ];
+    const items: Item[] = [];
+    for (let i = 0; i < wanted.length; i += 100) {
+      let pending = wanted.slice(i, i + 100);
+      for (let round = 0; pending.length > 0; round++) {
+        if (round > 8) throw new Error('DynamoDB left guard keys unprocessed after retries');
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** round));
+        const result = await this.client.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        items.push(...(result.Responses?.[this.tableName] ?? []));
+        pending = (result.UnprocessedKeys?.[this.tableName]?.Keys as ItemKey[] | undefined) ?? [];
+      }
+    }
+    const find = (key: ItemKey) => items.find((item) => item.pk === key.pk && item.sk === key.sk);
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map() };
+    for (const { scope, country } of countries) {
+      const stats = find(keys.guardCountryStats(scope, country));
+      if (!stats) continue;
+      batch.countries.set(countryKey(scope, country), {
+        stats: parse<CountryStats>(stats, 'stats')!,
+        state:
+          parse<CountryGuardState>(find(keys.guardCountry(scope, country)), 'state') ?? emptyCountryState(),
+        version: stats.version as number,
+      });
+    }
+    for (const scope of scopes) {
+      const stats = find(keys.guardScopeStats(scope));
+      if (!stats) continue;
+      batch.scopes.set(scope, {
+        stats: parse<ScopeStats>(stats, 'stats')!,
+        state: parse<ScopeGuardState>(find(keys.guardScope(scope)), 'state') ?? emptyScopeState(),
+        report: parse<GuardReport>(stats, 'report') ?? emptyReport(),
+        version: stats.version as number,
+      });
+    }
+    return batch;
+  }
+
+  async save(batch: GuardBatch): Promise<boolean> {
+    const writes: TransactItem[] = [];
+    const pair = (stateKey: ItemKey, statsKey: ItemKey, state: unknown, stats: Item, version: number) => {
+      writes.push(
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: { ...statsKey, type: 'guard_stats', ...stats, version: version + 1 },
+            ConditionExpression: version === 0 ? 'attribute_not_exists(pk)' : 'version = :seen',
+            ...(version !== 0 && { ExpressionAttributeValues: { ':seen': version } }),
+          },
+        },
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: { ...stateKey, type: 'guard_state', state: JSON.stringify(state) },
+          },
+        },
+      );
+    };
+    for (const [key, record] of batch.countries) {
+      const [scope, country] = splitCountryKey(key);
+      pair(
+        keys.guardCountry(scope, country),
+        keys.guardCountryStats(scope, country),
+        record.state,
+        { stats: JSON.stringify(record.stats) },
+        record.version,
+      );
+    }
+    for (const [scope, record] of batch.scopes) {
+      pair(
+        keys.guardScope(scope),
+        keys.guardScopeStats(scope),
+        record.state,
+        { stats: JSON.stringify(record.stats), report: JSON.stringify(record.report) },
+        record.version,
+      );
+    }
+    // One transaction (100 items at most, 50 records); a larger batch is written in parts, each all or none.
+    for (let i = 0; i < writes.length; i += 100) {
+      try {
+        await this.client.send(new TransactWriteCommand({ TransactItems: writes.slice(i, i + 100) }));
+      } catch (error) {
+        if (isCancelledByCondition(error)) return false;
+        throw error;
+      }
+    }
+    return true;
+  }
+}
+
+const splitCountryKey = (key: string): [string, string] => {
+  const at = key.lastIndexOf('/');
+  return [key.slice(0, at), key.slice(at + 1)];
+};
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+export interface GuardOverview {
+  level: GuardLevel | undefined;
+  safeList: string[];
+  countries: { country: string; state: CountryGuardState }[];
+  scope: ScopeGuardState | undefined;
+  global: { country: string; state: CountryGuardState }[];
+  report: GuardReport;
+}
+
+/** The operator's side (`npm run admin -- guard ...`): settings on the service item, reports, lifting blocks. */
+export class DynamoGuardAdmin {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** False when the service does not exist. */
+  async setLevel(serviceSid: string, level: GuardLevel): Promise<boolean> {
+    return this.updateService(serviceSid, 'SET guard_level = :level', { ':level': level });
+  }
+
+  async setSafeList(serviceSid: string, safeList: string[]): Promise<boolean> {
+    return this.updateService(serviceSid, 'SET guard_safe_list = :list', { ':list': safeList });
+  }
+
+  private async updateService(serviceSid: string, expression: string, values: Item): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.service(serviceSid),
+          UpdateExpression: expression,
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+
+  private async states(scope: string): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
+          ExclusiveStartKey: start,
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  async overview(serviceSid: string): Promise<GuardOverview | undefined> {
+    const { Item: service } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.service(serviceSid) }),
+    );
+    if (!service) return undefined;
+    const own = await this.states(serviceSid);
+    const global = await this.states(GLOBAL_SCOPE);
+    const countries = (items: Item[]) =>
+      items
+        .filter((item) => String(item.sk).startsWith('COUNTRY#'))
+        .map((item) => ({
+          country: String(item.sk).slice('COUNTRY#'.length),
+          state: parse<CountryGuardState>(item, 'state')!,
+        }));
+    return {
+      level: service.guard_level as GuardLevel | undefined,
+      safeList: (service.guard_safe_list as string[] | undefined) ?? [],
+      countries: countries(own),
+      scope: parse<ScopeGuardState>(
+        own.find((item) => item.sk === 'SCOPE'),
+        'state',
+      ),
+      global: countries(global),
+      report:
+        parse<GuardReport>(
+          own.find((item) => item.sk === 'STATS'),
+          'report',
+        ) ?? emptyReport(),
+    };
+  }
+
+  /**
+   * Lifts by hand every block of the service matching `prefix` (a number, a range, a country prefix, or `*` for
+   * every block), and keeps the rules from making it again until `until`. Returns the blocks lifted.
+   */
+  async unblock(serviceSid: string, prefix: string, until: Date): Promise<number> {
+    let lifted = 0;
+    for (const item of await this.states(serviceSid)) {
+      const sk = String(item.sk);
+      if (sk === 'SCOPE') {
+        const state = parse<ScopeGuardState>(item, 'state')!;
+        if (prefix === '*' || prefix.length <= 4) {
+          lifted += Number(!!state.novelCountries) + Number(!!state.novelRanges);
+          delete state.novelCountries;
+          delete state.novelRanges;
+          state.lifted = { ...state.lifted, [prefix === '*' ? '*' : prefix]: until.getTime() };
+          if (prefix === '*') state.lifted['+'] = until.getTime();
+          await this.putState(item, state);
+        }
+      } else if (sk.startsWith('COUNTRY#')) {
+        const state = parse<CountryGuardState>(item, 'state')!;
+        const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
+        const kept = state.blocks.filter((block) => !matches(block.prefix));
+        const touched = kept.length !== state.blocks.length || !!state.novelty;
+        if (!touched && prefix !== '*') continue;
+        lifted += state.blocks.length - kept.length;
+        state.blocks = kept;
+        const wide = prefix === '*' ? '+' : prefix;
+        if (state.novelty && (prefix === '*' || prefix.length <= 4)) {
+          lifted += 1;
+          delete state.novelty;
+        }
+        state.lifted = { ...state.lifted, [wide]: until.getTime() };
+        await this.putState(item, state);
+      }
+    }
+    return lifted;
+  }
+
+  private async putState(item: Item, state: unknown): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { pk: item.pk, sk: item.sk },
+        UpdateExpression: 'SET #state = :state',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':state': JSON.stringify(state) },
+      }),
+    );
+    // A consumer that read the state before this write must not put the old one back: its write is
+    // conditioned on the aggregates' version, which this moves on.
+    const sk = String(item.sk);
+    const statsSk = sk === 'SCOPE' ? 'STATS' : `STATS#${sk.slice('COUNTRY#'.length)}`;
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: item.pk, sk: statsSk },
+          UpdateExpression: 'ADD version :one',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':one': 1 },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) throw error;
+    }
+  }
+}

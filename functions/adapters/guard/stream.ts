@@ -1,0 +1,68 @@
+/**
+ * The table's stream as guard events: a new verification is an accepted send (with the guard's shadow decision,
+ * if any), a verification that became VERIFIED a checked code, a number log that gained a guard decision a send
+ * the guard refused. Every other record is not the guard's.
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import type { GuardEvent } from '../../core/guard/signals';
+import { settledStatus } from '../../core/verification';
+import { guardDecisionFromItem, verificationFromItem } from '../dynamodb/items';
+import { PARTITION_FAMILY } from '../dynamodb/keys';
+
+type Image = Record<string, AttributeValue>;
+
+export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent | undefined {
+  const newImage = record.dynamodb?.NewImage as Image | undefined;
+  if (record.eventName === 'REMOVE' || !newImage) return undefined;
+  const after = unmarshall(newImage);
+  const oldImage = record.dynamodb?.OldImage as Image | undefined;
+  const before = oldImage ? unmarshall(oldImage) : undefined;
+
+  if (after.type === 'verification') {
+    const verification = verificationFromItem(after);
+    if (!verification.country) return undefined;
+    const common = {
+      serviceSid: verification.serviceSid,
+      e164: verification.to,
+      country: verification.country,
+    };
+    const sentAt = Date.parse(verification.dateCreated);
+    if (!before) {
+      return {
+        kind: 'send',
+        ...common,
+        at: sentAt,
+        accepted: true,
+        ...(verification.guard && { decision: verification.guard }),
+      };
+    }
+    const was = settledStatus(verificationFromItem(before));
+    if (was !== 'VERIFIED' && settledStatus(verification) === 'VERIFIED') {
+      const at = typeof after.event_at === 'string' ? Date.parse(after.event_at) : sentAt;
+      return { kind: 'conversion', ...common, at, sentAt, flagged: verification.guard !== undefined };
+    }
+    return undefined;
+  }
+
+  if (typeof after.pk === 'string' && after.pk.startsWith(PARTITION_FAMILY.number) && after.guard) {
+    const decision = guardDecisionFromItem(after.guard as Record<string, unknown>);
+    const previous = before?.guard as { at?: number } | undefined;
+    if (previous?.at === decision.at || !decision.serviceSid || !decision.country) return undefined;
+    const { serviceSid, country, ...rest } = decision;
+    return {
+      kind: 'send',
+      serviceSid,
+      country,
+      e164: after.pk.slice(PARTITION_FAMILY.number.length),
+      at: decision.at,
+      accepted: false,
+      decision: rest,
+    };
+  }
+  return undefined;
+}
+
+export const guardEventsFromStream = (records: DynamoDBRecord[]): GuardEvent[] =>
+  records.map(guardEventFromStreamRecord).filter((event): event is GuardEvent => event !== undefined);

@@ -1,0 +1,76 @@
+/**
+ * The guard's storage in memory, with the same version checks as `DynamoGuardStore`: unit tests of the guard's
+ * consumer, and the memory store's send context (`MemoryStore.guard`).
+ */
+import {
+  GLOBAL_SCOPE,
+  countryKey,
+  type CountryKey,
+  type CountryRecord,
+  type GuardBatch,
+  type GuardSignalStore,
+  type ScopeRecord,
+} from '../../core/guard/consumer';
+import type { GuardView } from '../../core/guard/model';
+
+const clone = <T>(value: T): T => structuredClone(value);
+
+export class MemoryGuardStore implements GuardSignalStore {
+  private readonly countries = new Map<string, CountryRecord>();
+  private readonly scopes = new Map<string, ScopeRecord>();
+
+  async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map() };
+    for (const { scope, country } of countries) {
+      const record = this.countries.get(countryKey(scope, country));
+      if (record) batch.countries.set(countryKey(scope, country), clone(record));
+    }
+    for (const scope of scopes) {
+      const record = this.scopes.get(scope);
+      if (record) batch.scopes.set(scope, clone(record));
+    }
+    return batch;
+  }
+
+  async save(batch: GuardBatch): Promise<boolean> {
+    const same = <T extends { version: number }>(stored: Map<string, T>, key: string, record: T) =>
+      (stored.get(key)?.version ?? 0) === record.version;
+    for (const [key, record] of batch.countries) if (!same(this.countries, key, record)) return false;
+    for (const [key, record] of batch.scopes) if (!same(this.scopes, key, record)) return false;
+    for (const [key, record] of batch.countries)
+      this.countries.set(key, clone({ ...record, version: record.version + 1 }));
+    for (const [key, record] of batch.scopes)
+      this.scopes.set(key, clone({ ...record, version: record.version + 1 }));
+    return true;
+  }
+
+  /** The stored records, for tests. */
+  country(scope: string, country: string): CountryRecord | undefined {
+    const record = this.countries.get(countryKey(scope, country));
+    return record && clone(record);
+  }
+
+  scope(scope: string): ScopeRecord | undefined {
+    const record = this.scopes.get(scope);
+    return record && clone(record);
+  }
+
+  /** Replaces a stored state (an operator's hand edit in tests), moving the version on. */
+  editCountryState(scope: string, country: string, edit: (state: CountryRecord['state']) => void): void {
+    const record = this.countries.get(countryKey(scope, country));
+    if (!record) return;
+    edit(record.state);
+    record.version += 1;
+  }
+
+  /** What a send of `serviceSid` to `country` reads (the DynamoDB store's three guard items). */
+  view(serviceSid: string, country: string): GuardView {
+    const own = this.countries.get(countryKey(serviceSid, country))?.state;
+    const all = this.scopes.get(serviceSid)?.state;
+    const global = this.countries.get(countryKey(GLOBAL_SCOPE, country))?.state;
+    return {
+      service: { ...(own && { country: clone(own) }), ...(all && { all: clone(all) }) },
+      global: { ...(global && { country: clone(global) }) },
+    };
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The pumping guard's vocabulary: levels, reason codes, blocks, the state the send path reads, the decision it
+ * records. Pure types and constants; nothing here knows DynamoDB or HTTP.
+ */
+
+/**
+ * `off`: no verdict. `shadow`: decides as `standard` and records the decision, never refuses. `standard`: refuses
+ * on strong signals. `strict`: also on weaker ones (lower thresholds, cross-country novelty).
+ */
+export const GUARD_LEVELS = ['off', 'shadow', 'standard', 'strict'] as const;
+export type GuardLevel = (typeof GUARD_LEVELS)[number];
+export const DEFAULT_GUARD_LEVEL: GuardLevel = 'standard';
+export const isGuardLevel = (text: string): text is GuardLevel =>
+  (GUARD_LEVELS as readonly string[]).includes(text);
+
+/** The levels at which a block applies: a `strict` block only at strict, a `standard` one at both. */
+export type BlockLevel = 'standard' | 'strict';
+
+/** Why the guard refused (or would refuse) a send. */
+export const GUARD_REASONS = [
+  /** The number is in a shipped high-risk range (premium, satellite, ...). */
+  'high_risk_range',
+  /** A run of near-sequential numbers in one range, recently. */
+  'sequential_numbers',
+  /** A range's share of the country's recent traffic far above its own baseline, with few codes checked. */
+  'prefix_surge',
+  /** Many sends to ranges never established for the service in one country, with few codes checked. */
+  'novel_prefix_surge',
+  /** Sends to several countries never established for the service, with few codes checked. */
+  'novel_country_surge',
+  /** Sends to never-established ranges across countries, with few codes checked (strict only). */
+  'novel_prefix_spread',
+] as const;
+export type GuardReason = (typeof GUARD_REASONS)[number];
+
+/** The rule families the refusal's message names (never a threshold). */
+export const REASON_FAMILY: Record<GuardReason, string> = {
+  high_risk_range: 'a known high-risk number range',
+  sequential_numbers: 'unusual traffic to this number range',
+  prefix_surge: 'unusual traffic to this number range',
+  novel_prefix_surge: 'unusual traffic to new destinations',
+  novel_country_surge: 'unusual traffic to new destinations',
+  novel_prefix_spread: 'unusual traffic to new destinations',
+};
+
+export const blockedMessage = (reason: GuardReason): string =>
+  `The pumping guard blocks this destination for now: ${REASON_FAMILY[reason]}.`;
+
+/** The figures that made a rule fire: small counts and ratios, recorded with the decision. */
+export type Figures = Record<string, number>;
+
+/** A temporary block of every number starting with `prefix` (an E.164 prefix, or `+<cc>` for a country). */
+export interface GuardBlock {
+  prefix: string;
+  reason: GuardReason;
+  level: BlockLevel;
+  /** Epoch ms; the consumer extends it while the signal lasts. */
+  since: number;
+  until: number;
+  figures: Figures;
+}
+
+/**
+ * A "novelty" block: while `until` is ahead, a number whose range (or country) is not in `established` is
+ * refused. Established ranges and countries are those the service's users have checked codes in.
+ */
+export interface NoveltyBlock {
+  reason: GuardReason;
+  level: BlockLevel;
+  since: number;
+  until: number;
+  figures: Figures;
+}
+
+/** What the send path reads for one scope (a service, or all services) and one country. */
+export interface CountryGuardState {
+  blocks: GuardBlock[];
+  /** Ranges (`+447400`) established for this scope in this country. */
+  established: string[];
+  /** Refuse numbers in ranges not established, in this country. */
+  novelty?: NoveltyBlock;
+  /** Prefixes an operator lifted by hand, until (epoch ms): no block of them applies, none is made. */
+  lifted: Record<string, number>;
+}
+
+/** What the send path reads for one scope across countries. */
+export interface ScopeGuardState {
+  /** Countries established for this scope. */
+  establishedCountries: string[];
+  /** Refuse numbers of countries not established. */
+  novelCountries?: NoveltyBlock;
+  /** Refuse numbers in ranges not established, in any country (strict). */
+  novelRanges?: NoveltyBlock;
+  lifted: Record<string, number>;
+}
+
+/** The guard's state for one destination, read with the send's own BatchGetItem. */
+export interface GuardView {
+  service: { country?: CountryGuardState; all?: ScopeGuardState };
+  global: { country?: CountryGuardState };
+}
+
+/** A service's guard settings, kept on the service item. */
+export interface GuardSettings {
+  level: GuardLevel;
+  /** E.164 numbers or prefixes never blocked. */
+  safeList: string[];
+}
+
+export const DEFAULT_GUARD_SETTINGS: GuardSettings = { level: DEFAULT_GUARD_LEVEL, safeList: [] };
+
+/** A decision that refused a send (`blocked`) or would have (`shadow`), recorded with the send. */
+export interface GuardDecision {
+  mode: 'blocked' | 'shadow';
+  reason: GuardReason;
+  /** The prefix the rule matched (a range, a country prefix, or the number's range for novelty). */
+  prefix: string;
+  /** `service` or `global`: whose signals made it. */
+  scope: 'service' | 'global' | 'list';
+  figures: Figures;
+  /** The send's price in units of 0.0001 USD (what it saved when blocked); 0 when it had none. */
+  price: number;
+  at: number;
+}

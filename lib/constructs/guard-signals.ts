@@ -1,0 +1,48 @@
+import { Duration, Validations } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Construct } from 'constructs';
+
+export interface GuardSignalsProps {
+  table: dynamodb.ITable;
+  /** The guard's stream consumer (manifest entry `guardSignals`). */
+  consumer: lambda.IFunction;
+}
+
+/**
+ * The pumping guard's signals off the request path: a second consumer of the table's stream (beside the webhook
+ * events function), fed only what the guard folds: verifications (new ones, checked ones) and number logs that
+ * carry a guard refusal. A failing batch is split and retried; signals are statistics, so a batch that still
+ * fails is dropped rather than blocking the shard (nothing is lost but a few counts).
+ */
+export class GuardSignals extends Construct {
+  constructor(scope: Construct, id: string, props: GuardSignalsProps) {
+    super(scope, id);
+    props.consumer.addEventSource(
+      new DynamoEventSource(props.table, {
+        startingPosition: lambda.StartingPosition.LATEST,
+        batchSize: 500,
+        // Up to a second of sends folded in one batch: fewer writes of the aggregates, a block a second later.
+        maxBatchingWindow: Duration.seconds(1),
+        bisectBatchOnError: true,
+        retryAttempts: 3,
+        maxRecordAge: Duration.hours(1),
+        filters: [
+          lambda.FilterCriteria.filter({
+            dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
+          }),
+          lambda.FilterCriteria.filter({
+            dynamodb: { NewImage: { guard: { M: lambda.FilterRule.exists() } } },
+          }),
+        ],
+      }),
+    );
+    Validations.of(props.consumer.role!).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'X-Ray (xray:PutTraceSegments, xray:PutTelemetryRecords) and dynamodb:ListStreams, which the DynamoDB ' +
+        'event source needs and which has no resource-level permissions; reading the stream is on its ARN only.',
+    });
+  }
+}

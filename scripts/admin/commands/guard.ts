@@ -1,0 +1,180 @@
+/**
+ * `guard report|level|safelist add|safelist remove|unblock`: the pumping guard of one service (docs/guard.md).
+ * Level and safe list live on the service item (read by every send at no extra cost); blocks are made by the
+ * guard's stream consumer and lifted by time or by `guard unblock`.
+ */
+import { GUARD_LEVELS, isGuardLevel, type GuardLevel } from '../../../functions/core/guard/model';
+import { list, rows, table, usd } from '../format';
+import * as parse from '../validate';
+import { AdminError, UsageError, command, type Command, type CommandContext } from '../framework';
+import { VA, loadService, sidOnly } from './common';
+
+/** How long a hand-lifted block stays lifted: the rules do not make it again meanwhile. */
+const UNBLOCK_HOURS = 1;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function overview(context: CommandContext, sid: string) {
+  await loadService(context, sid);
+  const found = await context.guard.overview(sid);
+  if (!found) throw new AdminError(`No service ${sid} in ${context.targetDescription}`);
+  return found;
+}
+
+const guardReport = command({
+  words: ['guard', 'report'],
+  args: ['<VA>'],
+  summary: 'The pumping guard of a service: level, safe list, current blocks, decisions by prefix and reason',
+  details: [
+    'Blocked: refused with 403 blocked_by_policy, never charged. Shadow: the level is shadow; what it would have blocked.',
+    'Saved: the prices of the blocked sends. Recent: the latest decisions with the figures that made them.',
+  ],
+  examples: [`guard report ${VA}`],
+  parse: sidOnly,
+  run: async (context, sid) => {
+    const found = await overview(context, sid);
+    const now = Date.now();
+    const blocks = [
+      ...found.countries.flatMap(({ country, state }) =>
+        state.blocks.filter((b) => b.until > now).map((b) => ({ scope: 'service', country, ...b })),
+      ),
+      ...found.global.flatMap(({ country, state }) =>
+        state.blocks.filter((b) => b.until > now).map((b) => ({ scope: 'global', country, ...b })),
+      ),
+    ];
+    const novelty = [
+      ...found.countries.flatMap(({ country, state }) =>
+        state.novelty && state.novelty.until > now ? [{ country, ...state.novelty }] : [],
+      ),
+      ...(found.scope?.novelCountries && found.scope.novelCountries.until > now
+        ? [{ country: 'countries not established', ...found.scope.novelCountries }]
+        : []),
+      ...(found.scope?.novelRanges && found.scope.novelRanges.until > now
+        ? [{ country: 'ranges not established, every country', ...found.scope.novelRanges }]
+        : []),
+    ];
+    const lines = [...found.report.lines].sort((a, b) => b.sends - a.sends);
+    const saved = lines.reduce((sum, line) => sum + line.saved, 0);
+    const json = {
+      serviceSid: sid,
+      level: found.level ?? 'standard',
+      safeList: found.safeList,
+      blocks,
+      novelty,
+      decisions: lines,
+      savedUnits: saved,
+      recent: found.report.recent,
+    };
+    const text = [
+      rows([
+        ['Level', `${found.level ?? 'standard'}${found.level ? '' : ' (default)'}`],
+        ['Safe list', list(found.safeList)],
+        ['Saved by blocks', usd(saved)],
+      ]),
+      '',
+      blocks.length === 0 && novelty.length === 0
+        ? 'No block now.'
+        : table(
+            ['Blocked', 'Reason', 'Level', 'Scope', 'Until', 'Figures'],
+            [
+              ...blocks.map((b) => [
+                b.prefix,
+                b.reason,
+                b.level,
+                b.scope,
+                iso(b.until),
+                JSON.stringify(b.figures),
+              ]),
+              ...novelty.map((b) => [
+                b.country,
+                b.reason,
+                b.level,
+                'service',
+                iso(b.until),
+                JSON.stringify(b.figures),
+              ]),
+            ],
+          ),
+      '',
+      lines.length === 0
+        ? 'No decision recorded.'
+        : table(
+            ['Mode', 'Reason', 'Prefix', 'Sends', 'Saved'],
+            lines.map((l) => [l.mode, l.reason, l.prefix, String(l.sends), usd(l.saved)]),
+          ),
+    ].join('\n');
+    return { json, text };
+  },
+});
+
+const guardLevel = command({
+  words: ['guard', 'level'],
+  args: ['<VA>', '<LEVEL>'],
+  summary: `Set the guard's level: ${GUARD_LEVELS.join(', ')} (shadow decides and records, never blocks)`,
+  examples: [`guard level ${VA} shadow`],
+  parse: ([sid, level]) => {
+    if (!isGuardLevel(level ?? ''))
+      throw new UsageError(`"${level}" is not a level: ${GUARD_LEVELS.join(', ')}`);
+    return { sid: parse.serviceSid(sid!), level: level as GuardLevel };
+  },
+  run: async (context, { sid, level }) => {
+    await loadService(context, sid);
+    await context.guard.setLevel(sid, level);
+    return { json: { serviceSid: sid, level }, text: `Guard level of ${sid}: ${level}.` };
+  },
+});
+
+function safeListEdit(add: boolean): Command {
+  return command({
+    words: ['guard', 'safelist', add ? 'add' : 'remove'],
+    args: ['<VA>', '<+number-or-prefix>'],
+    summary: add
+      ? 'Never let the guard block a number or the numbers under a prefix'
+      : 'Remove a number or prefix from the safe list',
+    examples: [`guard safelist ${add ? 'add' : 'remove'} ${VA} +447400123456`],
+    parse: ([sid, entry]) => ({ sid: parse.serviceSid(sid!), entry: parse.prefix(entry!) }),
+    run: async (context, { sid, entry }) => {
+      const service = await loadService(context, sid);
+      const current = service.guard?.safeList ?? [];
+      const next = add ? [...current.filter((e) => e !== entry), entry] : current.filter((e) => e !== entry);
+      const changed = next.length !== current.length || (add && !current.includes(entry));
+      if (changed) await context.guard.setSafeList(sid, next);
+      return {
+        json: { serviceSid: sid, changed, safeList: next },
+        text: `${changed ? 'Safe list changed' : 'Nothing changed'}. Safe list: ${list(next)}`,
+      };
+    },
+  });
+}
+
+const guardUnblock = command({
+  words: ['guard', 'unblock'],
+  args: ['<VA>', '<+prefix|*>'],
+  summary: `Lift the guard's blocks of a prefix (or all, with *) for ${UNBLOCK_HOURS} h`,
+  details: [
+    "Lifts every block of the service inside or around the prefix; a country prefix (+62) also lifts that country's block of ranges not established, * every block.",
+    `For ${UNBLOCK_HOURS} hour the rules do not block that prefix again; a global block (all services) is not lifted here.`,
+  ],
+  examples: [`guard unblock ${VA} +447400`, `guard unblock ${VA} '*'`],
+  parse: ([sid, prefix]) => ({
+    sid: parse.serviceSid(sid!),
+    prefix: prefix === '*' ? '*' : parse.prefix(prefix!),
+  }),
+  run: async (context, { sid, prefix }) => {
+    await loadService(context, sid);
+    const until = new Date(Date.now() + UNBLOCK_HOURS * 3_600_000);
+    const lifted = await context.guard.unblock(sid, prefix, until);
+    return {
+      json: { serviceSid: sid, prefix, lifted, liftedUntil: until.toISOString() },
+      text: `${lifted} block(s) lifted; ${prefix} stays unblocked until ${until.toISOString()}.`,
+    };
+  },
+});
+
+export const guardCommands: readonly Command[] = [
+  guardReport,
+  guardLevel,
+  safeListEdit(true),
+  safeListEdit(false),
+  guardUnblock,
+];

@@ -1,0 +1,158 @@
+/**
+ * The pumping guard over HTTP against DynamoDB Local: the guard's state stored by its consumer (the DynamoDB
+ * adapter), read in the send's own BatchGetItem (no extra request), a blocked send refused and recorded on the
+ * number's log, RiskCheck, and the admin commands.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
+import { keys } from '../../functions/adapters/dynamodb/keys';
+import { consumeGuardEvents } from '../../functions/core/guard/consumer';
+import type { GuardEvent } from '../../functions/core/guard/signals';
+import { runAdmin } from '../../scripts/admin/cli';
+import { dynamoEndpoint, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+
+let harness: Harness;
+let account: Account;
+let api: ApiClient;
+let documents: DynamoDBDocumentClient;
+/** Every request the service's DynamoDB client made: the command name, and a BatchGetItem's keys. */
+const requests: { command: string; keys?: { pk: string; sk: string }[] }[] = [];
+
+beforeAll(async () => {
+  harness = await startHarness({
+    decorateDynamoClient: (client) =>
+      client.middlewareStack.add(
+        (next, context) => async (args) => {
+          const input = args.input as {
+            RequestItems?: Record<string, { Keys: { pk: string; sk: string }[] }>;
+          };
+          requests.push({
+            command: String(context.commandName),
+            ...(input.RequestItems && { keys: Object.values(input.RequestItems).flatMap((t) => t.Keys) }),
+          });
+          return next(args);
+        },
+        { step: 'initialize', name: 'guardTestCount' },
+      ),
+  });
+  documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+});
+afterAll(async () => {
+  documents.destroy();
+  await harness.close();
+});
+beforeEach(async () => {
+  account = await harness.createAccount();
+  api = harness.client(account);
+});
+
+let series = 0;
+/** A run of five near-consecutive GB mobiles in a thousand of their own, folded by the consumer. */
+async function sequentialRun(): Promise<string> {
+  const base = 7_400_000_000 + ++series * 1000 + 100;
+  const now = harness.clock.now().getTime();
+  const events: GuardEvent[] = [0, 1, 2, 3, 4].map((i) => ({
+    kind: 'send',
+    serviceSid: account.serviceSid,
+    e164: `+44${base + i * 2}`,
+    country: 'GB',
+    at: now - (5 - i) * 10_000,
+    accepted: true,
+  }));
+  await consumeGuardEvents(
+    { store: new DynamoGuardStore(documents, harness.tableName), clock: harness.clock },
+    events,
+  );
+  return `+44${base + 500}`;
+}
+
+async function admin(...args: string[]): Promise<Record<string, unknown>> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runAdmin(
+    [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
+    { out: (text) => out.push(text), err: (text) => err.push(text) },
+    { readLocalStack: () => undefined },
+  );
+  expect({ code, err: err.join('\n') }).toEqual({ code: 0, err: '' });
+  return JSON.parse(out.join('\n')) as Record<string, unknown>;
+}
+
+describe('the send path', () => {
+  it('reads the guard state in its one BatchGetItem and refuses a blocked range: 403, no charge, logged', async () => {
+    const to = await sequentialRun();
+    const balance = (await harness.accounts.getService(account.serviceSid))!.balance;
+    requests.length = 0;
+    const response = await api.send({ To: to });
+
+    expect(response.status).toBe(403);
+    expect(response.body).toEqual({
+      code: 'blocked_by_policy',
+      message: 'The pumping guard blocks this destination for now: unusual traffic to this number range.',
+    });
+    // The same requests as any refused send: the key's write, one BatchGetItem, the number's log.
+    expect(requests.map((r) => r.command)).toEqual([
+      'UpdateItemCommand',
+      'BatchGetItemCommand',
+      'UpdateItemCommand',
+    ]);
+    expect(requests[1]!.keys).toEqual(
+      expect.arrayContaining([
+        keys.guardCountry(account.serviceSid, 'GB'),
+        keys.guardScope(account.serviceSid),
+        keys.guardCountry('GLOBAL', 'GB'),
+      ]),
+    );
+    expect((await harness.accounts.getService(account.serviceSid))!.balance).toBe(balance);
+    expect(await harness.accounts.listCharges(account.serviceSid)).toEqual([]);
+    const number = (await harness.scanTable()).find((item) => item.pk === `NUMBER#${to}`)!;
+    expect(number.sends).toHaveLength(1);
+    expect(number.guard).toMatchObject({
+      mode: 'blocked',
+      reason: 'sequential_numbers',
+      service_sid: account.serviceSid,
+      country: 'GB',
+      price: 600,
+    });
+  });
+
+  it('RiskCheck=disable sends anyway; another value is a 400', async () => {
+    const to = await sequentialRun();
+    expect((await api.send({ To: to, RiskCheck: 'disable' })).status).toBe(201);
+    expect((await api.send({ To: to, RiskCheck: 'enable' })).status).toBe(403);
+    const bad = await api.send({ To: to, RiskCheck: 'off' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('invalid_parameter');
+  });
+});
+
+describe('npm run admin -- guard', () => {
+  it('level, safe list, report and unblock change what the send answers', async () => {
+    const to = await sequentialRun();
+    expect(await admin('guard', 'level', account.serviceSid, 'shadow')).toMatchObject({ level: 'shadow' });
+    expect((await api.send({ To: to })).status).toBe(201);
+
+    // Two minutes between sends to the number: its burst limit (3 in 5 minutes) stays out of the way.
+    harness.clock.advance(120_000);
+    await admin('guard', 'level', account.serviceSid, 'standard');
+    expect((await api.send({ To: to })).status).toBe(403);
+    harness.clock.advance(120_000);
+    await admin('guard', 'safelist', 'add', account.serviceSid, to);
+    expect((await api.send({ To: to })).status).toBe(201);
+    expect(await admin('guard', 'safelist', 'remove', account.serviceSid, to)).toMatchObject({
+      safeList: [],
+    });
+
+    const report = await admin('guard', 'report', account.serviceSid);
+    expect(report.level).toBe('standard');
+    expect(report.blocks).toEqual(
+      expect.arrayContaining([expect.objectContaining({ scope: 'service', reason: 'sequential_numbers' })]),
+    );
+
+    const lifted = await admin('guard', 'unblock', account.serviceSid, to.slice(0, -3));
+    expect(lifted.lifted).toBe(1);
+    harness.clock.advance(120_000);
+    expect((await api.send({ To: to })).status).toBe(201);
+  });
+});

@@ -1,0 +1,125 @@
+/** The table's stream records as the guard's events: what the guard's consumer folds, and what it ignores. */
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { guardDecisionToItem, verificationToItem } from '../../functions/adapters/dynamodb/items';
+import { keys } from '../../functions/adapters/dynamodb/keys';
+import { guardEventFromStreamRecord } from '../../functions/adapters/guard/stream';
+import type { GuardDecision } from '../../functions/core/guard/model';
+import type { Verification } from '../../functions/core/model';
+
+type Image = NonNullable<DynamoDBRecord['dynamodb']>['NewImage'];
+const image = (item: Record<string, unknown>) =>
+  marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as Image;
+const record = (
+  eventName: 'INSERT' | 'MODIFY' | 'REMOVE',
+  after?: Record<string, unknown>,
+  before?: Record<string, unknown>,
+): DynamoDBRecord => ({
+  eventName,
+  dynamodb: { ...(after && { NewImage: image(after) }), ...(before && { OldImage: image(before) }) },
+});
+
+const created = '2026-11-22T10:00:00.000Z';
+const verification: Verification = {
+  sid: `VE${'a'.repeat(32)}`,
+  serviceSid: `VA${'b'.repeat(32)}`,
+  to: '+447400123456',
+  country: 'GB',
+  status: 'PENDING',
+  deliveryStatus: 'PENDING',
+  channel: 'sms',
+  price: 600,
+  attemptsRemaining: 5,
+  expiresAt: '2026-11-22T10:05:00.000Z',
+  dateCreated: created,
+  clientCode: false,
+  codeHash: 'hash-of-code',
+  message: 'Your code is {code}.',
+  channels: ['sms'],
+  deliveries: {},
+};
+const decision: GuardDecision = {
+  mode: 'shadow',
+  reason: 'prefix_surge',
+  prefix: '+447400',
+  scope: 'service',
+  figures: { sends_30m: 9 },
+  price: 600,
+  at: Date.parse(created),
+};
+
+describe('guard events from the stream', () => {
+  it('a new verification is an accepted send, with its shadow decision', () => {
+    expect(
+      guardEventFromStreamRecord(record('INSERT', verificationToItem({ ...verification, guard: decision }))),
+    ).toEqual({
+      kind: 'send',
+      serviceSid: verification.serviceSid,
+      e164: verification.to,
+      country: 'GB',
+      at: Date.parse(created),
+      accepted: true,
+      decision,
+    });
+  });
+
+  it('a verification whose recorded guess is its code is a checked code (once)', () => {
+    const before = verificationToItem(verification);
+    const after = {
+      ...before,
+      last_guess: 'hash-of-code',
+      attempts_remaining: 4,
+      event_at: '2026-11-22T10:00:40.000Z',
+    };
+    expect(guardEventFromStreamRecord(record('MODIFY', after, before))).toEqual({
+      kind: 'conversion',
+      serviceSid: verification.serviceSid,
+      e164: verification.to,
+      country: 'GB',
+      at: Date.parse('2026-11-22T10:00:40.000Z'),
+      sentAt: Date.parse(created),
+      flagged: false,
+    });
+    // A later write (delivery settled) of a verified code is not counted again; a wrong guess is no conversion.
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', { ...after, delivery_status: 'DELIVERED' }, after)),
+    ).toBeUndefined();
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', { ...before, last_guess: 'wrong' }, before)),
+    ).toBeUndefined();
+  });
+
+  it('a number log that gained a guard decision is a refused send, counted once', () => {
+    const guard = guardDecisionToItem({
+      ...decision,
+      mode: 'blocked',
+      serviceSid: verification.serviceSid,
+      country: 'GB',
+    });
+    const number = { ...keys.number('+447400123456'), sends: [1], version: 1 };
+    const after = { ...number, version: 2, guard };
+    expect(guardEventFromStreamRecord(record('MODIFY', after, number))).toEqual({
+      kind: 'send',
+      serviceSid: verification.serviceSid,
+      e164: '+447400123456',
+      country: 'GB',
+      at: decision.at,
+      accepted: false,
+      decision: { ...decision, mode: 'blocked' },
+    });
+    // The next write of the log (an accepted send) keeps the old decision: not a new refusal.
+    expect(guardEventFromStreamRecord(record('MODIFY', { ...after, version: 3 }, after))).toBeUndefined();
+  });
+
+  it('ignores other items and deletions', () => {
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', { ...keys.number('+447400123456'), sends: [1] })),
+    ).toBeUndefined();
+    expect(
+      guardEventFromStreamRecord(record('REMOVE', undefined, verificationToItem(verification))),
+    ).toBeUndefined();
+    expect(
+      guardEventFromStreamRecord(record('INSERT', { ...keys.service('VA1'), type: 'service' })),
+    ).toBeUndefined();
+  });
+});
