@@ -106,7 +106,15 @@ describe('no code and no key at rest or in logs, after a full run', () => {
     harness.stack.carrier.setRule({ prefix: failedTo, channels: { sms: 'error' } });
     await record(smsOnly.send({ To: sentTo }));
     await codeOf(sentTo);
-    await record(smsOnly.send({ To: failedTo }));
+    const failed = await record(smsOnly.send({ To: failedTo }));
+    // Its code is never carried (every channel errs), so it is not in `codes`: let its delivery end before the
+    // table is read mid-run, or a loaded machine reads its sealed code while it still runs.
+    await eventually(
+      async () =>
+        (await smsOnly.fetch(failed.body.sid as string)).body.delivery_status === 'FAILED' ? true : undefined,
+      10_000,
+      20,
+    );
     // A DynamoDB fault (logged as an unexpected error) and a workflow start that failed, drained by the sweeper.
     faults.inject({ operation: 'BatchGetItem', kind: 'internal' });
     await record(api.send({ To: freshUkMobile() }));
