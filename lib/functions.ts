@@ -255,10 +255,12 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     description: 'Signs and posts webhooks, retries on the schedule, writes EXPIRED back at expires_at',
     // A batch of up to 10 posts runs at once, each cut off after 5 s.
     timeoutSeconds: 30,
-    // GetItem: the endpoint (URL, sealed secret), under its service; UpdateItem: the expiry write-back. Split so
-    // that the sender can change no service item (balance, endpoints) and read no verification.
+    // GetItem: the endpoint (URL, sealed secret), under its service; PutItem: one delivery record per attempt
+    // (`WEBHOOKDELIVERY#...` under the service, conditioned on attribute_not_exists: LeadingKeys cannot narrow a
+    // grant to a sort-key prefix); UpdateItem: the expiry write-back. Split so that the sender can update no
+    // service item (balance, endpoints) and read no verification.
     table: [
-      { actions: ['dynamodb:GetItem'], families: ['service'] },
+      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], families: ['service'] },
       { actions: ['dynamodb:UpdateItem'], families: ['verification'] },
     ],
     // Opens the endpoints' sealed signing secrets.

@@ -7,7 +7,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
-import { DynamoWebhookEndpoints } from '../functions/adapters/dynamodb/webhooks';
+import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../functions/adapters/dynamodb/webhooks';
 import type { Logger } from '../functions/adapters/logger';
 import { HttpWebhookTransport } from '../functions/adapters/webhooks/http-transport';
 import { EndpointSigner, WebhookSecretVault } from '../functions/adapters/webhooks/secrets';
@@ -337,6 +337,7 @@ export async function startLocalWebhooks(options: LocalWebhooksOptions): Promise
     store: options.store,
     clock: options.clock,
     settings,
+    deliveries: new DynamoWebhookDeliveries(documents, options.tableName, options.logger),
   };
 
   const poller = new StreamPoller({

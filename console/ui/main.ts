@@ -832,7 +832,10 @@ async function rulesPage(sid: string): Promise<void> {
 }
 
 async function webhooksPage(sid: string, secret?: { endpointSid: string; secret: string }): Promise<void> {
-  const data = await api<{ endpoints: Json[]; max: number }>('GET', `/services/${sid}/webhooks`);
+  const data = await api<{ endpoints: Json[]; max: number; deliveries: Json[] }>(
+    'GET',
+    `/services/${sid}/webhooks`,
+  );
   const url = h('input', {
     id: 'webhook-url',
     type: 'url',
@@ -911,7 +914,35 @@ async function webhooksPage(sid: string, secret?: { endpointSid: string; secret:
     h(
       'p',
       { class: 'muted' },
-      'Deliveries and failures are not kept in the table: the webhook sender logs each one (webhook.delivered, webhook.failed) and those whose retries ran out wait in the dead-letter queue. See docs/console.md.',
+      'Every attempt, newest first (the latest 50, kept 7 days). A delivery that gave up waits in the dead-letter queue.',
+    ),
+    h(
+      'div',
+      { id: 'webhook-deliveries' },
+      table(
+        ['Time', 'Event', 'Verification', 'Endpoint', 'Attempt', 'Answer', 'Outcome'],
+        data.deliveries.map((d) => [
+          when(d.at),
+          String(d.eventType),
+          d.verificationSid
+            ? h(
+                'a',
+                { href: `#/s/${sid}/verification/${String(d.verificationSid)}` },
+                h('code', {}, String(d.verificationSid)),
+              )
+            : '—',
+          h('code', {}, String(d.endpointSid)),
+          String(d.attempt),
+          `${d.status !== null ? `HTTP ${String(d.status)}` : String(d.error)} in ${String(d.durationMs)} ms`,
+          h(
+            'span',
+            {},
+            badge(d.delivered ? 'DELIVERED' : 'FAILED'),
+            d.delivered ? '' : d.final ? ' gave up' : ' will retry',
+          ),
+        ]),
+        'No deliveries in the last 7 days.',
+      ),
     ),
   );
 }

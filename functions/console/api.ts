@@ -6,13 +6,14 @@
  * the table lists for the user (`MEMBER#<user>` items, written by `npm run admin -- member add`).
  *
  * Everything it changes goes through the stores the admin command uses (AccountStore, DynamoWebhookEndpoints):
- * nothing is written twice. It reads activity only from what the request paths already write (ActivityReader).
+ * nothing is written twice. It reads activity only from what the request paths already write (ActivityReader),
+ * and webhook deliveries from the records the webhook sender writes per attempt (DynamoWebhookDeliveries).
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 import type { AccountStore } from '../adapters/dynamodb/accounts';
 import type { ActivityReader } from '../adapters/dynamodb/activity';
-import type { DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
+import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import type { Logger } from '../adapters/logger';
 import type { Service, Verification } from '../core/model';
@@ -21,9 +22,21 @@ import { UNITS_PER_USD, formatUnits, parseUsd } from '../core/money';
 import type { Clock, Random } from '../core/ports';
 import { CHANNELS, ROUTES as COUNTRY_ROUTES, type Channel } from '../core/routing';
 import type { Settings } from '../core/settings';
-import { MAX_WEBHOOK_ENDPOINTS_PER_SERVICE, checkWebhookUrl, type WebhookEndpoint } from '../core/webhooks';
+import {
+  MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
+  checkWebhookUrl,
+  type WebhookDeliveryRecord,
+  type WebhookEndpoint,
+} from '../core/webhooks';
 import type { HttpResponse } from '../http/response';
-import { chargeSummary, chargesCsv, conversion, timeline, type ChargeLine } from './views';
+import {
+  chargeSummary,
+  chargesCsv,
+  conversion,
+  timeline,
+  webhookDeliveryText,
+  type ChargeLine,
+} from './views';
 
 /** The Cognito group whose members see and manage every service. */
 export const OPERATOR_GROUP = 'operators';
@@ -55,6 +68,8 @@ export interface ConsoleDeps {
   >;
   activity: Pick<ActivityReader, 'charges' | 'verifications' | 'verification'>;
   webhooks: Pick<DynamoWebhookEndpoints, 'listEndpoints' | 'addEndpoint' | 'setEnabled' | 'rotateSecret'>;
+  /** The webhook sender's delivery records (one per attempt, 7 days). */
+  webhookDeliveries: Pick<DynamoWebhookDeliveries, 'recent' | 'forVerification'>;
   /** Seals webhook signing secrets (the function's webhook key). */
   webhookVault: () => WebhookSecretVault;
   random: Random;
@@ -82,6 +97,27 @@ export const MAX_VERIFICATIONS_READ = 1000;
 /** Verifications a list page shows; a number search looks through this many of the latest. */
 export const LIST_PAGE = 50;
 export const SEARCH_DEPTH = 1000;
+
+/**
+ * How far past a verification's expiry its webhook deliveries are looked for: more than a day, and the whole
+ * retry schedule (nine attempts over 30 h 20 min) of an event at expiry.
+ */
+const WEBHOOK_RETRY_SPAN_MS = 31 * 3_600_000;
+
+const deliveryJson = (d: WebhookDeliveryRecord) => ({
+  at: d.at,
+  endpointSid: d.endpointSid,
+  eventId: d.eventId,
+  eventType: d.eventType,
+  verificationSid: d.verificationSid ?? null,
+  attempt: d.attempt,
+  status: d.status ?? null,
+  error: d.error ?? null,
+  durationMs: d.durationMs,
+  delivered: d.delivered,
+  final: d.final,
+  text: webhookDeliveryText(d),
+});
 
 class ConsoleError extends Error {
   constructor(
@@ -303,7 +339,14 @@ const API_ROUTES: ApiRoute[] = [
     // Another service's verification is as absent as a missing one.
     if (!found || found.serviceSid !== params.sid)
       throw new ConsoleError(404, 'not_found', 'No such verification.');
-    return json(200, timeline(found, deps.settings, deps.clock.now()));
+    // Its events happen from its creation until about its expiry; their retries run for up to 30 h 20 min more.
+    const webhooks = await deps.webhookDeliveries.forVerification(
+      params.sid!,
+      sid,
+      new Date(found.dateCreated),
+      new Date(new Date(found.expiresAt).getTime() + WEBHOOK_RETRY_SPAN_MS),
+    );
+    return json(200, timeline(found, deps.settings, deps.clock.now(), webhooks));
   }),
   route('GET', '/services/:sid/conversion', async (deps, { params }) => {
     const now = deps.clock.now();
@@ -367,11 +410,15 @@ const API_ROUTES: ApiRoute[] = [
     return json(200, rulesJson(await load(deps, params.sid!)));
   }),
   route('GET', '/services/:sid/webhooks', async (deps, { params }) => {
-    const endpoints = await deps.webhooks.listEndpoints(params.sid!);
+    const [endpoints, deliveries] = await Promise.all([
+      deps.webhooks.listEndpoints(params.sid!),
+      deps.webhookDeliveries.recent(params.sid!),
+    ]);
     return json(200, {
       max: MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
       endpoints: endpoints.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).map(endpointJson),
-      deliveries: null,
+      // Newest first, the latest RECENT_WEBHOOK_DELIVERIES attempts (kept 7 days).
+      deliveries: deliveries.map(deliveryJson),
     });
   }),
   route('POST', '/services/:sid/webhooks', async (deps, { params, body }) => {

@@ -6,6 +6,7 @@
 import type { DeliveryAttempt, Verification } from '../core/model';
 import { formatUnits } from '../core/money';
 import { effectiveStatus } from '../core/verification';
+import type { WebhookDeliveryRecord } from '../core/webhooks';
 
 export interface ChargeLine {
   at: string;
@@ -146,7 +147,16 @@ const orderedAttempts = (v: Verification): (DeliveryAttempt & { index: number })
     .sort((a, b) => a.index - b.index);
 
 export type TimelineKind =
-  'created' | 'attempt' | 'switch' | 'receipt' | 'silence' | 'check' | 'status' | 'note';
+  | 'created'
+  | 'attempt'
+  | 'switch'
+  | 'receipt'
+  | 'silence'
+  | 'check'
+  | 'status'
+  | 'webhook'
+  | 'webhook-failed'
+  | 'note';
 
 export interface TimelineEntry {
   kind: TimelineKind;
@@ -172,16 +182,35 @@ export interface Timeline {
   entries: TimelineEntry[];
 }
 
+/** A webhook delivery attempt in words: event, endpoint, attempt, the answer or why there was none. */
+export function webhookDeliveryText(d: WebhookDeliveryRecord): string {
+  const answer = d.status !== undefined ? `HTTP ${d.status}` : (d.error ?? 'no answer');
+  const outcome = d.delivered
+    ? 'delivered'
+    : d.final
+      ? 'failed, gave up (dead-letter queue)'
+      : 'failed, will retry';
+  return `Webhook ${d.eventType} to ${d.endpointSid}, attempt ${d.attempt}: ${answer} in ${d.durationMs} ms, ${outcome}`;
+}
+
+const webhookEntry = (d: WebhookDeliveryRecord): TimelineEntry => ({
+  kind: d.delivered ? 'webhook' : 'webhook-failed',
+  at: d.at,
+  text: webhookDeliveryText(d),
+});
+
 /**
  * One verification's story from its item: the send, each channel attempt with the provider's answer, the
  * switches after the receipt wait, the receipt or the silence, the checks (outcome only: attempts spent, never a
- * code or a guess) and the status changes. The item keeps one time per attempt and the time of the last status
+ * code or a guess), the status changes and the webhook deliveries the sender recorded. The item keeps one time per attempt and the time of the last status
  * change; times it does not keep are left out rather than guessed.
  */
 export function timeline(
   v: TimelineRecord,
   settings: { maxCheckAttempts: number; channelWaitSeconds: number },
   now: Date,
+  /** The verification's webhook delivery records (the sender's, oldest first); undefined: not read. */
+  webhooks?: { deliveries: WebhookDeliveryRecord[]; truncated: boolean },
 ): Timeline {
   const created = new Date(v.dateCreated).getTime();
   const entry = (e: TimelineEntry): TimelineEntry =>
@@ -286,10 +315,17 @@ export function timeline(
               : `Code PENDING until ${v.expiresAt}`,
     }),
   );
-  entries.push({
-    kind: 'note',
-    text: 'Webhook deliveries are not kept in the table: see the webhook sender log group (docs/console.md)',
-  });
+  if (webhooks) {
+    for (const d of webhooks.deliveries) entries.push(entry(webhookEntry(d)));
+    if (webhooks.deliveries.length === 0) {
+      entries.push({
+        kind: 'note',
+        text: 'No webhook delivery recorded (records exist for services with endpoints and are kept 7 days)',
+      });
+    } else if (webhooks.truncated) {
+      entries.push({ kind: 'note', text: 'More webhook deliveries than shown: see the webhooks page' });
+    }
+  }
   return {
     sid: v.sid,
     to: v.to,

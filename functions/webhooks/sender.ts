@@ -11,7 +11,9 @@ import { loadKeyRing } from '../wiring/keys';
 import { buildWebhookSenderDeps } from '../wiring/webhook-sender';
 
 const logger = lambdaLogger();
-const sender = coldStart(async () => buildWebhookSenderDeps(process.env, await loadKeyRing(process.env)));
+const sender = coldStart(async () =>
+  buildWebhookSenderDeps(process.env, await loadKeyRing(process.env), undefined, logger),
+);
 
 export const handler = async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> =>
   observed(context, async () => handleWebhookQueueBatch(await sender(), event, logger, lambdaMetrics()));

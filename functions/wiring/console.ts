@@ -4,7 +4,7 @@
  */
 import { AccountStore } from '../adapters/dynamodb/accounts';
 import { ActivityReader } from '../adapters/dynamodb/activity';
-import { DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
+import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import { cryptoRandom, systemClock } from '../adapters/crypto';
 import type { KeySource } from '../adapters/keyring';
@@ -43,6 +43,7 @@ export function buildConsoleDeps(
     accounts: new AccountStore(table.client, table.tableName, cryptoRandom),
     activity: new ActivityReader(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
+    webhookDeliveries: new DynamoWebhookDeliveries(table.client, table.tableName),
     webhookVault: () => (vault ??= new WebhookSecretVault(webhookKey)),
     random: cryptoRandom,
     clock: systemClock,

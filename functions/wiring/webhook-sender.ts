@@ -3,7 +3,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { webhookSettingsFromEnv, type WebhookSenderDeps } from '../core/webhooks';
 import { systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
-import { DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
+import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
+import type { Logger } from '../adapters/logger';
 import type { KeySource } from '../adapters/keyring';
 import { HttpWebhookTransport } from '../adapters/webhooks/http-transport';
 import { EndpointSigner, WebhookSecretVault } from '../adapters/webhooks/secrets';
@@ -11,12 +12,17 @@ import { SqsWebhookQueue } from '../adapters/webhooks/sqs-queue';
 import { tableFromEnv } from './dynamo';
 import { required, type Env } from './env';
 
-/** Everything the webhook sender needs: endpoints, the sealed secrets' key, the queue, the store for expiry. */
+/**
+ * Everything the webhook sender needs: endpoints, the sealed secrets' key, the queue, the store for expiry, the
+ * delivery records.
+ */
 export function buildWebhookSenderDeps(
   env: Env,
   keys: KeySource,
   /** A DynamoDB client built elsewhere (tests: one that enforces the function's IAM grants). */
   dynamoClient?: DynamoDBDocumentClient,
+  /** Where a failed write of a delivery record is reported (the delivery goes on). */
+  logger?: Logger,
 ): WebhookSenderDeps {
   const { client, tableName } = tableFromEnv(env, dynamoClient);
   const settings = webhookSettingsFromEnv(env);
@@ -31,5 +37,6 @@ export function buildWebhookSenderDeps(
     store: new DynamoStore(client, tableName),
     clock: systemClock,
     settings,
+    deliveries: new DynamoWebhookDeliveries(client, tableName, logger),
   };
 }

@@ -371,8 +371,9 @@ describe('IAM least privilege', () => {
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
     // The guard's aggregates and state, read and written by its stream consumer only.
     guardSignals: [{ actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem'], leadingKeys: ['GUARD#*'] }],
+    // PutItem: one delivery record per attempt under the service (WEBHOOKDELIVERY#...), for the console.
     webhookSender: [
-      { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },
+      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], leadingKeys: ['SERVICE#*'] },
       { actions: ['dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*'] },
     ],
     // The admin stores' writes for the console's pages; memberships and verifications read only.

@@ -186,7 +186,7 @@ test('events function IAM: Query under services, read the stream, send to the qu
   );
 });
 
-test('sender IAM: read endpoints, write expiry, the webhook key, consume the queue, send to queue and DLQ', () => {
+test('sender IAM: read endpoints, record attempts, write expiry, the webhook key, consume the queue, send to queue and DLQ', () => {
   const { table, queue, deadLetters } = ids();
   expect(statementsOf(logicalId(stack.functions.webhookSender.role!))).toEqual(
     sorted([
@@ -195,8 +195,13 @@ test('sender IAM: read endpoints, write expiry, the webhook key, consume the que
         resource: getAtt(logicalId(stack.logGroups.webhookSender)),
       },
       { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' },
-      // GetItem only under services (the endpoint), UpdateItem only on verifications (the expiry write-back).
-      { actions: ['dynamodb:GetItem'], resource: getAtt(table), condition: leadingKeys('SERVICE#*') },
+      // GetItem and PutItem only under services (the endpoint; one delivery record per attempt), UpdateItem
+      // only on verifications (the expiry write-back).
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        resource: getAtt(table),
+        condition: leadingKeys('SERVICE#*'),
+      },
       { actions: ['dynamodb:UpdateItem'], resource: getAtt(table), condition: leadingKeys('VERIFICATION#*') },
       // The webhook key secret only: not the code or carrier keys.
       { actions: ['secretsmanager:GetSecretValue'], resource: ref(logicalId(stack.keySecrets.webhook)) },

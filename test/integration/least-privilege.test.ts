@@ -23,7 +23,7 @@ import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
-import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
+import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import { guardEventsFromStream } from '../../functions/adapters/guard/stream';
 import { consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { KEY_GROUPS, KEY_GROUP_NAMES, groupKeyRing, type KeyGroup } from '../../functions/adapters/keyring';
@@ -577,7 +577,7 @@ describe('each function runs with exactly its template grants', () => {
     await consumeGuardEvents(deps, events);
   });
 
-  test('webhookSender: signs with the endpoint secret it opens with the webhook key, writes expiry back', async () => {
+  test('webhookSender: signs with the endpoint secret it opens with the webhook key, records the attempt, writes expiry back', async () => {
     const posted: WebhookRequest[] = [];
     const deps = {
       ...buildWebhookSenderDeps(env, ringFor('webhookSender'), clientFor('webhookSender')),
@@ -586,6 +586,17 @@ describe('each function runs with exactly its template grants', () => {
     };
     const job = jobs[0]!.job as Extract<WebhookJob, { kind: 'deliver' }>;
     expect(await runWebhookJob(deps, job)).toBe('delivered');
+    // The attempt's record, written with the sender's grants (a denied write would only be logged) and read back
+    // with the console's.
+    expect(await new DynamoWebhookDeliveries(clientFor('console'), tableName).recent(serviceSid)).toEqual([
+      expect.objectContaining({
+        eventId: job.eventId,
+        attempt: 1,
+        status: 204,
+        delivered: true,
+        final: false,
+      }),
+    ]);
     const headers = posted[0]!.headers;
     expect(headers['webhook-signature']).toBe(
       signWebhookContent(

@@ -24,6 +24,7 @@ import {
   type WebhookRequest,
   type WebhookResponse,
   type WebhookSenderDeps,
+  type WebhookDeliveryRecord,
 } from '../../functions/core/webhooks';
 import { EndpointSigner, WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import {
@@ -304,6 +305,41 @@ describe('runWebhookJob', () => {
     expect(queue.dead).toEqual([
       { job: { ...job, attempt: 9 }, reason: '9 attempts failed; last: HTTP 503' },
     ]);
+  });
+
+  it('records each attempt without the payload; a record that cannot be written changes nothing', async () => {
+    const records: WebhookDeliveryRecord[] = [];
+    const ve = `VE${'1'.repeat(32)}`;
+    const withSid = { ...job, payload: JSON.stringify({ id: 'EVabc', data: { sid: ve } }) };
+    const ok = sender([{ status: 500 }, { error: 'connect ECONNREFUSED 10.0.0.1:443' }]);
+    ok.deps.deliveries = { record: async (record) => void records.push(record) };
+    expect(await runWebhookJob(ok.deps, withSid)).toBe('retrying');
+    expect(await runWebhookJob(ok.deps, { ...withSid, attempt: 9 })).toBe('dead');
+    expect(records).toEqual([
+      {
+        serviceSid: SERVICE,
+        endpointSid: ENDPOINT,
+        eventId: 'EVabc',
+        eventType: 'verification.delivery.delivered',
+        verificationSid: ve,
+        at: T0.toISOString(),
+        attempt: 1,
+        status: 500,
+        durationMs: 0,
+        delivered: false,
+        final: false,
+      },
+      expect.objectContaining({ attempt: 9, error: 'ECONNREFUSED', delivered: false, final: true }),
+    ]);
+    // The address in the error's text is not kept.
+    expect(JSON.stringify(records)).not.toContain('10.0.0.1');
+
+    for (const answer of [{ status: 200 }, { status: 500 }]) {
+      const failing = sender([answer]);
+      failing.deps.deliveries = { record: () => Promise.reject(new Error('table unreachable')) };
+      expect(await runWebhookJob(failing.deps, job)).toBe(answer.status === 200 ? 'delivered' : 'retrying');
+      expect(failing.queue.jobs).toHaveLength(answer.status === 200 ? 0 : 1);
+    }
   });
 
   it('a removed or disabled endpoint drops the job', async () => {

@@ -38,7 +38,10 @@ const sha256 = (text: string): string => createHash('sha256').update(text).diges
  * family or a renamed prefix shows up in both.
  */
 export const PARTITION_FAMILY = {
-  /** The service item and everything under it: templates, charge lines, key pointers, webhook endpoints. */
+  /**
+   * The service item and everything under it: templates, charge lines, key pointers, webhook endpoints, webhook
+   * delivery records.
+   */
   service: 'SERVICE#',
   /** An API key's own item, found by the key's hash. */
   apiKey: 'APIKEY#',
@@ -102,6 +105,28 @@ export const keys = {
     pk: `${P.service}${serviceSid}`,
     sk: `WEBHOOK#${endpointSid}`,
   }),
+  /**
+   * One webhook delivery attempt's outcome, under its service in time order (the console's recent deliveries,
+   * newest first, and one verification's by time range); `ttl` 7 days. Never the payload or a secret. An event
+   * has the same id for every endpoint, so the endpoint is part of the key.
+   */
+  webhookDelivery: (
+    serviceSid: string,
+    at: Date,
+    eventId: string,
+    endpointSid: string,
+    attempt: number,
+  ): ItemKey => ({
+    pk: `${P.service}${serviceSid}`,
+    sk: `${SERVICE_CHILD_PREFIX.webhookDelivery}${at.toISOString()}#${eventId}#${endpointSid}#${attempt}`,
+  }),
+  /** The sort-key bounds (inclusive) of the delivery records made from `from` to `to`, for a BETWEEN query. */
+  webhookDeliveryRange: (serviceSid: string, from: Date, to: Date) => ({
+    pk: `${P.service}${serviceSid}`,
+    skFrom: `${SERVICE_CHILD_PREFIX.webhookDelivery}${from.toISOString()}`,
+    // `~` sorts after `#`: every record of the last millisecond is inside.
+    skTo: `${SERVICE_CHILD_PREFIX.webhookDelivery}${to.toISOString()}~`,
+  }),
   /** A console user's membership of a service, under the user: one query lists the user's services. */
   member: (userId: string, serviceSid: string): ItemKey => ({
     pk: `${P.member}${userId}`,
@@ -152,5 +177,7 @@ export const SERVICE_CHILD_PREFIX = {
   charge: 'CHARGE#',
   apiKey: 'APIKEY#',
   webhookEndpoint: 'WEBHOOK#',
+  /** Not a prefix of `WEBHOOK#`: a query of the endpoints never reads a delivery record. */
+  webhookDelivery: 'WEBHOOKDELIVERY#',
   member: 'MEMBER#',
 } as const;

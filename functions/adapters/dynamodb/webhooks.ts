@@ -6,6 +6,8 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
+  PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -13,9 +15,14 @@ import {
 import type { Random } from '../../core/ports';
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
+  WEBHOOK_DELIVERY_RECORD_DAYS,
+  type WebhookDeliveryLog,
+  type WebhookDeliveryRecord,
   type WebhookEndpoint,
   type WebhookEndpointStore,
+  type WebhookEventType,
 } from '../../core/webhooks';
+import type { Logger } from '../logger';
 import type { WebhookSecretVault } from '../webhooks/secrets';
 import { newWebhookSecret } from '../webhooks/signing';
 import { webhookEndpointFromItem, webhookEndpointToItem } from './items';
@@ -205,4 +212,134 @@ export class DynamoWebhookEndpoints implements WebhookEndpointStore {
       throw error;
     }
   }
+}
+
+/** The console's page of a service's recent deliveries. */
+export const RECENT_WEBHOOK_DELIVERIES = 50;
+/** A verification's deliveries: at most this many records are read (pages of 200), at most 50 kept. */
+const VERIFICATION_DELIVERIES_READ = 1000;
+
+/**
+ * Delivery records (`SERVICE#<VA>` / `WEBHOOKDELIVERY#<at>#<event>#<endpoint>#<attempt>`): one PutItem per attempt by the
+ * sender, which never throws (a failed write is logged and the delivery goes on); bounded Queries for the console.
+ */
+export class DynamoWebhookDeliveries implements WebhookDeliveryLog {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly logger?: Logger,
+  ) {}
+
+  async record(record: WebhookDeliveryRecord): Promise<void> {
+    const at = new Date(record.at);
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...keys.webhookDelivery(
+              record.serviceSid,
+              at,
+              record.eventId,
+              record.endpointSid,
+              record.attempt,
+            ),
+            endpoint_sid: record.endpointSid,
+            event_id: record.eventId,
+            event_type: record.eventType,
+            ...(record.verificationSid && { verification_sid: record.verificationSid }),
+            at: record.at,
+            attempt: record.attempt,
+            ...(record.status !== undefined && { status_code: record.status }),
+            ...(record.error !== undefined && { error_kind: record.error }),
+            duration_ms: record.durationMs,
+            delivered: record.delivered,
+            final: record.final,
+            ttl: Math.floor(at.getTime() / 1000) + WEBHOOK_DELIVERY_RECORD_DAYS * 86_400,
+          },
+          // Only ever a new record: never over a service's other items.
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      this.logger?.log('warn', 'webhook.record_failed', {
+        serviceSid: record.serviceSid,
+        eventId: record.eventId,
+        attempt: record.attempt,
+        error: error instanceof Error ? error.name : 'unknown',
+      });
+    }
+  }
+
+  /** The service's latest delivery records, newest first: one Query. */
+  async recent(serviceSid: string, limit = RECENT_WEBHOOK_DELIVERIES): Promise<WebhookDeliveryRecord[]> {
+    const { Items = [] } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: {
+          ':pk': keys.service(serviceSid).pk,
+          ':prefix': SERVICE_CHILD_PREFIX.webhookDelivery,
+        },
+        ScanIndexForward: false,
+        Limit: limit,
+      }),
+    );
+    return Items.map((item) => deliveryFromItem(serviceSid, item));
+  }
+
+  /**
+   * One verification's delivery records, oldest first: the service's records from `from` to `to` (its creation to
+   * a day past its expiry), filtered by its SID; at most VERIFICATION_DELIVERIES_READ records read.
+   */
+  async forVerification(
+    serviceSid: string,
+    verificationSid: string,
+    from: Date,
+    to: Date,
+    limit = RECENT_WEBHOOK_DELIVERIES,
+  ): Promise<{ deliveries: WebhookDeliveryRecord[]; truncated: boolean }> {
+    const range = keys.webhookDeliveryRange(serviceSid, from, to);
+    const found: WebhookDeliveryRecord[] = [];
+    let read = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          FilterExpression: 'verification_sid = :ve',
+          ExpressionAttributeValues: {
+            ':pk': range.pk,
+            ':from': range.skFrom,
+            ':to': range.skTo,
+            ':ve': verificationSid,
+          },
+          Limit: 200,
+          ...(start && { ExclusiveStartKey: start }),
+        }),
+      );
+      read += page.ScannedCount ?? 0;
+      found.push(...(page.Items ?? []).map((item) => deliveryFromItem(serviceSid, item)));
+      start = page.LastEvaluatedKey;
+    } while (start && read < VERIFICATION_DELIVERIES_READ && found.length < limit);
+    return { deliveries: found.slice(0, limit), truncated: start !== undefined };
+  }
+}
+
+function deliveryFromItem(serviceSid: string, item: Record<string, unknown>): WebhookDeliveryRecord {
+  return {
+    serviceSid,
+    endpointSid: item.endpoint_sid as string,
+    eventId: item.event_id as string,
+    eventType: item.event_type as WebhookEventType,
+    ...(typeof item.verification_sid === 'string' && { verificationSid: item.verification_sid }),
+    at: item.at as string,
+    attempt: item.attempt as number,
+    ...(typeof item.status_code === 'number' && { status: item.status_code }),
+    ...(typeof item.error_kind === 'string' && { error: item.error_kind }),
+    durationMs: item.duration_ms as number,
+    delivered: item.delivered === true,
+    final: item.final === true,
+  };
 }

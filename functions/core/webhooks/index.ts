@@ -4,6 +4,7 @@
  * transactional outbox: the write that changes a verification is the record of the event), so the OTP request
  * path does no extra work for them. Transport, signing keys, the queue and the stream are ports.
  */
+export * from './deliveries';
 export * from './endpoints';
 export * from './events';
 export * from './publish';

@@ -1,4 +1,5 @@
 import type { Clock, VerificationStore } from '../ports';
+import { verificationSidOf, webhookErrorKind, type WebhookDeliveryLog } from './deliveries';
 import type { WebhookEndpoint, WebhookEndpointStore } from './endpoints';
 import { scheduleAt, type QueuedJob, type WebhookJob, type WebhookQueue } from './queue';
 import { MAX_DELIVERY_ATTEMPTS, retryDelaySeconds } from './retries';
@@ -35,6 +36,8 @@ export interface WebhookSenderDeps {
   store: Pick<VerificationStore, 'markExpired'>;
   clock: Clock;
   settings: WebhookSettings;
+  /** Keeps each attempt's outcome for the console; its failure never fails or retries a delivery. */
+  deliveries?: WebhookDeliveryLog;
 }
 
 /**
@@ -90,9 +93,29 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
     endpointSid: endpoint.sid,
     attempt: job.attempt,
   });
-  if ('status' in response && response.status >= 200 && response.status < 300) return 'delivered';
+  const delivered = 'status' in response && response.status >= 200 && response.status < 300;
+  const delay = delivered ? undefined : retryDelaySeconds(job.attempt, deps.settings.backoffScale);
+  if (deps.deliveries) {
+    const verificationSid = verificationSidOf(job.payload);
+    await deps.deliveries
+      .record({
+        serviceSid: endpoint.serviceSid,
+        endpointSid: endpoint.sid,
+        eventId: job.eventId,
+        eventType: job.eventType,
+        ...(verificationSid && { verificationSid }),
+        at: now.toISOString(),
+        attempt: job.attempt,
+        ...('status' in response ? { status: response.status } : { error: webhookErrorKind(response.error) }),
+        durationMs: Math.max(0, deps.clock.now().getTime() - now.getTime()),
+        delivered,
+        final: !delivered && delay === undefined,
+      })
+      // The log is told never to throw; a delivery does not depend on it even if it does.
+      .catch(() => undefined);
+  }
+  if (delivered) return 'delivered';
 
-  const delay = retryDelaySeconds(job.attempt, deps.settings.backoffScale);
   if (delay === undefined) {
     const reason = 'status' in response ? `HTTP ${response.status}` : response.error;
     await deps.queue.deadLetter(job, `${MAX_DELIVERY_ATTEMPTS} attempts failed; last: ${reason}`);
