@@ -255,12 +255,12 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     description: 'Signs and posts webhooks, retries on the schedule, writes EXPIRED back at expires_at',
     // A batch of up to 10 posts runs at once, each cut off after 5 s.
     timeoutSeconds: 30,
-    // GetItem: the endpoint (URL, sealed secret), under its service; PutItem: one delivery record per attempt
-    // (`WEBHOOKDELIVERY#...` under the service, conditioned on attribute_not_exists: LeadingKeys cannot narrow a
-    // grant to a sort-key prefix); UpdateItem: the expiry write-back. Split so that the sender can update no
+    // GetItem: the endpoint (URL, sealed secret), under its service; PutItem: one delivery record per attempt, in
+    // the service's delivery partition; UpdateItem: the expiry write-back. Split so that the sender can write no
     // service item (balance, endpoints) and read no verification.
     table: [
-      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], families: ['service'] },
+      { actions: ['dynamodb:GetItem'], families: ['service'] },
+      { actions: ['dynamodb:PutItem'], families: ['webhookDelivery'] },
       { actions: ['dynamodb:UpdateItem'], families: ['verification'] },
     ],
     // Opens the endpoints' sealed signing secrets.
@@ -297,6 +297,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
         families: ['service', 'directory', 'apiKey'],
       },
       { actions: ['dynamodb:GetItem', 'dynamodb:Query'], families: ['member'] },
+      // The webhooks page's and the timeline's delivery records.
+      { actions: ['dynamodb:Query'], families: ['webhookDelivery'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'], families: ['verification'] },
     ],
     // Seals the signing secret of a webhook endpoint added or rotated in the console.

@@ -371,9 +371,10 @@ describe('IAM least privilege', () => {
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
     // The guard's aggregates and state, read and written by its stream consumer only.
     guardSignals: [{ actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem'], leadingKeys: ['GUARD#*'] }],
-    // PutItem: one delivery record per attempt under the service (WEBHOOKDELIVERY#...), for the console.
+    // PutItem: one delivery record per attempt, in its own family (no write on any service item), for the console.
     webhookSender: [
-      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], leadingKeys: ['SERVICE#*'] },
+      { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },
+      { actions: ['dynamodb:PutItem'], leadingKeys: ['WEBHOOKDELIVERY#*'] },
       { actions: ['dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*'] },
     ],
     // The admin stores' writes for the console's pages; memberships and verifications read only.
@@ -390,6 +391,7 @@ describe('IAM least privilege', () => {
         leadingKeys: ['SERVICE#*', 'DIRECTORY#*', 'APIKEY#*'],
       },
       { actions: ['dynamodb:GetItem', 'dynamodb:Query'], leadingKeys: ['MEMBER#*'] },
+      { actions: ['dynamodb:Query'], leadingKeys: ['WEBHOOKDELIVERY#*'] },
       { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], leadingKeys: ['VERIFICATION#*'] },
     ],
   };
@@ -498,7 +500,7 @@ describe('IAM least privilege', () => {
         expect(prefixes!.length).toBeGreaterThan(0);
         for (const prefix of prefixes!)
           expect(prefix).toMatch(
-            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD)#\*$/,
+            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD|WEBHOOKDELIVERY)#\*$/,
           );
         // ForAllValues holds for a request that names no partition key at all: Scan and PartiQL would pass
         // the condition, so no role may have them.

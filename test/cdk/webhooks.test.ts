@@ -195,12 +195,13 @@ test('sender IAM: read endpoints, record attempts, write expiry, the webhook key
         resource: getAtt(logicalId(stack.logGroups.webhookSender)),
       },
       { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' },
-      // GetItem and PutItem only under services (the endpoint; one delivery record per attempt), UpdateItem
-      // only on verifications (the expiry write-back).
+      // GetItem only under services (the endpoint), PutItem only in the delivery records' own family (so no
+      // service item can be written), UpdateItem only on verifications (the expiry write-back).
+      { actions: ['dynamodb:GetItem'], resource: getAtt(table), condition: leadingKeys('SERVICE#*') },
       {
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        actions: ['dynamodb:PutItem'],
         resource: getAtt(table),
-        condition: leadingKeys('SERVICE#*'),
+        condition: leadingKeys('WEBHOOKDELIVERY#*'),
       },
       { actions: ['dynamodb:UpdateItem'], resource: getAtt(table), condition: leadingKeys('VERIFICATION#*') },
       // The webhook key secret only: not the code or carrier keys.

@@ -24,6 +24,9 @@ const tableKeys: Record<string, () => ItemKey> = {
   guardScope: () => keys.guardScope('GLOBAL'),
   guardCountryStats: () => keys.guardCountryStats('GLOBAL', 'GB'),
   guardScopeStats: () => keys.guardScopeStats('VA1'),
+  webhookDelivery: () => keys.webhookDelivery('VA1', at, 'EV1', 'WH1', 1),
+  webhookDeliveries: () => ({ ...keys.webhookDeliveries('VA1'), sk: '' }),
+  webhookDeliveryRange: () => ({ pk: keys.webhookDeliveryRange('VA1', at, at).pk, sk: '' }),
 };
 /** Keys of the sparse index, not of the table: no LeadingKeys condition applies to them. */
 const INDEX_KEYS = ['pendingDelivery'];

@@ -39,8 +39,7 @@ const sha256 = (text: string): string => createHash('sha256').update(text).diges
  */
 export const PARTITION_FAMILY = {
   /**
-   * The service item and everything under it: templates, charge lines, key pointers, webhook endpoints, webhook
-   * delivery records.
+   * The service item and everything under it: templates, charge lines, key pointers, webhook endpoints.
    */
   service: 'SERVICE#',
   /** An API key's own item, found by the key's hash. */
@@ -56,6 +55,11 @@ export const PARTITION_FAMILY = {
    * (blocks, established ranges), and the signal aggregates only the guard's stream consumer reads.
    */
   guard: 'GUARD#',
+  /**
+   * A service's webhook delivery records, in a partition of their own: the webhook sender may put them, and
+   * with LeadingKeys on this family it can write no service item (balance, endpoints).
+   */
+  webhookDelivery: 'WEBHOOKDELIVERY#',
   /** A console user's memberships (`MEMBER#<user id>` / `SERVICE#<VA>`), read when the user signs in. */
   member: 'MEMBER#',
   /** Lists the console's operator reads: every service (`DIRECTORY#services` / `SERVICE#<VA>`). */
@@ -106,9 +110,9 @@ export const keys = {
     sk: `WEBHOOK#${endpointSid}`,
   }),
   /**
-   * One webhook delivery attempt's outcome, under its service in time order (the console's recent deliveries,
-   * newest first, and one verification's by time range); `ttl` 7 days. Never the payload or a secret. An event
-   * has the same id for every endpoint, so the endpoint is part of the key.
+   * One webhook delivery attempt's outcome, in its service's delivery partition in time order (the console's
+   * recent deliveries, newest first, and one verification's by time range); `ttl` 7 days. Never the payload or a
+   * secret. An event has the same id for every endpoint, so the endpoint is part of the key.
    */
   webhookDelivery: (
     serviceSid: string,
@@ -117,15 +121,19 @@ export const keys = {
     endpointSid: string,
     attempt: number,
   ): ItemKey => ({
-    pk: `${P.service}${serviceSid}`,
-    sk: `${SERVICE_CHILD_PREFIX.webhookDelivery}${at.toISOString()}#${eventId}#${endpointSid}#${attempt}`,
+    pk: `${P.webhookDelivery}${serviceSid}`,
+    sk: `${at.toISOString()}#${eventId}#${endpointSid}#${attempt}`,
+  }),
+  /** The partition of a service's delivery records (every item in it is one), for the newest-first Query. */
+  webhookDeliveries: (serviceSid: string): Pick<ItemKey, 'pk'> => ({
+    pk: `${P.webhookDelivery}${serviceSid}`,
   }),
   /** The sort-key bounds (inclusive) of the delivery records made from `from` to `to`, for a BETWEEN query. */
   webhookDeliveryRange: (serviceSid: string, from: Date, to: Date) => ({
-    pk: `${P.service}${serviceSid}`,
-    skFrom: `${SERVICE_CHILD_PREFIX.webhookDelivery}${from.toISOString()}`,
+    pk: `${P.webhookDelivery}${serviceSid}`,
+    skFrom: from.toISOString(),
     // `~` sorts after `#`: every record of the last millisecond is inside.
-    skTo: `${SERVICE_CHILD_PREFIX.webhookDelivery}${to.toISOString()}~`,
+    skTo: `${to.toISOString()}~`,
   }),
   /** A console user's membership of a service, under the user: one query lists the user's services. */
   member: (userId: string, serviceSid: string): ItemKey => ({
@@ -177,7 +185,5 @@ export const SERVICE_CHILD_PREFIX = {
   charge: 'CHARGE#',
   apiKey: 'APIKEY#',
   webhookEndpoint: 'WEBHOOK#',
-  /** Not a prefix of `WEBHOOK#`: a query of the endpoints never reads a delivery record. */
-  webhookDelivery: 'WEBHOOKDELIVERY#',
   member: 'MEMBER#',
 } as const;

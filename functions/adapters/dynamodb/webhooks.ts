@@ -220,7 +220,7 @@ export const RECENT_WEBHOOK_DELIVERIES = 50;
 const VERIFICATION_DELIVERIES_READ = 1000;
 
 /**
- * Delivery records (`SERVICE#<VA>` / `WEBHOOKDELIVERY#<at>#<event>#<endpoint>#<attempt>`): one PutItem per attempt by the
+ * Delivery records (`WEBHOOKDELIVERY#<VA>` / `<at>#<event>#<endpoint>#<attempt>`): one PutItem per attempt by the
  * sender, which never throws (a failed write is logged and the delivery goes on); bounded Queries for the console.
  */
 export class DynamoWebhookDeliveries implements WebhookDeliveryLog {
@@ -276,11 +276,8 @@ export class DynamoWebhookDeliveries implements WebhookDeliveryLog {
     const { Items = [] } = await this.client.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: {
-          ':pk': keys.service(serviceSid).pk,
-          ':prefix': SERVICE_CHILD_PREFIX.webhookDelivery,
-        },
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.webhookDeliveries(serviceSid).pk },
         ScanIndexForward: false,
         Limit: limit,
       }),
