@@ -63,9 +63,14 @@ const emptyTotals = (): KindTotals => ({
 
 export class DynamoMeter {
   private totals: Totals = {};
-  /** Time spent in DynamoDB calls and their number, over all kinds (for per-request attribution). */
+  /**
+   * Wall time with at least one DynamoDB call in flight, and the number of calls, over all kinds. Overlapping
+   * calls (the send's key write and batch read) count once: this is the time a handler waited on DynamoDB.
+   */
   busyMs = 0;
   calls = 0;
+  private inFlight = 0;
+  private busySince = 0;
   /** Per-call durations by kind, kept only while `keepSamples` is on. */
   readonly samples = new Map<string, number[]>();
   keepSamples = false;
@@ -89,6 +94,7 @@ export class DynamoMeter {
         input.ReturnConsumedCapacity = 'INDEXES';
         const before = this.probe && !isReadKind(kind) ? await this.readTouched(kind, input) : undefined;
         const started = performance.now();
+        if (this.inFlight++ === 0) this.busySince = started;
         let output: Item | undefined;
         let failure: 'condition' | 'error' | undefined;
         try {
@@ -103,11 +109,12 @@ export class DynamoMeter {
               : 'error';
           throw error;
         } finally {
-          const ms = performance.now() - started;
+          const ended = performance.now();
+          const ms = ended - started;
+          if (--this.inFlight === 0) this.busyMs += ended - this.busySince;
           const totals = (this.totals[label] ??= emptyTotals());
           totals.calls++;
           totals.ms += ms;
-          this.busyMs += ms;
           this.calls++;
           if (failure === 'condition') totals.conditionFailures++;
           if (failure === 'error') totals.errors++;
