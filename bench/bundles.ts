@@ -46,6 +46,11 @@ export interface ColdStart {
   firstInvokeMs?: number;
   /** The handler's answer (status code, or what a task returned). */
   answer: string;
+  /**
+   * Median spawn-to-answer of the baseline's cold starts made alternately with this entry's (one after each):
+   * the same minutes of the same machine, so the ratio does not move with the load between parts of the run.
+   */
+  pairedBaselineMs?: number;
   /** Why the runs failed (e.g. a function that needs settings this bench does not give it). */
   error?: string;
 }
@@ -186,8 +191,9 @@ export async function measureBundles(
   try {
     writeFileSync(join(dir, 'runner.cjs'), RUNNER);
     const results: BundleResult[] = [];
-    // The baseline last, when DynamoDB Local has served the most: if anything, it flatters the baseline.
-    for (const entry of [...lambdaEntries(), BASELINE_ENTRY]) {
+    // The baseline first: its bundle then runs beside every other entry's cold starts (see `pairedBaselineMs`).
+    let pairedBaseline: ((flags: string[]) => Promise<RunResult>) | undefined;
+    for (const entry of [BASELINE_ENTRY, ...lambdaEntries()]) {
       const outdir = join(dir, basename(entry, '.ts'));
       let built: Awaited<ReturnType<typeof build>>;
       try {
@@ -230,15 +236,14 @@ export async function measureBundles(
         ['plain', Math.max(3, Math.ceil(options.runs / 2))],
       ] as const) {
         if (!coldDb || !caller || Date.now() > options.deadline) break;
-        cold.push(
-          await coldStarts(variant, runs, (flags) =>
-            coldRun(join(dir, 'runner.cjs'), js, flags, eventFor(entry, caller, numbers, masterKey), {
-              TABLE_NAME: coldDb.tableName,
-              DYNAMODB_ENDPOINT: db.endpoint,
-              OTP_MASTER_KEY: masterKey,
-            }),
-          ),
-        );
+        const run = (flags: string[]) =>
+          coldRun(join(dir, 'runner.cjs'), js, flags, eventFor(entry, caller, numbers, masterKey), {
+            TABLE_NAME: coldDb.tableName,
+            DYNAMODB_ENDPOINT: db.endpoint,
+            OTP_MASTER_KEY: masterKey,
+          });
+        cold.push(await coldStarts(variant, runs, run, variant === 'plain' ? undefined : pairedBaseline));
+        if (entry === BASELINE_ENTRY) pairedBaseline ??= run;
       }
       results.push({
         entry,
@@ -262,8 +267,11 @@ export async function measureBundles(
     }
     const baselineMs = baseline?.cold.find((run) => run.variant !== 'plain')?.spawnToResponseMs?.median;
     for (const result of results) {
-      const ms = result.cold.find((run) => run.variant !== 'plain')?.spawnToResponseMs?.median;
-      if (ms !== undefined && baselineMs) result.ratioToBaseline = round(ms / baselineMs, 2);
+      const measured = result.cold.find((run) => run.variant !== 'plain');
+      const ms = measured?.spawnToResponseMs?.median;
+      // Against the baseline runs made alternately with this entry's; the baseline's own runs otherwise.
+      const against = measured?.pairedBaselineMs ?? baselineMs;
+      if (ms !== undefined && against) result.ratioToBaseline = round(ms / against, 2);
     }
     const built = results.filter((result) => !result.error);
     const whatIf = await whatIfSizes(built.map((result) => result.entry));
@@ -291,13 +299,18 @@ const EMPTY_BUNDLE = {
   cold: [],
 };
 
-/** `runs` cold starts after one uncounted run that warms the OS file cache, as on a real host. */
+/**
+ * `runs` cold starts after one uncounted run that warms the OS file cache, as on a real host; with `paired`,
+ * a cold start of the baseline after each of them.
+ */
 async function coldStarts(
   variant: string,
   runs: number,
   once: (flags: string[]) => Promise<RunResult>,
+  paired?: (flags: string[]) => Promise<RunResult>,
 ): Promise<ColdStart> {
   const flags = variant === 'plain' ? [] : [variant];
+  const pairedTimes: number[] = [];
   const spawnTimes: number[] = [];
   const requireTimes: number[] = [];
   const invokeTimes: number[] = [];
@@ -305,7 +318,9 @@ async function coldStarts(
   try {
     for (let run = 0; run <= runs; run++) {
       const result = await once(flags);
+      const baselineResult = paired && (await paired(flags));
       if (run === 0) continue;
+      if (baselineResult) pairedTimes.push(baselineResult.spawnToResponseMs);
       spawnTimes.push(result.spawnToResponseMs);
       requireTimes.push(result.requireMs);
       invokeTimes.push(result.invokeMs);
@@ -325,6 +340,7 @@ async function coldStarts(
     requireMs: round(median(requireTimes), 1),
     firstInvokeMs: round(median(invokeTimes), 1),
     answer,
+    ...(pairedTimes.length > 0 && { pairedBaselineMs: round(median(pairedTimes), 1) }),
   };
 }
 

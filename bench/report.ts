@@ -107,7 +107,7 @@ export function evaluateTargets(
         measured:
           bundle.ratioToBaseline === undefined
             ? 'no baseline'
-            : `${fmt(bundle.ratioToBaseline)} (${fmt(deployed.spawnToResponseMs.median)} ms)`,
+            : `${fmt(bundle.ratioToBaseline)} (${fmt(deployed.spawnToResponseMs.median)} ms / ${fmt(deployed.pairedBaselineMs ?? Number.NaN)} ms)`,
         met: bundle.ratioToBaseline !== undefined && bundle.ratioToBaseline <= max,
         note: `require ${fmt(deployed.requireMs ?? Number.NaN)} ms, first invoke ${fmt(deployed.firstInvokeMs ?? Number.NaN)} ms`,
       });
@@ -323,6 +323,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
           'gzip KB',
           'cold: spawn to answer (median)',
           'ratio to baseline',
+          'baseline beside it',
           'require',
           'first invoke',
           'without --enable-source-maps',
@@ -332,7 +333,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
         ],
         results.bundles.results.map((bundle) => {
           if (bundle.error)
-            return [bundle.entry, '-', '-', `not bundled: ${bundle.error}`, ...Array<string>(7).fill('-')];
+            return [bundle.entry, '-', '-', `not bundled: ${bundle.error}`, ...Array<string>(8).fill('-')];
           const deployed = bundle.cold.find((run) => run.variant !== 'plain');
           const plain = bundle.cold.find((run) => run.variant === 'plain');
           return [
@@ -345,6 +346,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
                 ? `failed: ${deployed.error.split('\n')[0]}`
                 : 'size only (stream/queue consumer)',
             bundle.ratioToBaseline ?? '-',
+            deployed?.pairedBaselineMs ?? '-',
             deployed?.requireMs ?? '-',
             deployed?.firstInvokeMs ?? '-',
             plain?.spawnToResponseMs?.median ?? '-',
