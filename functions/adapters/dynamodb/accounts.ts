@@ -7,7 +7,6 @@ import {
   DeleteCommand,
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -26,6 +25,7 @@ import {
   templateToItem,
 } from './items';
 import { SERVICE_CHILD_PREFIX, keys } from './keys';
+import { queryAll } from './requests';
 import { queryServiceChildren } from './service-children';
 
 export interface NewService {
@@ -384,23 +384,13 @@ export class AccountStore {
     }));
   }
 
-  private async queryPartition(pk: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': pk },
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      );
-      items.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
+  private queryPartition(pk: string): Promise<Record<string, unknown>[]> {
+    return queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+      ConsistentRead: true,
+    });
   }
 
   private async requireService(serviceSid: string): Promise<void> {

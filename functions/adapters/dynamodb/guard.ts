@@ -9,7 +9,6 @@
 import {
   BatchGetCommand,
   GetCommand,
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -33,6 +32,7 @@ import {
   type ScopeStats,
 } from '../../core/guard/signals';
 import { keys, type ItemKey } from './keys';
+import { isConditionFailure, queryAll, updateExisting } from './requests';
 
 type Item = Record<string, unknown>;
 
@@ -64,8 +64,7 @@ export function guardViewFromItems(
 }
 
 const isCancelledByCondition = (error: unknown): boolean =>
-  error instanceof TransactionCanceledException ||
-  (error instanceof Error && error.name === 'ConditionalCheckFailedException');
+  error instanceof TransactionCanceledException || isConditionFailure(error);
 
 /** The consumer's side: aggregates and state, written together under a version check. */
 export class DynamoGuardStore implements GuardSignalStore {
@@ -206,40 +205,16 @@ export class DynamoGuardAdmin {
     return this.updateService(serviceSid, 'SET guard_safe_list = :list', { ':list': safeList });
   }
 
-  private async updateService(serviceSid: string, expression: string, values: Item): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.service(serviceSid),
-          UpdateExpression: expression,
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
+  private updateService(serviceSid: string, expression: string, values: Item): Promise<boolean> {
+    return updateExisting(this.client, this.tableName, keys.service(serviceSid), expression, values);
   }
 
-  private async states(scope: string): Promise<Item[]> {
-    const items: Item[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
-          ExclusiveStartKey: start,
-        }),
-      );
-      items.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
+  private states(scope: string): Promise<Item[]> {
+    return queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
+    });
   }
 
   async overview(serviceSid: string): Promise<GuardOverview | undefined> {
@@ -336,7 +311,7 @@ export class DynamoGuardAdmin {
         }),
       );
     } catch (error) {
-      if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) throw error;
+      if (!isConditionFailure(error)) throw error;
     }
   }
 }

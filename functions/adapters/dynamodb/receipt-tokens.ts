@@ -1,6 +1,7 @@
 import { PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ReplayGuard } from '../providers/vonage';
 import { TABLE_SCHEMA, keys } from './keys';
+import { isConditionFailure } from './requests';
 
 /**
  * Spent signed-callback tokens: one conditional put per callback (`attribute_not_exists`), the item expiring by
@@ -23,7 +24,7 @@ export class DynamoReplayGuard implements ReplayGuard {
       );
       return true;
     } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
+      if (isConditionFailure(error)) return false;
       throw error;
     }
   }

@@ -46,6 +46,7 @@ import {
   type ItemKey,
 } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
+import { isConditionFailure } from './requests';
 import { NOT_GUESSED, attr, statusWrite, type VerificationAttr } from './status-write';
 
 /** The key exists, is not revoked and belongs to the service in the path (`:service`). */
@@ -61,9 +62,6 @@ const INDEX_QUERIES_AT_ONCE = 16;
 const MAX_TRANSACTION_RESENDS = 2;
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-const isConditionFailure = (error: unknown): boolean =>
-  error instanceof Error && error.name === 'ConditionalCheckFailedException';
 
 /**
  * The failed item's old image, which DynamoDB returns with `ReturnValuesOnConditionCheckFailure`. The

@@ -9,7 +9,6 @@ import {
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { Random } from '../../core/ports';
@@ -27,6 +26,7 @@ import type { WebhookSecretVault } from '../webhooks/secrets';
 import { newWebhookSecret } from '../webhooks/signing';
 import { webhookEndpointFromItem, webhookEndpointToItem } from './items';
 import { SERVICE_CHILD_PREFIX, keys } from './keys';
+import { updateExisting } from './requests';
 import { queryServiceChildren } from './service-children';
 
 /** After a rotation the previous secret signs too, for this long, so receivers can switch without a gap. */
@@ -190,27 +190,14 @@ export class DynamoWebhookEndpoints implements WebhookEndpointStore {
     }
   }
 
-  private async updateEndpoint(
+  private updateEndpoint(
     serviceSid: string,
     endpointSid: string,
     expression: string,
     values: Record<string, unknown>,
   ): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.webhookEndpoint(serviceSid, endpointSid),
-          UpdateExpression: expression,
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
+    const key = keys.webhookEndpoint(serviceSid, endpointSid);
+    return updateExisting(this.client, this.tableName, key, expression, values);
   }
 }
 
