@@ -121,7 +121,8 @@ const snsEvent = (message: unknown): SNSEvent => ({
 
 test('the send went out over SendTextMessage with our reference in Context', async () => {
   const verification = await sendAccepted('sms-msg-0');
-  const request = aws.requests.at(-1)!;
+  // This send's request, not the last one: other tests' deliveries may still be moving between channels.
+  const request = aws.requests.find((candidate) => candidate.body.includes(`${verification.sid}.0`))!;
   expect(request.headers['x-amz-target']).toBe('PinpointSMSVoiceV2.SendTextMessage');
   expect(JSON.parse(request.body)).toMatchObject({
     DestinationPhoneNumber: verification.to,
@@ -199,11 +200,20 @@ async function sendWhatsAppAccepted(messageId: string): Promise<Verification> {
 
 test('the WhatsApp send went out over SendWhatsAppMessage with our reference as biz_opaque_callback_data', async () => {
   const verification = await sendWhatsAppAccepted('a1b2c3d4-0000-4000-8000-000000000000');
-  const request = social.requests.at(-1)!;
+  // This send's request, not the last one: another test's delivery may fall back to WhatsApp meanwhile.
+  const decoded = social.requests.map((candidate) => {
+    const body = JSON.parse(candidate.body) as { message: string; originationPhoneNumberId: string };
+    const message = JSON.parse(Buffer.from(body.message, 'base64').toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    return { request: candidate, body, message };
+  });
+  const found = decoded.find((entry) => entry.message.biz_opaque_callback_data === `${verification.sid}.0`);
+  expect(found).toBeDefined();
+  const { request, body, message } = found!;
   expect(request.path).toBe('/v1/whatsapp/send');
-  const body = JSON.parse(request.body) as { message: string; originationPhoneNumberId: string };
   expect(body.originationPhoneNumberId).toBe('phone-number-id-0123456789abcdef0123456789abcdef');
-  const message = JSON.parse(Buffer.from(body.message, 'base64').toString('utf8')) as Record<string, unknown>;
   expect(message).toMatchObject({ to: verification.to, biz_opaque_callback_data: `${verification.sid}.0` });
 });
 
