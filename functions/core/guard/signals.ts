@@ -611,6 +611,17 @@ export function evaluateScope(
   const started: StartedBlock[] = [];
   const matured = sumScope(stats, now - 63 * MINUTE, now - MATURITY_MS);
   const hour = sumScope(stats, now - 60 * MINUTE, now + MINUTE);
+  /** A cross-country rule that fired or renewed: its block held on, reported when it starts. */
+  const holdNovelty = (
+    current: NoveltyBlock | undefined,
+    reason: GuardReason,
+    level: BlockLevel,
+    figures: Figures,
+  ): NoveltyBlock => {
+    const merged = mergeNovelty(current, { reason, level, hold: COUNTRY_HOLD_MS, figures }, now);
+    if (merged.started) started.push({ reason, prefix: '*', level, figures: merged.block.figures });
+    return merged.block;
+  };
 
   let novelCountries =
     previous.novelCountries && previous.novelCountries.until > now ? previous.novelCountries : undefined;
@@ -622,28 +633,11 @@ export function evaluateScope(
     return fired || renew;
   });
   if (countryLevel && !liftedPrefix(lifted, '*', now)) {
-    const merged = mergeNovelty(
-      novelCountries,
-      {
-        reason: 'novel_country_surge',
-        level: countryLevel,
-        hold: COUNTRY_HOLD_MS,
-        figures: {
-          novel_country_sends_60m: hour.n,
-          countries: hour.nCountries.size,
-          checked: round2(ratio(matured.nc, matured.na)),
-        },
-      },
-      now,
-    );
-    if (merged.started)
-      started.push({
-        reason: 'novel_country_surge',
-        prefix: '*',
-        level: countryLevel,
-        figures: merged.block.figures,
-      });
-    novelCountries = merged.block;
+    novelCountries = holdNovelty(novelCountries, 'novel_country_surge', countryLevel, {
+      novel_country_sends_60m: hour.n,
+      countries: hour.nCountries.size,
+      checked: round2(ratio(matured.nc, matured.na)),
+    });
   }
 
   let novelRanges =
@@ -652,28 +646,11 @@ export function evaluateScope(
   const spread = hour.rCountries.size >= t.countries;
   const fired = spread && matured.ra >= t.matured && ratio(matured.rc, matured.ra) <= t.maxConversion;
   if ((fired || (!!novelRanges && spread && hour.r >= t.matured)) && !liftedPrefix(lifted, '*', now)) {
-    const merged = mergeNovelty(
-      novelRanges,
-      {
-        reason: 'novel_prefix_spread',
-        level: 'strict',
-        hold: COUNTRY_HOLD_MS,
-        figures: {
-          novel_range_sends_60m: hour.r,
-          countries: hour.rCountries.size,
-          checked: round2(ratio(matured.rc, matured.ra)),
-        },
-      },
-      now,
-    );
-    if (merged.started)
-      started.push({
-        reason: 'novel_prefix_spread',
-        prefix: '*',
-        level: 'strict',
-        figures: merged.block.figures,
-      });
-    novelRanges = merged.block;
+    novelRanges = holdNovelty(novelRanges, 'novel_prefix_spread', 'strict', {
+      novel_range_sends_60m: hour.r,
+      countries: hour.rCountries.size,
+      checked: round2(ratio(matured.rc, matured.ra)),
+    });
   }
 
   const establishedCountries = Object.entries(stats.countries)
