@@ -25,8 +25,8 @@ import type { Settings } from '../core/settings';
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
   checkWebhookUrl,
+  webhookEndpointView,
   type WebhookDeliveryRecord,
-  type WebhookEndpoint,
 } from '../core/webhooks';
 import type { HttpResponse } from '../http/response';
 import {
@@ -416,7 +416,7 @@ const API_ROUTES: ApiRoute[] = [
     ]);
     return json(200, {
       max: MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
-      endpoints: endpoints.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).map(endpointJson),
+      endpoints: endpoints.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).map(webhookEndpointView),
       // Newest first, the latest RECENT_WEBHOOK_DELIVERIES attempts (kept 7 days).
       deliveries: deliveries.map(deliveryJson),
     });
@@ -440,7 +440,7 @@ const API_ROUTES: ApiRoute[] = [
       );
     }
     // The signing secret is shown once.
-    return json(201, { ...endpointJson(added.endpoint), secret: added.secret });
+    return json(201, { ...webhookEndpointView(added.endpoint), secret: added.secret });
   }),
   route('POST', '/services/:sid/webhooks/:wh/rotate', async (deps, { params, body }) => {
     const sid = match(params.wh!, WEBHOOK_SID, 'webhook SID');
@@ -729,14 +729,6 @@ const rulesJson = (service: Service) => ({
   blockedCountries: service.rules.blockedCountries,
   blockedPrefixes: service.rules.blockedPrefixes,
   servedCountries: Object.keys(COUNTRY_ROUTES).sort(),
-});
-
-const endpointJson = (endpoint: WebhookEndpoint) => ({
-  endpointSid: endpoint.sid,
-  url: endpoint.url,
-  enabled: endpoint.enabled,
-  createdAt: endpoint.createdAt,
-  previousSecretUntil: endpoint.previousSecretUntil ?? null,
 });
 
 function errorResponse(logger: Logger, event: APIGatewayProxyEventV2, error: unknown): HttpResponse {

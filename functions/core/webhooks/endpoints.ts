@@ -14,6 +14,15 @@ export interface WebhookEndpoint {
 
 export const MAX_WEBHOOK_ENDPOINTS_PER_SERVICE = 10;
 
+/** What an owner sees of an endpoint (the console and the admin command): never a secret, sealed or not. */
+export const webhookEndpointView = (endpoint: WebhookEndpoint) => ({
+  endpointSid: endpoint.sid,
+  url: endpoint.url,
+  enabled: endpoint.enabled,
+  createdAt: endpoint.createdAt,
+  previousSecretUntil: endpoint.previousSecretUntil ?? null,
+});
+
 export interface WebhookEndpointStore {
   /** The service's endpoints, enabled or not. */
   listEndpoints(serviceSid: string): Promise<WebhookEndpoint[]>;

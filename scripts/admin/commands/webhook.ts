@@ -1,6 +1,10 @@
 /** `webhook add|list|disable|enable|rotate|remove`: webhook endpoints and their signing secrets. */
 import { cryptoRandom } from '../../../functions/adapters/crypto';
-import { MAX_WEBHOOK_ENDPOINTS_PER_SERVICE, type WebhookEndpoint } from '../../../functions/core/webhooks';
+import {
+  MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
+  webhookEndpointView,
+  type WebhookEndpoint,
+} from '../../../functions/core/webhooks';
 import { rows, table } from '../format';
 import * as parse from '../validate';
 import { AdminError, command, type Command, type CommandContext, type OptionValues } from '../framework';
@@ -17,14 +21,6 @@ const SECRET_NOTE = [
 ];
 
 const secretText = (secret: string) => `${secret}   (shown once: store it now)`;
-
-const endpointJson = (endpoint: WebhookEndpoint) => ({
-  endpointSid: endpoint.sid,
-  url: endpoint.url,
-  enabled: endpoint.enabled,
-  createdAt: endpoint.createdAt,
-  previousSecretUntil: endpoint.previousSecretUntil ?? null,
-});
 
 async function loadEndpoint(
   context: CommandContext,
@@ -70,7 +66,7 @@ const webhookAdd = command({
       );
     }
     return {
-      json: { serviceSid: sid, ...endpointJson(added.endpoint), secret: added.secret },
+      json: { serviceSid: sid, ...webhookEndpointView(added.endpoint), secret: added.secret },
       text: [
         `Added webhook endpoint ${added.endpoint.sid}.`,
         rows([
@@ -94,7 +90,7 @@ const webhookList = command({
       a.createdAt.localeCompare(b.createdAt),
     );
     return {
-      json: { serviceSid: sid, endpoints: endpoints.map(endpointJson) },
+      json: { serviceSid: sid, endpoints: endpoints.map(webhookEndpointView) },
       text:
         endpoints.length === 0
           ? 'No webhook endpoints.'
@@ -157,7 +153,7 @@ const webhookRotate = command({
     if (!secret) throw new AdminError(`No webhook endpoint ${endpointSid} in service ${sid}`);
     const rotated = await context.webhooks.getEndpoint(sid, endpointSid);
     return {
-      json: { serviceSid: sid, ...endpointJson(rotated!), secret },
+      json: { serviceSid: sid, ...webhookEndpointView(rotated!), secret },
       text: [
         `New signing secret for ${endpointSid}.`,
         rows([
