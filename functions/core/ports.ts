@@ -117,17 +117,17 @@ export interface KeyRequest {
   keyHash: string;
   /** The service in the request's path. */
   serviceSid: string;
+  /** The fixed one-minute window the caller's clock is in. */
   windowStart: Date;
   limit: number;
-  windowOpen: boolean;
 }
 
 export interface ApiKeyStore {
   /**
    * Authenticates and counts a request in one write on the key's own item: the key must exist, not be revoked
-   * and belong to `serviceSid`, and its fixed one-minute window must have room below `limit`. A revocation
-   * therefore takes effect on the next request. `windowOpen`: the caller believes the key's window already is
-   * `windowStart` (it saw it), so counting is tried before opening it; a wrong belief costs one more write.
+   * and belong to `serviceSid`, and its count in the fixed one-minute window `windowStart` must be below
+   * `limit`. A revocation therefore takes effect on the next request. Each window is counted apart, so callers
+   * whose clocks differ slightly at a minute's edge each count in their own window.
    */
   countKeyRequest(request: KeyRequest): Promise<KeyRequestOutcome>;
 }

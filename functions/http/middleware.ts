@@ -110,7 +110,6 @@ const API_KEY_FORMAT = /^otpk_[A-Za-z0-9_-]{43}$/;
  *   answered 429 with `Retry-After: 1` (a real key new to this instance gets through a second later), while
  *   keys that authenticated here recently go straight to their write. A flood of random keys thus costs at
  *   most `lookupsPerSecond` requests per instance, and cannot starve the callers whose keys are real.
- * It also remembers each good key's current window, so the per-key write usually counts at the first try.
  */
 /**
  * A busy multi-tenant instance sees many real keys for the first time; 100 at once and 50 a second more is
@@ -125,7 +124,8 @@ export const API_KEY_GUARD_DEFAULTS = {
 
 export class ApiKeyGuard {
   private readonly rejected = new Map<string, number>();
-  private readonly known = new Map<string, { window: number; until: number }>();
+  /** Keys that authenticated here, until when they skip the lookup bucket. */
+  private readonly known = new Map<string, number>();
   private tokens: number;
   private refilledAt: number;
 
@@ -138,18 +138,16 @@ export class ApiKeyGuard {
     this.refilledAt = wallClock();
   }
 
-  /** Whether a request with this key may make its write now, and the window this instance saw it in. */
-  admit(
-    keyHash: string,
-  ): { admitted: true; window?: number } | { admitted: false; reason: 'rejected' | 'busy' } {
+  /** Whether a request with this key may make its write now. */
+  admit(keyHash: string): { admitted: true } | { admitted: false; reason: 'rejected' | 'busy' } {
     const now = this.wallClock();
     const rejectedUntil = this.rejected.get(keyHash);
     if (rejectedUntil !== undefined) {
       if (rejectedUntil > now) return { admitted: false, reason: 'rejected' };
       this.rejected.delete(keyHash);
     }
-    const known = this.known.get(keyHash);
-    if (known && known.until > now) return { admitted: true, window: known.window };
+    const knownUntil = this.known.get(keyHash);
+    if (knownUntil !== undefined && knownUntil > now) return { admitted: true };
     this.tokens = Math.min(
       this.options.burst,
       this.tokens + ((now - this.refilledAt) / 1000) * this.options.lookupsPerSecond,
@@ -170,7 +168,7 @@ export class ApiKeyGuard {
       this.known.delete(keyHash);
     } else if (outcome.outcome === 'allowed' || outcome.outcome === 'limited') {
       bound(this.known);
-      this.known.set(keyHash, { window: outcome.window, until: now + this.options.knownSeconds * 1000 });
+      this.known.set(keyHash, now + this.options.knownSeconds * 1000);
     }
   }
 }
@@ -196,7 +194,7 @@ export function apiKeyAuth(options: {
   overlap?: boolean;
 }): ApiMiddleware {
   const unauthorized = () => new OtpError('unauthorized', 'Send a valid API key in the X-API-Key header.');
-  const authorize = async (request: { event: ApiEvent }, keyHash: string, window?: number) => {
+  const authorize = async (request: { event: ApiEvent }, keyHash: string) => {
     const now = options.clock.now().getTime();
     const windowStart = now - (now % 60_000);
     const result = await options.store.countKeyRequest({
@@ -205,7 +203,6 @@ export function apiKeyAuth(options: {
       serviceSid: request.event.pathParameters?.ServiceSid ?? '',
       windowStart: new Date(windowStart),
       limit: options.requestsPerMinute,
-      windowOpen: window === windowStart,
     });
     options.guard.remember(keyHash, result);
     switch (result.outcome) {
@@ -232,7 +229,7 @@ export function apiKeyAuth(options: {
         if (admission.reason === 'rejected') throw unauthorized();
         throw new OtpError('rate_limited', 'Too many requests with unknown API keys; retry shortly.', 1);
       }
-      const authorized = authorize(request, keyHash, admission.window);
+      const authorized = authorize(request, keyHash);
       if (!options.overlap) await authorized;
       else {
         // Awaited by `after` or `onError` at the latest; until then a rejection is not unhandled.

@@ -427,34 +427,35 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         await fx.putApiKey(record);
         return record;
       };
-      const count = (
-        key: ApiKeyRecord,
-        windowStart: Date,
-        windowOpen: boolean,
-        limit = 2,
-        serviceSid = key.serviceSid,
-      ) => store.countKeyRequest({ keyHash: key.keyHash, serviceSid, windowStart, limit, windowOpen });
+      const count = (key: ApiKeyRecord, windowStart: Date, limit = 2, serviceSid = key.serviceSid) =>
+        store.countKeyRequest({ keyHash: key.keyHash, serviceSid, windowStart, limit });
 
       it('counts up to the limit in a fixed window, then refuses until the next window', async () => {
         const key = await newKey();
         const w0 = minute(0).getTime();
-        expect(await count(key, minute(0), false)).toEqual({ outcome: 'allowed', window: w0 });
-        expect(await count(key, minute(0), true)).toEqual({ outcome: 'allowed', window: w0 });
-        expect(await count(key, minute(0), true)).toEqual({ outcome: 'limited', window: w0 });
-        // A refused request counts nothing, and a wrong belief about the window changes no outcome.
-        expect(await count(key, minute(0), false)).toEqual({ outcome: 'limited', window: w0 });
+        expect(await count(key, minute(0))).toEqual({ outcome: 'allowed', window: w0 });
+        expect(await count(key, minute(0))).toEqual({ outcome: 'allowed', window: w0 });
+        expect(await count(key, minute(0))).toEqual({ outcome: 'limited', window: w0 });
+        // A refused request counts nothing.
+        expect(await count(key, minute(0))).toEqual({ outcome: 'limited', window: w0 });
         const w1 = minute(1).getTime();
-        expect(await count(key, minute(1), true)).toEqual({ outcome: 'allowed', window: w1 });
-        expect(await count(key, minute(1), false)).toEqual({ outcome: 'allowed', window: w1 });
-        expect(await count(key, minute(1), true)).toEqual({ outcome: 'limited', window: w1 });
+        expect(await count(key, minute(1))).toEqual({ outcome: 'allowed', window: w1 });
+        expect(await count(key, minute(1))).toEqual({ outcome: 'allowed', window: w1 });
+        expect(await count(key, minute(1))).toEqual({ outcome: 'limited', window: w1 });
       });
 
-      it('counts in a later window another instance opened (its clock ahead)', async () => {
+      it('counts each window apart: a caller whose clock is behind at the edge counts in its own window', async () => {
         const key = await newKey();
-        const w1 = minute(1).getTime();
-        expect(await count(key, minute(1), false)).toEqual({ outcome: 'allowed', window: w1 });
-        expect(await count(key, minute(0), true)).toEqual({ outcome: 'allowed', window: w1 });
-        expect(await count(key, minute(0), false)).toEqual({ outcome: 'limited', window: w1 });
+        const [w0, w1] = [minute(0).getTime(), minute(1).getTime()];
+        expect(await count(key, minute(1))).toEqual({ outcome: 'allowed', window: w1 });
+        expect(await count(key, minute(0))).toEqual({ outcome: 'allowed', window: w0 });
+        expect(await count(key, minute(0))).toEqual({ outcome: 'allowed', window: w0 });
+        expect(await count(key, minute(0))).toEqual({ outcome: 'limited', window: w0 });
+        // The later window kept its own count.
+        expect(await count(key, minute(1))).toEqual({ outcome: 'allowed', window: w1 });
+        expect(await count(key, minute(1))).toEqual({ outcome: 'limited', window: w1 });
+        // A window long past starts again from nothing, and so does a later one.
+        expect(await count(key, minute(5))).toEqual({ outcome: 'allowed', window: minute(5).getTime() });
       });
 
       it('refuses an unknown key, a revoked key and a key of another service, counting nothing', async () => {
@@ -466,23 +467,16 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
             serviceSid: key.serviceSid,
             windowStart: minute(0),
             limit: 1,
-            windowOpen: false,
           }),
         ).toEqual({ outcome: 'unknown' });
-        expect(await count(revoked, minute(0), false)).toEqual({ outcome: 'revoked' });
-        expect(await count(revoked, minute(0), true)).toEqual({ outcome: 'revoked' });
+        expect(await count(revoked, minute(0))).toEqual({ outcome: 'revoked' });
+        expect(await count(revoked, minute(0))).toEqual({ outcome: 'revoked' });
         const otherService = cryptoRandom.sid('VA');
-        expect(await count(key, minute(0), false, 1, otherService)).toEqual({ outcome: 'forbidden' });
-        expect(await count(key, minute(0), true, 1, otherService)).toEqual({ outcome: 'forbidden' });
+        expect(await count(key, minute(0), 1, otherService)).toEqual({ outcome: 'forbidden' });
+        expect(await count(key, minute(0), 1, otherService)).toEqual({ outcome: 'forbidden' });
         // Nothing was counted: the key's one request of this minute is still free.
-        expect(await count(key, minute(0), true, 1)).toEqual({
-          outcome: 'allowed',
-          window: minute(0).getTime(),
-        });
-        expect(await count(key, minute(0), true, 1)).toEqual({
-          outcome: 'limited',
-          window: minute(0).getTime(),
-        });
+        expect(await count(key, minute(0), 1)).toEqual({ outcome: 'allowed', window: minute(0).getTime() });
+        expect(await count(key, minute(0), 1)).toEqual({ outcome: 'limited', window: minute(0).getTime() });
       });
     });
 

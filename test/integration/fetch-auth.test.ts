@@ -207,7 +207,10 @@ describe('per-key request limit', () => {
       const keyItem = (await limited.scanTable()).find(
         (item) => item.type === 'api_key' && item.service_sid === account.serviceSid,
       )!;
-      expect(keyItem).toMatchObject({ rate_window: windowStart, rate_count: 20 });
+      expect(keyItem).toMatchObject({
+        rate_window: windowStart,
+        rate_counts: { [String(windowStart / 60_000)]: 20 },
+      });
     } finally {
       await limited.close();
     }

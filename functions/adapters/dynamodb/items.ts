@@ -200,7 +200,9 @@ export function apiKeyToItems(record: ApiKeyRecord): Item[] {
     ...(record.revokedAt && { revoked_at: record.revokedAt }),
   };
   return [
-    { ...keys.apiKey(record.keyHash), type: 'api_key', ...fields },
+    // The per-key limit's counts (store.ts countKeyRequest): the map exists from the start, so the first
+    // request's write can count in it.
+    { ...keys.apiKey(record.keyHash), type: 'api_key', ...fields, rate_counts: {} },
     { ...keys.serviceApiKey(record.serviceSid, record.keyHash), type: 'service_api_key', ...fields },
   ];
 }

@@ -46,9 +46,8 @@ export interface EventMarks {
 
 interface StoredKey {
   record: ApiKeyRecord;
-  /** Start (epoch ms) of the key's current one-minute window and its count. */
-  window?: number;
-  count: number;
+  /** Requests counted per one-minute window (its start, epoch ms). */
+  counts: Map<number, number>;
 }
 
 const clone = <T>(value: T): T => structuredClone(value);
@@ -83,7 +82,7 @@ export class MemoryStore
   }
 
   putApiKey(record: ApiKeyRecord): void {
-    this.apiKeys.set(record.keyHash, { record: clone(record), count: 0 });
+    this.apiKeys.set(record.keyHash, { record: clone(record), counts: new Map() });
   }
 
   putWebhookEndpoint(endpoint: WebhookEndpoint): void {
@@ -219,16 +218,12 @@ export class MemoryStore
     if (key.record.revokedAt !== undefined) return { outcome: 'revoked' };
     if (key.record.serviceSid !== request.serviceSid) return { outcome: 'forbidden' };
     const window = request.windowStart.getTime();
-    // A stored window older than this one is replaced; this one, or a later one opened by an instance whose
-    // clock runs ahead, is counted in. (`windowOpen` only saves DynamoDB a write; the outcome is the same.)
-    if (key.window === undefined || key.window < window) {
-      key.window = window;
-      key.count = 1;
-      return { outcome: 'allowed', window };
-    }
-    if (key.count >= request.limit) return { outcome: 'limited', window: key.window };
-    key.count += 1;
-    return { outcome: 'allowed', window: key.window };
+    // Each window is counted apart, as in DynamoDB's `rate_counts` (one before this one kept for clocks behind).
+    const count = key.counts.get(window) ?? 0;
+    if (count >= request.limit) return { outcome: 'limited', window };
+    for (const seen of key.counts.keys()) if (seen < window - 60_000) key.counts.delete(seen);
+    key.counts.set(window, count + 1);
+    return { outcome: 'allowed', window };
   }
 
   // --- DeliveryStore ----------------------------------------------------------------------------------------
