@@ -140,8 +140,8 @@ export async function countOperations(
     });
   }
 
-  // Warm the handlers' API-key guard for both keys (a warm function knows the key's window); the cold rows
-  // show a function that does not: its first write opens the window, and finding it open, counts in it.
+  // Warm the handlers for both keys (their API-key guard knows them); the cold rows show a function new to the
+  // key, whose first request is still one write on the key's item (counted in its window whatever its state).
   await newVerification();
   await api.send(sendEvent(brokeCaller, numbers.take()), lambdaContext('send'));
 
