@@ -81,8 +81,11 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
     'An unexpected failure; nothing was charged twice. A send may be retried with its `Idempotency-Key`.',
 };
 
-/** A zod schema as an OpenAPI 3.1 Schema Object (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses). */
-const jsonSchema = (schema: z.ZodType, io: 'input' | 'output'): Json => {
+/**
+ * A zod schema (classic, or `zod/mini` as the request schemas are) as an OpenAPI 3.1 Schema Object (JSON Schema
+ * 2020-12, the dialect OpenAPI 3.1 uses).
+ */
+const jsonSchema = (schema: z.core.$ZodType, io: 'input' | 'output'): Json => {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
     target: 'draft-2020-12',
     io,

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { OtpError, type ErrorCode } from '../core/errors';
 
 /** Bodies are small forms; anything larger is refused before parsing. */
@@ -52,7 +52,7 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
  * Validates parameters with a zod schema. A failed rule answers with the code the spec gives that field
  * (`fieldCodes`), a missing or mistyped value with `invalid_parameter`; the message names the field only.
  */
-export function validate<T extends z.ZodType>(
+export function validate<T extends z.ZodMiniType>(
   schema: T,
   params: unknown,
   fieldCodes: Partial<Record<string, ErrorCode>> = {},
@@ -74,46 +74,52 @@ export function validate<T extends z.ZodType>(
 const CLIENT_CODE = /^[A-Za-z0-9]{4,10}$/;
 
 /*
- * The schemas are built in a pure call, so a bundle that never validates them (the fetch function's) drops them
- * and zod with them: esbuild keeps a module-level method chain otherwise.
+ * zod's functional API (`zod/mini`): a bundle carries only the checks it uses (about 20 KB instead of 90, and a
+ * fifth of the require time; docs/bench.md). The schemas are built in a pure call, so a bundle that never
+ * validates them (the fetch function's) drops them and zod with them: esbuild keeps a module-level call otherwise.
  */
 export const sendParamsSchema = /* @__PURE__ */ (() =>
   z.object({
     To: z
       .string()
-      .min(1)
-      .max(20)
-      .describe(
-        'Phone number in E.164 (+, country code, number); spaces, dashes and brackets are tolerated.',
+      .check(
+        z.minLength(1),
+        z.maxLength(20),
+        z.describe(
+          'Phone number in E.164 (+, country code, number); spaces, dashes and brackets are tolerated.',
+        ),
       ),
     TemplateSid: z
-      .string()
-      .max(64)
-      .optional()
-      .describe("One of the account's templates; omitted: the default template. An `HJ…` SID is ignored."),
+      .optional(z.string().check(z.maxLength(64)))
+      .check(
+        z.describe("One of the account's templates; omitted: the default template. An `HJ…` SID is ignored."),
+      ),
     Code: z
-      .string()
-      .regex(CLIENT_CODE)
-      .optional()
-      .describe(
-        'Only for callers generating their own codes, delivered as given and never checked by the service.',
+      .optional(z.string().check(z.regex(CLIENT_CODE)))
+      .check(
+        z.describe(
+          'Only for callers generating their own codes, delivered as given and never checked by the service.',
+        ),
       ),
     RiskCheck: z
-      .enum(['enable', 'disable'])
-      .optional()
-      .describe(
-        '`disable` skips the pumping guard for this send (for a number you know, e.g. in a test); `enable`, the default, lets it judge.',
+      .optional(z.enum(['enable', 'disable']))
+      .check(
+        z.describe(
+          '`disable` skips the pumping guard for this send (for a number you know, e.g. in a test); `enable`, the default, lets it judge.',
+        ),
       ),
   }))();
 
 export const checkParamsSchema = /* @__PURE__ */ (() =>
   z.object({
-    VerificationSid: z.string().min(1).describe('The `sid` returned by send.'),
+    VerificationSid: z.string().check(z.minLength(1), z.describe('The `sid` returned by send.')),
     Code: z
       .string()
-      .min(1)
-      .max(10)
-      .describe('The code the user typed, compared exactly (spaces and dashes are not stripped).'),
+      .check(
+        z.minLength(1),
+        z.maxLength(10),
+        z.describe('The code the user typed, compared exactly (spaces and dashes are not stripped).'),
+      ),
   }))();
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 191;

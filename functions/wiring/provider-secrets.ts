@@ -1,6 +1,6 @@
 /** Vonage's credentials from Secrets Manager: the deliver and receipt roots only (they hold that client already). */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { vonageCredentialsSchema, type VonageCredentials } from '../adapters/providers/vonage';
+import { readVonageCredentials, type VonageCredentials } from '../adapters/providers/vonage';
 import type { Env } from './env';
 import { VONAGE_SECRET_ENV, inlineVonageCredentials } from './providers';
 
@@ -26,9 +26,9 @@ export function vonageCredentialsFromEnv(
       } catch {
         throw new Error(`The secret ${secretId} is not JSON`);
       }
-      const parsed = vonageCredentialsSchema.safeParse(json);
-      if (!parsed.success) throw new Error(`The secret ${secretId} is not a Vonage secret`);
-      return parsed.data;
+      const credentials = readVonageCredentials(json);
+      if (!credentials) throw new Error(`The secret ${secretId} is not a Vonage secret`);
+      return credentials;
     })();
     loaded.catch(() => {
       loaded = undefined;

@@ -17,7 +17,6 @@
  *   (the same JSON); `OTP_VONAGE_BASE_URL` (https://api.nexmo.com); `OTP_VONAGE_FROM` (JSON, sender per channel,
  *   e.g. `{"viber":"Acme","sms":"Acme"}`); `OTP_VONAGE_WHATSAPP_TEMPLATE_NAME` / `_LANGUAGE` (en_US).
  */
-import * as z from 'zod';
 import type { Provider, ProviderRegistry } from '../core/providers';
 import {
   AWS_SMS_PROVIDER_NAME,
@@ -30,11 +29,13 @@ import { HttpCarrierProvider } from '../adapters/providers/http-carrier';
 import { buildProviderRegistry } from '../adapters/providers/registry';
 import {
   VonageProvider,
-  vonageCredentialsSchema,
+  readVonageCredentials,
   type ReplayGuard,
   type VonageCredentials,
 } from '../adapters/providers/vonage';
 import { toKeyRing, type KeySource } from '../adapters/keyring';
+import { isObject, isOneOf, isText } from '../adapters/shape';
+import type { Channel } from '../core/routing';
 import type { Env } from './env';
 
 export const VONAGE_SECRET_ENV = 'OTP_VONAGE_SECRET_ARN';
@@ -60,13 +61,27 @@ export function inlineVonageCredentials(env: Env): () => Promise<VonageCredentia
   return async () => {
     const raw = env.OTP_VONAGE_CREDENTIALS;
     if (!raw) throw new Error(`No Vonage credentials: ${VONAGE_SECRET_ENV} is not read here`);
-    const parsed = vonageCredentialsSchema.safeParse(JSON.parse(raw));
-    if (!parsed.success) throw new Error('OTP_VONAGE_CREDENTIALS is not valid');
-    return parsed.data;
+    const credentials = readVonageCredentials(JSON.parse(raw));
+    if (!credentials) throw new Error('OTP_VONAGE_CREDENTIALS is not valid');
+    return credentials;
   };
 }
 
-const fromSchema = z.record(z.enum(['sms', 'whatsapp', 'viber', 'rcs']), z.string().min(1));
+const VONAGE_FROM_CHANNELS = ['sms', 'whatsapp', 'viber', 'rcs'] as const;
+
+/** `OTP_VONAGE_FROM`: a sender for some of Vonage's channels (the stack sets only those Vonage carries). */
+export function vonageFromEnv(raw: string | undefined): Partial<Record<Channel, string>> {
+  if (!raw) return {};
+  const json: unknown = JSON.parse(raw);
+  const valid =
+    isObject(json) &&
+    Object.entries(json).every(
+      ([channel, sender]) => isOneOf(VONAGE_FROM_CHANNELS, channel) && isText(sender, undefined, 1),
+    );
+  if (!valid)
+    throw new Error('OTP_VONAGE_FROM is not valid: a JSON object of sms, whatsapp, viber, rcs to a sender');
+  return json as Partial<Record<Channel, string>>;
+}
 
 export function providersFromEnv(env: Env, keys: KeySource, wiring: ProviderWiring = {}): ProviderRegistry {
   const config = parseProviderConfig(env.OTP_PROVIDERS);
@@ -77,7 +92,7 @@ export function providersFromEnv(env: Env, keys: KeySource, wiring: ProviderWiri
     vonage: new VonageProvider({
       ...(env.OTP_VONAGE_BASE_URL && { baseUrl: env.OTP_VONAGE_BASE_URL }),
       credentials: wiring.vonageCredentials ?? inlineVonageCredentials(env),
-      from: env.OTP_VONAGE_FROM ? fromSchema.parse(JSON.parse(env.OTP_VONAGE_FROM)) : {},
+      from: vonageFromEnv(env.OTP_VONAGE_FROM),
       ...(env.OTP_VONAGE_WHATSAPP_TEMPLATE_NAME && {
         whatsappTemplate: {
           name: env.OTP_VONAGE_WHATSAPP_TEMPLATE_NAME,

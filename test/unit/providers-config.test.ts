@@ -5,7 +5,7 @@ import {
 } from '../../functions/adapters/providers/config';
 import { buildProviderRegistry } from '../../functions/adapters/providers/registry';
 import type { Provider } from '../../functions/core/providers';
-import { providersFromEnv, smsSuccessfulMeansFromEnv } from '../../functions/wiring/providers';
+import { providersFromEnv, smsSuccessfulMeansFromEnv, vonageFromEnv } from '../../functions/wiring/providers';
 
 const named = (name: string): Provider => ({
   name,
@@ -60,4 +60,18 @@ test('OTP_AWS_SMS_SUCCESSFUL_MEANS', () => {
   expect(smsSuccessfulMeansFromEnv({})).toBe('delivered');
   expect(smsSuccessfulMeansFromEnv({ OTP_AWS_SMS_SUCCESSFUL_MEANS: 'accepted' })).toBe('accepted');
   expect(() => smsSuccessfulMeansFromEnv({ OTP_AWS_SMS_SUCCESSFUL_MEANS: 'maybe' })).toThrow();
+});
+
+test('OTP_VONAGE_FROM names senders for some channels only, as the stack sets it (providers.example.json)', () => {
+  expect(vonageFromEnv(undefined)).toEqual({});
+  expect(vonageFromEnv('{"viber":"Acme","sms":"Acme"}')).toEqual({ viber: 'Acme', sms: 'Acme' });
+  // Every function wiring the providers reads it at cold start: a partial map must not stop them.
+  const registry = providersFromEnv(
+    { OTP_PROVIDERS: '{"sms":"vonage","viber":"vonage"}', OTP_VONAGE_FROM: '{"viber":"Acme","sms":"Acme"}' },
+    'master-key-of-this-test-0123456789',
+  );
+  expect(registry.forChannel('viber', 'DE').name).toBe('vonage');
+  for (const raw of ['{"sna":"Acme"}', '{"sms":""}', '{"sms":5}', '["Acme"]', 'null']) {
+    expect(() => vonageFromEnv(raw)).toThrow(/OTP_VONAGE_FROM is not valid/);
+  }
 });

@@ -3,8 +3,8 @@
  * none). They are authenticated by how they arrive, not by a signature: an SNS topic subscription or an
  * EventBridge rule is the only thing allowed to invoke the receipt functions (their resource policies, CDK).
  */
-import * as z from 'zod';
 import type { Receipt } from '../../core/providers';
+import { isObject, isOptionalText, isText } from '../shape';
 
 export const AWS_SMS_PROVIDER_NAME = 'aws-sms';
 export const AWS_WHATSAPP_PROVIDER_NAME = 'aws-whatsapp';
@@ -41,12 +41,6 @@ export const SMS_FAILED = new Set([
   'RCS_PROTECT_BLOCKED',
 ]);
 
-const smsEventSchema = z.object({
-  eventType: z.string().max(100),
-  messageId: z.string().min(1).max(200),
-  context: z.record(z.string(), z.unknown()).optional(),
-});
-
 /**
  * An AWS End User Messaging SMS event (the configuration set's SNS destination carries it as the notification's
  * `Message`; EventBridge, source `aws.sms-voice`, as `detail`), as a receipt: undefined when it is not final for
@@ -56,9 +50,10 @@ export function parseSmsEvent(
   event: unknown,
   successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
 ): Receipt | undefined {
-  const parsed = smsEventSchema.safeParse(event);
-  if (!parsed.success) return undefined;
-  const { eventType, messageId, context } = parsed.data;
+  if (!isObject(event)) return undefined;
+  const { eventType, messageId, context } = event;
+  if (!isText(eventType, 100) || !isText(messageId, 200, 1)) return undefined;
+  if (context !== undefined && !isObject(context)) return undefined;
   const reference = context?.[REFERENCE_CONTEXT_KEY];
   if (typeof reference !== 'string') return undefined;
   const delivered =
@@ -81,30 +76,25 @@ const whatsappStatus = (status: string): Receipt['status'] | undefined =>
  */
 export type AwsEventReceipt = Omit<Receipt, 'messageId'> & { messageId: string | undefined };
 
-const socialEventSchema = z.object({
-  messageId: z.string().min(1).max(200).optional(),
-  whatsAppWebhookEntry: z.string().max(100_000),
-});
-const webhookEntrySchema = z.object({
-  changes: z
-    .array(
-      z.object({
-        value: z
-          .object({
-            statuses: z
-              .array(
-                z.object({
-                  status: z.string().max(50),
-                  biz_opaque_callback_data: z.string().max(512).optional(),
-                }),
-              )
-              .optional(),
-          })
-          .optional(),
-      }),
-    )
-    .max(100),
-});
+/** Meta's statuses in a webhook entry (`changes[].value.statuses[]`); undefined when the entry is not of that shape. */
+function statusesIn(entry: unknown): { status: string; reference: string | undefined }[] | undefined {
+  if (!isObject(entry) || !Array.isArray(entry.changes) || entry.changes.length > 100) return undefined;
+  const statuses: { status: string; reference: string | undefined }[] = [];
+  for (const change of entry.changes as unknown[]) {
+    if (!isObject(change)) return undefined;
+    if (change.value === undefined) continue;
+    if (!isObject(change.value)) return undefined;
+    const listed = change.value.statuses;
+    if (listed === undefined) continue;
+    if (!Array.isArray(listed)) return undefined;
+    for (const status of listed as unknown[]) {
+      if (!isObject(status) || !isText(status.status, 50)) return undefined;
+      if (!isOptionalText(status.biz_opaque_callback_data, 512)) return undefined;
+      statuses.push({ status: status.status, reference: status.biz_opaque_callback_data });
+    }
+  }
+  return statuses;
+}
 
 /**
  * A WhatsApp event from the WhatsApp Business Account's SNS event destination (AWS End User Messaging Social user
@@ -119,30 +109,22 @@ const webhookEntrySchema = z.object({
  * message-id index; the SNS destination is the receipt path for WhatsApp.
  */
 export function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
-  const parsed = socialEventSchema.safeParse(event);
-  if (!parsed.success) return [];
+  if (!isObject(event)) return [];
+  const { messageId, whatsAppWebhookEntry } = event;
+  // AWS's message id, on some events only.
+  if (!isOptionalText(messageId, 200) || messageId === '') return [];
+  if (!isText(whatsAppWebhookEntry, 100_000)) return [];
   let entry: unknown;
   try {
-    entry = JSON.parse(parsed.data.whatsAppWebhookEntry);
+    entry = JSON.parse(whatsAppWebhookEntry);
   } catch {
     return [];
   }
-  const changes = webhookEntrySchema.safeParse(entry);
-  if (!changes.success) return [];
-  return changes.data.changes.flatMap((change) =>
-    (change.value?.statuses ?? []).flatMap((status): AwsEventReceipt[] => {
-      const outcome = whatsappStatus(status.status);
-      const reference = status.biz_opaque_callback_data;
-      return outcome && reference ? [{ reference, messageId: parsed.data.messageId, status: outcome }] : [];
-    }),
-  );
+  return (statusesIn(entry) ?? []).flatMap(({ status, reference }): AwsEventReceipt[] => {
+    const outcome = whatsappStatus(status);
+    return outcome && reference ? [{ reference, messageId, status: outcome }] : [];
+  });
 }
-
-const eventBridgeSchema = z.object({
-  source: z.string(),
-  'detail-type': z.string(),
-  detail: z.unknown(),
-});
 
 /**
  * An EventBridge event: `aws.sms-voice` "Text Message Delivery Status Updated" (its detail is the SMS event, with
@@ -152,13 +134,9 @@ export function parseEventBridgeEvent(
   event: unknown,
   successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
 ): { provider: string; receipt: Receipt } | undefined {
-  const parsed = eventBridgeSchema.safeParse(event);
-  if (!parsed.success) return undefined;
-  if (
-    parsed.data.source === 'aws.sms-voice' &&
-    parsed.data['detail-type'] === 'Text Message Delivery Status Updated'
-  ) {
-    const receipt = parseSmsEvent(parsed.data.detail, successfulMeans);
+  if (!isObject(event)) return undefined;
+  if (event.source === 'aws.sms-voice' && event['detail-type'] === 'Text Message Delivery Status Updated') {
+    const receipt = parseSmsEvent(event.detail, successfulMeans);
     return receipt && { provider: AWS_SMS_PROVIDER_NAME, receipt };
   }
   return undefined;

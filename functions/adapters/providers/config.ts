@@ -1,7 +1,7 @@
 /**
  * Which provider carries each channel: the deployment's choice, read from one environment variable holding JSON
- * (`OTP_PROVIDERS`), with an optional per-country override. Pure (zod only): the functions that never send (send,
- * check, fetch) read it to know which channels are configured at all, without loading any provider SDK.
+ * (`OTP_PROVIDERS`), with an optional per-country override. Pure (no SDK, no zod): the functions that never send
+ * (send, check, fetch) read it to know which channels are configured at all, without loading any provider SDK.
  *
  *     OTP_PROVIDERS='{"sms":"aws-sms","rcs":"aws-sms","whatsapp":"aws-whatsapp","viber":"vonage",
  *                     "sna":"http-carrier","countries":{"DE":{"sms":"vonage"}}}'
@@ -11,8 +11,8 @@
  * A country override only changes the provider of a channel that has one by default; it cannot add a channel
  * for one country (eligibility is decided per deployment, before the number's country matters).
  */
-import * as z from 'zod';
 import { CHANNELS, type Channel } from '../../core/routing';
+import { isObject, isOneOf } from '../shape';
 
 export const PROVIDER_NAMES = ['http-carrier', 'aws-sms', 'aws-whatsapp', 'vonage'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
@@ -30,43 +30,6 @@ export const PROVIDER_CHANNELS: Record<ProviderName, readonly Channel[]> = {
 
 export const PROVIDERS_ENV = 'OTP_PROVIDERS';
 
-const providerName = z.enum(PROVIDER_NAMES);
-const channelMap = z.strictObject({
-  sms: providerName.optional(),
-  whatsapp: providerName.optional(),
-  viber: providerName.optional(),
-  rcs: providerName.optional(),
-  sna: providerName.optional(),
-});
-
-const configSchema = channelMap
-  .extend({ countries: z.record(z.string().regex(/^[A-Z]{2}$/), channelMap).optional() })
-  .superRefine((config, context) => {
-    const check = (map: z.infer<typeof channelMap>, path: (string | number)[]) => {
-      for (const channel of CHANNELS) {
-        const name = map[channel];
-        if (name && !PROVIDER_CHANNELS[name].includes(channel))
-          context.addIssue({
-            code: 'custom',
-            path: [...path, channel],
-            message: `${name} does not carry ${channel}`,
-          });
-      }
-    };
-    check(config, []);
-    for (const [country, map] of Object.entries(config.countries ?? {})) {
-      check(map, ['countries', country]);
-      for (const channel of CHANNELS) {
-        if (map[channel] && !config[channel])
-          context.addIssue({
-            code: 'custom',
-            path: ['countries', country, channel],
-            message: `${channel} has no default provider: a country can only override one`,
-          });
-      }
-    }
-  });
-
 export interface ProviderConfig {
   /** The provider of each configured channel; a channel absent here is not eligible. */
   channels: Partial<Record<Channel, ProviderName>>;
@@ -80,7 +43,39 @@ export const DEFAULT_PROVIDER_CONFIG: ProviderConfig = {
   countries: {},
 };
 
-/** Parses `OTP_PROVIDERS`; throws (at cold start) on JSON or names that are not valid. */
+/**
+ * One channel map (the defaults, or a country's): its providers in CHANNELS order; what is wrong with it is added
+ * to `issues` as `path: message`.
+ */
+function readChannelMap(
+  value: unknown,
+  path: string,
+  issues: string[],
+  otherKeys: readonly string[] = [],
+): Partial<Record<Channel, ProviderName>> {
+  const where = (key?: string) => [path, key].filter(Boolean).join('.') || '(root)';
+  if (!isObject(value)) {
+    issues.push(`${where()}: expected an object`);
+    return {};
+  }
+  for (const key of Object.keys(value)) {
+    if (!isOneOf(CHANNELS, key) && !otherKeys.includes(key))
+      issues.push(`${where()}: unrecognized key "${key}"`);
+  }
+  const map: Partial<Record<Channel, ProviderName>> = {};
+  for (const channel of CHANNELS) {
+    const name = value[channel];
+    if (name === undefined) continue;
+    if (!isOneOf(PROVIDER_NAMES, name))
+      issues.push(`${where(channel)}: expected one of ${PROVIDER_NAMES.join(', ')}`);
+    else if (!PROVIDER_CHANNELS[name].includes(channel))
+      issues.push(`${where(channel)}: ${name} does not carry ${channel}`);
+    else map[channel] = name;
+  }
+  return map;
+}
+
+/** Parses `OTP_PROVIDERS`; throws (at cold start) on JSON or names that are not valid, naming every problem. */
 export function parseProviderConfig(raw: string | undefined): ProviderConfig {
   if (raw === undefined || raw.trim() === '') return DEFAULT_PROVIDER_CONFIG;
   let json: unknown;
@@ -89,22 +84,27 @@ export function parseProviderConfig(raw: string | undefined): ProviderConfig {
   } catch {
     throw new Error(`${PROVIDERS_ENV} is not JSON`);
   }
-  const parsed = configSchema.safeParse(json);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`,
-    );
-    throw new Error(`${PROVIDERS_ENV} is not valid: ${issues.join('; ')}`);
+  const issues: string[] = [];
+  const channels = readChannelMap(json, '', issues, ['countries']);
+  const countries: ProviderConfig['countries'] = {};
+  const byCountry = isObject(json) ? json.countries : undefined;
+  if (byCountry !== undefined && !isObject(byCountry)) issues.push('countries: expected an object');
+  for (const [country, value] of Object.entries(isObject(byCountry) ? byCountry : {})) {
+    if (!/^[A-Z]{2}$/.test(country)) {
+      issues.push(`countries.${country}: not an ISO country code (two capital letters)`);
+      continue;
+    }
+    const map = readChannelMap(value, `countries.${country}`, issues);
+    for (const channel of CHANNELS) {
+      if (map[channel] && !channels[channel])
+        issues.push(
+          `countries.${country}.${channel}: ${channel} has no default provider: a country can only override one`,
+        );
+    }
+    countries[country] = map;
   }
-  const { countries, ...channels } = parsed.data;
-  const picked = (map: z.infer<typeof channelMap>) =>
-    Object.fromEntries(CHANNELS.flatMap((channel) => (map[channel] ? [[channel, map[channel]]] : [])));
-  return {
-    channels: picked(channels),
-    countries: Object.fromEntries(
-      Object.entries(countries ?? {}).map(([country, map]) => [country, picked(map)]),
-    ),
-  };
+  if (issues.length > 0) throw new Error(`${PROVIDERS_ENV} is not valid: ${issues.join('; ')}`);
+  return { channels, countries };
 }
 
 /** The channels some provider carries, in CHANNELS order: the deployment allows only these. */

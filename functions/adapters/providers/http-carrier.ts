@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import type {
   OutboundMessage,
   Provider,
@@ -8,6 +7,7 @@ import type {
   ReceiptRequest,
 } from '../../core/providers';
 import type { KeyRing } from '../keyring';
+import { isObject, isText } from '../shape';
 import { SIGNATURE_HEADER, verifySignature } from './signature';
 
 /**
@@ -18,16 +18,23 @@ import { SIGNATURE_HEADER, verifySignature } from './signature';
  */
 export const CARRIER_PROVIDER_NAME = 'carrier';
 
-const answerSchema = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('accepted'), messageId: z.string().min(1).max(200) }),
-  z.object({ status: z.literal('rejected'), reason: z.string().max(500) }),
-]);
+/** The gateway's answer to a message: thrown when it is neither an acceptance nor a refusal. */
+function readAnswer(body: unknown): ProviderAnswer {
+  if (isObject(body)) {
+    if (body.status === 'accepted' && isText(body.messageId, 200, 1))
+      return { status: 'accepted', messageId: body.messageId };
+    if (body.status === 'rejected' && isText(body.reason, 500))
+      return { status: 'rejected', reason: body.reason };
+  }
+  throw new Error('Carrier answered a body that is neither accepted nor rejected');
+}
 
-const receiptSchema = z.object({
-  reference: z.string().max(100),
-  messageId: z.string().max(200),
-  status: z.enum(['delivered', 'failed']),
-});
+/** A signed receipt's body: `{reference, messageId, status: delivered | failed}`. */
+function readReceipt(body: unknown): Receipt | undefined {
+  if (!isObject(body) || !isText(body.reference, 100) || !isText(body.messageId, 200)) return undefined;
+  if (body.status !== 'delivered' && body.status !== 'failed') return undefined;
+  return { reference: body.reference, messageId: body.messageId, status: body.status };
+}
 
 export interface HttpCarrierOptions {
   baseUrl: string | undefined;
@@ -57,7 +64,7 @@ export class HttpCarrierProvider implements Provider {
       signal: AbortSignal.timeout(this.options.timeoutMs ?? 3000),
     });
     if (!response.ok) throw new Error(`Carrier answered HTTP ${response.status}`);
-    return answerSchema.parse(await response.json());
+    return readAnswer(await response.json());
   }
 
   parseReceipt(request: ReceiptRequest, now: Date): Receipt | undefined {
@@ -66,8 +73,7 @@ export class HttpCarrierProvider implements Provider {
       return undefined;
     }
     try {
-      const parsed = receiptSchema.safeParse(JSON.parse(request.body));
-      return parsed.success ? parsed.data : undefined;
+      return readReceipt(JSON.parse(request.body));
     } catch {
       return undefined;
     }

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import type {
   OutboundMessage,
   Provider,
@@ -7,6 +6,7 @@ import type {
   ReceiptRequest,
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
+import { isObject, isOptionalText, isText } from '../shape';
 import { assertWhatsAppSendable, authenticationTemplateMessage, codeIn } from './whatsapp-template';
 import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
 
@@ -21,12 +21,20 @@ export const VONAGE_PROVIDER_NAME = 'vonage';
 export const DEFAULT_VONAGE_BASE_URL = 'https://api.nexmo.com';
 
 /** What the Vonage secret holds (Secrets Manager, `OTP_VONAGE_SECRET_ARN`): never logged, never stored. */
-export const vonageCredentialsSchema = z.object({
-  applicationId: z.string().min(1),
-  privateKey: z.string().min(1),
-  signatureSecret: z.string().min(16),
-});
-export type VonageCredentials = z.infer<typeof vonageCredentialsSchema>;
+export interface VonageCredentials {
+  applicationId: string;
+  privateKey: string;
+  signatureSecret: string;
+}
+
+/** The credentials in a parsed secret; undefined when a field is missing or empty, or the signature secret short. */
+export function readVonageCredentials(json: unknown): VonageCredentials | undefined {
+  if (!isObject(json)) return undefined;
+  const { applicationId, privateKey, signatureSecret } = json;
+  if (!isText(applicationId, undefined, 1) || !isText(privateKey, undefined, 1)) return undefined;
+  if (!isText(signatureSecret, undefined, 16)) return undefined;
+  return { applicationId, privateKey, signatureSecret };
+}
 
 /** Remembers a token id once: false when it was seen before (a replay). */
 export interface ReplayGuard {
@@ -62,11 +70,16 @@ const remainingSeconds = (
   return Math.min(remaining, bounds.max);
 };
 
-const statusSchema = z.object({
-  message_uuid: z.string().min(1).max(200),
-  status: z.string().max(50),
-  client_ref: z.string().max(100).optional(),
-});
+/** A message status webhook's body: `message_uuid`, `status`, and `client_ref` when we set one. */
+function readStatus(
+  json: unknown,
+): { message_uuid: string; status: string; client_ref?: string } | undefined {
+  if (!isObject(json)) return undefined;
+  const { message_uuid, status, client_ref } = json;
+  if (!isText(message_uuid, 200, 1) || !isText(status, 50) || !isOptionalText(client_ref, 100))
+    return undefined;
+  return { message_uuid, status, ...(client_ref !== undefined && { client_ref }) };
+}
 
 /** `delivered` and `read` settle; `rejected` (also TTL expiry) and `undeliverable` fail; `submitted`: none. */
 const vonageStatus = (status: string): Receipt['status'] | undefined =>
@@ -173,21 +186,20 @@ export class VonageProvider implements Provider {
     if (!claims) return undefined;
     let parsed;
     try {
-      parsed = statusSchema.safeParse(JSON.parse(request.body));
+      parsed = readStatus(JSON.parse(request.body));
     } catch {
       return undefined;
     }
-    if (!parsed.success) return undefined;
+    if (!parsed) return undefined;
     // The token is spent only once it was proven Vonage's; remembered past the window in which it is accepted.
     const replays = this.options.replays;
     if (!replays) return undefined;
     const until = new Date((claims.iat + 2 * 300) * 1000);
     if (!(await replays.firstUse(`${VONAGE_PROVIDER_NAME}#${claims.jti}`, until))) return undefined;
-    const status = vonageStatus(parsed.data.status);
-    const reference = parsed.data.client_ref;
+    const status = vonageStatus(parsed.status);
+    const reference = parsed.client_ref;
     // A signed status that is no receipt for us (submitted; no client_ref) is acknowledged and changes nothing.
-    if (!status || !reference)
-      return { reference: '', messageId: parsed.data.message_uuid, status: 'failed' };
-    return { reference, messageId: parsed.data.message_uuid, status };
+    if (!status || !reference) return { reference: '', messageId: parsed.message_uuid, status: 'failed' };
+    return { reference, messageId: parsed.message_uuid, status };
   }
 }

@@ -1,7 +1,6 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import * as z from 'zod';
 import {
   WEBHOOK_EVENT_TYPES,
   runWebhookJob,
@@ -13,6 +12,7 @@ import {
 } from '../../core/webhooks';
 import { METRIC, noMetrics, type Metrics } from '../../core/metrics';
 import type { Logger } from '../logger';
+import { isObject, isOneOf, isOptionalText, isText } from '../shape';
 
 /** SQS delays one message by at most 15 minutes; longer waits hop with `notBefore`. */
 export const SQS_MAX_DELAY_SECONDS = 900;
@@ -64,26 +64,40 @@ export class SqsWebhookQueue implements WebhookQueue {
   }
 }
 
-const jobSchema = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('deliver'),
-    serviceSid: z.string(),
-    endpointSid: z.string(),
-    eventId: z.string(),
-    eventType: z.enum(WEBHOOK_EVENT_TYPES),
-    payload: z.string(),
-    attempt: z.number().int().min(1),
-    notBefore: z.string().optional(),
-  }),
-  z.object({
-    kind: z.literal('expire'),
-    serviceSid: z.string(),
-    verificationSid: z.string(),
-    expiresAt: z.string(),
-  }),
-]);
-
-export const parseWebhookJob = (body: string): WebhookJob => jobSchema.parse(JSON.parse(body)) as WebhookJob;
+/** A queue message's job (thrown when it is not one: the message is retried, then dead-lettered). */
+export function parseWebhookJob(body: string): WebhookJob {
+  const job: unknown = JSON.parse(body);
+  if (isObject(job) && job.kind === 'deliver') {
+    const { serviceSid, endpointSid, eventId, eventType, payload, attempt, notBefore } = job;
+    if (
+      isText(serviceSid) &&
+      isText(endpointSid) &&
+      isText(eventId) &&
+      isOneOf(WEBHOOK_EVENT_TYPES, eventType) &&
+      isText(payload) &&
+      Number.isSafeInteger(attempt) &&
+      (attempt as number) >= 1 &&
+      isOptionalText(notBefore)
+    ) {
+      return {
+        kind: 'deliver',
+        serviceSid,
+        endpointSid,
+        eventId,
+        eventType,
+        payload,
+        attempt: attempt as number,
+        ...(notBefore !== undefined && { notBefore }),
+      };
+    }
+  }
+  if (isObject(job) && job.kind === 'expire') {
+    const { serviceSid, verificationSid, expiresAt } = job;
+    if (isText(serviceSid) && isText(verificationSid) && isText(expiresAt))
+      return { kind: 'expire', serviceSid, verificationSid, expiresAt };
+  }
+  throw new Error('The queue message is not a webhook job');
+}
 
 /**
  * The sender function's batch, through Powertools' partial-batch processor: every job at once (a slow endpoint

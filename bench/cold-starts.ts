@@ -1,0 +1,75 @@
+/**
+ * `npx tsx bench/cold-starts.ts [--runs 10] [--rounds 1] [--json file]`: the bundles part of `npm run bench`
+ * alone (bench/bundles.ts: every entry of the function manifest built as CDK builds it, its size and cold
+ * starts beside the baseline's), on a DynamoDB Local of its own, to measure a change to the bundles without
+ * the whole run. With `--rounds`, the part is run that many times and each figure is the median of the
+ * rounds' medians (this machine is shared: one round moves by tens of percent). Prints one line per entry.
+ */
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { measureBundles, type BundleResult } from './bundles';
+import { NumberSource, startBenchDb } from './setup';
+import { median, round } from './stats';
+
+const argv = process.argv.slice(2);
+const option = (name: string): string | undefined => {
+  const at = argv.indexOf(name);
+  return at >= 0 ? argv[at + 1] : undefined;
+};
+const runs = Number(option('--runs') ?? 10);
+const rounds = Number(option('--rounds') ?? 1);
+const jsonFile = option('--json');
+
+async function main(): Promise<void> {
+  const loadAtStart = loadavg();
+  const db = await startBenchDb();
+  const byRound: BundleResult[][] = [];
+  try {
+    const numbers = new NumberSource(90_000_000);
+    for (let round = 0; round < rounds; round++) {
+      const { results } = await measureBundles(db, numbers, { runs, deadline: Date.now() + 20 * 60_000 });
+      byRound.push(results);
+      process.stderr.write(`cold-starts: round ${round + 1} of ${rounds} done\n`);
+    }
+  } finally {
+    await db.stop();
+  }
+  const medianOf = (values: (number | undefined)[], digits = 1) => {
+    const known = values.filter((value): value is number => value !== undefined);
+    return known.length > 0 ? round(median(known), digits) : undefined;
+  };
+  const rows = byRound[0]!.map((first) => {
+    const all = byRound.map((results) => results.find((result) => result.entry === first.entry)!);
+    const measured = all.map((result) => result.cold.find((run) => run.variant !== 'plain'));
+    return {
+      entry: first.entry,
+      kb: first.kb,
+      gzipKb: first.gzipKb,
+      requireMs: medianOf(measured.map((run) => run?.requireMs)),
+      firstInvokeMs: medianOf(measured.map((run) => run?.firstInvokeMs)),
+      spawnToAnswerMs: medianOf(measured.map((run) => run?.spawnToResponseMs?.median)),
+      pairedBaselineMs: medianOf(measured.map((run) => run?.pairedBaselineMs)),
+      ratio: medianOf(
+        all.map((result) => result.ratioToBaseline),
+        2,
+      ),
+      answer: measured[0]?.answer,
+      error: first.error ?? measured.find((run) => run?.error)?.error,
+      largest: first.largest.map((part) => `${part.source} ${part.kb}`).join(', '),
+    };
+  });
+  const loadAtEnd = loadavg();
+  const header = `${rounds} round(s) of ${runs} runs (medians), load average ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} at start, ${loadAtEnd.map((l) => l.toFixed(2)).join(' ')} at end, Node ${process.version}`;
+  process.stdout.write(`${header}\n`);
+  for (const row of rows) {
+    process.stdout.write(
+      `${row.entry.padEnd(30)} ${String(row.kb).padStart(6)} KB  require ${row.requireMs ?? '-'}  first invoke ${row.firstInvokeMs ?? '-'}  spawn to answer ${row.spawnToAnswerMs ?? '-'}  baseline beside ${row.pairedBaselineMs ?? '-'}  ratio ${row.ratio ?? '-'}  ${row.error ?? row.answer ?? ''}\n    ${row.largest}\n`,
+    );
+  }
+  if (jsonFile) writeFileSync(jsonFile, `${JSON.stringify({ header, rows, byRound }, null, 2)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`cold-starts: ${String(error)}\n`);
+  process.exitCode = 1;
+});
