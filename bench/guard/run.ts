@@ -449,6 +449,10 @@ async function runLevel(level: GuardLevel, backend: Backend): Promise<LevelResul
       const sent = await sendVerification(itemDeps, { serviceSid: backend.serviceSid, to: plan.to });
       tally.charged++;
       tally.chargedAt.push(item.at);
+      if (plan.attack && process.env.GUARD_BENCH_DEBUG)
+        process.stderr.write(
+          `charged ${plan.attack} ${plan.to} at ${((item.at - DAY) / HOUR).toFixed(3)} h\n`,
+        );
       const checkAfter = item.retry ? plan.retry?.checkAfterMs : plan.checkAfterMs;
       if (checkAfter !== undefined)
         push({ at: item.at + checkAfter, kind: 'check', plan, sid: sent.verification.sid });
@@ -494,7 +498,8 @@ async function runLevel(level: GuardLevel, backend: Backend): Promise<LevelResul
 }
 
 const usd = (units: number) => `$${(units / UNITS_PER_USD).toFixed(2)}`;
-const pct = (part: number, whole: number) => (whole === 0 ? '-' : `${((100 * part) / whole).toFixed(1)} %`);
+const pct = (part: number, whole: number, digits = 1) =>
+  whole === 0 ? '-' : `${((100 * part) / whole).toFixed(digits)} %`;
 
 function report(results: LevelResult[], commit: string, mode: string): string {
   const lines: string[] = [];
@@ -527,7 +532,7 @@ function report(results: LevelResult[], commit: string, mode: string): string {
   for (const r of results) {
     const legitBlocked = r.level === 'shadow' ? r.legit.decided : r.legit.blocked;
     lines.push(
-      `| ${r.level} | ${r.legit.sends} | ${legitBlocked} (${pct(legitBlocked, r.legit.sends)}) | ${Object.entries(
+      `| ${r.level} | ${r.legit.sends} | ${legitBlocked} (${pct(legitBlocked, r.legit.sends, 2)}) | ${Object.entries(
         r.reasons,
       )
         .map(([k, v]) => `${k} ${v}`)

@@ -155,6 +155,49 @@ describe('signals', () => {
     expect(await code(gb(2_000_123))).toBe('sent');
   });
 
+  it('country flood: while a flood into new ranges goes on, thin established ranges close too, until it stops', async () => {
+    // Yesterday: +447400 carried 70 of 81 checked codes; +447401 (8) and +447402 (3) are established but thin.
+    const inRange = (range: number, count: number) =>
+      Array.from({ length: count }, (_, k) => gb(range * 1_000_000 + 1 + k * 7919));
+    await baseline([...inRange(0, 70), ...inRange(1, 8), ...inRange(2, 3)]);
+    await consume(Array.from({ length: 12 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17))));
+    const flooded = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(flooded.novelty?.flood).toMatchObject({
+      open: ['+447400'],
+      figures: { novel_sends_10m: 12, ranges_open: 1, ranges_closed: 2 },
+    });
+    const thin = await refusal(gb(2_000_123));
+    expect(thin?.code).toBe('blocked_by_policy');
+    expect(thin?.message).toContain('unusual traffic to this country');
+    expect(await code(gb(1_000_321))).toBe('blocked_by_policy');
+    expect(await code(gb(123_457))).toBe('sent');
+
+    // No flood for 16 minutes: the thin ranges reopen; new ranges stay blocked while the novelty block holds.
+    world.clock.advance(16 * MINUTE);
+    await consume([sendEvent(gb(222_222))]);
+    const after = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(after.novelty).toMatchObject({ reason: 'novel_prefix_surge' });
+    expect(after.novelty?.flood).toBeUndefined();
+    expect(await code(gb(2_000_321))).toBe('sent');
+    expect(await code(gb(30_000_017))).toBe('blocked_by_policy');
+  });
+
+  it('country flood: a novelty block with no flood going on closes no established range', async () => {
+    const inRange = (range: number, count: number) =>
+      Array.from({ length: count }, (_, k) => gb(range * 1_000_000 + 1 + k * 7919));
+    await baseline([...inRange(0, 70), ...inRange(1, 8), ...inRange(2, 3)]);
+    // 9 unchecked sends to new ranges spread over 25 minutes: the slow rule, not a flood (under 10 in 10 minutes).
+    await consume(
+      Array.from({ length: 9 }, (_, i) =>
+        sendEvent(gb((4 + i) * 1_000_000 + 17), now() - (30 - 3 * i) * MINUTE),
+      ),
+    );
+    const state = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(state.novelty).toMatchObject({ reason: 'novel_prefix_surge' });
+    expect(state.novelty?.flood).toBeUndefined();
+    expect(await code(gb(2_000_123))).toBe('sent');
+  });
+
   it('never-seen countries: unchecked sends to 3 new countries block new countries, not established ones', async () => {
     await baseline(established());
     const at = now() - 10 * MINUTE;

@@ -30,6 +30,11 @@ export const GUARD_REASONS = [
   'novel_country_surge',
   /** Sends to never-established ranges across countries, with few codes checked (strict only). */
   'novel_prefix_spread',
+  /**
+   * While a country is flooded (a novelty block holds and the flood goes on), its thin established ranges: the
+   * flood's random numbers land there too, and there they outnumber the service's real users.
+   */
+  'country_flood',
 ] as const;
 export type GuardReason = (typeof GUARD_REASONS)[number];
 
@@ -41,6 +46,7 @@ export const REASON_FAMILY: Record<GuardReason, string> = {
   novel_prefix_surge: 'unusual traffic to new destinations',
   novel_country_surge: 'unusual traffic to new destinations',
   novel_prefix_spread: 'unusual traffic to new destinations',
+  country_flood: 'unusual traffic to this country',
 };
 
 export const blockedMessage = (reason: GuardReason): string =>
@@ -70,6 +76,11 @@ export interface NoveltyBlock {
   since: number;
   until: number;
   figures: Figures;
+  /**
+   * While the flood that made the block goes on (`until`), only the `open` ranges stay open: the established
+   * ranges that carry most of the country's real traffic (country novelty blocks only).
+   */
+  flood?: { open: string[]; since: number; until: number; figures: Figures };
 }
 
 /** What the send path reads for one scope (a service, or all services) and one country. */

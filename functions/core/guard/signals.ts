@@ -37,6 +37,10 @@ const RUN_WINDOW_MS = 10 * MINUTE;
 const RUN_KEEP = 12;
 const BLOCK_HOLD_MS = 30 * MINUTE;
 const COUNTRY_HOLD_MS = 60 * MINUTE;
+/** A flood's thin-range closing lasts this long after the flood was last seen going on. */
+const FLOOD_HOLD_MS = 5 * MINUTE;
+/** While a country is flooded, its established ranges that carry this share of its real traffic stay open. */
+const FLOOD_OPEN_SHARE = 0.85;
 /** Caps that keep an item far below DynamoDB's 400 KB (and the send path's read small). */
 const MAX_RANGES = 400;
 const MAX_ESTABLISHED = 300;
@@ -555,6 +559,7 @@ export function evaluateCountry(
         started.push({ reason: 'novel_prefix_surge', prefix: country, level, figures: merged.block.figures });
       novelty = merged.block;
     }
+    if (novelty) novelty = floodOf(stats, novelty, recent, now, started, country);
   }
 
   const established = Object.entries(stats.ranges)
@@ -572,6 +577,53 @@ export function evaluateCountry(
       lifted,
     },
     started,
+  };
+}
+
+/**
+ * A flood's random numbers fall in every range of the country, the established ones too, and in a thin one (few
+ * real users) they outnumber its real users. While the flood that made the country's novelty block goes on (new
+ * ranges still take a fast rule's volume), only the established ranges that carry `FLOOD_OPEN_SHARE` of the
+ * country's baseline stay open; the thin tail closes until the flood has been gone `FLOOD_HOLD_MS`.
+ */
+function floodOf(
+  stats: CountryStats,
+  novelty: NoveltyBlock,
+  recent: Sums,
+  now: number,
+  started: StartedBlock[],
+  country: string,
+): NoveltyBlock {
+  const t = THRESHOLDS.novelSurge[novelty.level];
+  const flooding = recent.n >= t.fast && ratio(recent.n, recent.s) >= t.fastFraction;
+  const current = novelty.flood && novelty.flood.until > now ? novelty.flood : undefined;
+  if (!flooding) {
+    if (current) return novelty;
+    const { flood: _ended, ...rest } = novelty;
+    return rest;
+  }
+  const established = Object.entries(stats.ranges)
+    .map(([range, d]) => [range, decay(d, now)] as const)
+    .filter(([, d]) => isEstablishedRange(d))
+    .sort((a, b) => b[1].s - a[1].s);
+  const total = established.reduce((sum, [, d]) => sum + d.s, 0);
+  const open: string[] = [];
+  let covered = 0;
+  for (const [range, d] of established) {
+    if (covered >= FLOOD_OPEN_SHARE * total) break;
+    open.push(range);
+    covered += d.s;
+  }
+  const figures = {
+    novel_sends_10m: recent.n,
+    novel_share_10m: round2(ratio(recent.n, recent.s)),
+    ranges_open: open.length,
+    ranges_closed: established.length - open.length,
+  };
+  if (!current) started.push({ reason: 'country_flood', prefix: country, level: novelty.level, figures });
+  return {
+    ...novelty,
+    flood: { open: open.sort(), since: current?.since ?? now, until: now + FLOOD_HOLD_MS, figures },
   };
 }
 
@@ -645,7 +697,7 @@ export function evaluateScope(
   const t = THRESHOLDS.novelSpread.strict;
   const spread = hour.rCountries.size >= t.countries;
   const fired = spread && matured.ra >= t.matured && ratio(matured.rc, matured.ra) <= t.maxConversion;
-  if ((fired || (!!novelRanges && spread && hour.r >= t.matured)) && !liftedPrefix(lifted, '*', now)) {
+  if (fired && !liftedPrefix(lifted, '*', now)) {
     novelRanges = holdNovelty(novelRanges, 'novel_prefix_spread', 'strict', {
       novel_range_sends_60m: hour.r,
       countries: hour.rCountries.size,

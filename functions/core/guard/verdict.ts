@@ -100,6 +100,9 @@ function findHit(
   const novelty = active(own?.novelty, enforced, now);
   if (novelty && !rangeKnown)
     return { reason: novelty.reason, prefix: place.range, scope: 'service', figures: novelty.figures };
+  const flood = novelty?.flood;
+  if (flood && flood.until > now && !flood.open.includes(place.range))
+    return { reason: 'country_flood', prefix: place.range, scope: 'service', figures: flood.figures };
   const novelCountries = active(all?.novelCountries, enforced, now);
   if (novelCountries && !countryKnown)
     return {
