@@ -19,6 +19,7 @@ import { ESBUILD_OPTIONS, FUNCTIONS, FUNCTION_NAMES, awsClientsOf } from '../lib
 import { consoleEvent, fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
 import { median, round } from './stats';
+import { warmEmulator } from './warm-emulator';
 
 const ROOT = resolve(__dirname, '..');
 /**
@@ -189,6 +190,7 @@ export async function measureBundles(
   const dir = mkdtempSync(join(tmpdir(), 'otp-bench-bundles-'));
   const masterKey = randomBytes(32).toString('base64url');
   try {
+    await warmEmulator(db);
     writeFileSync(join(dir, 'runner.cjs'), RUNNER);
     const results: BundleResult[] = [];
     // The baseline first: its bundle then runs beside every other entry's cold starts (see `pairedBaselineMs`).
