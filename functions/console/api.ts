@@ -10,7 +10,8 @@
  * and webhook deliveries from the records the webhook sender writes per attempt (DynamoWebhookDeliveries).
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import { en } from 'zod/locales';
 import type { AccountStore } from '../adapters/dynamodb/accounts';
 import type { ActivityReader } from '../adapters/dynamodb/activity';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
@@ -135,51 +136,55 @@ const TEMPLATE_SID = /^HX[0-9a-f]{32}$/;
 const WEBHOOK_SID = /^WH[0-9a-f]{32}$/;
 const KEY_ID = /^[0-9a-f]{12}$/;
 
-const usd = z
-  .string()
-  .max(20)
-  .transform((text, ctx) => {
+/*
+ * zod's functional API (`zod/mini`): the console's bundle carries only the checks it uses (about 20 KB instead of
+ * 90, and a fraction of the require time; docs/bench.md). Its messages are answered to the page, so the English
+ * ones classic zod sets by default are set here too.
+ */
+z.config(en());
+
+const usd = z.pipe(
+  z.string().check(z.maxLength(20)),
+  z.transform((text: string, ctx) => {
     const units = parseUsd(text);
     if (units === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'an amount in USD with at most 4 decimals' });
+      ctx.issues.push({ code: 'custom', message: 'an amount in USD with at most 4 decimals', input: text });
       return z.NEVER;
     }
     return units;
-  });
-const channelList = z.array(z.enum(CHANNELS)).min(1).max(CHANNELS.length);
+  }),
+);
+const channelList = z.array(z.enum(CHANNELS)).check(z.minLength(1), z.maxLength(CHANNELS.length));
 const schemas = {
   createService: z.object({
-    name: z.string().trim().min(1).max(100),
-    balance: usd.optional(),
-    channels: channelList.optional(),
+    name: z.string().check(z.trim(), z.minLength(1), z.maxLength(100)),
+    balance: z.optional(usd),
+    channels: z.optional(channelList),
   }),
   topUp: z.object({ amount: usd }),
   channels: z.object({ channels: channelList }),
   template: z.object({
-    body: z
-      .string()
-      .min(1)
-      .max(1000)
-      .refine((body) => body.includes('{code}'), 'the text must contain {code}'),
-    locale: z
-      .string()
-      .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/)
-      .optional(),
-    default: z.boolean().optional(),
+    body: z.string().check(
+      z.minLength(1),
+      z.maxLength(1000),
+      z.refine((body) => body.includes('{code}'), 'the text must contain {code}'),
+    ),
+    locale: z.optional(z.string().check(z.regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/))),
+    default: z.optional(z.boolean()),
   }),
   rules: z.object({
     blockedCountries: z
       .array(
-        z
-          .string()
-          .regex(/^[A-Za-z]{2}$/)
-          .transform((c) => c.toUpperCase()),
+        z.pipe(
+          z.string().check(z.regex(/^[A-Za-z]{2}$/)),
+          z.transform((c: string) => c.toUpperCase()),
+        ),
       )
-      .max(250),
-    blockedPrefixes: z.array(z.string().regex(/^\+[1-9]\d{0,14}$/)).max(100),
+      .check(z.maxLength(250)),
+    blockedPrefixes: z.array(z.string().check(z.regex(/^\+[1-9]\d{0,14}$/))).check(z.maxLength(100)),
   }),
-  webhook: z.object({ url: z.string().min(1).max(2048) }),
-  rotate: z.object({ now: z.boolean().optional() }),
+  webhook: z.object({ url: z.string().check(z.minLength(1), z.maxLength(2048)) }),
+  rotate: z.object({ now: z.optional(z.boolean()) }),
 };
 
 type Params = Record<string, string>;
@@ -656,7 +661,7 @@ function readJson(event: APIGatewayProxyEventV2): unknown {
   }
 }
 
-function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+function parse<T extends z.ZodMiniType>(schema: T, body: unknown): z.output<T> {
   const result = schema.safeParse(body);
   if (!result.success) {
     const issue = result.error.issues[0]!;
