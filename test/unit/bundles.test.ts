@@ -15,12 +15,14 @@ import {
   PROVIDER_FUNCTION_NAMES,
   awsClientsOf,
   ESBUILD_OPTIONS,
+  type FunctionName,
+  type ProviderFunctionName,
 } from '../../lib/functions';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-/** The `@aws-sdk/client-*` packages a bundle of `entry` requires at run time (they stay external). */
-async function awsClientImports(entry: string): Promise<string[]> {
+/** The bundle of `entry` as CDK builds it, not written: its metafile. */
+async function metafileOf(entry: string) {
   const result = await build({
     ...ESBUILD_OPTIONS,
     mainFields: [...ESBUILD_OPTIONS.mainFields],
@@ -31,8 +33,14 @@ async function awsClientImports(entry: string): Promise<string[]> {
     write: false,
     metafile: true,
   });
+  return result.metafile;
+}
+
+/** The `@aws-sdk/client-*` packages a bundle of `entry` requires at run time (they stay external). */
+async function awsClientImports(entry: string): Promise<string[]> {
+  const metafile = await metafileOf(entry);
   const clients = new Set<string>();
-  for (const input of Object.values(result.metafile.inputs)) {
+  for (const input of Object.values(metafile.inputs)) {
     for (const imported of input.imports) {
       if (imported.external && /^@aws-sdk\/client-/.test(imported.path)) clients.add(imported.path);
     }
@@ -58,6 +66,28 @@ test('the provider receipt functions hold no client but DynamoDB (no key, no pro
     expect(awsClientsOf(PROVIDER_FUNCTIONS[name])).toEqual(['@aws-sdk/client-dynamodb']);
   }
 });
+
+/**
+ * zod costs a bundle about 90 KB and 20 ms of require at every cold start in its classic API, about 15 to 20 KB
+ * and a few ms in its functional one (`zod/mini`); docs/bench.md. Only the functions that validate HTTP requests
+ * hold it (send, check, console), as zod/mini; the delivery side parses its few flat shapes by hand.
+ */
+const VALIDATES_HTTP_REQUESTS: readonly string[] = ['send', 'check', 'console'];
+
+test.each([...FUNCTION_NAMES, ...PROVIDER_FUNCTION_NAMES])(
+  'the %s bundle holds no classic zod, and zod at all only if it validates HTTP requests',
+  async (name) => {
+    const spec =
+      name in FUNCTIONS ? FUNCTIONS[name as FunctionName] : PROVIDER_FUNCTIONS[name as ProviderFunctionName];
+    // What the output holds: a file another one imports but tree shaking dropped is an input of no bytes.
+    const output = Object.values((await metafileOf(spec.entry)).outputs).find((out) => out.entryPoint);
+    const zod = Object.entries(output?.inputs ?? {})
+      .filter(([input, { bytesInOutput }]) => input.includes('node_modules/zod/') && bytesInOutput > 0)
+      .map(([input]) => input);
+    expect(zod.filter((input) => input.includes('/classic/'))).toEqual([]);
+    expect(zod.length > 0).toBe(VALIDATES_HTTP_REQUESTS.includes(name));
+  },
+);
 
 test('the manifest declares what each function calls', () => {
   expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
