@@ -14,7 +14,9 @@ export interface GuardSignalsProps {
  * The pumping guard's signals off the request path: a second consumer of the table's stream (beside the webhook
  * events function), fed only what the guard folds: verifications (new ones, checked ones) and number logs that
  * carry a guard refusal. A failing batch is split and retried; signals are statistics, so a batch that still
- * fails is dropped rather than blocking the shard (nothing is lost but a few counts).
+ * fails is dropped rather than blocking the shard (nothing is lost but a few counts). A batch delivered again
+ * counts once: each aggregate keeps, per shard, the highest sequence number it folded (core/guard/consumer.ts).
+ * That needs the shard's records in order, one batch at a time (parallelization factor 1, the default).
  */
 export class GuardSignals extends Construct {
   constructor(scope: Construct, id: string, props: GuardSignalsProps) {
@@ -28,6 +30,9 @@ export class GuardSignals extends Construct {
         bisectBatchOnError: true,
         retryAttempts: 3,
         maxRecordAge: Duration.hours(1),
+        // Only so that Lambda names the batch's shard (`shardId`), which a plain stream event does not: the
+        // consumer's per-shard marks need it. The window's state is not used (the handler returns it empty).
+        tumblingWindow: Duration.minutes(15),
         filters: [
           lambda.FilterCriteria.filter({
             dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },

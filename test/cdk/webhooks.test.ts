@@ -3,7 +3,7 @@
  * queue and its dead-letter queue, the sender's SQS event source, exact IAM and the alarm. Synthesized once
  * without bundling: bundles and cdk-nag (over the whole app) are checked in otp-stack.test.ts.
  */
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
 import type { OtpStack } from '../../lib/otp-stack';
@@ -108,6 +108,9 @@ test('the sender consumes the queue in batches of 10, reporting the jobs that fa
     FunctionName: ref(logicalId(stack.functions.guardSignals)),
     EventSourceArn: getAtt(ids().table, 'StreamArn'),
     BisectBatchOnFunctionError: true,
+    // The window names each batch's shard (the consumer's per-shard marks); one batch of a shard at a time.
+    TumblingWindowInSeconds: 900,
+    ParallelizationFactor: Match.absent(),
   });
   template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
 });

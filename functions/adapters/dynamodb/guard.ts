@@ -3,7 +3,8 @@
  * - `COUNTRY#<cc>` and `SCOPE`: the state a send reads in its own BatchGetItem (blocks, established ranges and
  *   countries, lifted prefixes), a few hundred bytes to a few KB;
  * - `STATS#<cc>` and `STATS`: the aggregates only the stream consumer reads and writes, with a version for
- *   optimistic concurrency, and the service's report of decisions.
+ *   optimistic concurrency, the service's report of decisions, and per stream shard the highest sequence number
+ *   folded (`folded`: a batch delivered twice counts once).
  * State and aggregates are stored as one JSON string attribute each (`state`, `stats`): compact, and read whole.
  */
 import {
@@ -20,6 +21,7 @@ import {
   countryKey,
   emptyReport,
   type CountryKey,
+  type FoldedMarks,
   type GuardBatch,
   type GuardReport,
   type GuardSignalStore,
@@ -106,6 +108,7 @@ export class DynamoGuardStore implements GuardSignalStore {
         state:
           parse<CountryGuardState>(find(keys.guardCountry(scope, country)), 'state') ?? emptyCountryState(),
         version: stats.version as number,
+        ...folded(stats),
       });
     }
     for (const scope of scopes) {
@@ -116,6 +119,7 @@ export class DynamoGuardStore implements GuardSignalStore {
         state: parse<ScopeGuardState>(find(keys.guardScope(scope)), 'state') ?? emptyScopeState(),
         report: parse<GuardReport>(stats, 'report') ?? emptyReport(),
         version: stats.version as number,
+        ...folded(stats),
       });
     }
     return batch;
@@ -147,7 +151,7 @@ export class DynamoGuardStore implements GuardSignalStore {
         keys.guardCountry(scope, country),
         keys.guardCountryStats(scope, country),
         record.state,
-        { stats: JSON.stringify(record.stats) },
+        { stats: JSON.stringify(record.stats), ...foldedAttribute(record.folded) },
         record.version,
       );
     }
@@ -156,7 +160,11 @@ export class DynamoGuardStore implements GuardSignalStore {
         keys.guardScope(scope),
         keys.guardScopeStats(scope),
         record.state,
-        { stats: JSON.stringify(record.stats), report: JSON.stringify(record.report) },
+        {
+          stats: JSON.stringify(record.stats),
+          report: JSON.stringify(record.report),
+          ...foldedAttribute(record.folded),
+        },
         record.version,
       );
     }
@@ -172,6 +180,14 @@ export class DynamoGuardStore implements GuardSignalStore {
     return true;
   }
 }
+
+const folded = (item: Item): { folded?: FoldedMarks } => {
+  const marks = parse<FoldedMarks>(item, 'folded');
+  return marks ? { folded: marks } : {};
+};
+
+const foldedAttribute = (marks: FoldedMarks | undefined): Item =>
+  marks ? { folded: JSON.stringify(marks) } : {};
 
 const splitCountryKey = (key: string): [string, string] => {
   const at = key.lastIndexOf('/');

@@ -6,6 +6,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
+import type { PositionedGuardEvent } from '../../core/guard/consumer';
 import type { GuardEvent } from '../../core/guard/signals';
 import { settledStatus } from '../../core/verification';
 import { guardDecisionFromItem, verificationFromItem } from '../dynamodb/items';
@@ -66,3 +67,21 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
 
 export const guardEventsFromStream = (records: DynamoDBRecord[]): GuardEvent[] =>
   records.map(guardEventFromStreamRecord).filter((event): event is GuardEvent => event !== undefined);
+
+/**
+ * The events of one batch read from one shard, each with its record's position when the shard is known (Lambda
+ * names it only with a tumbling window: `shardId`), so that the consumer folds each record once.
+ */
+export function guardEventsFromShard(
+  records: DynamoDBRecord[],
+  shard: string | undefined,
+): PositionedGuardEvent[] {
+  const events: PositionedGuardEvent[] = [];
+  for (const record of records) {
+    const event = guardEventFromStreamRecord(record);
+    if (!event) continue;
+    const sequence = record.dynamodb?.SequenceNumber;
+    events.push(shard && sequence ? { ...event, position: { shard, sequence } } : event);
+  }
+  return events;
+}

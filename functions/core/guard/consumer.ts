@@ -2,6 +2,8 @@
  * The guard's stream consumer: folds a batch of events into the stored aggregates of each scope (the service,
  * and `GLOBAL` for all services) and country, evaluates the rules, and writes the state the send path reads.
  * Every write is conditioned on the version read; a conflict (another batch wrote first) reads and folds again.
+ * Each aggregate remembers, per stream shard, the highest sequence number folded into it: a batch delivered again
+ * (a retry after a failure, a bisected half, a duplicate delivery) counts only the records not folded yet.
  */
 import type { Clock } from '../ports';
 import type { CountryGuardState, GuardDecision, GuardReason, ScopeGuardState } from './model';
@@ -43,11 +45,30 @@ export interface GuardReport {
 
 export const emptyReport = (): GuardReport => ({ lines: [], recent: [] });
 
+/** Where a stream record sits: its shard, and its sequence number (increasing strings of digits per shard). */
+export interface StreamPosition {
+  shard: string;
+  sequence: string;
+}
+
+/** An event with the stream record it came from; without a position it is always folded (no deduplication). */
+export type PositionedGuardEvent = GuardEvent & { position?: StreamPosition };
+
+/** Per shard: the highest sequence number folded into an aggregate, and when (to forget shards long ended). */
+export type FoldedMarks = Record<string, { seq: string; at: number }>;
+
+/**
+ * How long a shard's mark is kept after its last fold: longer than a record can wait in the stream (the event
+ * source's maximum record age is an hour), so a record delivered again always finds its shard's mark.
+ */
+export const FOLDED_KEEP_MS = 3 * 3_600_000;
+
 export interface CountryRecord {
   stats: CountryStats;
   state: CountryGuardState;
   /** 0: not stored yet. */
   version: number;
+  folded?: FoldedMarks;
 }
 
 export interface ScopeRecord {
@@ -55,6 +76,7 @@ export interface ScopeRecord {
   state: ScopeGuardState;
   report: GuardReport;
   version: number;
+  folded?: FoldedMarks;
 }
 
 export interface CountryKey {
@@ -119,10 +141,51 @@ export function recordDecision(report: GuardReport, decision: GuardDecision, e16
   if (report.recent.length > MAX_RECENT) report.recent.splice(0, report.recent.length - MAX_RECENT);
 }
 
-/** Folds `events` into every scope and country they touch and writes the new state (one read, one write). */
+/**
+ * Orders two stream sequence numbers of one shard: strings of digits, compared as numbers (DynamoDB's are
+ * longer than a double's precision); anything else by length, then lexically.
+ */
+export function compareSequence(a: string, b: string): number {
+  if (/^\d+$/.test(a) && /^\d+$/.test(b)) {
+    const x = BigInt(a);
+    const y = BigInt(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** Whether the record at `position` is not folded into the aggregate with these marks yet. */
+const unfolded = (marks: FoldedMarks | undefined, position: StreamPosition | undefined): boolean => {
+  const mark = position && marks?.[position.shard];
+  return !mark || compareSequence(position.sequence, mark.seq) > 0;
+};
+
+/** The marks after folding records at `positions`: each shard's highest, old shards forgotten. */
+function advanceMarks(
+  marks: FoldedMarks | undefined,
+  positions: StreamPosition[],
+  now: number,
+): FoldedMarks | undefined {
+  if (positions.length === 0) return marks;
+  const next: FoldedMarks = {};
+  for (const [shard, mark] of Object.entries(marks ?? {}))
+    if (mark.at >= now - FOLDED_KEEP_MS) next[shard] = mark;
+  for (const { shard, sequence } of positions) {
+    const mark = next[shard];
+    if (!mark || compareSequence(sequence, mark.seq) > 0) next[shard] = { seq: sequence, at: now };
+    else mark.at = now;
+  }
+  return next;
+}
+
+/**
+ * Folds `events` into every scope and country they touch and writes the new state (one read, one write). An
+ * aggregate that already folded an event's stream record (its shard's mark is at or past it) skips it, and an
+ * aggregate no event is new to is not written at all: the same batch twice counts once.
+ */
 export async function consumeGuardEvents(
   deps: GuardConsumerDeps,
-  input: GuardEvent[],
+  input: PositionedGuardEvent[],
 ): Promise<StartedBlock[]> {
   const events = [...input].sort((a, b) => a.at - b.at);
   if (events.length === 0) return [];
@@ -155,16 +218,47 @@ export async function consumeGuardEvents(
       }
       return record;
     };
+    // Which records each aggregate has not folded yet, judged on the marks as read (events are in time order,
+    // not stream order). The aggregates of one batch may be written in several transactions (over 100 items):
+    // after one of them failed, some aggregates hold the batch and others not.
+    const folding = new Map<CountryRecord | ScopeRecord, StreamPosition[]>();
+    const fresh = (record: CountryRecord | ScopeRecord, event: PositionedGuardEvent): boolean => {
+      if (!unfolded(record.folded, event.position)) return false;
+      let positions = folding.get(record);
+      if (!positions) folding.set(record, (positions = []));
+      if (event.position) positions.push(event.position);
+      return true;
+    };
     // In time order: the scope-wide fold needs to know whether the send's range was established at the time.
     for (const event of events) {
-      const facts = applyCountryEvent(country(event.serviceSid, event.country).stats, event);
-      applyCountryEvent(country(GLOBAL_SCOPE, event.country).stats, event);
+      const ownCountry = country(event.serviceSid, event.country);
       const own = scope(event.serviceSid);
-      applyScopeEvent(own.stats, event, facts);
-      if (event.kind === 'send' && event.decision) recordDecision(own.report, event.decision, event.e164);
+      const ownFresh = fresh(ownCountry, event);
+      const scopeFresh = fresh(own, event);
+      // The scope's fold needs the country fold's facts; if the country has it already (an earlier, partly
+      // written attempt), they are found again on a copy (approximately: the copy holds the event already).
+      const facts = ownFresh
+        ? applyCountryEvent(ownCountry.stats, event)
+        : scopeFresh
+          ? applyCountryEvent(structuredClone(ownCountry.stats), event)
+          : undefined;
+      const global = country(GLOBAL_SCOPE, event.country);
+      if (fresh(global, event)) applyCountryEvent(global.stats, event);
+      if (scopeFresh && facts) {
+        applyScopeEvent(own.stats, event, facts);
+        if (event.kind === 'send' && event.decision) recordDecision(own.report, event.decision, event.e164);
+      }
     }
+    for (const [key, record] of batch.countries) if (!folding.has(record)) batch.countries.delete(key);
+    for (const [key, record] of batch.scopes) if (!folding.has(record)) batch.scopes.delete(key);
+    for (const [record, positions] of folding) {
+      const marks = advanceMarks(record.folded, positions, now);
+      if (marks) record.folded = marks;
+    }
+    if (folding.size === 0) return [];
     for (const { scope: name, country: code } of countries.values()) {
-      const record = country(name, code);
+      const record = batch.countries.get(countryKey(name, code));
+      if (!record) continue;
       pruneCountryStats(record.stats, now);
       const evaluated = evaluateCountry(
         record.stats,
@@ -177,7 +271,8 @@ export async function consumeGuardEvents(
       for (const block of evaluated.started) started.push({ scope: name, country: code, block });
     }
     for (const name of scopes) {
-      const record = scope(name);
+      const record = batch.scopes.get(name);
+      if (!record) continue;
       pruneScopeStats(record.stats, now);
       const evaluated = evaluateScope(record.stats, record.state, now);
       record.state = evaluated.state;

@@ -1,0 +1,192 @@
+/**
+ * The guard's stream consumer on DynamoDB Local, through its Lambda handler (functions/guard/signals.ts) with
+ * stream records as Lambda hands them: a batch delivered again counts once (the same batch twice, a retry after
+ * the write went through but its answer was lost, a batch written in two transactions of which the second
+ * failed), and a later batch still counts.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { randomBytes } from 'node:crypto';
+import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
+import { verificationToItem } from '../../functions/adapters/dynamodb/items';
+import { keys } from '../../functions/adapters/dynamodb/keys';
+import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
+import { countryPrefixOf } from '../../functions/core/guard/prefix';
+import type { Verification } from '../../functions/core/model';
+import { buildGuardSignalsHandler, type GuardStreamEvent } from '../../functions/guard/signals';
+import { createTable } from '../../local/table';
+import { DynamoFaults } from '../support/faults';
+import { FakeClock } from '../support/fake-clock';
+import { dynamoEndpoint } from '../support/harness';
+
+const serviceSid = `VA${'c'.repeat(32)}`;
+const SHARD = 'shardId-00000001700000000000-0123abcd';
+let raw: DynamoDBClient;
+const opened: DynamoDBDocumentClient[] = [];
+
+beforeAll(() => {
+  raw = createDynamoClient({ endpoint: dynamoEndpoint() });
+});
+afterAll(() => {
+  raw.destroy();
+  for (const client of opened) client.destroy();
+});
+
+interface Table {
+  tableName: string;
+  client: DynamoDBDocumentClient;
+  faults: DynamoFaults;
+  handle: (event: GuardStreamEvent) => Promise<unknown>;
+}
+
+const clock = new FakeClock(new Date('2026-11-23T12:00:00Z'));
+
+/** A fresh table (the GLOBAL aggregates are shared by every service of a table) and the handler on it. */
+async function table(): Promise<Table> {
+  const tableName = `otp-guard-${randomBytes(6).toString('hex')}`;
+  await createTable(raw, tableName);
+  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+  opened.push(client);
+  const faults = new DynamoFaults();
+  faults.install(client);
+  const handle = buildGuardSignalsHandler({ store: new DynamoGuardStore(client, tableName), clock });
+  return { tableName, client, faults, handle };
+}
+
+/** The stream record of a new verification to `to`, at sequence number `sequence` (21 digits, as DynamoDB's). */
+function sendRecord(to: string, country: string, sequence: number): DynamoDBRecord {
+  const verification: Verification = {
+    sid: `VE${randomBytes(16).toString('hex')}`,
+    serviceSid,
+    to,
+    country,
+    status: 'PENDING',
+    deliveryStatus: 'PENDING',
+    channel: 'sms',
+    price: 600,
+    attemptsRemaining: 5,
+    expiresAt: new Date(clock.now().getTime() + 300_000).toISOString(),
+    dateCreated: new Date(clock.now().getTime() - 30_000 + sequence).toISOString(),
+    clientCode: false,
+    codeHash: 'hash-of-code',
+    message: 'Your code is {code}.',
+    channels: ['sms'],
+    deliveries: {},
+  };
+  return {
+    eventName: 'INSERT',
+    dynamodb: {
+      NewImage: marshall(verificationToItem(verification), {
+        removeUndefinedValues: true,
+      }) as NonNullable<DynamoDBRecord['dynamodb']>['NewImage'],
+      SequenceNumber: `4${String(sequence).padStart(20, '0')}`,
+    },
+  };
+}
+
+/** `count` sends to GB mobiles `+447400…`, from sequence number `first` on. */
+const gbBatch = (first: number, count: number): DynamoDBRecord[] =>
+  Array.from({ length: count }, (_, i) =>
+    sendRecord(`+447400${String(200_000 + (first + i) * 41).padStart(6, '0')}`, 'GB', first + i),
+  );
+
+/** Every guard item of `scope`, keyed by sort key. */
+async function guardItems({ client, tableName }: Table, scope: string): Promise<Record<string, unknown>> {
+  const { Items = [] } = await client.send(
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
+      ConsistentRead: true,
+    }),
+  );
+  return Object.fromEntries(Items.map((item) => [item.sk as string, item]));
+}
+const everything = async (t: Table) => ({
+  own: await guardItems(t, serviceSid),
+  global: await guardItems(t, GLOBAL_SCOPE),
+});
+
+/** Sends counted in `country`'s aggregates of the service and of GLOBAL (decayed totals, rounded). */
+async function counted(t: Table, country = 'GB'): Promise<[number, number]> {
+  const stats = async (scope: string) => {
+    const item = (await guardItems(t, scope))[keys.guardCountryStats(scope, country).sk] as
+      { stats: string } | undefined;
+    return item ? Math.round((JSON.parse(item.stats) as { base: { s: number } }).base.s) : 0;
+  };
+  return [await stats(serviceSid), await stats(GLOBAL_SCOPE)];
+}
+
+test('the same batch consumed twice leaves the aggregates as after once; a later batch still counts', async () => {
+  const t = await table();
+  const batch = gbBatch(1, 6);
+  await t.handle({ Records: batch, shardId: SHARD });
+  const once = await everything(t);
+  expect(await counted(t)).toEqual([6, 6]);
+
+  t.faults.reset();
+  await t.handle({ Records: batch, shardId: SHARD });
+  // Nothing new: one read, no write.
+  expect(t.faults.calls.map((call) => call.operation)).toEqual(['BatchGetItem']);
+  expect(await everything(t)).toEqual(once);
+
+  // Bisected halves of it, as Lambda retries a failing batch: nothing new either.
+  await t.handle({ Records: batch.slice(0, 3), shardId: SHARD });
+  await t.handle({ Records: batch.slice(3), shardId: SHARD });
+  expect(await everything(t)).toEqual(once);
+
+  await t.handle({ Records: gbBatch(7, 4), shardId: SHARD });
+  expect(await counted(t)).toEqual([10, 10]);
+  // Another shard numbers its records on its own: lower sequence numbers, counted.
+  await t.handle({
+    Records: gbBatch(1, 2).map((r, i) => sendRecord(`+447401${100_000 + i}`, 'GB', 1 + i)),
+    shardId: 'shardId-other',
+  });
+  expect(await counted(t)).toEqual([12, 12]);
+});
+
+test('a batch whose write went through but whose answer was lost, retried, counts once', async () => {
+  const t = await table();
+  t.faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing: 'after' });
+  const batch = gbBatch(1, 5);
+  await expect(t.handle({ Records: batch, shardId: SHARD })).rejects.toThrow();
+  // Lambda retries the batch.
+  await t.handle({ Records: batch, shardId: SHARD });
+  expect(await counted(t)).toEqual([5, 5]);
+});
+
+test('a batch over 26 countries, written in two transactions of which the second failed, retried: as once', async () => {
+  const countries = ['GB', 'FR', 'DE', 'ES', 'IT', 'NL', 'BE', 'PT', 'SE', 'NO', 'DK', 'FI', 'PL'].concat([
+    'CZ',
+    'AT',
+    'CH',
+    'IE',
+    'GR',
+    'HU',
+    'RO',
+    'BG',
+    'HR',
+    'SK',
+    'SI',
+    'LT',
+    'LV',
+  ]);
+  const batch = countries.flatMap((country, c) =>
+    [0, 1].map((i) => sendRecord(`${countryPrefixOf(country)}7001234${c}${i}`, country, c * 2 + i + 1)),
+  );
+  const reference = await table();
+  await reference.handle({ Records: batch, shardId: SHARD });
+
+  const t = await table();
+  // 52 aggregates and the scope's: 106 items, over the 100 of one transaction. The second one fails.
+  const failed = t.faults.inject({ operation: 'TransactWriteItems', kind: 'internal', skip: 1 });
+  await expect(t.handle({ Records: batch, shardId: SHARD })).rejects.toThrow();
+  expect(failed.fired).toBe(1);
+  expect((await everything(t)).own).not.toEqual((await everything(reference)).own);
+  await t.handle({ Records: batch, shardId: SHARD });
+  expect(await everything(t)).toEqual(await everything(reference));
+  for (const country of ['GB', 'LV']) expect(await counted(t, country)).toEqual([2, 2]);
+});
