@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { SimulatedCarrier, carrierRuleSchema, type ChannelBehaviour } from './carrier';
 import { startHttpServer, type LocalRoute, type Route } from './server';
 import { startLocalWebhooks, type LocalWebhooks } from './webhooks';
+import { startLocalGuard, type LocalGuard } from './guard';
 import { LocalWorkflow } from './workflow';
 import { ProviderSimulator } from './provider-simulator';
 import type { SNSEvent } from 'aws-lambda';
@@ -80,6 +81,13 @@ export interface LocalStackOptions {
    * carrier) against the provider simulator (local/provider-simulator.ts), which follows the carrier's rules.
    */
   providerSimulator?: boolean;
+  /**
+   * Runs the pumping guard's stream consumer (local/guard.ts), as the GuardSignals Lambda does on AWS: the rules
+   * (sequential numbers, surges, novelty) block. Off by default here (tests and benches that send many made-up
+   * numbers from one service); `npm start` turns it on unless OTP_GUARD_CONSUMER=off. `intervalMs`: how often an
+   * idle stream is read (default 1 s).
+   */
+  guardConsumer?: boolean | { intervalMs: number };
 }
 
 export interface LocalStack {
@@ -91,6 +99,8 @@ export interface LocalStack {
   workflow: LocalWorkflow;
   /** The events handler on the table's stream, the webhook queue and sender, the receiver and the log. */
   webhooks: LocalWebhooks;
+  /** The guard's stream consumer, when `guardConsumer` is set. */
+  guard?: LocalGuard;
   /** Runs the sweeper's restart of stalled deliveries once (it also runs every `sweepIntervalMs`). */
   sweep(): Promise<string[]>;
   /** Runs the sweeper's settling of overdue deliveries once (also every `sweepIntervalMs`); their SIDs. */
@@ -168,6 +178,16 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     logger,
   });
 
+  const guard = options.guardConsumer
+    ? await startLocalGuard({
+        dynamoEndpoint: options.dynamoEndpoint,
+        tableName: options.tableName,
+        clock: deps.clock,
+        logger,
+        ...(typeof options.guardConsumer === 'object' && { intervalMs: options.guardConsumer.intervalMs }),
+      })
+    : undefined;
+
   // Which handler serves which route: the manifest's routes (lib/functions.ts), as API Gateway's.
   // The console: its files built in memory once, its sign-in on loopback in place of Cognito's.
   let consoleAssets: ReturnType<typeof buildConsoleAssets> | undefined;
@@ -228,6 +248,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     ...(simulator && { providerSimulator: simulator }),
     workflow,
     webhooks,
+    ...(guard && { guard }),
     sweep,
     settle,
     close: async () => {
@@ -237,6 +258,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       await simulator?.close();
       // Before the server: a webhook in flight may be posting to the local receiver.
       await webhooks.close();
+      await guard?.close();
       await closeServer(server);
     },
   };

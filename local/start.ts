@@ -8,6 +8,9 @@
  *   npm start -- --providers       the real provider adapters against the local provider simulator
  *                                  (also OTP_LOCAL_PROVIDERS=1): aws-sms for sms and rcs, aws-whatsapp, vonage for
  *                                  viber, sna on the simulated carrier (local/provider-simulator.ts)
+ *   OTP_GUARD_CONSUMER=off npm start
+ *                                  without the pumping guard's stream consumer (local/guard.ts): only the
+ *                                  high-risk list blocks, not the rules (sequential numbers, surges, novelty)
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +20,7 @@ import { createDocumentClient, createDynamoClient } from '../functions/adapters/
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { startDynamoLocal } from './dynamodb-local';
+import { guardConsumerFromEnv } from './guard';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from './seed';
 import { LOCAL_STACK_STATE_FILE, startLocalStack, writeLocalStackState } from './stack';
 import { createTable } from './table';
@@ -64,6 +68,8 @@ async function main(): Promise<void> {
     masterKey,
     port,
     providerSimulator: values.providers || process.env.OTP_LOCAL_PROVIDERS === '1',
+    // As on AWS, the guard's rules act (its consumer reads the table's stream every second).
+    guardConsumer: guardConsumerFromEnv(process.env),
     // Request logs go to stderr so that `--json` leaves stdout to the one ready line.
     logger: {
       log: (level, msg, fields) => process.stderr.write(`${JSON.stringify({ level, msg, ...fields })}\n`),
@@ -93,6 +99,7 @@ OTP service running (local stack)
   Messages     ${stack.url}/_local/messages?to=%2B14155550100
   Console      ${stack.url}/console (local sign-in, loopback only: ${DEMO_CONSOLE_USER})
   Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage (France: sms, whatsapp, rcs vonage too); sna carrier` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
+  Guard        ${stack.guard ? `rules on (level standard), about a second after each send; OTP_GUARD_CONSUMER=off for the high-risk list only` : 'high-risk list only (OTP_GUARD_CONSUMER=off)'}
   Webhooks     npm run admin -- webhook add ${account.serviceSid} ${stack.url}/_local/webhooks/receiver
                then ${stack.url}/_local/webhooks
 

@@ -19,7 +19,8 @@ import type { Logger } from '../functions/adapters/logger';
 export interface StreamPollerOptions {
   endpoint: string;
   tableName: string;
-  handle: (event: DynamoDBStreamEvent) => Promise<unknown>;
+  /** One batch of one shard (`shardId`: what Lambda names only with a tumbling window; the guard needs it). */
+  handle: (event: DynamoDBStreamEvent, shardId: string) => Promise<unknown>;
   logger: Logger;
   /** Pause between reads of an idle shard. */
   intervalMs?: number;
@@ -114,7 +115,7 @@ export class StreamPoller {
     const page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 100 }));
     const records = page.Records ?? [];
     if (records.length > 0) {
-      await this.deliver(records);
+      await this.deliver(records, shardId);
       const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
       if (last) this.lastSequence.set(shardId, last);
     }
@@ -160,12 +161,12 @@ export class StreamPoller {
     }
   }
 
-  private async deliver(records: StreamRecord[]): Promise<void> {
+  private async deliver(records: StreamRecord[], shardId: string): Promise<void> {
     const event: DynamoDBStreamEvent = { Records: records.map(toLambdaRecord) };
     const maxAttempts = this.options.maxAttempts ?? 3;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.options.handle(event);
+        await this.options.handle(event, shardId);
         return;
       } catch (error) {
         if (attempt >= maxAttempts || this.stopped) {

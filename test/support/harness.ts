@@ -55,6 +55,8 @@ export interface HarnessOptions {
   metrics?: Metrics;
   /** The real provider adapters against the local provider simulator (local/provider-simulator.ts). */
   providerSimulator?: boolean;
+  /** Runs the pumping guard's stream consumer on the table's stream (off by default: tests send made-up numbers). */
+  guardConsumer?: boolean | { intervalMs: number };
 }
 
 export function dynamoEndpoint(): string {
@@ -98,6 +100,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     sweepIntervalMs: 0,
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
     ...(options.providerSimulator && { providerSimulator: true }),
+    ...(options.guardConsumer && { guardConsumer: options.guardConsumer }),
   });
 
   return {
