@@ -1,6 +1,6 @@
 /**
  * The pumping guard's stream consumer on the local stack: the same handler as the GuardSignals Lambda
- * (functions/guard/signals.ts) fed by DynamoDB Local's change stream of the table (StreamPoller), as Lambda's
+ * (functions/guard/signals.ts, handleGuardStream) fed by DynamoDB Local's change stream of the table (StreamPoller), as Lambda's
  * event source feeds it on AWS (about a second after a send: its batching window). Without it only the
  * high-risk list acts locally; with it the rules block as they do on AWS.
  */
@@ -8,7 +8,7 @@ import { createDocumentClient } from '../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../functions/adapters/dynamodb/guard';
 import type { Logger } from '../functions/adapters/logger';
 import type { Clock } from '../functions/core/ports';
-import { buildGuardSignalsHandler, reportBlockStarted } from '../functions/guard/signals';
+import { handleGuardStream, reportBlockStarted } from '../functions/adapters/guard/stream';
 import { StreamPoller } from './stream-poller';
 
 export interface LocalGuardOptions {
@@ -31,17 +31,17 @@ export const guardConsumerFromEnv = (env: Record<string, string | undefined>): b
 export async function startLocalGuard(options: LocalGuardOptions): Promise<LocalGuard> {
   // Its own client, as its own Lambda has: the service's client (and the tests' fault injection) stays apart.
   const client = createDocumentClient({ endpoint: options.dynamoEndpoint });
-  const handle = buildGuardSignalsHandler({
+  const deps = {
     store: new DynamoGuardStore(client, options.tableName),
     clock: options.clock,
     onBlockStarted: reportBlockStarted(options.logger),
-  });
+  };
   const poller = new StreamPoller({
     endpoint: options.dynamoEndpoint,
     tableName: options.tableName,
     logger: options.logger,
     intervalMs: options.intervalMs ?? 1000,
-    handle: (event, shardId) => handle({ ...event, shardId }),
+    handle: (event, shardId) => handleGuardStream(deps, { ...event, shardId }),
   });
   await poller.start();
   return {

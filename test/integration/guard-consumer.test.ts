@@ -1,5 +1,5 @@
 /**
- * The guard's stream consumer on DynamoDB Local, through its Lambda handler (functions/guard/signals.ts) with
+ * The guard's stream consumer on DynamoDB Local, through its Lambda's handler (handleGuardStream) with
  * stream records as Lambda hands them: a batch delivered again counts once (the same batch twice, a retry after
  * the write went through but its answer was lost, a batch written in two transactions of which the second
  * failed), and a later batch still counts.
@@ -12,11 +12,11 @@ import { randomBytes } from 'node:crypto';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { verificationToItem } from '../../functions/adapters/dynamodb/items';
+import { handleGuardStream, type GuardStreamEvent } from '../../functions/adapters/guard/stream';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { countryPrefixOf } from '../../functions/core/guard/prefix';
 import type { Verification } from '../../functions/core/model';
-import { buildGuardSignalsHandler, type GuardStreamEvent } from '../../functions/guard/signals';
 import { createTable } from '../../local/table';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
@@ -52,7 +52,8 @@ async function table(): Promise<Table> {
   opened.push(client);
   const faults = new DynamoFaults();
   faults.install(client);
-  const handle = buildGuardSignalsHandler({ store: new DynamoGuardStore(client, tableName), clock });
+  const deps = { store: new DynamoGuardStore(client, tableName), clock };
+  const handle = (event: GuardStreamEvent) => handleGuardStream(deps, event);
   return { tableName, client, faults, handle };
 }
 
@@ -123,7 +124,8 @@ async function counted(t: Table, country = 'GB'): Promise<[number, number]> {
 test('the same batch consumed twice leaves the aggregates as after once; a later batch still counts', async () => {
   const t = await table();
   const batch = gbBatch(1, 6);
-  await t.handle({ Records: batch, shardId: SHARD });
+  // The tumbling window's state (unused), which Lambda wants back.
+  expect(await t.handle({ Records: batch, shardId: SHARD })).toEqual({ state: {} });
   const once = await everything(t);
   expect(await counted(t)).toEqual([6, 6]);
 

@@ -5,12 +5,18 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord } from 'aws-lambda';
-import type { PositionedGuardEvent } from '../../core/guard/consumer';
+import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import {
+  consumeGuardEvents,
+  type GuardConsumerDeps,
+  type PositionedGuardEvent,
+} from '../../core/guard/consumer';
+import { METRIC, type Metrics } from '../../core/metrics';
 import type { GuardEvent } from '../../core/guard/signals';
 import { settledStatus } from '../../core/verification';
 import { guardDecisionFromItem, verificationFromItem } from '../dynamodb/items';
 import { PARTITION_FAMILY } from '../dynamodb/keys';
+import type { Logger } from '../logger';
 
 type Image = Record<string, AttributeValue>;
 
@@ -85,3 +91,40 @@ export function guardEventsFromShard(
   }
   return events;
 }
+
+/**
+ * A batch of one shard. With a tumbling window on the event source (lib/constructs/guard-signals.ts) Lambda
+ * names the shard (`shardId`) and wants a `state` back; the window is there for the shard's name only.
+ */
+export type GuardStreamEvent = DynamoDBStreamEvent & { shardId?: string };
+export interface GuardStreamResponse {
+  state: Record<string, never>;
+}
+
+/**
+ * The guard's stream handler (the GuardSignals Lambda, functions/guard/signals.ts; the local stack's poller,
+ * local/guard.ts): the batch's events with their positions, folded once each. A failure throws: the batch is
+ * delivered again.
+ */
+export async function handleGuardStream(
+  deps: GuardConsumerDeps,
+  event: GuardStreamEvent,
+): Promise<GuardStreamResponse> {
+  await consumeGuardEvents(deps, guardEventsFromShard(event.Records ?? [], event.shardId));
+  return { state: {} };
+}
+
+/** Tells the owner of an attack when it starts: a metric (alarm on it) and a log line with the figures. */
+export const reportBlockStarted =
+  (logger: Logger, metrics?: Metrics): NonNullable<GuardConsumerDeps['onBlockStarted']> =>
+  (scope, country, block) => {
+    metrics?.count(METRIC.guardBlocks, { reason: block.reason, level: block.level });
+    logger.log('warn', 'guard.block_started', {
+      scope,
+      country,
+      reason: block.reason,
+      prefix: block.prefix,
+      level: block.level,
+      figures: JSON.stringify(block.figures),
+    });
+  };
