@@ -4,6 +4,7 @@
  * burst refused. Nothing here calls the consumer by hand.
  */
 import { keys } from '../../functions/adapters/dynamodb/keys';
+import type { GuardBlock } from '../../functions/core/guard/model';
 import { startHarness, type Harness } from '../support/harness';
 
 let harness: Harness;
@@ -29,22 +30,22 @@ async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 15
 test('a burst of sequential numbers is refused with 403 blocked_by_policy once the consumer has read it', async () => {
   const account = await harness.createAccount();
   const api = harness.client(account);
-  // Five GB mobiles two apart in one thousand (+447400555xxx): a run at level standard (the default).
-  for (const suffix of [101, 103, 105, 107, 109]) {
+  const sequentialBlock = (level: GuardBlock['level']) =>
+    eventually(async () => {
+      const key = keys.guardCountry(account.serviceSid, 'GB');
+      const item = (await harness.scanTable()).find((i) => i.pk === key.pk && i.sk === key.sk);
+      const state = item && (JSON.parse(item.state as string) as { blocks: GuardBlock[] });
+      return state?.blocks.find((b) => b.reason === 'sequential_numbers' && b.level === level);
+    });
+  // GB mobiles two apart in one thousand (+447400555xxx). Four make a run at level strict only.
+  for (const suffix of [101, 103, 105, 107]) {
     expect((await api.send({ To: `+447400555${suffix}` })).status).toBe(201);
   }
-
   // The consumer reads the stream by itself; its block lands on the state the send reads.
-  const block = await eventually(async () => {
-    const item = (await harness.scanTable()).find(
-      (i) =>
-        i.pk === keys.guardCountry(account.serviceSid, 'GB').pk &&
-        i.sk === keys.guardCountry(account.serviceSid, 'GB').sk,
-    );
-    const state =
-      item && (JSON.parse(item.state as string) as { blocks: { reason: string; prefix: string }[] });
-    return state?.blocks.find((b) => b.reason === 'sequential_numbers');
-  });
+  await sequentialBlock('strict');
+  // The service is at level standard (the default): a strict block does not refuse. The fifth makes the run.
+  expect((await api.send({ To: '+447400555109' })).status).toBe(201);
+  const block = await sequentialBlock('standard');
   expect(block.prefix).toBe('+447400555');
 
   const refused = await api.send({ To: '+447400555111' });
