@@ -170,7 +170,10 @@ export function buildCheckHandler(deps: CheckEndpointDeps, guard = new ApiKeyGua
 
 /** `GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}`. */
 export function buildFetchHandler(deps: FetchEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
-  return authenticated(deps, guard).handler(async (event, context) => {
+  // A fetch only reads: its read runs beside the key's write, whose outcome still decides the answer (the
+  // middleware holds the answer until the write settles, and an auth error wins). A check cannot: its write
+  // spends an attempt, which only an authorized caller may do.
+  return authenticated(deps, guard, undefined, true).handler(async (event, context) => {
     const verification = await fetchVerification(deps, {
       serviceSid: context.serviceSid!,
       verificationSid: event.pathParameters?.VerificationSid ?? '',

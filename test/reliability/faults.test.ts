@@ -158,6 +158,38 @@ describe('DynamoDB faults on the send path', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
+  it("a fetch's read runs beside its key's write, and the key still decides the answer", async () => {
+    const [mine, other] = [await books.open(), await books.open()];
+    const api = harness.client(mine);
+    const sent = await api.send({ To: freshUsNumber() });
+    expect(sent.status).toBe(201);
+    // The delivery's own reads of the verification are over before the fetch is timed.
+    await harness.stack.workflow.idle();
+    const started = Date.now();
+    let readAfterMs = Number.NaN;
+    faults.inject({ operation: 'UpdateItem', pkPrefix: 'APIKEY#', kind: 'slow', delayMs: 1000 });
+    faults.inject({
+      where: (call) => {
+        if (call.operation === 'GetItem' && Number.isNaN(readAfterMs)) readAfterMs = Date.now() - started;
+        return false;
+      },
+    });
+    const fetched = await api.fetch(sent.body.sid);
+    expect(fetched).toMatchObject({ status: 200, body: { sid: sent.body.sid } });
+    // Made one after the other, the read would come after the held write (1 s).
+    expect(readAfterMs).toBeLessThan(900);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    // Another service's key read the item beside its write, but is answered 403 with nothing of it.
+    faults.reset();
+    const forbidden = await api.fetch(sent.body.sid, { apiKey: other.apiKey });
+    expect(forbidden).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    expect(JSON.stringify(forbidden.body)).not.toContain(sent.body.sid);
+    // An unknown key for a SID that does not exist: the auth error wins over the 404.
+    const unknownKey = `${other.apiKey.slice(0, -4)}${other.apiKey.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
+    const unknown = await api.fetch(`VE${'0'.repeat(32)}`, { apiKey: unknownKey });
+    expect(unknown).toMatchObject({ status: 401, body: { code: 'unauthorized' } });
+  });
+
   it('a key that fails writes nothing, though its send read beside it: 403, 401 before a 400, no charge, no count', async () => {
     const [mine, other] = [await books.open(), await books.open()];
     const to = freshUsNumber();
