@@ -163,6 +163,7 @@ describe('DynamoDB faults on the send path', () => {
     const api = harness.client(mine);
     const sent = await api.send({ To: freshUsNumber() });
     expect(sent.status).toBe(201);
+    const sid = String(sent.body.sid);
     // The delivery's own reads of the verification are over before the fetch is timed.
     await harness.stack.workflow.idle();
     const started = Date.now();
@@ -174,16 +175,16 @@ describe('DynamoDB faults on the send path', () => {
         return false;
       },
     });
-    const fetched = await api.fetch(sent.body.sid);
-    expect(fetched).toMatchObject({ status: 200, body: { sid: sent.body.sid } });
+    const fetched = await api.fetch(sid);
+    expect(fetched).toMatchObject({ status: 200, body: { sid } });
     // Made one after the other, the read would come after the held write (1 s).
     expect(readAfterMs).toBeLessThan(900);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     // Another service's key read the item beside its write, but is answered 403 with nothing of it.
     faults.reset();
-    const forbidden = await api.fetch(sent.body.sid, { apiKey: other.apiKey });
+    const forbidden = await api.fetch(sid, { apiKey: other.apiKey });
     expect(forbidden).toMatchObject({ status: 403, body: { code: 'forbidden' } });
-    expect(JSON.stringify(forbidden.body)).not.toContain(sent.body.sid);
+    expect(JSON.stringify(forbidden.body)).not.toContain(sid);
     // An unknown key for a SID that does not exist: the auth error wins over the 404.
     const unknownKey = `${other.apiKey.slice(0, -4)}${other.apiKey.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
     const unknown = await api.fetch(`VE${'0'.repeat(32)}`, { apiKey: unknownKey });
