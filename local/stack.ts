@@ -9,7 +9,11 @@ import { buildApi, buildReceiptHandler, type ApiHandler } from '../functions/htt
 import { buildOpenApiDocument } from '../functions/http/openapi';
 import { buildDeps, logSettled, type Deps } from '../functions/runtime';
 import { tableFromEnv } from '../functions/wiring/dynamo';
-import { restartStalledDeliveries, settleOverdueDeliveries } from '../functions/core/sweeper';
+import {
+  restartStalledDeliveries,
+  settleOverdueDeliveries,
+  sweepDeliveries,
+} from '../functions/core/sweeper';
 import type { DeliveryWorkflow } from '../functions/core/ports';
 import { deriveKey } from '../functions/adapters/crypto';
 import { jsonLogger, type Logger } from '../functions/adapters/logger';
@@ -231,13 +235,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     logSettled(logger, settled);
     return settled.map((output) => output.sid);
   };
+  // The timer runs the Lambda's one pass (both halves over one listing); tests call the halves by hand.
+  const sweepBoth = async () => {
+    const { restarted, settled, failures } = await sweepDeliveries(deps);
+    if (restarted.length > 0) logger.log('warn', 'sweeper.restarted', { count: restarted.length });
+    logSettled(logger, settled);
+    for (const error of failures) logger.log('error', 'sweeper.failed', { error: String(error) });
+  };
   const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
   const sweeper =
     sweepIntervalMs > 0
       ? setInterval(() => {
-          for (const run of [sweep, settle]) {
-            run().catch((error: unknown) => logger.log('error', 'sweeper.failed', { error: String(error) }));
-          }
+          sweepBoth().catch((error: unknown) =>
+            logger.log('error', 'sweeper.failed', { error: String(error) }),
+          );
         }, sweepIntervalMs).unref()
       : undefined;
 

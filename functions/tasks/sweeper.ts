@@ -4,7 +4,7 @@
  */
 import type { Context } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
-import { restartStalledDeliveries, settleOverdueDeliveries } from '../core/sweeper';
+import { sweepDeliveries } from '../core/sweeper';
 import { buildDeps } from '../wiring/deps';
 import { coldStart, logSettled, observed } from '../wiring/entries';
 import { workflowFromEnv } from '../wiring/workflow';
@@ -14,8 +14,9 @@ const deps = coldStart(() =>
 );
 
 /**
- * Restarts deliveries whose workflow did not start, and settles those claimed but never ended by their deadline.
- * Each half runs even when the other fails; the run then fails (the function's error alarm) with both errors.
+ * Restarts deliveries whose workflow did not start, and settles those claimed but never ended by their deadline,
+ * in one pass over the index (core/sweeper.ts). Each delivery is tried even when another fails; the run then
+ * fails (the function's error alarm) with their errors.
  */
 export const handler = async (
   _event?: unknown,
@@ -24,20 +25,11 @@ export const handler = async (
 
 const sweep = async (): Promise<{ restarted: number; settled: number }> => {
   const resolved = await deps();
-  const [restarted, settled] = await Promise.allSettled([
-    restartStalledDeliveries(resolved),
-    settleOverdueDeliveries(resolved),
-  ]);
-  if (restarted.status === 'fulfilled' && restarted.value.length > 0) {
-    resolved.logger.log('warn', 'sweeper.restarted', { count: restarted.value.length });
+  const { restarted, settled, failures, read } = await sweepDeliveries(resolved);
+  if (restarted.length > 0) resolved.logger.log('warn', 'sweeper.restarted', { count: restarted.length });
+  logSettled(resolved.logger, settled);
+  if (failures.length > 0) {
+    throw new AggregateError(failures, `sweeper run failed: ${failures.length} of ${read} deliveries`);
   }
-  if (settled.status === 'fulfilled') logSettled(resolved.logger, settled.value);
-  const failures = [restarted, settled].flatMap((result) =>
-    result.status === 'rejected' ? [result.reason as unknown] : [],
-  );
-  if (failures.length > 0) throw new AggregateError(failures, 'sweeper run failed');
-  return {
-    restarted: restarted.status === 'fulfilled' ? restarted.value.length : 0,
-    settled: settled.status === 'fulfilled' ? settled.value.length : 0,
-  };
+  return { restarted: restarted.length, settled: settled.length };
 };

@@ -9,7 +9,7 @@ import {
   settleDelivery,
   type DeliveryTaskInput,
 } from '../../functions/core/delivery';
-import { settleOverdueDeliveries } from '../../functions/core/sweeper';
+import { settleOverdueDeliveries, sweepDeliveries } from '../../functions/core/sweeper';
 import type { Verification } from '../../functions/core/model';
 import { ScriptedProvider, UK_MOBILE, coreWorld, type CoreWorld } from '../support/core-world';
 
@@ -235,5 +235,41 @@ describe('settling', () => {
     ]);
     expect((await stored(sid)).deliveryStatus).toBe('FAILED');
     expect(await settleOverdueDeliveries(deps)).toEqual([]);
+  });
+
+  it("the sweeper's one pass restarts and settles over one listing, reading each delivery once", async () => {
+    // A delivery claimed and left (its execution died), 7 minutes old: past its deadline, and young enough to be
+    // in the restart window too. A send whose workflow never started, 1 minute old. One running normally.
+    world.provider.behaviour.sna = 'reject';
+    const died = await sendOne();
+    await deliverOverChannel(world.deliveryDeps, input(died));
+    world.clock.advance(360_000);
+    const stalled = await sendOne();
+    const running = await sendOne();
+    world.clock.advance(60_000);
+    await world.store.claimChannel(running, 0, {
+      channel: 'sna',
+      outcome: 'sending',
+      at: world.clock.now().toISOString(),
+    });
+    world.workflow.started.length = 0;
+    const listings: [Date, Date][] = [];
+    const reads: string[] = [];
+    const store = Object.create(world.store) as typeof world.store;
+    store.listPendingDeliveries = (from, to) => {
+      listings.push([from, to]);
+      return world.store.listPendingDeliveries(from, to);
+    };
+    store.getVerification = (sid) => {
+      reads.push(sid);
+      return world.store.getVerification(sid);
+    };
+    const result = await sweepDeliveries({ ...world.deliveryDeps, store, workflow: world.workflow });
+    expect(result).toMatchObject({ restarted: [stalled], failures: [] });
+    expect(result.settled).toEqual([{ ...input(died), next: 'end', deliveryStatus: 'FAILED' }]);
+    expect(world.workflow.started).toEqual([{ sid: stalled, waitSeconds: 8, restart: true }]);
+    expect(listings).toHaveLength(1);
+    expect([...reads].sort()).toEqual([died, stalled, running].sort());
+    expect((await stored(running)).deliveryStatus).toBe('PENDING');
   });
 });
