@@ -1,12 +1,22 @@
-/** The send function's composition root: the table, the code-hash and code-seal keys, the delivery workflow. */
+/**
+ * The send function's composition root: the table, the code-hash and code-seal keys, the delivery workflow, the
+ * deployment's channels. No provider registry: a send plans channels and starts the workflow; the deliver task
+ * calls the providers.
+ */
 import { buildSendHandler } from '../http/api';
-import { buildDeps } from '../wiring/deps';
+import { deployableChannels } from '../wiring/channels';
+import { tableFromEnv } from '../wiring/dynamo';
 import { apiEntry } from '../wiring/entries';
 import { loadKeyRing } from '../wiring/keys';
+import { buildStoreDeps } from '../wiring/store-deps';
 import { workflowFromEnv } from '../wiring/workflow';
 
 export const handler = apiEntry(async () => {
   const env = process.env;
-  const deps = buildDeps(env, await loadKeyRing(env));
-  return buildSendHandler({ ...deps, workflow: workflowFromEnv(env) });
+  const deps = buildStoreDeps(env, await loadKeyRing(env), tableFromEnv(env));
+  return buildSendHandler({
+    ...deps,
+    allowedChannels: deployableChannels(env),
+    workflow: workflowFromEnv(env),
+  });
 });

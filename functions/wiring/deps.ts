@@ -13,11 +13,11 @@ import { toKeyRing, type KeySource } from '../adapters/keyring';
 import { noMetrics, type Metrics } from '../core/metrics';
 import { lambdaLogger, type Logger } from '../adapters/logger';
 import { lambdaMetrics } from '../adapters/metrics';
-import { configuredChannels, parseProviderConfig } from '../adapters/providers/config';
 import { DynamoReplayGuard } from '../adapters/dynamodb/receipt-tokens';
 import type { ApiDeps } from '../http/api';
 import { tableFromEnv } from './dynamo';
-import { allowedChannelsFromEnv, type Env } from './env';
+import { deployableChannels } from './channels';
+import type { Env } from './env';
 import { providersFromEnv } from './providers';
 
 /** The sweeper also lists the deliveries not yet ended (the same DynamoStore). */
@@ -40,8 +40,6 @@ export function buildDeps(
 ): Omit<Deps, 'workflow'> {
   const { client, tableName } = tableFromEnv(env, dynamoClient);
   const keys = toKeyRing(keySource);
-  // A channel no provider carries is not eligible: the deployment allows only configured channels.
-  const configured = configuredChannels(parseProviderConfig(env.OTP_PROVIDERS));
   return {
     store: new DynamoStore(client, tableName),
     // AWS providers by name only; the deliver task's root adds their senders (wiring/provider-senders.ts).
@@ -50,7 +48,7 @@ export function buildDeps(
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),
-    allowedChannels: allowedChannelsFromEnv(env).filter((channel) => configured.includes(channel)),
+    allowedChannels: deployableChannels(env),
     logger: logger ?? lambdaLogger(),
     metrics: metrics ?? (logger ? noMetrics : lambdaMetrics()),
   };

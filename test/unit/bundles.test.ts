@@ -89,6 +89,19 @@ test.each([...FUNCTION_NAMES, ...PROVIDER_FUNCTION_NAMES])(
   },
 );
 
+test('the send bundle reads the provider configuration but holds no provider (the deliver task calls them)', async () => {
+  const output = Object.values((await metafileOf(FUNCTIONS.send.entry)).outputs).find(
+    (out) => out.entryPoint,
+  );
+  const held = Object.entries(output?.inputs ?? {})
+    .filter(([, { bytesInOutput }]) => bytesInOutput > 0)
+    .map(([input]) => input);
+  expect(held).toContain('functions/adapters/providers/config.ts');
+  expect(
+    held.filter((input) => /functions\/(wiring\/providers|adapters\/providers\/(?!config))/.test(input)),
+  ).toEqual([]);
+});
+
 test('the manifest declares what each function calls', () => {
   expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
     send: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sfn'],
