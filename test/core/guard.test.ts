@@ -87,6 +87,23 @@ async function refusal(
 const code = async (to: string, extra: { riskCheckDisabled?: boolean } = {}): Promise<ErrorCode | 'sent'> =>
   (await refusal(to, extra))?.code ?? 'sent';
 
+/** Yesterday: +447400 carried 70 of 81 checked codes; +447401 (8) and +447402 (3) are established but thin. */
+async function floodBaseline(): Promise<void> {
+  const inRange = (range: number, count: number) =>
+    Array.from({ length: count }, (_, k) => gb(range * 1_000_000 + 1 + k * 7919));
+  await baseline([...inRange(0, 70), ...inRange(1, 8), ...inRange(2, 3)]);
+}
+
+/** Two numbers in each of three countries the service never served. */
+const NEW_COUNTRIES = [
+  '+4915123456789',
+  '+4915123456790',
+  '+33612345678',
+  '+33612345699',
+  '+393123456789',
+  '+393123456700',
+];
+
 /** Five numbers one to two apart in +44 7409 999xxx, sent within two minutes. */
 async function sequentialRun(length = 5): Promise<void> {
   const events = Array.from({ length }, (_, i) =>
@@ -156,10 +173,7 @@ describe('signals', () => {
   });
 
   it('country flood: while a flood into new ranges goes on, thin established ranges close too, until it stops', async () => {
-    // Yesterday: +447400 carried 70 of 81 checked codes; +447401 (8) and +447402 (3) are established but thin.
-    const inRange = (range: number, count: number) =>
-      Array.from({ length: count }, (_, k) => gb(range * 1_000_000 + 1 + k * 7919));
-    await baseline([...inRange(0, 70), ...inRange(1, 8), ...inRange(2, 3)]);
+    await floodBaseline();
     await consume(Array.from({ length: 12 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17))));
     const flooded = world.store.guard.country(serviceSid, 'GB')!.state;
     expect(flooded.novelty?.flood).toMatchObject({
@@ -183,9 +197,7 @@ describe('signals', () => {
   });
 
   it('country flood: a novelty block with no flood going on closes no established range', async () => {
-    const inRange = (range: number, count: number) =>
-      Array.from({ length: count }, (_, k) => gb(range * 1_000_000 + 1 + k * 7919));
-    await baseline([...inRange(0, 70), ...inRange(1, 8), ...inRange(2, 3)]);
+    await floodBaseline();
     // 9 unchecked sends to new ranges spread over 25 minutes: the slow rule, not a flood (under 10 in 10 minutes).
     await consume(
       Array.from({ length: 9 }, (_, i) =>
@@ -201,16 +213,7 @@ describe('signals', () => {
   it('never-seen countries: unchecked sends to 3 new countries block new countries, not established ones', async () => {
     await baseline(established());
     const at = now() - 10 * MINUTE;
-    await consume(
-      [
-        '+4915123456789',
-        '+4915123456790',
-        '+33612345678',
-        '+33612345699',
-        '+393123456789',
-        '+393123456700',
-      ].map((e164) => sendEvent(e164, at)),
-    );
+    await consume(NEW_COUNTRIES.map((e164) => sendEvent(e164, at)));
     expect(world.store.guard.scope(serviceSid)!.state.novelCountries).toMatchObject({
       reason: 'novel_country_surge',
     });
@@ -221,15 +224,7 @@ describe('signals', () => {
   it('never-seen countries: a new country whose users check their codes is not blocked', async () => {
     await baseline(established());
     const at = now() - 10 * MINUTE;
-    const numbers = [
-      '+4915123456789',
-      '+4915123456790',
-      '+33612345678',
-      '+33612345699',
-      '+393123456789',
-      '+393123456700',
-    ];
-    await consume(numbers.flatMap((e164) => [sendEvent(e164, at), conversionEvent(e164, at)]));
+    await consume(NEW_COUNTRIES.flatMap((e164) => [sendEvent(e164, at), conversionEvent(e164, at)]));
     expect(world.store.guard.scope(serviceSid)!.state.novelCountries).toBeUndefined();
     expect(await code('+34612345678')).toBe('sent');
   });

@@ -332,11 +332,15 @@ interface Sums {
   nc: number;
 }
 
+/** The one-minute buckets that start in `[from, to)`. */
+const minutesBetween = <T>(minutes: Record<string, T>, from: number, to: number): T[] =>
+  Object.entries(minutes)
+    .filter(([key]) => Number(key) * MINUTE >= from && Number(key) * MINUTE < to)
+    .map(([, bucket]) => bucket);
+
 function sumMinutes(stats: CountryStats, from: number, to: number): Sums {
   const sums: Sums = { s: 0, a: 0, c: 0, n: 0, na: 0, nc: 0 };
-  for (const [key, m] of Object.entries(stats.minutes)) {
-    const at = Number(key) * MINUTE;
-    if (at < from || at >= to) continue;
+  for (const m of minutesBetween(stats.minutes, from, to)) {
     sums.s += m.s;
     sums.a += m.a;
     sums.c += m.c;
@@ -638,9 +642,7 @@ function sumScope(stats: ScopeStats, from: number, to: number) {
     nCountries: new Set<string>(),
     rCountries: new Set<string>(),
   };
-  for (const [key, m] of Object.entries(stats.minutes)) {
-    const at = Number(key) * MINUTE;
-    if (at < from || at >= to) continue;
+  for (const m of minutesBetween(stats.minutes, from, to)) {
     sums.n += m.n;
     sums.na += m.na;
     sums.nc += m.nc;
