@@ -97,27 +97,21 @@ function findHit(
   const rangeKnown = own?.established.includes(place.range) ?? false;
   const countryKnown = all?.establishedCountries.includes(place.country) ?? false;
 
+  // A novelty block refuses what it does not know, under the prefix it judged (the range or the country).
+  const hit = (block: NoveltyBlock, prefix: string): Hit => ({
+    reason: block.reason,
+    prefix,
+    scope: 'service',
+    figures: block.figures,
+  });
   const novelty = active(own?.novelty, enforced, now);
-  if (novelty && !rangeKnown)
-    return { reason: novelty.reason, prefix: place.range, scope: 'service', figures: novelty.figures };
+  if (novelty && !rangeKnown) return hit(novelty, place.range);
   const flood = novelty?.flood;
   if (flood && flood.until > now && !flood.open.includes(place.range))
     return { reason: 'country_flood', prefix: place.range, scope: 'service', figures: flood.figures };
   const novelCountries = active(all?.novelCountries, enforced, now);
-  if (novelCountries && !countryKnown)
-    return {
-      reason: novelCountries.reason,
-      prefix: place.countryPrefix,
-      scope: 'service',
-      figures: novelCountries.figures,
-    };
+  if (novelCountries && !countryKnown) return hit(novelCountries, place.countryPrefix);
   const novelRanges = active(all?.novelRanges, enforced, now);
-  if (novelRanges && !rangeKnown)
-    return {
-      reason: novelRanges.reason,
-      prefix: place.range,
-      scope: 'service',
-      figures: novelRanges.figures,
-    };
+  if (novelRanges && !rangeKnown) return hit(novelRanges, place.range);
   return undefined;
 }
