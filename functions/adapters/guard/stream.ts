@@ -3,9 +3,8 @@
  * if any), a verification that became VERIFIED a checked code, a number log that gained a guard decision a send
  * the guard refused. Every other record is not the guard's.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { streamImages } from '../dynamodb/stream-images';
 import {
   consumeGuardEvents,
   type GuardConsumerDeps,
@@ -18,14 +17,10 @@ import { guardDecisionFromItem, verificationFromItem } from '../dynamodb/items';
 import { PARTITION_FAMILY } from '../dynamodb/keys';
 import type { Logger } from '../logger';
 
-type Image = Record<string, AttributeValue>;
-
 export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent | undefined {
-  const newImage = record.dynamodb?.NewImage as Image | undefined;
-  if (record.eventName === 'REMOVE' || !newImage) return undefined;
-  const after = unmarshall(newImage);
-  const oldImage = record.dynamodb?.OldImage as Image | undefined;
-  const before = oldImage ? unmarshall(oldImage) : undefined;
+  const images = streamImages(record);
+  if (!images) return undefined;
+  const { after, before } = images;
 
   if (after.type === 'verification') {
     const verification = verificationFromItem(after);

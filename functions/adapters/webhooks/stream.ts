@@ -1,6 +1,5 @@
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { streamImages } from '../dynamodb/stream-images';
 import {
   publishVerificationChanges,
   type PublishResult,
@@ -9,16 +8,11 @@ import {
 } from '../../core/webhooks';
 import { eventMarksFromItem, verificationFromItem } from '../dynamodb/items';
 
-type Image = Record<string, AttributeValue>;
-
 /** A stream record of a verification item as a change; undefined for other items and for deletions (TTL). */
 export function changeFromStreamRecord(record: DynamoDBRecord): VerificationChange | undefined {
-  const newImage = record.dynamodb?.NewImage as Image | undefined;
-  if (record.eventName === 'REMOVE' || !newImage) return undefined;
-  const after = unmarshall(newImage);
-  if (after.type !== 'verification') return undefined;
-  const oldImage = record.dynamodb?.OldImage as Image | undefined;
-  const before = oldImage && unmarshall(oldImage);
+  const images = streamImages(record);
+  if (!images || images.after.type !== 'verification') return undefined;
+  const { after, before } = images;
   return {
     ...(before && { before: verificationFromItem(before) }),
     after: verificationFromItem(after),
