@@ -10,11 +10,17 @@ export interface TableAccess {
 
 /**
  * `TABLE_NAME`, and a client for `DYNAMODB_ENDPOINT` (DynamoDB Local) when set, else the region's endpoint.
+ * DynamoDB Local keeps tables per region: with an endpoint the client keeps the local stack's own region, so an
+ * `AWS_REGION` in a developer's shell does not point it at an empty set of tables.
  * `dynamoClient`: one built elsewhere (the reliability tests pass one that fails chosen calls).
  */
 export function tableFromEnv(env: Env, dynamoClient?: DynamoDBDocumentClient): TableAccess {
   return {
-    client: dynamoClient ?? createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
+    client:
+      dynamoClient ??
+      createDocumentClient(
+        env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : { region: env.AWS_REGION },
+      ),
     tableName: required(env, 'TABLE_NAME'),
   };
 }
