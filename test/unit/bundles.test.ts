@@ -102,6 +102,19 @@ test('the send bundle reads the provider configuration but holds no provider (th
   ).toEqual([]);
 });
 
+test('only the console and the webhook sender hold the URL policy and ipaddr.js (the events function checks no URL)', async () => {
+  const holders: string[] = [];
+  for (const name of FUNCTION_NAMES) {
+    const output = Object.values((await metafileOf(FUNCTIONS[name].entry)).outputs).find(
+      (out) => out.entryPoint,
+    );
+    const held = Object.entries(output?.inputs ?? {}).filter(([, { bytesInOutput }]) => bytesInOutput > 0);
+    if (held.some(([input]) => input.includes('node_modules/ipaddr.js/'))) holders.push(name);
+  }
+  // The console validates the endpoint URLs a user registers; the sender checks each address it connects to.
+  expect(holders.sort()).toEqual(['console', 'webhookSender']);
+});
+
 test('the manifest declares what each function calls', () => {
   expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
     send: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sfn'],

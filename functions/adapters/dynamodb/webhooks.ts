@@ -12,15 +12,19 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { Random } from '../../core/ports';
+// From the modules, not the index: the index also re-exports the URL policy (ipaddr.js), which the events
+// function's bundle does not need.
 import {
-  MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
   WEBHOOK_DELIVERY_RECORD_DAYS,
   type WebhookDeliveryLog,
   type WebhookDeliveryRecord,
+} from '../../core/webhooks/deliveries';
+import {
+  MAX_WEBHOOK_ENDPOINTS_PER_SERVICE,
   type WebhookEndpoint,
   type WebhookEndpointStore,
-  type WebhookEventType,
-} from '../../core/webhooks';
+} from '../../core/webhooks/endpoints';
+import type { WebhookEventType } from '../../core/webhooks/events';
 import type { Logger } from '../logger';
 import type { WebhookSecretVault } from '../webhooks/secrets';
 import { newWebhookSecret } from '../webhooks/signing';

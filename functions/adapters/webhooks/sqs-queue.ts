@@ -1,15 +1,10 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import {
-  WEBHOOK_EVENT_TYPES,
-  runWebhookJob,
-  type QueuedJob,
-  type WebhookJob,
-  type WebhookJobOutcome,
-  type WebhookQueue,
-  type WebhookSenderDeps,
-} from '../../core/webhooks';
+// From the modules, not the index (which also brings the URL policy and ipaddr.js into the events bundle).
+import { WEBHOOK_EVENT_TYPES } from '../../core/webhooks/events';
+import type { QueuedJob, WebhookJob, WebhookQueue } from '../../core/webhooks/queue';
+import { runWebhookJob, type WebhookJobOutcome, type WebhookSenderDeps } from '../../core/webhooks/sender';
 import { METRIC, noMetrics, type Metrics } from '../../core/metrics';
 import type { Logger } from '../logger';
 import { isObject, isOneOf, isOptionalText, isText } from '../shape';

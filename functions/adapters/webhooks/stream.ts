@@ -1,11 +1,11 @@
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { streamImages } from '../dynamodb/stream-images';
+import type { VerificationChange } from '../../core/webhooks/events';
 import {
   publishVerificationChanges,
   type PublishResult,
-  type VerificationChange,
   type WebhookEventsDeps,
-} from '../../core/webhooks';
+} from '../../core/webhooks/publish';
 import { eventMarksFromItem, verificationFromItem } from '../dynamodb/items';
 
 /** A stream record of a verification item as a change; undefined for other items and for deletions (TTL). */
