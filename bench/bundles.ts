@@ -19,6 +19,7 @@ import { ESBUILD_OPTIONS, FUNCTIONS, FUNCTION_NAMES, awsClientsOf } from '../lib
 import { consoleEvent, fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
 import { median, round } from './stats';
+import { startFakeStepFunctions } from './fake-sfn';
 import { warmEmulator } from './warm-emulator';
 
 const ROOT = resolve(__dirname, '..');
@@ -72,6 +73,11 @@ export interface BundleResult {
   /** Whether those are exactly the clients the manifest's permissions call for (lib/functions.ts awsClientsOf). */
   clientsAsDeclared: boolean;
   cold: ColdStart[];
+  /**
+   * `StartExecution` requests the entry's cold runs made to the bench's Step Functions endpoint (bench/fake-sfn.ts):
+   * one per run for the send (its answer waits for the start, as on AWS), none for the others.
+   */
+  workflowStarts?: number;
   /** Spawn-to-answer median (with `--enable-source-maps`) over the baseline's, measured in the same run. */
   ratioToBaseline?: number;
 }
@@ -189,6 +195,7 @@ export async function measureBundles(
 ): Promise<BundleResults> {
   const dir = mkdtempSync(join(tmpdir(), 'otp-bench-bundles-'));
   const masterKey = randomBytes(32).toString('base64url');
+  const stepFunctions = await startFakeStepFunctions();
   try {
     await warmEmulator(db);
     writeFileSync(join(dir, 'runner.cjs'), RUNNER);
@@ -227,6 +234,7 @@ export async function measureBundles(
       const awsClients = built.metafile ? awsClientsIn(built.metafile) : [];
 
       const cold: ColdStart[] = [];
+      const startsBefore = stepFunctions.starts();
       // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
       // would need AWS endpoints this bench does not fake, so only their size is reported.
       const servable = entry === BASELINE_ENTRY || COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
@@ -243,6 +251,7 @@ export async function measureBundles(
             TABLE_NAME: coldDb.tableName,
             DYNAMODB_ENDPOINT: db.endpoint,
             OTP_MASTER_KEY: masterKey,
+            ...stepFunctions.env,
           });
         cold.push(await coldStarts(variant, runs, run, variant === 'plain' ? undefined : pairedBaseline));
         if (entry === BASELINE_ENTRY) pairedBaseline ??= run;
@@ -259,6 +268,7 @@ export async function measureBundles(
         clientsAsDeclared:
           entry === BASELINE_ENTRY || awsClients.join(',') === declaredClients(entry).join(','),
         cold,
+        workflowStarts: stepFunctions.starts() - startsBefore,
       });
     }
     // The baseline first in the results, and every entry's ratio to it.
@@ -285,6 +295,7 @@ export async function measureBundles(
       consoleAssets: consoleAssetSizes(),
     };
   } finally {
+    await stepFunctions.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
