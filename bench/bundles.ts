@@ -13,13 +13,14 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { deriveKey } from '../functions/adapters/crypto';
+import type { KeyGroup } from '../functions/adapters/keyring';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
 import { buildConsoleAssets } from '../lib/console-assets';
 import { ESBUILD_OPTIONS, FUNCTIONS, FUNCTION_NAMES, awsClientsOf } from '../lib/functions';
 import { consoleEvent, fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
 import { median, round } from './stats';
-import { startFakeStepFunctions } from './fake-sfn';
+import { startFakeAws } from './fake-aws';
 import { warmEmulator } from './warm-emulator';
 
 const ROOT = resolve(__dirname, '..');
@@ -74,10 +75,12 @@ export interface BundleResult {
   clientsAsDeclared: boolean;
   cold: ColdStart[];
   /**
-   * `StartExecution` requests the entry's cold runs made to the bench's Step Functions endpoint (bench/fake-sfn.ts):
-   * one per run for the send (its answer waits for the start, as on AWS), none for the others.
+   * Requests the entry's cold runs made to the bench's other AWS endpoints (bench/fake-aws.ts): `StartExecution`
+   * (one per run for the send: its answer waits for the start, as on AWS) and `GetSecretValue` (one per key
+   * group per run for the functions with keys).
    */
   workflowStarts?: number;
+  secretReads?: number;
   /** Spawn-to-answer median (with `--enable-source-maps`) over the baseline's, measured in the same run. */
   ratioToBaseline?: number;
 }
@@ -162,6 +165,12 @@ function awsClientsIn(metafile: {
   return [...clients].sort();
 }
 
+/** The key groups the manifest gives an entry (none for the baseline). */
+function keyGroupsOf(entry: string): KeyGroup[] {
+  const name = FUNCTION_NAMES.find((candidate) => FUNCTIONS[candidate].entry === entry);
+  return name ? [...FUNCTIONS[name].keys] : [];
+}
+
 /** The manifest's clients for an entry, short names. */
 function declaredClients(entry: string): string[] {
   const name = FUNCTION_NAMES.find((candidate) => FUNCTIONS[candidate].entry === entry);
@@ -195,7 +204,7 @@ export async function measureBundles(
 ): Promise<BundleResults> {
   const dir = mkdtempSync(join(tmpdir(), 'otp-bench-bundles-'));
   const masterKey = randomBytes(32).toString('base64url');
-  const stepFunctions = await startFakeStepFunctions();
+  const aws = await startFakeAws(masterKey);
   try {
     await warmEmulator(db);
     writeFileSync(join(dir, 'runner.cjs'), RUNNER);
@@ -234,7 +243,8 @@ export async function measureBundles(
       const awsClients = built.metafile ? awsClientsIn(built.metafile) : [];
 
       const cold: ColdStart[] = [];
-      const startsBefore = stepFunctions.starts();
+      const startsBefore = aws.calls('StartExecution');
+      const readsBefore = aws.calls('GetSecretValue');
       // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
       // would need AWS endpoints this bench does not fake, so only their size is reported.
       const servable = entry === BASELINE_ENTRY || COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
@@ -250,8 +260,9 @@ export async function measureBundles(
           coldRun(join(dir, 'runner.cjs'), js, flags, eventFor(entry, caller, numbers, masterKey), {
             TABLE_NAME: coldDb.tableName,
             DYNAMODB_ENDPOINT: db.endpoint,
+            // Read by the functions without key groups only; the others read their key secrets, as on AWS.
             OTP_MASTER_KEY: masterKey,
-            ...stepFunctions.env,
+            ...aws.env(keyGroupsOf(entry)),
           });
         cold.push(await coldStarts(variant, runs, run, variant === 'plain' ? undefined : pairedBaseline));
         if (entry === BASELINE_ENTRY) pairedBaseline ??= run;
@@ -268,7 +279,8 @@ export async function measureBundles(
         clientsAsDeclared:
           entry === BASELINE_ENTRY || awsClients.join(',') === declaredClients(entry).join(','),
         cold,
-        workflowStarts: stepFunctions.starts() - startsBefore,
+        workflowStarts: aws.calls('StartExecution') - startsBefore,
+        secretReads: aws.calls('GetSecretValue') - readsBefore,
       });
     }
     // The baseline first in the results, and every entry's ratio to it.
@@ -295,7 +307,7 @@ export async function measureBundles(
       consoleAssets: consoleAssetSizes(),
     };
   } finally {
-    await stepFunctions.close();
+    await aws.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
