@@ -31,6 +31,11 @@ export class CryptoCodeVault implements CodeVault {
     return (this.encryptionKey ??= this.keys.key('code-encryption'));
   }
 
+  /** The ring's keys are read (a deferred ring, adapters/keyring.ts); at once otherwise. */
+  ready(): Promise<void> {
+    return this.keys.ready?.() ?? Promise.resolve();
+  }
+
   hash(verificationSid: string, code: string): string {
     return createHmac('sha256', this.hashKey()).update(`${verificationSid}\n${code}`).digest('base64url');
   }

@@ -20,8 +20,44 @@ export const KEY_PURPOSES = [
 export type KeyPurpose = (typeof KEY_PURPOSES)[number];
 
 export interface KeyRing {
-  /** The 32-byte key of a purpose; throws when this ring was not given it. */
+  /** The 32-byte key of a purpose; throws when this ring was not given it (or, deferred, before `ready`). */
   key(purpose: KeyPurpose): Buffer;
+  /** Settles when the keys can be asked for; absent when they always can. */
+  ready?(): Promise<void>;
+}
+
+/**
+ * A key ring whose keys are still being read: a deployed function reads its key secrets at its first invocation,
+ * and the request need not wait for them before its first round trips (the send's reads, the check's key write),
+ * only before its first use of a key (core/send.ts, core/check.ts await `CodeVault.ready`). The read starts at
+ * once; a failed one is tried again by the next `ready()`, so a brief Secrets Manager outage fails the requests
+ * that came during it (as a 500 with a code), not the container.
+ */
+export function deferredKeyRing(load: () => Promise<KeyRing>): Required<KeyRing> {
+  let loaded: KeyRing | undefined;
+  let loading: Promise<void> | undefined;
+  const ready = (): Promise<void> => {
+    if (loaded) return Promise.resolve();
+    loading ??= load().then(
+      (ring) => {
+        loaded = ring;
+      },
+      (error: unknown) => {
+        loading = undefined;
+        throw error;
+      },
+    );
+    return loading;
+  };
+  // Started now; a failure surfaces at the caller's own `ready()`, which reads again.
+  ready().catch(() => undefined);
+  return {
+    key(purpose) {
+      if (!loaded) throw new Error(`The ${purpose} key was asked for before the key secrets were read`);
+      return loaded.key(purpose);
+    },
+    ready,
+  };
 }
 
 /**

@@ -5,9 +5,17 @@
 import { buildCheckHandler } from '../http/api';
 import { tableFromEnv } from '../wiring/dynamo';
 import { apiEntry } from '../wiring/entries';
+import { deferredKeyRing } from '../adapters/keyring';
 import { loadKeyRing } from '../wiring/keys';
 import { buildStoreDeps } from '../wiring/store-deps';
 
+// The code-hash key secret is read beside the first check's key write, not before it (core/check.ts).
 export const handler = apiEntry(async () =>
-  buildCheckHandler(buildStoreDeps(process.env, await loadKeyRing(process.env), tableFromEnv(process.env))),
+  buildCheckHandler(
+    buildStoreDeps(
+      process.env,
+      deferredKeyRing(() => loadKeyRing(process.env)),
+      tableFromEnv(process.env),
+    ),
+  ),
 );

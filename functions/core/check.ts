@@ -35,6 +35,8 @@ export interface FetchDeps {
 
 export async function checkVerification(deps: CheckDeps, request: CheckRequest): Promise<CheckResult> {
   if (!isSid('VE', request.verificationSid)) throw notFound();
+  // On a cold start the key read ran beside the caller's authentication; the guess is hashed with its key.
+  await deps.vault.ready?.();
   const now = deps.clock.now();
   // Spend first, compare second. One conditional write takes an attempt and records the guess while the code is
   // PENDING, unexpired, has attempts left and was not guessed yet; only a guess that got an attempt is compared.

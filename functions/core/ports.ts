@@ -20,6 +20,11 @@ export interface Random {
 
 /** Keyed hashing and encryption of codes; the keys never leave the adapter. */
 export interface CodeVault {
+  /**
+   * Settles when the vault's keys are loaded. A deployed function reads them at its first invocation, beside
+   * that request's first round trips; the core awaits this just before it first hashes or seals. Absent: always.
+   */
+  ready?(): Promise<void>;
   /** HMAC of a code, bound to its verification. */
   hash(verificationSid: string, code: string): string;
   /** Encrypts a code for delivery, bound to its verification. */

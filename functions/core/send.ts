@@ -68,7 +68,8 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     throw new OtpError('unroutable', 'To is not a valid phone number in E.164 form.');
   }
 
-  // The read runs beside the caller's authentication; nothing is written or answered before both are done.
+  // The read runs beside the caller's authentication (and, on a cold start, the vault's key read); nothing is
+  // written or answered before all are done.
   let [, context] = await Promise.all([
     request.authorized,
     store.loadSendContext({
@@ -78,6 +79,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       e164: phone.e164,
       country: phone.country,
     }),
+    deps.vault.ready?.(),
   ]);
 
   for (let decision = 0; decision < MAX_DECISIONS; decision++) {

@@ -1,4 +1,6 @@
 /** Check and fetch (spec 4.2, 4.3, part 3) through the core with the memory store and a fake clock. */
+import { CryptoCodeVault } from '../../functions/adapters/crypto';
+import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import { checkVerification, fetchVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
 import { coreWorld, type CoreWorld } from '../support/core-world';
@@ -131,5 +133,26 @@ describe('fetch', () => {
     expect(
       await errorCode(fetchVerification(world.checkDeps, { serviceSid: other, verificationSid: sid })),
     ).toBe('not_found');
+  });
+});
+
+describe('a cold start, whose key secrets are still being read', () => {
+  it('spends no attempt before the hash key is in, then checks as usual', async () => {
+    let keysIn!: () => void;
+    const keyRead = new Promise<KeyRing>(
+      (resolve) => (keysIn = () => resolve(masterKeyRing('core-unit-test-master-key'))),
+    );
+    const vault = new CryptoCodeVault(deferredKeyRing(() => keyRead));
+    const spend = jest.spyOn(world.store, 'spendAttempt');
+
+    const checked = checkVerification(
+      { ...world.checkDeps, vault },
+      { serviceSid, verificationSid: sid, code: CODE },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(spend).not.toHaveBeenCalled();
+    keysIn();
+    expect((await checked).verification.status).toBe('VERIFIED');
+    expect(spend).toHaveBeenCalledTimes(1);
   });
 });

@@ -1,4 +1,6 @@
 /** Send (spec 4.1) through the core with the memory store and a fake clock. */
+import { CryptoCodeVault } from '../../functions/adapters/crypto';
+import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import { MemoryStore } from '../../functions/adapters/memory/store';
 import { OtpError } from '../../functions/core/errors';
 import type { ErrorCode } from '../../functions/core/errors';
@@ -321,5 +323,32 @@ describe('the balance', () => {
     );
     expect(memory.charges(service.sid)).toEqual([]);
     expect(await sendsLogged()).toBe(1);
+  });
+});
+
+describe('a cold start, whose key secrets are still being read', () => {
+  it('reads beside the key read, and writes nothing before the keys are in', async () => {
+    let keysIn!: () => void;
+    const keyRead = new Promise<KeyRing>((resolve) => (keysIn = () => resolve(masterKeyRing('cold-key'))));
+    const vault = new CryptoCodeVault(deferredKeyRing(() => keyRead));
+    const steps: string[] = [];
+    const { store } = world;
+    const load = store.loadSendContext.bind(store);
+    const accept = store.acceptSend.bind(store);
+    jest.spyOn(store, 'loadSendContext').mockImplementation((query) => (steps.push('read'), load(query)));
+    jest.spyOn(store, 'acceptSend').mockImplementation((input) => (steps.push('accept'), accept(input)));
+    const service = world.addService();
+    world.random.codes.push('270183');
+
+    const sent = sendVerification({ ...world.sendDeps, vault }, { serviceSid: service.sid, to: UK_MOBILE });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The read went out while the keys were being read; the accepting write waits for them.
+    expect(steps).toEqual(['read']);
+    keysIn();
+    const result = await sent;
+    expect(steps).toEqual(['read', 'accept']);
+    // Sealed and hashed with the keys that came in: a vault over the same key opens the code.
+    const stored = await world.store.getVerification(result.verification.sid);
+    expect(new CryptoCodeVault('cold-key').open(result.verification.sid, stored!.sealedCode!)).toBe('270183');
   });
 });

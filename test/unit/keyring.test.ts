@@ -3,11 +3,13 @@ import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import {
   KEY_GROUPS,
   KEY_PURPOSES,
+  deferredKeyRing,
   groupKeyRing,
   keyGroupOf,
   keySecretRoot,
   masterKeyRing,
   type KeyGroup,
+  type KeyRing,
 } from '../../functions/adapters/keyring';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { loadKeyRing } from '../../functions/runtime';
@@ -149,5 +151,34 @@ describe('loadKeyRing (the Lambda cold start)', () => {
     const none = await loadKeyRing({}, secrets.client);
     expect(() => none.key('code-hash')).toThrow(/no code-hash key/);
     expect(secrets.asked).toEqual([]);
+  });
+});
+
+describe('deferredKeyRing (key secrets read beside the first request)', () => {
+  it('starts the read at once, refuses a key before it is in, then gives the read ring’s keys', async () => {
+    let reads = 0;
+    let keysIn!: () => void;
+    const read = new Promise<KeyRing>((resolve) => (keysIn = () => resolve(masterKeyRing(MASTER))));
+    const ring = deferredKeyRing(() => (reads++, read));
+    expect(reads).toBe(1);
+    expect(() => ring.key('code-hash')).toThrow(/before the key secrets were read/);
+    keysIn();
+    await ring.ready();
+    expect(ring.key('code-hash')).toEqual(masterKeyRing(MASTER).key('code-hash'));
+    await ring.ready();
+    expect(reads).toBe(1);
+  });
+
+  it('reads again after a failed read, at the next ready()', async () => {
+    const outcomes: (() => Promise<KeyRing>)[] = [
+      () => Promise.reject(new Error('Secrets Manager unreachable')),
+      () => Promise.resolve(masterKeyRing(MASTER)),
+    ];
+    let reads = 0;
+    const ring = deferredKeyRing(() => outcomes[reads++]!());
+    await expect(ring.ready()).rejects.toThrow('Secrets Manager unreachable');
+    await ring.ready();
+    expect(reads).toBe(2);
+    expect(ring.key('code-encryption')).toEqual(masterKeyRing(MASTER).key('code-encryption'));
   });
 });
