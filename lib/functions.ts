@@ -206,7 +206,9 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       'Delivery workflow: after the wait, stop on a receipt or move to the next channel; settle after a task failed',
     timeoutSeconds: TASK_TIMEOUT_SECONDS,
     table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
-    keys: ['codeSeal', 'carrier'],
+    // No key: it reads the record and moves on or ends the delivery (as the sweeper settles one); it never
+    // opens a code or calls a provider, so it reads no key secret and holds no Secrets Manager client.
+    keys: [],
   },
   sweeper: {
     id: 'Sweeper',

@@ -67,9 +67,9 @@ export function deferredKeyRing(load: () => Promise<KeyRing>): Required<KeyRing>
 export const KEY_GROUPS = {
   /** send, check */
   codeHash: { purposes: ['code-hash'], env: 'OTP_CODE_HASH_SECRET_ARN' },
-  /** send, deliver, afterWait */
+  /** send, deliver */
   codeSeal: { purposes: ['code-encryption'], env: 'OTP_CODE_SEAL_SECRET_ARN' },
-  /** deliver, afterWait (token), receipt (signatures); the carrier gateway is configured from it too */
+  /** deliver (token), receipt (signatures); the carrier gateway is configured from it too */
   carrier: { purposes: ['carrier-token', 'receipt:carrier'], env: 'OTP_CARRIER_SECRET_ARN' },
   /** webhookSender (opens), the admin command (seals) */
   webhook: { purposes: ['webhook-secrets'], env: 'OTP_WEBHOOK_SECRET_ARN' },

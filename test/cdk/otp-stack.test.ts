@@ -39,7 +39,7 @@ const KEYS_OF: Record<FunctionName, KeyGroup[]> = {
   fetch: [],
   receipt: ['carrier'],
   deliver: ['codeSeal', 'carrier'],
-  afterWait: ['codeSeal', 'carrier'],
+  afterWait: [],
   sweeper: [],
   webhookEvents: [],
   guardSignals: [],

@@ -128,7 +128,7 @@ test('the manifest declares what each function calls', () => {
       '@aws-sdk/client-secrets-manager',
       '@aws-sdk/client-socialmessaging',
     ],
-    afterWait: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
+    afterWait: ['@aws-sdk/client-dynamodb'],
     sweeper: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sfn'],
     webhookEvents: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-sqs'],
     // The guard's stream consumer: its own items in the table, nothing else.
