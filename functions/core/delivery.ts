@@ -50,7 +50,9 @@ export async function deliverOverChannel(
   deps: DeliveryDeps,
   input: DeliveryTaskInput,
 ): Promise<DeliveryTaskOutput> {
-  const verification = await deps.store.getVerification(input.sid);
+  // On a cold start the key read runs beside this read, and ends before the claim: a run that cannot get its keys
+  // fails (and is retried) before it claims the channel, not after.
+  const [verification] = await Promise.all([deps.store.getVerification(input.sid), deps.vault.ready?.()]);
   if (!verification || verification.deliveryStatus !== 'PENDING') return ended(input, verification);
   const channel = verification.channels[input.channelIndex];
   // No more channels, or the code was already used, locked or expired: another message would be wasted money.

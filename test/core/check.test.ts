@@ -3,7 +3,7 @@ import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import { checkVerification, fetchVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
-import { coreWorld, type CoreWorld } from '../support/core-world';
+import { CORE_MASTER_KEY, coreWorld, type CoreWorld } from '../support/core-world';
 
 let world: CoreWorld;
 let serviceSid: string;
@@ -140,7 +140,7 @@ describe('a cold start, whose key secrets are still being read', () => {
   it('spends no attempt before the hash key is in, then checks as usual', async () => {
     let keysIn!: () => void;
     const keyRead = new Promise<KeyRing>(
-      (resolve) => (keysIn = () => resolve(masterKeyRing('core-unit-test-master-key'))),
+      (resolve) => (keysIn = () => resolve(masterKeyRing(CORE_MASTER_KEY))),
     );
     const vault = new CryptoCodeVault(deferredKeyRing(() => keyRead));
     const spend = jest.spyOn(world.store, 'spendAttempt');

@@ -2,6 +2,8 @@
  * The delivery tasks (channel fallback, rejections, receipts, settling) through the core with the memory store,
  * a scripted provider and a fake clock; the test plays the state machine's part.
  */
+import { CryptoCodeVault } from '../../functions/adapters/crypto';
+import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import {
   acceptReceipt,
   afterReceiptWait,
@@ -11,7 +13,13 @@ import {
 } from '../../functions/core/delivery';
 import { settleOverdueDeliveries, sweepDeliveries } from '../../functions/core/sweeper';
 import type { Verification } from '../../functions/core/model';
-import { ScriptedProvider, UK_MOBILE, coreWorld, type CoreWorld } from '../support/core-world';
+import {
+  CORE_MASTER_KEY,
+  ScriptedProvider,
+  UK_MOBILE,
+  coreWorld,
+  type CoreWorld,
+} from '../support/core-world';
 
 let world: CoreWorld;
 let serviceSid: string;
@@ -271,5 +279,39 @@ describe('settling', () => {
     expect(listings).toHaveLength(1);
     expect([...reads].sort()).toEqual([died, stalled, running].sort());
     expect((await stored(running)).deliveryStatus).toBe('PENDING');
+  });
+});
+
+describe('a cold deliver task, whose key secrets are still being read', () => {
+  const deferredVault = (read: Promise<KeyRing>) => new CryptoCodeVault(deferredKeyRing(() => read));
+
+  it('reads the verification beside the key read and claims the channel only once the keys are in', async () => {
+    const sid = await sendOne();
+    let keysIn!: () => void;
+    const read = new Promise<KeyRing>((resolve) => (keysIn = () => resolve(masterKeyRing(CORE_MASTER_KEY))));
+    const claim = jest.spyOn(world.store, 'claimChannel');
+    const getVerification = jest.spyOn(world.store, 'getVerification');
+
+    const task = deliverOverChannel({ ...world.deliveryDeps, vault: deferredVault(read) }, input(sid));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(getVerification).toHaveBeenCalledTimes(1);
+    expect(claim).not.toHaveBeenCalled();
+    keysIn();
+    expect((await task).next).toBe('wait');
+    expect(world.provider.sent.map((message) => message.body)).toEqual([expect.stringContaining(CODE)]);
+  });
+
+  it('fails before its claim when the keys cannot be read, so its retry still sends', async () => {
+    const sid = await sendOne();
+    const unreadable = Promise.reject(new Error('Secrets Manager unreachable'));
+    unreadable.catch(() => undefined);
+    await expect(
+      deliverOverChannel({ ...world.deliveryDeps, vault: deferredVault(unreadable) }, input(sid)),
+    ).rejects.toThrow('Secrets Manager unreachable');
+    expect((await stored(sid)).deliveries).toEqual({});
+    expect(world.provider.sent).toEqual([]);
+
+    expect((await deliverOverChannel(world.deliveryDeps, input(sid))).next).toBe('wait');
+    expect(world.provider.sent).toHaveLength(1);
   });
 });

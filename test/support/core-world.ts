@@ -105,11 +105,14 @@ export interface CoreWorld {
   send(request: Partial<SendRequest> & { serviceSid: string }): ReturnType<typeof sendVerification>;
 }
 
+/** The master key of the world's vault. */
+export const CORE_MASTER_KEY = 'core-unit-test-master-key';
+
 export function coreWorld(settings: Partial<Settings> = {}): CoreWorld {
   const store = new MemoryStore();
   const clock = new FakeClock(T0);
   const random = new SequenceRandom();
-  const vault = new CryptoCodeVault('core-unit-test-master-key');
+  const vault = new CryptoCodeVault(CORE_MASTER_KEY);
   const workflow = new RecordingWorkflow();
   const provider = new ScriptedProvider();
   const all: Settings = { ...DEFAULT_SETTINGS, ...settings };
