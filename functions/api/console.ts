@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { deferredKeyRing } from '../adapters/keyring';
 import { lambdaLogger } from '../adapters/logger';
 import { buildConsoleHandler, type ConsoleAssets } from '../console/api';
 import { buildConsoleDeps } from '../wiring/console';
@@ -27,7 +28,8 @@ export const handler = apiEntry(async () =>
     buildConsoleDeps(
       process.env,
       tableFromEnv(process.env),
-      await loadKeyRing(process.env),
+      // The webhook key secret is read beside the first request; only adding or rotating an endpoint waits for it.
+      deferredKeyRing(() => loadKeyRing(process.env)),
       lambdaLogger(),
       assets,
     ),

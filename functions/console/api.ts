@@ -72,7 +72,8 @@ export interface ConsoleDeps {
   /** The webhook sender's delivery records (one per attempt, 7 days). */
   webhookDeliveries: Pick<DynamoWebhookDeliveries, 'recent' | 'forVerification'>;
   /** Seals webhook signing secrets (the function's webhook key). */
-  webhookVault: () => WebhookSecretVault;
+  /** The webhook key's vault; on a cold start it waits for the key secret, read only when first needed here. */
+  webhookVault: () => Promise<WebhookSecretVault>;
   random: Random;
   clock: Clock;
   settings: Pick<Settings, 'maxCheckAttempts' | 'channelWaitSeconds'>;
@@ -433,7 +434,7 @@ const API_ROUTES: ApiRoute[] = [
     const added = await deps.webhooks.addEndpoint(
       params.sid!,
       checked.url.toString(),
-      deps.webhookVault(),
+      await deps.webhookVault(),
       deps.random,
       deps.clock.now(),
     );
@@ -450,9 +451,15 @@ const API_ROUTES: ApiRoute[] = [
   route('POST', '/services/:sid/webhooks/:wh/rotate', async (deps, { params, body }) => {
     const sid = match(params.wh!, WEBHOOK_SID, 'webhook SID');
     const { now: immediate } = parse(schemas.rotate, body ?? {});
-    const secret = await deps.webhooks.rotateSecret(params.sid!, sid, deps.webhookVault(), deps.clock.now(), {
-      immediate: immediate === true,
-    });
+    const secret = await deps.webhooks.rotateSecret(
+      params.sid!,
+      sid,
+      await deps.webhookVault(),
+      deps.clock.now(),
+      {
+        immediate: immediate === true,
+      },
+    );
     if (!secret) throw new ConsoleError(404, 'not_found', 'No such webhook endpoint.');
     return json(200, { endpointSid: sid, secret });
   }),

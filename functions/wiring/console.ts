@@ -7,7 +7,7 @@ import { ActivityReader } from '../adapters/dynamodb/activity';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import { cryptoRandom, systemClock } from '../adapters/crypto';
-import type { KeySource } from '../adapters/keyring';
+import { toKeyRing, type KeySource } from '../adapters/keyring';
 import type { Logger } from '../adapters/logger';
 import type { ConsoleAssets, ConsoleDeps } from '../console/api';
 import { settingsFromEnv } from '../core/settings';
@@ -39,12 +39,16 @@ export function buildConsoleDeps(
   overrides: Partial<Pick<ConsoleDeps, 'clock' | 'webhookAllowPrivate'>> = {},
 ): ConsoleDeps {
   let vault: WebhookSecretVault | undefined;
+  const webhookKeys = toKeyRing(webhookKey);
   return {
     accounts: new AccountStore(table.client, table.tableName, cryptoRandom),
     activity: new ActivityReader(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
     webhookDeliveries: new DynamoWebhookDeliveries(table.client, table.tableName),
-    webhookVault: () => (vault ??= new WebhookSecretVault(webhookKey)),
+    webhookVault: async () => {
+      await webhookKeys.ready?.();
+      return (vault ??= new WebhookSecretVault(webhookKeys));
+    },
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),

@@ -11,7 +11,10 @@ import {
   type KeyGroup,
   type KeyRing,
 } from '../../functions/adapters/keyring';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { jsonLogger } from '../../functions/adapters/logger';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
+import { buildConsoleDeps } from '../../functions/wiring/console';
 import { loadKeyRing } from '../../functions/runtime';
 
 const SID = 'VE0123456789abcdef0123456789abcdef';
@@ -180,5 +183,27 @@ describe('deferredKeyRing (key secrets read beside the first request)', () => {
     await ring.ready();
     expect(reads).toBe(2);
     expect(ring.key('code-encryption')).toEqual(masterKeyRing(MASTER).key('code-encryption'));
+  });
+});
+
+describe("the console's webhook key", () => {
+  it('is waited for only when a webhook secret is sealed, and then seals with the key read', async () => {
+    let keysIn!: () => void;
+    const read = new Promise<KeyRing>((resolve) => (keysIn = () => resolve(masterKeyRing(MASTER))));
+    const deps = buildConsoleDeps(
+      {},
+      { client: createDocumentClient({ endpoint: 'http://127.0.0.1:9' }), tableName: 'unused' },
+      deferredKeyRing(() => read),
+      jsonLogger(() => undefined),
+      () => Promise.resolve({ files: {} }),
+    );
+    let vault: WebhookSecretVault | undefined;
+    const asked = deps.webhookVault().then((ready) => (vault = ready));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(vault).toBeUndefined();
+    keysIn();
+    await asked;
+    const sealed = vault!.seal('VA1', 'WH1', 'whsec_test');
+    expect(new WebhookSecretVault(MASTER).open('VA1', 'WH1', sealed)).toBe('whsec_test');
   });
 });
