@@ -5,12 +5,18 @@
 import type { Context } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
 import { sweepDeliveries } from '../core/sweeper';
-import { buildDeps } from '../wiring/deps';
+import { tableFromEnv } from '../wiring/dynamo';
 import { coldStart, logSettled, observed } from '../wiring/entries';
+import { NO_PROVIDERS, buildStoreDeps } from '../wiring/store-deps';
 import { workflowFromEnv } from '../wiring/workflow';
 
 const deps = coldStart(() =>
-  Promise.resolve({ ...buildDeps(process.env, groupKeyRing({})), workflow: workflowFromEnv(process.env) }),
+  Promise.resolve({
+    // Settling needs neither a key nor a provider (core/delivery.ts finish); restarting starts the workflow.
+    ...buildStoreDeps(process.env, groupKeyRing({}), tableFromEnv(process.env)),
+    providers: NO_PROVIDERS,
+    workflow: workflowFromEnv(process.env),
+  }),
 );
 
 /**

@@ -4,6 +4,7 @@
  * metadata. `buildDeps` (wiring/deps.ts) adds those for the others.
  */
 import type { Clock, CodeVault, Random } from '../core/ports';
+import type { ProviderRegistry } from '../core/providers';
 import { settingsFromEnv, type Settings } from '../core/settings';
 import { noMetrics, type Metrics } from '../core/metrics';
 import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
@@ -45,3 +46,16 @@ export function buildStoreDeps(
     metrics: metrics ?? (logger ? noMetrics : lambdaMetrics()),
   };
 }
+
+/**
+ * The providers of a function that calls none (AfterWait, the sweeper: they move a delivery on or end it, the
+ * deliver task sends): its bundle holds no provider adapter, and a call would be a bug, so it throws.
+ */
+export const NO_PROVIDERS: ProviderRegistry = {
+  forChannel() {
+    throw new Error('this function calls no delivery provider');
+  },
+  byName() {
+    throw new Error('this function calls no delivery provider');
+  },
+};

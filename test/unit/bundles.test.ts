@@ -115,6 +115,21 @@ test('only the console and the webhook sender hold the URL policy and ipaddr.js 
   expect(holders.sort()).toEqual(['console', 'webhookSender']);
 });
 
+test.each(['afterWait', 'sweeper'] as const)(
+  '%s holds no provider and no key (it moves a delivery on or ends it; the deliver task sends)',
+  async (name) => {
+    const output = Object.values((await metafileOf(FUNCTIONS[name].entry)).outputs).find(
+      (out) => out.entryPoint,
+    );
+    const held = Object.entries(output?.inputs ?? {})
+      .filter(([, { bytesInOutput }]) => bytesInOutput > 0)
+      .map(([input]) => input);
+    expect(
+      held.filter((input) => /functions\/(wiring\/(providers|keys)|adapters\/providers\/)/.test(input)),
+    ).toEqual([]);
+  },
+);
+
 test('the manifest declares what each function calls', () => {
   expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
     send: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sfn'],
