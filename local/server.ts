@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { ApiHandler } from '../functions/http/api';
 import type { ApiContext } from '../functions/http/middleware';
+import { matchPath, unmatchedRoute } from '../functions/http/routes';
 
 /** API Gateway's own payload limit. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -96,9 +97,8 @@ async function serve(
     .filter((match) => match.params !== undefined);
   const match = matches.find((candidate) => [method, 'ANY'].includes(candidate.route.method));
   if (!match) {
-    return matches.length > 0
-      ? send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' })
-      : send(res, 404, { code: 'route_not_found', message: 'No such route.' });
+    const answer = unmatchedRoute(routes.api, method, url.pathname);
+    return send(res, answer.statusCode, undefined, answer.headers, answer.body);
   }
   const claims = match.route.authorize?.(headers.authorization);
   if (match.route.authorize && !claims) return send(res, 401, { message: 'Unauthorized' });
@@ -111,34 +111,6 @@ async function serve(
   const context = { awsRequestId: event.requestContext.requestId, functionName: `local-${match.route.path}` };
   const response = await match.route.handler(event, context as unknown as ApiContext);
   send(res, response.statusCode, undefined, response.headers, response.body);
-}
-
-function matchPath(template: string, path: string): Record<string, string> | undefined {
-  const want = template.split('/');
-  const have = path.split('/');
-  const params: Record<string, string> = {};
-  const greedy = want[want.length - 1]?.endsWith('+}');
-  if (greedy && have.length >= want.length) {
-    // `{proxy+}`: the rest of the path, one or more segments.
-    const rest = have.slice(want.length - 1).join('/');
-    if (rest === '') return undefined;
-    const params = matchPath(want.slice(0, -1).join('/'), have.slice(0, want.length - 1).join('/'));
-    return params && { ...params, [want[want.length - 1]!.slice(1, -2)]: rest };
-  }
-  if (want.length !== have.length) return undefined;
-  for (let i = 0; i < want.length; i++) {
-    const segment = want[i]!;
-    const actual = have[i]!;
-    if (segment.startsWith('{')) {
-      if (actual === '') return undefined;
-      try {
-        params[segment.slice(1, -1)] = decodeURIComponent(actual);
-      } catch {
-        params[segment.slice(1, -1)] = actual;
-      }
-    } else if (segment !== actual) return undefined;
-  }
-  return params;
 }
 
 function toApiGatewayEvent(

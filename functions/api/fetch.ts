@@ -1,13 +1,18 @@
 /**
  * The fetch function's composition root: the table alone (it reads a record and shows it: no key, no workflow,
- * no provider), and its bundle only the fetch endpoint.
+ * no provider), and its bundle only the fetch endpoint. It also answers the API's `$default` route (a request
+ * no route took) with 404 or 405 and a `code`: the lightest API function, and a miss needs nothing of it.
  */
 import { groupKeyRing } from '../adapters/keyring';
 import { buildFetchHandler } from '../http/api';
+import { API_ROUTES_ENV, routesFromEnv } from '../http/routes';
 import { tableFromEnv } from '../wiring/dynamo';
-import { apiEntry } from '../wiring/entries';
+import { answeringUnmatchedRoutes, apiEntry } from '../wiring/entries';
 import { buildStoreDeps } from '../wiring/store-deps';
 
-export const handler = apiEntry(async () =>
-  buildFetchHandler(buildStoreDeps(process.env, groupKeyRing({}), tableFromEnv(process.env))),
+export const handler = answeringUnmatchedRoutes(
+  apiEntry(async () =>
+    buildFetchHandler(buildStoreDeps(process.env, groupKeyRing({}), tableFromEnv(process.env))),
+  ),
+  routesFromEnv(process.env[API_ROUTES_ENV]),
 );

@@ -9,6 +9,8 @@ import { lambdaLogger, type Logger } from '../adapters/logger';
 import { lambdaMetrics, withMetricsFlushed } from '../adapters/metrics';
 import type { ApiHandler } from '../http/api';
 import type { ApiContext, ApiEvent } from '../http/middleware';
+import type { HttpResponse } from '../http/response';
+import { unmatchedRoute, type RouteKey } from '../http/routes';
 
 /** `build` once per container; a failed build (say, Secrets Manager briefly unreachable) is retried next call. */
 export function coldStart<T>(build: () => Promise<T>): () => Promise<T> {
@@ -31,6 +33,21 @@ export function coldStart<T>(build: () => Promise<T>): () => Promise<T> {
 export function observed<T>(context: Context | undefined, run: () => Promise<T>): Promise<T> {
   if (context) lambdaLogger().addContext(context);
   return withMetricsFlushed(lambdaMetrics(), run);
+}
+
+/**
+ * The API's `$default` route, which API Gateway takes for a request that matches no route: answered by `entry`'s
+ * function with the same JSON 404 or 405 as the local stack (functions/http/routes.ts), instead of API Gateway's
+ * own `{"message":"Not Found"}` without a `code`. Nothing is built, read or counted for it (no key, no table).
+ */
+export function answeringUnmatchedRoutes(
+  entry: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>,
+  apiRoutes: readonly RouteKey[],
+) {
+  return (event: ApiEvent, context: ApiContext): Promise<HttpResponse> =>
+    event.routeKey === '$default'
+      ? Promise.resolve(unmatchedRoute(apiRoutes, event.requestContext.http.method, event.rawPath))
+      : entry(event, context);
 }
 
 /** A Lambda entry for an HTTP route. */

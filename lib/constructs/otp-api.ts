@@ -7,6 +7,8 @@ import {
   HttpStage,
   LogGroupLogDestination,
   type IHttpRouteAuthorizer,
+  HttpRoute as ApiRoute,
+  HttpRouteKey,
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -14,6 +16,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { OtpConfig } from '../config';
+import { API_ROUTES_ENV } from '../../functions/http/routes';
 import { FUNCTIONS, ROUTES, type FunctionName, type HttpRoute } from '../functions';
 import { Grouping } from './logical-ids';
 
@@ -91,6 +94,20 @@ export class OtpApi extends Grouping {
         ...(authorizer && { authorizer }),
       });
     }
+    // A request that matches no route gets the JSON 404 or 405 with a `code` (spec 7.1) that the local stack
+    // gives, not API Gateway's own `{"message":"Not Found"}`: the fetch function answers the `$default` route from
+    // the route table below (functions/http/routes.ts), without reading anything.
+    const fetchIntegration = integrations.get('fetch');
+    if (!fetchIntegration) throw new Error('The fetch function serves no route');
+    new ApiRoute(api, 'UnmatchedRoute', {
+      httpApi: api,
+      routeKey: HttpRouteKey.DEFAULT,
+      integration: fetchIntegration,
+    });
+    props.functions.fetch.addEnvironment(
+      API_ROUTES_ENV,
+      JSON.stringify(ROUTES.map((route) => `${route.method} ${route.path}`)),
+    );
     // The handlers of the public API authenticate every request themselves (X-API-Key looked up by hash in the
     // table, or the provider's receipt signature), so those routes have no authorizer; the console's API routes
     // have the user pool's JWT authorizer, and its page and files are public.
@@ -99,7 +116,8 @@ export class OtpApi extends Grouping {
       reason:
         'Authorization is done in the handlers: X-API-Key (spec part 5) checked against the table by hash, and ' +
         'receipts by the provider signature. An API Gateway authorizer would add a second lookup per request. ' +
-        "The console's API routes have a Cognito JWT authorizer; its page and script are public files.",
+        "The console's API routes have a Cognito JWT authorizer; its page and script are public files. " +
+        '$default answers 404 or 405 only, reading nothing.',
     });
   }
 

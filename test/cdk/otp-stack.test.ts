@@ -13,6 +13,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
 import { KEY_GROUPS, type KeyGroup } from '../../functions/adapters/keyring';
+import { API_ROUTES_ENV, routesFromEnv } from '../../functions/http/routes';
 import { readConfig } from '../../lib/config';
 import { FUNCTIONS, FUNCTION_NAMES, ROUTES, type FunctionName } from '../../lib/functions';
 import { OtpStack } from '../../lib/otp-stack';
@@ -225,6 +226,8 @@ describe('functions', () => {
       if (name === 'webhookSender') {
         expected.WEBHOOK_DEAD_LETTER_QUEUE_URL = ref(logicalId(stack.webhookDeadLetterQueue));
       }
+      // The route table of the API's `$default` answers (404 or 405), checked against ROUTES in 'HTTP API'.
+      if (name === 'fetch') expected[API_ROUTES_ENV] = expect.any(String);
       if (name === 'console') {
         // What the page is told about signing in: the hosted sign-in domain and the app client.
         expected.CONSOLE_AUTH_URL = expect.anything();
@@ -257,7 +260,27 @@ describe('HTTP API', () => {
     const keys = Object.values(resources)
       .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route')
       .map((r) => r.Properties.RouteKey);
-    expect(keys.sort()).toEqual(routes.map(([key]) => key).sort());
+    // And `$default`, for the requests none of them takes (below).
+    expect(keys.sort()).toEqual([...routes.map(([key]) => key), '$default'].sort());
+  });
+
+  test('$default (no route matched) goes to the fetch function, which is given the route table for 404 or 405', () => {
+    const [unmatched] = Object.values(
+      template.findResources('AWS::ApiGatewayV2::Route', { Properties: { RouteKey: '$default' } }),
+    );
+    const [fetchRoute] = Object.values(
+      template.findResources('AWS::ApiGatewayV2::Route', {
+        Properties: { RouteKey: 'GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}' },
+      }),
+    );
+    expect(unmatched!.Properties.Target).toEqual(fetchRoute!.Properties.Target);
+    expect(unmatched!.Properties.AuthorizationType).toBe('NONE');
+    const fetchEnv = (
+      resources[fnId('fetch')]!.Properties.Environment as { Variables: Record<string, string> }
+    ).Variables;
+    expect(routesFromEnv(fetchEnv[API_ROUTES_ENV])).toEqual(
+      ROUTES.map(({ method, path }) => ({ method, path })),
+    );
   });
 
   test.each(routes)('%s goes to the %s function (Lambda proxy, payload 2.0)', (routeKey, name) => {

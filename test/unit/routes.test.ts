@@ -1,0 +1,79 @@
+/**
+ * A request no route takes: the local server and the deployed API's `$default` route (answered by the fetch
+ * function) give the same JSON 404 or 405 with a `code` (spec 7.1), from the stack's own route table.
+ */
+import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
+import type { HttpResponse } from '../../functions/http/response';
+import { API_ROUTES_ENV, routesFromEnv, unmatchedRoute } from '../../functions/http/routes';
+import { ROUTES } from '../../lib/functions';
+
+const TABLE = ROUTES.map(({ method, path }) => `${method} ${path}`);
+const answer = (response: HttpResponse) => ({
+  status: response.statusCode,
+  body: JSON.parse(response.body ?? '{}') as unknown,
+  type: response.headers?.['content-type'],
+});
+
+describe('unmatchedRoute', () => {
+  const routes = routesFromEnv(JSON.stringify(TABLE));
+
+  it('reads back the stack route table it is given', () => {
+    expect(routes).toEqual(ROUTES.map(({ method, path }) => ({ method, path })));
+    expect(routesFromEnv(undefined)).toEqual([]);
+  });
+
+  it('answers 405 method_not_allowed for a route path with another method', () => {
+    for (const [method, path] of [
+      ['GET', '/v2/Services/VA123/Verifications'],
+      ['DELETE', '/v2/Services/VA123/Verifications/VE456'],
+      ['GET', '/v2/Callbacks/carrier'],
+    ] as const) {
+      expect(answer(unmatchedRoute(routes, method, path))).toEqual({
+        status: 405,
+        body: { code: 'method_not_allowed', message: 'Method not allowed.' },
+        type: 'application/json',
+      });
+    }
+  });
+
+  it('answers 404 route_not_found for any other path', () => {
+    for (const path of [
+      '/',
+      '/v2',
+      '/v2/Services/VA123',
+      '/v2/Services//Verifications',
+      '/v1/Services/VA1/Verifications',
+    ]) {
+      expect(answer(unmatchedRoute(routes, 'POST', path))).toMatchObject({
+        status: 404,
+        body: { code: 'route_not_found' },
+      });
+    }
+  });
+});
+
+describe("the fetch function's $default answers", () => {
+  it('answer without building anything (no table, no key), from the table in its environment', async () => {
+    process.env[API_ROUTES_ENV] = JSON.stringify(TABLE);
+    // No TABLE_NAME: building the fetch handler would throw, so a 404 proves nothing was built.
+    delete process.env.TABLE_NAME;
+    let handler!: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the entry reads its environment when loaded
+      ({ handler } = require('../../functions/api/fetch') as { handler: typeof handler });
+    });
+    const event = (method: string, rawPath: string) =>
+      ({ routeKey: '$default', rawPath, requestContext: { http: { method } } }) as unknown as ApiEvent;
+    const context = {} as ApiContext;
+    expect(answer(await handler(event('POST', '/v2/Services/VA1/Verifications/VE2'), context))).toMatchObject(
+      {
+        status: 405,
+        body: { code: 'method_not_allowed' },
+      },
+    );
+    expect(answer(await handler(event('GET', '/v2/Services/VA1/Nothing'), context))).toMatchObject({
+      status: 404,
+      body: { code: 'route_not_found' },
+    });
+  });
+});
