@@ -170,6 +170,7 @@ export class OtpStack extends Stack {
       stateMachine: this.stateMachine,
       webhookDeadLetterQueue: this.webhookDeadLetterQueue,
       receiptFunctions: this.providers?.receiptLambdas,
+      failedReceiptQueue: this.providers?.failedReceiptQueue,
     });
     new OtpDashboard(this, 'Dashboard', {
       service: this,

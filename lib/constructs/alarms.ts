@@ -31,6 +31,8 @@ export interface OtpAlarmsProps {
   webhookDeadLetterQueue: sqs.IQueue;
   /** The provider receipt functions, when the deployment has providers (lib/constructs/providers.ts). */
   receiptFunctions?: Partial<Record<ProviderFunctionName, NodejsFunction>>;
+  /** Where the receipt functions keep the receipts they failed on (lib/constructs/providers.ts). */
+  failedReceiptQueue?: sqs.IQueue;
 }
 
 /** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
@@ -70,18 +72,29 @@ export class OtpAlarms extends Grouping {
       );
     }
     // The provider receipt functions are invoked asynchronously (SNS, EventBridge): a receipt they fail or are
-    // throttled on is retried by Lambda, then dropped, and its attempt waits out its channel (docs/providers.md).
+    // throttled on is retried by Lambda, then kept in the failed-receipt queue to replay (docs/providers.md).
     for (const [name, fn] of Object.entries(props.receiptFunctions ?? {})) {
       const { id } = PROVIDER_FUNCTIONS[name as ProviderFunctionName];
       alarmOn(
         `${id}ErrorsAlarm`,
         fn.metricErrors({ period, statistic: cloudwatch.Stats.SUM }),
-        `The ${id} function threw on a provider receipt (see its log group): Lambda retries it, then drops it.`,
+        `The ${id} function threw on a provider receipt (see its log group): Lambda retries it twice, then keeps it in the failed-receipt queue.`,
       );
       alarmOn(
         `${id}ThrottlesAlarm`,
         fn.metricThrottles({ period, statistic: cloudwatch.Stats.SUM }),
-        `The ${id} function was throttled: provider receipts are delayed, and dropped if Lambda's retries run out.`,
+        `The ${id} function was throttled: provider receipts are delayed, and kept in the failed-receipt queue if they wait over 6 hours.`,
+      );
+    }
+    if (props.failedReceiptQueue) {
+      alarmOn(
+        'FailedReceiptsAlarm',
+        props.failedReceiptQueue.metricApproximateNumberOfMessagesVisible({
+          period,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+        'Provider receipts failed after their retries and wait in the failed-receipt queue (output FailedReceiptQueueUrl): ' +
+          "fix the cause (the receipt functions' log groups), then replay them (docs/providers.md, Failed receipts).",
       );
     }
     alarmOn(

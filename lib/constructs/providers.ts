@@ -19,17 +19,19 @@
  *
  * A deployment with no provider configuration creates none of this.
  */
-import { CfnOutput, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as smsvoice from 'aws-cdk-lib/aws-smsvoice';
 import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { KeyGroup } from '../../functions/adapters/keyring';
@@ -67,6 +69,8 @@ export class Providers extends Grouping {
   readonly eventsTopic?: sns.Topic;
   readonly configurationSet?: smsvoice.CfnConfigurationSet;
   readonly receiptFunctions: Partial<Record<ProviderFunctionName, OtpFunction>> = {};
+  /** The receipts the receipt functions failed on after Lambda's retries (with AWS providers only). */
+  failedReceiptQueue?: sqs.Queue;
 
   /** The receipt functions' Lambdas (for their alarms and dashboard widgets). */
   get receiptLambdas(): Partial<Record<ProviderFunctionName, NodejsFunction>> {
@@ -148,6 +152,37 @@ export class Providers extends Grouping {
         eventPattern: { source: ['aws.social-messaging'] },
         // LambdaFunction: a Lambda permission for events.amazonaws.com with this rule as SourceArn.
         targets: [new targets.LambdaFunction(eventReceipt.function)],
+      });
+    }
+
+    // A receipt its function still failed on after Lambda's two retries (the table throttled, a bug) would be
+    // dropped, and its attempt would wait out the channel and the next channel be sent and paid for. It is kept
+    // instead, with the error, to be replayed (docs/providers.md, "Failed receipts"): the receipt functions
+    // only move a delivery forward, so replaying one, even twice, is safe.
+    if (Object.keys(this.receiptFunctions).length > 0) {
+      const failed = (this.failedReceiptQueue = new sqs.Queue(this, 'FailedReceiptQueue', {
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: Duration.days(14),
+      }));
+      Validations.of(failed).acknowledge({
+        id: 'AwsSolutions-SQS3',
+        reason:
+          "This queue is the end of the line: the receipt functions' on-failure destination (Lambda asynchronous " +
+          "invocation), which cdk-nag does not count as a dead-letter queue. Only the operator's replay reads it.",
+      });
+      for (const fn of Object.values(this.receiptFunctions)) {
+        fn.function.configureAsyncInvoke({
+          onFailure: new destinations.SqsDestination(failed),
+          retryAttempts: 2,
+          // Lambda's longest: a receipt hours late still settles its record (DELIVERED, the webhook event).
+          maxEventAge: Duration.hours(6),
+        });
+      }
+      new CfnOutput(stack, 'FailedReceiptQueueUrl', {
+        value: failed.queueUrl,
+        description:
+          'SQS queue of the provider receipts the receipt functions failed on (replay them; docs/providers.md)',
       });
     }
 

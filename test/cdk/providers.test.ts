@@ -259,6 +259,50 @@ describe('the example provider configuration', () => {
     }
   });
 
+  test('a receipt a receipt function still fails on after 2 retries is kept in an encrypted queue, with an alarm', () => {
+    const queue = built.stack.providers!.failedReceiptQueue!;
+    const queueId = id(queue);
+    built.template.hasResourceProperties('AWS::SQS::Queue', {
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86_400,
+    });
+    expect(built.resources[queueId]!.Type).toBe('AWS::SQS::Queue');
+    for (const name of PROVIDER_FUNCTION_NAMES) {
+      const fnId = id(built.stack.providers!.receiptFunctions[name]!.function);
+      built.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: fnId },
+        MaximumRetryAttempts: 2,
+        MaximumEventAgeInSeconds: 6 * 3600,
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
+      });
+      // The function may put its failures there, and nowhere else.
+      const role = roleOf(built.stack.providers!.receiptFunctions[name]!.function);
+      const statements = Object.values(built.template.findResources('AWS::IAM::Policy'))
+        .filter((policy) =>
+          JSON.stringify((policy.Properties as { Roles: unknown }).Roles).includes(`"${role}"`),
+        )
+        .flatMap(
+          (policy) =>
+            (policy.Properties as { PolicyDocument: { Statement: { Action: unknown; Resource: unknown }[] } })
+              .PolicyDocument.Statement,
+        );
+      expect(statements.filter((s) => JSON.stringify(s.Action).includes('sqs:'))).toEqual([
+        expect.objectContaining({ Resource: { 'Fn::GetAtt': [queueId, 'Arn'] } }),
+      ]);
+    }
+    const alarms = Object.values(built.template.findResources('AWS::CloudWatch::Alarm')).filter(
+      (alarm) =>
+        JSON.stringify((alarm.Properties as { Dimensions?: unknown }).Dimensions) ===
+        JSON.stringify([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }]),
+    );
+    expect(
+      alarms.map((alarm) => {
+        const p = alarm.Properties as Record<string, unknown>;
+        return [p.MetricName, p.Statistic, p.Threshold, p.ComparisonOperator];
+      }),
+    ).toEqual([['ApproximateNumberOfMessagesVisible', 'Maximum', 0, 'GreaterThanThreshold']]);
+  });
+
   test("the dashboard shows the receipt functions' invocations, errors, throttles and duration, and their alarms", () => {
     const [dashboard] = Object.values(built.template.findResources('AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify((dashboard!.Properties as { DashboardBody: unknown }).DashboardBody);
@@ -299,8 +343,9 @@ describe('no provider configuration', () => {
     template.resourceCountIs('AWS::SNS::Topic', 0);
     template.resourceCountIs('AWS::SMSVOICE::ConfigurationSet', 0);
     template.resourceCountIs('AWS::Lambda::Function', FUNCTION_NAMES.length);
+    template.resourceCountIs('AWS::Lambda::EventInvokeConfig', 1); // the sweeper's (no retries), nothing else
     expect(JSON.stringify(resources)).not.toMatch(
-      /sms-voice|social-messaging|Vonage|RECEIPTTOKEN|OTP_PROVIDERS|SnsReceipt|EventReceipt|receipt functions/,
+      /sms-voice|social-messaging|Vonage|RECEIPTTOKEN|OTP_PROVIDERS|SnsReceipt|EventReceipt|receipt functions|FailedReceipt/,
     );
   });
 });
