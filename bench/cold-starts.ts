@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { measureBundles, type BundleResult } from './bundles';
+import { deployedRun, measureBundles, type BundleResult } from './bundles';
 import { NumberSource, startBenchDb } from './setup';
 import { median, round } from './stats';
 
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   };
   const rows = byRound[0]!.map((first) => {
     const all = byRound.map((results) => results.find((result) => result.entry === first.entry)!);
-    const measured = all.map((result) => result.cold.find((run) => run.variant !== 'plain'));
+    const measured = all.map((result) => deployedRun(result));
     return {
       entry: first.entry,
       kb: first.kb,

@@ -105,8 +105,9 @@ export class OtpStack extends Stack {
       ...(config.carrierUrl ? { OTP_CARRIER_URL: config.carrierUrl } : {}),
       // The provider of each channel (lib/provider-config.ts); unset: every channel on http-carrier.
       ...(config.providers ? { OTP_PROVIDERS: config.providers.json } : {}),
-      // Stack traces point at the TypeScript sources (the bundles ship with source maps).
-      NODE_OPTIONS: '--enable-source-maps',
+      // No NODE_OPTIONS=--enable-source-maps: Node would read and index each bundle's source map at every cold
+      // start. The logger maps a logged error's stack from the map beside the bundle instead, when one is logged
+      // (functions/adapters/stack-map.ts).
       ...observabilityEnvironment(this.stackName),
     };
     const built = Object.fromEntries(

@@ -2,11 +2,13 @@
  * Structured JSON logs, one line per event. Callers pass only fields that are safe to keep: never a code,
  * an API key or a message body (the tests scan captured logs for them); fields with those names are dropped
  * anyway (`REDACTED_FIELDS`). On Lambda the lines are written by Powertools Logger (`lambdaLogger`: request id,
- * cold start, level from `POWERTOOLS_LOG_LEVEL` or `LOG_LEVEL`, errors with their stack); the local stack and
+ * cold start, level from `POWERTOOLS_LOG_LEVEL` or `LOG_LEVEL`, errors with their stack, mapped to the TypeScript
+ * sources when the bundle's source map is beside it: adapters/stack-map.ts); the local stack and
  * the tests use `jsonLogger`, whose sink records the lines.
  */
 import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
+import { mapStack } from './stack-map';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** An `Error` field is logged as its name, message and stack only (never its other properties). */
@@ -31,7 +33,9 @@ export function safeFields(fields: LogFields): Record<string, unknown> {
   for (const [name, value] of Object.entries(fields)) {
     if (REDACTED_FIELDS.has(name.toLowerCase()) || value === undefined) continue;
     safe[name] =
-      value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value;
+      value instanceof Error
+        ? { name: value.name, message: value.message, stack: mapStack(value.stack) }
+        : value;
   }
   return safe;
 }
@@ -76,7 +80,7 @@ export function powertoolsLogger(options: { serviceName?: string } = {}): Lambda
 function sanitizedError(error: Error): Error {
   const copy = new Error(error.message);
   copy.name = error.name;
-  copy.stack = error.stack;
+  copy.stack = mapStack(error.stack);
   return copy;
 }
 

@@ -66,9 +66,19 @@ export function taskEntry<D extends { logger: Logger }>(
   return async (input: DeliveryTaskInput, context?: Context): Promise<DeliveryTaskOutput> =>
     observed(context, async () => {
       const resolved = await deps();
-      const output = await task(resolved, input);
-      if (output.next === 'end') logDeliveryEnded(resolved.logger, output);
-      return output;
+      try {
+        const output = await task(resolved, input);
+        if (output.next === 'end') logDeliveryEnded(resolved.logger, output);
+        return output;
+      } catch (error) {
+        // Logged here, with its stack mapped to the sources (the runtime's own line for it keeps bundle
+        // positions); rethrown so that the state machine retries the task.
+        resolved.logger.log('error', 'task.failed', {
+          sid: input.sid,
+          error: error instanceof Error ? error : new Error(String(error)),
+        });
+        throw error;
+      }
     });
 }
 

@@ -204,7 +204,7 @@ describe('functions', () => {
     expect(readFileSync(path.join(assetDir, 'console', 'app.css'), 'utf8')).toContain('.timeline');
   });
 
-  test('environment: table, its own key secrets only, settings with spec defaults, channels, source maps', () => {
+  test('environment: table, its own key secrets only, settings with spec defaults, channels, no NODE_OPTIONS', () => {
     const stateMachineId = logicalId(stack.stateMachine);
     for (const name of FUNCTION_NAMES) {
       const variables = (
@@ -217,7 +217,6 @@ describe('functions', () => {
         ),
         OTP_ALLOWED_CHANNELS: 'sms,whatsapp,viber,rcs,sna',
         ...SETTING_DEFAULTS,
-        NODE_OPTIONS: '--enable-source-maps',
         // The metrics' `service` dimension and the log lines' service name: the stack's name.
         POWERTOOLS_SERVICE_NAME: stack.stackName,
       };
