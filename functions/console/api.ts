@@ -71,8 +71,7 @@ export interface ConsoleDeps {
   webhooks: Pick<DynamoWebhookEndpoints, 'listEndpoints' | 'addEndpoint' | 'setEnabled' | 'rotateSecret'>;
   /** The webhook sender's delivery records (one per attempt, 7 days). */
   webhookDeliveries: Pick<DynamoWebhookDeliveries, 'recent' | 'forVerification'>;
-  /** Seals webhook signing secrets (the function's webhook key). */
-  /** The webhook key's vault; on a cold start it waits for the key secret, read only when first needed here. */
+  /** Seals webhook signing secrets with the function's webhook key (on a cold start, once its secret is read). */
   webhookVault: () => Promise<WebhookSecretVault>;
   random: Random;
   clock: Clock;
