@@ -30,10 +30,14 @@ export interface KeyRing {
  * A key ring whose keys are still being read: a deployed function reads its key secrets at its first invocation,
  * and the request need not wait for them before its first round trips (the send's reads, the check's key write),
  * only before its first use of a key (core/send.ts, core/check.ts await `CodeVault.ready`). The read starts at
- * once; a failed one is tried again by the next `ready()`, so a brief Secrets Manager outage fails the requests
- * that came during it (as a 500 with a code), not the container.
+ * once (`eager`, for a function that needs its keys on most requests), or at the first `ready()` (the console,
+ * which needs its key only to add or rotate a webhook). A failed read is tried again by the next `ready()`, so a
+ * brief Secrets Manager outage fails the requests that came during it (as a 500 with a code), not the container.
  */
-export function deferredKeyRing(load: () => Promise<KeyRing>): Required<KeyRing> {
+export function deferredKeyRing(
+  load: () => Promise<KeyRing>,
+  { eager = true }: { eager?: boolean } = {},
+): Required<KeyRing> {
   let loaded: KeyRing | undefined;
   let loading: Promise<void> | undefined;
   const ready = (): Promise<void> => {
@@ -50,7 +54,7 @@ export function deferredKeyRing(load: () => Promise<KeyRing>): Required<KeyRing>
     return loading;
   };
   // Started now; a failure surfaces at the caller's own `ready()`, which reads again.
-  ready().catch(() => undefined);
+  if (eager) ready().catch(() => undefined);
   return {
     key(purpose) {
       if (!loaded) throw new Error(`The ${purpose} key was asked for before the key secrets were read`);

@@ -28,8 +28,8 @@ export const handler = apiEntry(async () =>
     buildConsoleDeps(
       process.env,
       tableFromEnv(process.env),
-      // The webhook key secret is read beside the first request; only adding or rotating an endpoint waits for it.
-      deferredKeyRing(() => loadKeyRing(process.env)),
+      // The webhook key secret is read when first needed (adding or rotating an endpoint), not at the cold start.
+      deferredKeyRing(() => loadKeyRing(process.env), { eager: false }),
       lambdaLogger(),
       assets,
     ),

@@ -172,6 +172,17 @@ describe('deferredKeyRing (key secrets read beside the first request)', () => {
     expect(reads).toBe(1);
   });
 
+  it('not eager: reads at the first ready() only (the console, which rarely needs its key)', async () => {
+    let reads = 0;
+    const ring = deferredKeyRing(() => (reads++, Promise.resolve(masterKeyRing(MASTER))), { eager: false });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toBe(0);
+    await ring.ready();
+    await ring.ready();
+    expect(reads).toBe(1);
+    expect(ring.key('webhook-secrets')).toEqual(masterKeyRing(MASTER).key('webhook-secrets'));
+  });
+
   it('reads again after a failed read, at the next ready()', async () => {
     const outcomes: (() => Promise<KeyRing>)[] = [
       () => Promise.reject(new Error('Secrets Manager unreachable')),
