@@ -1,9 +1,9 @@
 /**
  * Part 4: each Lambda entry of the function manifest (lib/functions.ts) bundled with esbuild exactly as CDK's
  * NodejsFunction bundles it (the manifest's BUNDLING: bundle, platform node, target node22, format cjs, minify,
- * linked source map without sources content, main fields module,main, the AWS SDK left to the runtime), its size,
- * the AWS SDK clients it loads, and its cold initialisation: a fresh `node` process that loads the bundle and
- * serves one event, median of several runs.
+ * linked source map without sources content, main fields module,main, the AWS SDK bundled), its size, the AWS SDK
+ * clients it holds, and its cold initialisation: a fresh `node` process that loads the bundle and serves one
+ * event, median of several runs; and the same with the runtime's AWS SDK instead, to measure that choice.
  */
 import { build, type BuildOptions } from 'esbuild';
 import { spawn } from 'node:child_process';
@@ -15,8 +15,15 @@ import { gzipSync } from 'node:zlib';
 import { deriveKey } from '../functions/adapters/crypto';
 import type { KeyGroup } from '../functions/adapters/keyring';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
+import { awsClientsInMetafile } from '../lib/bundle-clients';
 import { buildConsoleAssets } from '../lib/console-assets';
-import { ESBUILD_OPTIONS, FUNCTIONS, FUNCTION_NAMES, awsClientsOf } from '../lib/functions';
+import {
+  ESBUILD_OPTIONS,
+  FUNCTIONS,
+  FUNCTION_NAMES,
+  RUNTIME_AWS_SDK_EXTERNAL,
+  awsClientsOf,
+} from '../lib/functions';
 import { consoleEvent, fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
 import { median, round } from './stats';
@@ -26,23 +33,43 @@ import { warmEmulator } from './warm-emulator';
 const ROOT = resolve(__dirname, '..');
 /**
  * The cold-start baseline: a minimal handler that creates a DynamoDB document client and makes one `GetItem`
- * (bench/baseline-handler.ts), bundled and run the same way as the functions. Every entry's spawn to answer is
- * also given as a ratio to its own (`ratioToBaseline`): milliseconds on a shared machine move, the ratio less.
+ * (bench/baseline-handler.ts) with the runtime's AWS SDK, run the same way as the functions. Every entry's spawn to
+ * answer is also given as a ratio to its (`ratioToBaseline`): milliseconds on a shared machine move, the ratio less.
  */
 export const BASELINE_ENTRY = 'baseline';
 const BASELINE_SOURCE = 'bench/baseline-handler.ts';
 /** The file esbuild bundles for an entry (the baseline is named, not a path). */
 const sourceOf = (entry: string) => (entry === BASELINE_ENTRY ? BASELINE_SOURCE : entry);
+
+/** Where an entry's AWS SDK comes from: bundled into it, or the one the Lambda runtime ships. */
+type SdkChoice = 'bundled' | 'runtime';
+const SDK_EXTERNAL: Record<SdkChoice, readonly string[]> = {
+  bundled: ESBUILD_OPTIONS.external,
+  runtime: RUNTIME_AWS_SDK_EXTERNAL,
+};
+/** The cold-start variant names of the two choices (ColdStart.variant). */
+export const RUNTIME_SDK_VARIANT = "runtime's AWS SDK";
+const SDK_VARIANT: Record<SdkChoice, string> = { bundled: 'AWS SDK bundled', runtime: RUNTIME_SDK_VARIANT };
+/**
+ * The deployed choice first, then the other. The functions bundle the SDK (lib/functions.ts BUNDLING); the
+ * baseline, a bare function, uses the runtime's, as a handler written in the console does and as published
+ * cold-start benchmarks measure. Each is measured the other way too.
+ */
+const sdkChoicesOf = (entry: string): [SdkChoice, SdkChoice] =>
+  entry === BASELINE_ENTRY ? ['runtime', 'bundled'] : ['bundled', 'runtime'];
 /** Functions whose cold start is measured (they serve an event with DynamoDB Local alone). */
 const COLD_START_DIRS = ['functions/api/', 'functions/tasks/'];
 export const BUNDLE_LIMIT_BYTES = 400 * 1024;
 
 export interface ColdStart {
-  /** Node flags of the run (`plain`: none). */
+  /**
+   * Where the bundle's AWS SDK came from (`AWS SDK bundled`, `runtime's AWS SDK`). Results before `bundleAwsSDK`
+   * name Node flags instead (`plain`: none, `--enable-source-maps`).
+   */
   variant: string;
   /**
-   * The run with the Node flags the stack sets (lib/otp-stack.ts: none, since the logger maps stacks itself,
-   * functions/adapters/stack-map.ts; before, `--enable-source-maps`): the one the ratios and targets use.
+   * The run of the bundle as the stack deploys it (no Node flags; the AWS SDK bundled, the baseline's from the
+   * runtime): the one the ratios and targets use.
    */
   deployed?: boolean;
   runs: number;
@@ -74,7 +101,7 @@ export interface BundleResult {
   underLimit: boolean;
   /** Largest contributors to the minified output, by package. */
   largest: { source: string; kb: number }[];
-  /** The `@aws-sdk/client-*` packages the bundle loads (the runtime's SDK), short names: `dynamodb`, `sqs`. */
+  /** The `@aws-sdk/client-*` packages the bundle holds (or, in older results, loads from the runtime), short names. */
   awsClients: string[];
   /** Whether those are exactly the clients the manifest's permissions call for (lib/functions.ts awsClientsOf). */
   clientsAsDeclared: boolean;
@@ -118,8 +145,8 @@ export function consoleAssetSizes(): { file: string; kb: number; gzipKb: number 
 async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
   const variants: { variant: string; options: BuildOptions }[] = [
     {
-      variant: 'with the AWS SDK bundled into each function (bundleAwsSDK: true)',
-      options: { external: [] },
+      variant: "with the runtime's AWS SDK (bundleAwsSDK: false)",
+      options: { external: [...RUNTIME_AWS_SDK_EXTERNAL] },
     },
   ];
   const results: WhatIf[] = [];
@@ -154,20 +181,6 @@ export const CDK_ESBUILD_OPTIONS = ESBUILD_OPTIONS;
 /** The entries the CDK stack deploys: the function manifest's. */
 export function lambdaEntries(): string[] {
   return FUNCTION_NAMES.map((name) => FUNCTIONS[name].entry);
-}
-
-/** The short names (`dynamodb`) of the `@aws-sdk/client-*` packages a bundle's metafile shows it requires. */
-function awsClientsIn(metafile: {
-  inputs: Record<string, { imports: { path: string; external?: boolean }[] }>;
-}) {
-  const clients = new Set<string>();
-  for (const input of Object.values(metafile.inputs)) {
-    for (const imported of input.imports) {
-      const match = /^@aws-sdk\/client-(.+)$/.exec(imported.path);
-      if (imported.external && match) clients.add(match[1]!);
-    }
-  }
-  return [...clients].sort();
 }
 
 /** The cold starts run with the stack's own Node flags (results before `deployed` was recorded: the flagged one). */
@@ -223,25 +236,30 @@ export async function measureBundles(
     writeFileSync(join(dir, 'runner.cjs'), RUNNER);
     const results: BundleResult[] = [];
     // The baseline first: its bundle then runs beside every other entry's cold starts (see `pairedBaselineMs`).
-    let pairedBaseline: ((flags: string[]) => Promise<RunResult>) | undefined;
+    let pairedBaseline: (() => Promise<RunResult>) | undefined;
     for (const entry of [BASELINE_ENTRY, ...lambdaEntries()]) {
       const outdir = join(dir, basename(entry, '.ts'));
-      let built: Awaited<ReturnType<typeof build>>;
-      try {
-        built = await build({
+      const [deployedSdk, otherSdk] = sdkChoicesOf(entry);
+      const bundleTo = (sdk: SdkChoice, outfile: string) =>
+        build({
           ...CDK_ESBUILD_OPTIONS,
           mainFields: [...CDK_ESBUILD_OPTIONS.mainFields],
-          external: [...CDK_ESBUILD_OPTIONS.external],
+          external: [...SDK_EXTERNAL[sdk]],
           entryPoints: [join(ROOT, sourceOf(entry))],
-          outfile: join(outdir, 'index.js'),
+          outfile,
           absWorkingDir: ROOT,
           metafile: true,
         });
+      const js = join(outdir, 'index.js');
+      const otherJs = join(outdir, 'other-sdk', 'index.js');
+      let built: Awaited<ReturnType<typeof build>>;
+      try {
+        built = await bundleTo(deployedSdk, js);
+        await bundleTo(otherSdk, otherJs);
       } catch (error) {
         results.push({ ...EMPTY_BUNDLE, entry, error: String(error).slice(0, 300) });
         continue;
       }
-      const js = join(outdir, 'index.js');
       const bytes = statSync(js).size;
       const output = Object.values(built.metafile?.outputs ?? {}).find((out) => out.entryPoint !== undefined);
       const bySource = new Map<string, number>();
@@ -253,7 +271,9 @@ export async function measureBundles(
         .sort((a, b) => b[1] - a[1])
         .slice(0, 6)
         .map(([source, size]) => ({ source, kb: round(size / 1024, 1) }));
-      const awsClients = built.metafile ? awsClientsIn(built.metafile) : [];
+      const awsClients = built.metafile
+        ? awsClientsInMetafile(built.metafile).map((client) => client.replace('@aws-sdk/client-', ''))
+        : [];
 
       const cold: ColdStart[] = [];
       const startsBefore = aws.calls('StartExecution');
@@ -264,24 +284,24 @@ export async function measureBundles(
       // Each function gets a table of its own: the sweeper must not find the sends' never-started deliveries.
       const coldDb = servable ? await addTable(db) : undefined;
       const caller = coldDb ? await createAccount(coldDb, 1000) : undefined;
-      // The deployed flags (none) measured and paired with the baseline; `--enable-source-maps` beside, to show
-      // what the flag the stack no longer sets would cost.
-      for (const [variant, runs] of [
-        ['plain', options.runs],
-        ['--enable-source-maps', Math.max(3, Math.ceil(options.runs / 2))],
+      // The bundle as deployed, paired with the baseline; beside it, fewer runs of the other SDK choice, so that
+      // the report holds both measurements of the choice from the same run.
+      for (const [sdk, bundle, runs] of [
+        [deployedSdk, js, options.runs],
+        [otherSdk, otherJs, Math.max(3, Math.ceil(options.runs / 2))],
       ] as const) {
         if (!coldDb || !caller || Date.now() > options.deadline) break;
-        const run = (flags: string[]) =>
-          coldRun(join(dir, 'runner.cjs'), js, flags, eventFor(entry, caller, numbers, masterKey), {
+        const run = () =>
+          coldRun(join(dir, 'runner.cjs'), bundle, [], eventFor(entry, caller, numbers, masterKey), {
             TABLE_NAME: coldDb.tableName,
             DYNAMODB_ENDPOINT: db.endpoint,
             // Read by the functions without key groups only; the others read their key secrets, as on AWS.
             OTP_MASTER_KEY: masterKey,
             ...aws.env(keyGroupsOf(entry)),
           });
-        const deployed = variant === 'plain';
+        const deployed = bundle === js;
         cold.push({
-          ...(await coldStarts(variant, runs, run, deployed ? pairedBaseline : undefined)),
+          ...(await coldStarts(SDK_VARIANT[sdk], runs, run, deployed ? pairedBaseline : undefined)),
           deployed,
         });
         if (entry === BASELINE_ENTRY) pairedBaseline ??= run;
@@ -350,10 +370,9 @@ const EMPTY_BUNDLE = {
 async function coldStarts(
   variant: string,
   runs: number,
-  once: (flags: string[]) => Promise<RunResult>,
-  paired?: (flags: string[]) => Promise<RunResult>,
+  once: () => Promise<RunResult>,
+  paired?: () => Promise<RunResult>,
 ): Promise<ColdStart> {
-  const flags = variant === 'plain' ? [] : [variant];
   const pairedTimes: number[] = [];
   const spawnTimes: number[] = [];
   const requireTimes: number[] = [];
@@ -361,8 +380,8 @@ async function coldStarts(
   let answer = '';
   try {
     for (let run = 0; run <= runs; run++) {
-      const result = await once(flags);
-      const baselineResult = paired && (await paired(flags));
+      const result = await once();
+      const baselineResult = paired && (await paired());
       if (run === 0) continue;
       if (baselineResult) pairedTimes.push(baselineResult.spawnToResponseMs);
       spawnTimes.push(result.spawnToResponseMs);

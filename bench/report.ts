@@ -1,6 +1,6 @@
 /** Part 6: the targets of the issue against the figures, and the printed tables (text or Markdown). */
 import type { BundleResults } from './bundles';
-import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, deployedRun } from './bundles';
+import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } from './bundles';
 import type { CostResults } from './cost';
 import type { CountResults, OperationCount } from './counts';
 import type { LatencyResults } from './latency';
@@ -112,14 +112,24 @@ export function evaluateTargets(
         note: `require ${fmt(deployed.requireMs ?? Number.NaN)} ms, first invoke ${fmt(deployed.firstInvokeMs ?? Number.NaN)} ms`,
       });
     }
+    // Issue 13: under 400 KB, unless bundling the AWS SDK (which takes a bundle past it) measurably starts faster
+    // than the runtime's SDK: then the cold start wins. "Measurably": the runtime's SDK at least 5 % slower.
+    const runtimeSdk = bundle.cold.find((run) => run !== deployed && run.variant === RUNTIME_SDK_VARIANT);
+    const bundledMs = deployed?.spawnToResponseMs?.median;
+    const runtimeMs = runtimeSdk?.spawnToResponseMs?.median;
+    const sdkWins = bundledMs !== undefined && runtimeMs !== undefined && runtimeMs >= bundledMs * 1.05;
     targets.push({
-      target: `bundle ${bundle.entry} under 400 KB minified`,
+      target: `bundle ${bundle.entry} under 400 KB minified, or the bundled AWS SDK starts faster`,
       limit: '< 400 KB',
       measured: `${fmt(bundle.kb)} KB`,
-      met: bundle.bytes < BUNDLE_LIMIT_BYTES,
+      met: bundle.bytes < BUNDLE_LIMIT_BYTES || sdkWins,
       note: bundle.underLimit
         ? ''
-        : `over by ${fmt(round((bundle.bytes - BUNDLE_LIMIT_BYTES) / 1024, 1))} KB; largest: ${bundle.largest
+        : `over by ${fmt(round((bundle.bytes - BUNDLE_LIMIT_BYTES) / 1024, 1))} KB; ${
+            runtimeMs !== undefined && bundledMs !== undefined
+              ? `cold ${fmt(bundledMs)} ms bundled vs ${fmt(runtimeMs)} ms with the runtime's SDK; `
+              : 'no cold start to weigh it; '
+          }largest: ${bundle.largest
             .slice(0, 3)
             .map((part) => `${part.source} ${fmt(part.kb)} KB`)
             .join(', ')}`,
@@ -326,7 +336,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
           'baseline beside it',
           'require',
           'first invoke',
-          'the other flags (spawn to answer)',
+          'the other SDK choice (spawn to answer)',
           'answer',
           'AWS clients',
           'largest parts',

@@ -173,7 +173,7 @@ describe('functions', () => {
     }
   });
 
-  test('each function is bundled from its own entry file, minified, with a source map', () => {
+  test('each function is bundled from its own entry file, minified, with a source map and the AWS SDK inside', () => {
     for (const name of FUNCTION_NAMES) {
       const code = resources[fnId(name)]!.Properties.Code as { S3Key: string };
       const assetDir = path.join(app.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
@@ -190,6 +190,12 @@ describe('functions', () => {
       expect(bundle).toMatch(/sourceMappingURL=index\.js\.map/);
       // Minified: far fewer lines than characters.
       expect(bundle.split('\n').length).toBeLessThan(bundle.length / 1000);
+      // The AWS SDK bundled (BUNDLING.bundleAwsSDK), not required from the runtime's. (The SDK's own error
+      // messages quote `[require("@aws-sdk/signature-v4-crt")]`: not a call.)
+      expect(map.sources.some((source) => source.includes('node_modules/@aws-sdk/client-dynamodb/'))).toBe(
+        true,
+      );
+      expect(bundle).not.toMatch(/(?<!\[)require\(["']@aws-sdk\//);
     }
   });
 

@@ -7,7 +7,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
+import { readFileSync } from 'node:fs';
+import { awsClientsInMetafile } from '../../lib/bundle-clients';
 import {
   FUNCTIONS,
   FUNCTION_NAMES,
@@ -36,16 +38,9 @@ async function metafileOf(entry: string) {
   return result.metafile;
 }
 
-/** The `@aws-sdk/client-*` packages a bundle of `entry` requires at run time (they stay external). */
+/** The `@aws-sdk/client-*` packages a bundle of `entry` holds (the SDK is bundled) or leaves to the runtime. */
 async function awsClientImports(entry: string): Promise<string[]> {
-  const metafile = await metafileOf(entry);
-  const clients = new Set<string>();
-  for (const input of Object.values(metafile.inputs)) {
-    for (const imported of input.imports) {
-      if (imported.external && /^@aws-sdk\/client-/.test(imported.path)) clients.add(imported.path);
-    }
-  }
-  return [...clients].sort();
+  return awsClientsInMetafile(await metafileOf(entry));
 }
 
 test.each(FUNCTION_NAMES)('the %s bundle holds exactly the AWS clients of its permissions', async (name) => {
@@ -154,7 +149,26 @@ test('the manifest declares what each function calls', () => {
   });
 });
 
-test('the deliver bundle loads the AWS messaging clients at its first send over them, not at its cold start', async () => {
+/**
+ * Marks each AWS client package's module as it runs: its client class's file (`dist-es/<Name>Client.js`), as
+ * esbuild bundles it, first records the package's name on `globalThis.__otpClientsRun`. (Not the package's index:
+ * the SDK's packages declare no side effects, so esbuild drops an index that only re-exports, marker and all.)
+ */
+const markClientModules: Plugin = {
+  name: 'mark-client-modules',
+  setup(onBuild) {
+    onBuild.onLoad(
+      { filter: /node_modules[\\/]@aws-sdk[\\/]client-[^\\/]+[\\/]dist-es[\\/][A-Za-z0-9]+Client\.js$/ },
+      (args) => {
+        const client = /@aws-sdk[\\/](client-[^\\/]+)/.exec(args.path)![1]!;
+        const marker = `(globalThis.__otpClientsRun ??= []).push(${JSON.stringify(client)});\n`;
+        return { contents: marker + readFileSync(args.path, 'utf8'), loader: 'js' };
+      },
+    );
+  },
+};
+
+test('the deliver bundle holds the AWS messaging clients but runs them at its first send over them, not at its cold start', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'otp-bundle-'));
   try {
     const outfile = path.join(dir, 'deliver.js');
@@ -165,28 +179,20 @@ test('the deliver bundle loads the AWS messaging clients at its first send over 
       entryPoints: [path.join(ROOT, FUNCTIONS.deliver.entry)],
       outfile,
       absWorkingDir: ROOT,
+      plugins: [markClientModules],
     });
-    // As Lambda loads it: the SDK from NODE_PATH (the runtime's), then the list of loaded AWS clients.
-    const loaded = execFileSync(
+    // As Lambda loads it, with no node_modules to fall back on (the bundle must hold what it runs); then which
+    // clients' modules ran.
+    const ran = execFileSync(
       process.execPath,
       [
         '-e',
         `require(${JSON.stringify(outfile)});` +
-          `console.log(JSON.stringify(Object.keys(require.cache).map((file) => /@aws-sdk[\\/\\\\](client-[^\\/\\\\]+)/.exec(file)?.[1]).filter(Boolean).filter((c, i, all) => all.indexOf(c) === i).sort()))`,
+          `console.log(JSON.stringify([...new Set(globalThis.__otpClientsRun ?? [])].sort()))`,
       ],
-      {
-        encoding: 'utf8',
-        env: {
-          PATH: process.env.PATH ?? '',
-          NODE_PATH: path.join(ROOT, 'node_modules'),
-          AWS_REGION: 'us-east-1',
-        },
-      },
+      { encoding: 'utf8', cwd: dir, env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1' } },
     );
-    const clients = JSON.parse(loaded.trim().split('\n').pop()!) as string[];
-    expect(clients).toContain('client-dynamodb');
-    expect(clients).not.toContain('client-pinpoint-sms-voice-v2');
-    expect(clients).not.toContain('client-socialmessaging');
+    expect(JSON.parse(ran.trim().split('\n').pop()!)).toEqual(['client-dynamodb', 'client-secrets-manager']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -29,9 +29,8 @@ export interface AwsWhatsAppOptions {
 }
 
 /**
- * The SDK module, loaded at the first send rather than with this module (as aws-sms.ts does): about 20 ms of
- * every cold start of the deliver function otherwise. `require`: Lambda finds the runtime's SDK through
- * NODE_PATH, which `import()` does not follow.
+ * The SDK module, run at the first send rather than with this module, as aws-sms.ts does and for the same reason:
+ * every cold start of the deliver function would pay its set-up otherwise.
  */
 const loadSocialMessagingClient = (): typeof import('@aws-sdk/client-socialmessaging') =>
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above
