@@ -1,5 +1,5 @@
 /** Part 6: the targets of the issue against the figures, and the printed tables (text or Markdown). */
-import type { BundleResults } from './bundles';
+import type { BundleResult, BundleResults } from './bundles';
 import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } from './bundles';
 import type { CostResults } from './cost';
 import type { CountResults, OperationCount } from './counts';
@@ -46,6 +46,19 @@ const ROUND_TRIP_TARGETS: { operation: string; max: number; label: string }[] = 
   { operation: 'check, wrong code', max: 2, label: 'check with a wrong code: at most 2 round trips' },
   { operation: 'fetch', max: 1, label: 'fetch: 1 round trip' },
 ];
+
+/**
+ * A bundle's two AWS SDK choices as measured in the run (as deployed: bundled; beside it: the runtime's), and
+ * whether the bundled one starts measurably faster (the runtime's at least 5 % slower).
+ */
+function sdkChoiceOf(bundle: BundleResult) {
+  const deployed = deployedRun(bundle);
+  const runtimeSdk = bundle.cold.find((run) => run !== deployed && run.variant === RUNTIME_SDK_VARIANT);
+  const bundledMs = deployed?.spawnToResponseMs?.median;
+  const runtimeMs = runtimeSdk?.spawnToResponseMs?.median;
+  if (bundledMs === undefined || runtimeMs === undefined) return undefined;
+  return { bundledMs, runtimeMs, wins: runtimeMs >= bundledMs * 1.05 };
+}
 
 export function evaluateTargets(
   counts: CountResults,
@@ -95,6 +108,11 @@ export function evaluateTargets(
       note: `overhead p50 ${fmt(operation.overhead.p50)} ms; vs raw round trips ${fmt(operation.ratioToRaw)}`,
     });
   }
+  const measuredSdk = (bundles?.results ?? [])
+    .filter((bundle) => !bundle.error && bundle.entry !== BASELINE_ENTRY)
+    .map(sdkChoiceOf)
+    .filter((choice) => choice !== undefined);
+  const bundledSdkWinsEverywhere = measuredSdk.length > 0 && measuredSdk.every((choice) => choice.wins);
   for (const bundle of bundles?.results ?? []) {
     if (bundle.error || bundle.entry === BASELINE_ENTRY) continue;
     // Issue 13: a cold start near a bare function's (the baseline: a document client and one GetItem).
@@ -113,11 +131,11 @@ export function evaluateTargets(
       });
     }
     // Issue 13: under 400 KB, unless bundling the AWS SDK (which takes a bundle past it) measurably starts faster
-    // than the runtime's SDK: then the cold start wins. "Measurably": the runtime's SDK at least 5 % slower.
-    const runtimeSdk = bundle.cold.find((run) => run !== deployed && run.variant === RUNTIME_SDK_VARIANT);
-    const bundledMs = deployed?.spawnToResponseMs?.median;
-    const runtimeMs = runtimeSdk?.spawnToResponseMs?.median;
-    const sdkWins = bundledMs !== undefined && runtimeMs !== undefined && runtimeMs >= bundledMs * 1.05;
+    // than the runtime's SDK: then the cold start wins. "Measurably": the runtime's SDK at least 5 % slower. The
+    // stream and queue consumers have no cold start here; the choice is one setting for every function, so they
+    // are held to every measured function's result.
+    const sdk = sdkChoiceOf(bundle);
+    const sdkWins = sdk ? sdk.wins : bundledSdkWinsEverywhere;
     targets.push({
       target: `bundle ${bundle.entry} under 400 KB minified, or the bundled AWS SDK starts faster`,
       limit: '< 400 KB',
@@ -126,9 +144,9 @@ export function evaluateTargets(
       note: bundle.underLimit
         ? ''
         : `over by ${fmt(round((bundle.bytes - BUNDLE_LIMIT_BYTES) / 1024, 1))} KB; ${
-            runtimeMs !== undefined && bundledMs !== undefined
-              ? `cold ${fmt(bundledMs)} ms bundled vs ${fmt(runtimeMs)} ms with the runtime's SDK; `
-              : 'no cold start to weigh it; '
+            sdk
+              ? `cold ${fmt(sdk.bundledMs)} ms bundled vs ${fmt(sdk.runtimeMs)} ms with the runtime's SDK; `
+              : `no cold start of its own; the bundled SDK started faster in ${bundledSdkWinsEverywhere ? 'every' : 'not every'} function measured; `
           }largest: ${bundle.largest
             .slice(0, 3)
             .map((part) => `${part.source} ${fmt(part.kb)} KB`)
