@@ -29,8 +29,9 @@ export interface KeyRing {
 /**
  * A key ring whose keys are still being read: a deployed function reads its key secrets at its first invocation,
  * and the request need not wait for them before its first round trips (the send's reads, the check's key write),
- * only before its first use of a key (core/send.ts, core/check.ts await `CodeVault.ready`). The read starts at
- * once (`eager`, for a function that needs its keys on most requests), or at the first `ready()` (the console,
+ * only before its first use of a key (core/send.ts, core/check.ts await `CodeVault.ready`). The read starts
+ * unasked, right after the requests of the turn that built the ring (`eager`, for a function that needs its keys
+ * on most requests), or at the first `ready()` (the console,
  * which needs its key only to add or rotate a webhook). A failed read is tried again by the next `ready()`, so a
  * brief Secrets Manager outage fails the requests that came during it (as a 500 with a code), not the container.
  */
@@ -53,8 +54,13 @@ export function deferredKeyRing(
     );
     return loading;
   };
-  // Started now; a failure surfaces at the caller's own `ready()`, which reads again.
-  if (eager) ready().catch(() => undefined);
+  // Started once the current turn's requests are on their way (the first request's authentication and reads,
+  // made in the same turn): their round trips lead, the key reads overlap them. A failure surfaces at the
+  // caller's own `ready()`, which reads again.
+  if (eager)
+    setImmediate(() => {
+      ready().catch(() => undefined);
+    });
   return {
     key(purpose) {
       if (!loaded) throw new Error(`The ${purpose} key was asked for before the key secrets were read`);
