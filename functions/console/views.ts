@@ -224,6 +224,7 @@ export function timeline(
   ];
   const attempts = orderedAttempts(v);
   attempts.forEach((attempt, i) => {
+    // `sending`: the provider's answer rides the workflow's next write (ChannelAnswer), or the run died first.
     const answer =
       attempt.outcome === 'accepted'
         ? `accepted by the provider${attempt.messageId ? ` (message ${attempt.messageId})` : ''}`
@@ -231,7 +232,7 @@ export function timeline(
           ? `rejected by the provider${attempt.reason ? `: ${attempt.reason}` : ''}`
           : attempt.outcome === 'failed'
             ? `provider error${attempt.reason ? `: ${attempt.reason}` : ''}`
-            : 'handed to the provider, no answer recorded';
+            : 'handed to the provider, answer not recorded yet';
     entries.push(
       entry({
         kind: 'attempt',

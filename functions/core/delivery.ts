@@ -1,7 +1,7 @@
 import { receiptWaitSteps } from './delivery-time';
 import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
-import type { DeliveryAttempt, DeliveryStatus, Verification } from './model';
-import type { Clock, CodeVault, DeliveryStore } from './ports';
+import type { ChannelAnswer, DeliveryAttempt, DeliveryStatus, Verification } from './model';
+import type { AnsweredAttempts, Clock, CodeVault, DeliveryStore } from './ports';
 import {
   messageReference,
   parseMessageReference,
@@ -21,6 +21,11 @@ export interface DeliveryTaskInput {
   sid: string;
   channelIndex: number;
   waitSeconds: number;
+  /**
+   * Providers' acceptances not yet on the record (`ChannelAnswer`): the next write the workflow makes records
+   * them. Absent in a workflow's first input; every task's output has it, so the state machine can pass it on.
+   */
+  answers?: ChannelAnswer[];
 }
 
 export interface DeliveryTaskOutput extends DeliveryTaskInput {
@@ -64,28 +69,58 @@ export async function deliverOverChannel(
   if (!attempt) {
     // Claim the channel before calling its provider, so that a task or an execution run twice (Express runs
     // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
-    // `sending`: it is waited on like an accepted one and the workflow moves on after the wait.
+    // `sending`: it is waited on like an accepted one and the workflow moves on after the wait. The claim
+    // also records the answer the workflow carried from the channel before.
     const claim: DeliveryAttempt = { channel, outcome: 'sending', at: deps.clock.now().toISOString() };
+    const answered = answeredAttempts(verification, input.answers);
     // Channels are tried from 0: the claim of channel 0 is the delivery's first, whose time sets the deadline
     // by which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
-    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim))) return waitForReceipt(input);
+    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, answered))) {
+      return waitForReceipt(input, []);
+    }
     attempt = await sendOnce(deps, verification, input.channelIndex);
-    await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
     if (attempt.outcome !== 'sending') {
       (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, attempt.outcome));
     }
+    if (attempt.outcome === 'accepted') {
+      // Not written now: the receipt's write, the next channel's claim or the end records it (ChannelAnswer).
+      return waitForReceipt(input, [
+        { channelIndex: input.channelIndex, messageId: attempt.messageId ?? '' },
+      ]);
+    }
+    // A refusal or failure is written at once: the end of delivery and `unreachable` read it from the record.
+    await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
+    return nextChannel(deps, verification, { ...input, answers: [] });
   }
-  if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return waitForReceipt(input);
+  if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return waitForReceipt(input, []);
   return nextChannel(deps, verification, input);
 }
 
-const waitForReceipt = (input: DeliveryTaskInput): DeliveryTaskOutput => ({
+const waitForReceipt = (input: DeliveryTaskInput, answers: ChannelAnswer[]): DeliveryTaskOutput => ({
   sid: input.sid,
   channelIndex: input.channelIndex,
   waitSeconds: input.waitSeconds,
+  answers,
   next: 'wait',
   waits: receiptWaitSteps(input.waitSeconds),
 });
+
+/**
+ * The carried answers as whole attempts to write, for the channels the record still holds as claimed: one a
+ * receipt already recorded, or any entry the workflow could not have produced, is left as it is.
+ */
+export function answeredAttempts(verification: Verification, answers: unknown): AnsweredAttempts {
+  const attempts: AnsweredAttempts = {};
+  if (!Array.isArray(answers)) return attempts;
+  for (const answer of answers as Partial<ChannelAnswer>[]) {
+    const { channelIndex, messageId } = answer ?? {};
+    if (!Number.isInteger(channelIndex) || typeof messageId !== 'string' || messageId === '') continue;
+    const claimed = verification.deliveries[String(channelIndex)];
+    if (claimed?.outcome !== 'sending') continue;
+    attempts[String(channelIndex)] = { ...claimed, outcome: 'accepted', messageId };
+  }
+  return attempts;
+}
 
 /** Task 2, after the wait: a receipt ends delivery; otherwise the next channel, or the end. */
 export async function afterReceiptWait(
@@ -130,10 +165,10 @@ export async function acceptProviderReceipt(
   const attempt = verification.deliveries[String(reference.channelIndex)];
   if (!attempt) return 'unknown';
   const channel = attempt.channel;
-  // The receipt must name the message this provider accepted for that channel. With only the claim recorded,
-  // it beat the deliver task's write of the provider's answer: it is believed when signed by that channel's
-  // provider for a reference only the service hands out (SID and channel index). Dropping it made the
-  // workflow send the code again on the next channel.
+  // The receipt must name the message this provider accepted for that channel, once that answer is recorded.
+  // Until then (the answer rides the workflow's next write, ChannelAnswer) the channel holds only its claim,
+  // and the receipt is believed when signed by that channel's provider for a reference only the service hands
+  // out (SID and channel index): dropping it would make the workflow send the code again on the next channel.
   const known =
     attempt.outcome !== 'sending'
       ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
@@ -142,7 +177,11 @@ export async function acceptProviderReceipt(
   // A failure receipt changes nothing: the workflow moves on after the wait anyway.
   if (receipt.status !== 'delivered') return 'duplicate';
   const now = deps.clock.now();
-  if (!(await deps.store.markDelivered(verification.sid, channel, now))) return 'duplicate';
+  // A channel still `sending` gets the receipt's message id in the same write (the workflow may never record it).
+  const answered = answeredAttempts(verification, [
+    { channelIndex: reference.channelIndex, messageId: receipt.messageId },
+  ]);
+  if (!(await deps.store.markDelivered(verification.sid, channel, now, answered))) return 'duplicate';
   const metrics = deps.metrics ?? noMetrics;
   metrics.count(METRIC.deliveries, deliveryDimensions(channel, 'delivered'));
   // From the channel's claim, made just before its provider was called, to the receipt.
@@ -213,7 +252,12 @@ async function finish(
   // A channel left `sending` by a run that died may have carried the message: count it as sent.
   const carried = (outcome: string | undefined) => outcome === 'accepted' || outcome === 'sending';
   const status = attempts.some((attempt) => carried(attempt?.outcome)) ? 'SENT' : 'FAILED';
-  await deps.store.finishDelivery(verification.sid, status, deps.clock.now());
+  await deps.store.finishDelivery(
+    verification.sid,
+    status,
+    deps.clock.now(),
+    answeredAttempts(verification, input.answers),
+  );
   const metrics = deps.metrics ?? noMetrics;
   metrics.count(METRIC.deliveriesEnded, { status });
   if (status === 'FAILED') metrics.count(METRIC.deliveriesFailed);

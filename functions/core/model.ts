@@ -48,6 +48,17 @@ export interface DeliveryAttempt {
   at: string;
 }
 
+/**
+ * A provider's acceptance of channel `channelIndex`'s message, not written on its own: the delivery workflow
+ * carries it until the next write it makes anyway (the next channel's claim, the end of delivery) records it,
+ * or a receipt records its own message id first. A write saved on every delivery; a message id is lost only when
+ * the execution dies before that write, and then the channel stays `sending`, which counts as carried.
+ */
+export interface ChannelAnswer {
+  channelIndex: number;
+  messageId: string;
+}
+
 export interface Verification {
   sid: string;
   serviceSid: string;

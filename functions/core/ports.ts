@@ -51,6 +51,11 @@ export interface SendContextQuery {
   e164: string;
   /** The number's country: the guard state read with the rest is this country's. */
   country?: string;
+  /**
+   * True: the read holds every write acknowledged before it (DynamoDB's strongly consistent read). Otherwise it
+   * may miss the last second's writes, for half the read units; the send reads that way first (core/send.ts).
+   */
+  latest?: boolean;
 }
 
 export interface AcceptSend {
@@ -137,6 +142,12 @@ export interface ApiKeyStore {
   countKeyRequest(request: KeyRequest): Promise<KeyRequestOutcome>;
 }
 
+/**
+ * Attempts by channel index whose provider accepted the message and which the record still holds as claimed
+ * (`sending`): written whole by the write they are given to, when that write is made (see `ChannelAnswer`).
+ */
+export type AnsweredAttempts = Record<string, DeliveryAttempt>;
+
 export interface DeliveryStore {
   getVerification(sid: string): Promise<Verification | undefined>;
   /**
@@ -145,13 +156,23 @@ export interface DeliveryStore {
    * twice: only the claimant sends. The claim of channel 0 dates the delivery's start: the sweeper settles a
    * delivery still PENDING past `settleDeadline` of it (core/delivery-time.ts).
    */
-  claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean>;
-  /** Records the provider's answer on the claimed channel. */
+  claimChannel(
+    sid: string,
+    index: number,
+    claim: DeliveryAttempt,
+    answered?: AnsweredAttempts,
+  ): Promise<boolean>;
+  /** Records a refusal or failure of the provider on the claimed channel (an acceptance rides a later write). */
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */
-  finishDelivery(sid: string, status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>, now: Date): Promise<void>;
+  finishDelivery(
+    sid: string,
+    status: Extract<DeliveryStatus, 'SENT' | 'FAILED'>,
+    now: Date,
+    answered?: AnsweredAttempts,
+  ): Promise<void>;
   /** DELIVERED over `channel` from PENDING or SENT, whenever the receipt comes; a duplicate or FAILED stays. */
-  markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean>;
+  markDelivered(sid: string, channel: Channel, now: Date, answered?: AnsweredAttempts): Promise<boolean>;
   /** Remembers that each of `channels` rejected the number, until `until` (a later record extends it). */
   recordRejections(e164: string, channels: Channel[], until: Date): Promise<void>;
 }

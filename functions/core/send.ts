@@ -68,19 +68,29 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     throw new OtpError('unroutable', 'To is not a valid phone number in E.164 form.');
   }
 
+  const query = {
+    serviceSid: request.serviceSid,
+    templateSid,
+    idempotencyKey: request.idempotencyKey,
+    e164: phone.e164,
+    country: phone.country,
+  };
+  // The first read may miss the last second's writes (half the read units). What it lets through is either held
+  // by the accepting transaction's conditions (the balance, the number's log version, the Idempotency-Key) or
+  // account settings, where a second's lag is harmless; what it refuses is read again up to date before the
+  // refusal stands or counts, so a top-up, a new template or a new service is never refused for being recent.
   // The read runs beside the caller's authentication (and, on a cold start, the vault's key read); nothing is
   // written or answered before all are done.
   let [, context] = await Promise.all([
     request.authorized,
-    store.loadSendContext({
-      serviceSid: request.serviceSid,
-      templateSid,
-      idempotencyKey: request.idempotencyKey,
-      e164: phone.e164,
-      country: phone.country,
-    }),
+    store.loadSendContext({ ...query, latest: false }),
     deps.vault.ready?.(),
   ]);
+  let readLatest = false;
+  const readAgain = async () => {
+    readLatest = true;
+    return store.loadSendContext({ ...query, latest: true });
+  };
 
   for (let decision = 0; decision < MAX_DECISIONS; decision++) {
     if (context.idempotentSid) return replay(deps, context.idempotentSid);
@@ -89,6 +99,10 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     const numberSends = appendSend(deps.settings, context.number, now);
 
     if (!verdict.ok) {
+      if (!readLatest) {
+        context = await readAgain();
+        continue;
+      }
       if (verdict.counted) {
         const recorded = await store.recordRefusedSend({
           number: context.number,
@@ -135,13 +149,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       continue;
     }
     // Another send changed what was read (same number or same key): read again and decide again.
-    context = await store.loadSendContext({
-      serviceSid: request.serviceSid,
-      templateSid,
-      idempotencyKey: request.idempotencyKey,
-      e164: phone.e164,
-      country: phone.country,
-    });
+    context = await readAgain();
   }
   throw new OtpError('service_unavailable', 'Too many simultaneous sends to this number; retry shortly.');
 }

@@ -81,3 +81,38 @@ describeStoreContract('DynamoStore (DynamoDB Local)', {
     documents?.destroy();
   },
 });
+
+describe('DynamoStore send reads on the wire', () => {
+  const table = `otp-reads-${randomBytes(6).toString('hex')}`;
+  let rawClient: DynamoDBClient;
+  let client: DynamoDBDocumentClient;
+  const batchReads: (boolean | undefined)[] = [];
+
+  beforeAll(async () => {
+    const endpoint = dynamoEndpoint();
+    rawClient = createDynamoClient({ endpoint });
+    await createTable(rawClient, table);
+    client = createDocumentClient({ endpoint });
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { RequestItems?: Record<string, { ConsistentRead?: boolean }> };
+        if (context.commandName === 'BatchGetItemCommand')
+          batchReads.push(input.RequestItems?.[table]?.ConsistentRead);
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordBatchReads' },
+    );
+  });
+  afterAll(() => {
+    rawClient.destroy();
+    client.destroy();
+  });
+
+  it('reads the send context eventually consistent unless asked for the latest', async () => {
+    const store = new DynamoStore(client, table);
+    const query = { serviceSid: 'VA00000000000000000000000000000001', e164: '+447400123456', country: 'GB' };
+    await store.loadSendContext({ ...query, latest: false });
+    await store.loadSendContext({ ...query, latest: true });
+    expect(batchReads).toEqual([false, true]);
+  });
+});

@@ -506,6 +506,42 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect((await read(v.sid)).deliveries).toEqual({ '0': answer });
       });
 
+      it('records the answers the workflow carried with the next claim, the end or the receipt, in that write', async () => {
+        const accept = (channel: 'sna' | 'viber', ms: number, messageId: string): DeliveryAttempt => ({
+          ...claim(channel, ms),
+          outcome: 'accepted',
+          messageId,
+        });
+        const v = await accepted();
+        await store.claimChannel(v.sid, 0, claim('sna'));
+        expect(
+          await store.claimChannel(v.sid, 1, claim('viber', 2000), { 0: accept('sna', 1000, 'm-0') }),
+        ).toBe(true);
+        expect((await read(v.sid)).deliveries).toEqual({
+          0: accept('sna', 1000, 'm-0'),
+          1: claim('viber', 2000),
+        });
+        // A claim refused records nothing it carried.
+        expect(
+          await store.claimChannel(v.sid, 1, claim('viber', 3000), { 0: accept('sna', 1000, 'x') }),
+        ).toBe(false);
+        await store.finishDelivery(v.sid, 'SENT', at(4000), { 1: accept('viber', 2000, 'm-1') });
+        expect(await read(v.sid)).toMatchObject({
+          deliveryStatus: 'SENT',
+          deliveries: { 0: accept('sna', 1000, 'm-0'), 1: accept('viber', 2000, 'm-1') },
+        });
+
+        const receipted = await accepted();
+        await store.claimChannel(receipted.sid, 0, claim('sna'));
+        expect(
+          await store.markDelivered(receipted.sid, 'sna', at(5000), { 0: accept('sna', 1000, 'r-0') }),
+        ).toBe(true);
+        expect(await read(receipted.sid)).toMatchObject({
+          deliveryStatus: 'DELIVERED',
+          deliveries: { 0: accept('sna', 1000, 'r-0') },
+        });
+      });
+
       it('finishes a PENDING delivery once: drops the sealed code and marks the event', async () => {
         const v = await accepted();
         await store.finishDelivery(v.sid, 'FAILED', at(5000));

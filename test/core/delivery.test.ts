@@ -36,6 +36,29 @@ const sendOne = async (): Promise<string> => {
 };
 
 const input = (sid: string, channelIndex = 0): DeliveryTaskInput => ({ sid, channelIndex, waitSeconds: 8 });
+/** What the state machine gives the AfterWait task after a receipt wait (statemachine/delivery.asl.json). */
+const afterWaitInput = ({
+  sid,
+  channelIndex,
+  waitSeconds,
+  answers,
+}: DeliveryTaskInput): DeliveryTaskInput => ({
+  sid,
+  channelIndex,
+  waitSeconds,
+  answers,
+});
+/** Writes the store took, of any kind (the provider's answer rides one the workflow makes anyway). */
+const countWrites = () => {
+  const writes: string[] = [];
+  for (const name of ['claimChannel', 'recordChannelOutcome', 'finishDelivery', 'markDelivered'] as const) {
+    const original = world.store[name].bind(world.store) as (...args: unknown[]) => Promise<unknown>;
+    jest
+      .spyOn(world.store, name)
+      .mockImplementation((...args: unknown[]) => (writes.push(name), original(...args)) as never);
+  }
+  return writes;
+};
 const stored = async (sid: string): Promise<Verification> => (await world.store.getVerification(sid))!;
 
 const receipt = (
@@ -52,11 +75,16 @@ const receipt = (
 
 it('delivers over the cheapest channel; a receipt ends delivery', async () => {
   const sid = await sendOne();
+  const writes = countWrites();
   expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
     ...input(sid),
+    answers: [{ channelIndex: 0, messageId: 'msg-1' }],
     next: 'wait',
     waits: [1, 1, 2, 4],
   });
+  // One write, the claim: the provider's answer travels with the workflow, not in a write of its own.
+  expect(writes).toEqual(['claimChannel']);
+  expect((await stored(sid)).deliveries['0']).toMatchObject({ channel: 'sna', outcome: 'sending' });
   expect(world.provider.sent).toEqual([
     expect.objectContaining({
       channel: 'sna',
@@ -66,8 +94,15 @@ it('delivers over the cheapest channel; a receipt ends delivery', async () => {
     }),
   ]);
   expect(await receipt(sid, 0, 'msg-1')).toBe('applied');
+  expect(writes).toEqual(['claimChannel', 'markDelivered']);
   const delivered = await stored(sid);
   expect(delivered).toMatchObject({ deliveryStatus: 'DELIVERED', channel: 'sna' });
+  // The receipt's write recorded the message it names on the channel still claimed.
+  expect(delivered.deliveries['0']).toMatchObject({
+    channel: 'sna',
+    outcome: 'accepted',
+    messageId: 'msg-1',
+  });
   expect(delivered.sealedCode).toBeUndefined();
   world.clock.advance(8000);
   expect(await afterReceiptWait(world.deliveryDeps, input(sid))).toEqual({
@@ -80,26 +115,46 @@ it('delivers over the cheapest channel; a receipt ends delivery', async () => {
 
 it('falls back to the next channel when no receipt comes; SENT when the last is silent; a late receipt still counts', async () => {
   const sid = await sendOne();
-  expect((await deliverOverChannel(world.deliveryDeps, input(sid))).next).toBe('wait');
+  const writes = countWrites();
+  const first = await deliverOverChannel(world.deliveryDeps, input(sid));
+  expect(first.next).toBe('wait');
   world.clock.advance(8000);
-  expect(await afterReceiptWait(world.deliveryDeps, input(sid))).toEqual({
+  const toSecond = await afterReceiptWait(world.deliveryDeps, afterWaitInput(first));
+  expect(toSecond).toEqual({
     ...input(sid, 1),
+    answers: [{ channelIndex: 0, messageId: 'msg-1' }],
     next: 'deliver',
   });
-  expect((await deliverOverChannel(world.deliveryDeps, input(sid, 1))).next).toBe('wait');
+  const second = await deliverOverChannel(world.deliveryDeps, toSecond);
+  expect(second.next).toBe('wait');
+  // The second channel's claim recorded the first channel's answer.
+  expect((await stored(sid)).deliveries).toMatchObject({
+    0: { channel: 'sna', outcome: 'accepted', messageId: 'msg-1' },
+    1: { channel: 'viber', outcome: 'sending' },
+  });
   world.clock.advance(8000);
-  expect(await afterReceiptWait(world.deliveryDeps, input(sid, 1))).toEqual({
+  const toThird = await afterReceiptWait(world.deliveryDeps, afterWaitInput(second));
+  expect(toThird).toEqual({
     ...input(sid, 2),
+    answers: [{ channelIndex: 1, messageId: 'msg-2' }],
     next: 'deliver',
   });
-  await deliverOverChannel(world.deliveryDeps, input(sid, 2));
+  const third = await deliverOverChannel(world.deliveryDeps, toThird);
   world.clock.advance(8000);
-  expect(await afterReceiptWait(world.deliveryDeps, input(sid, 2))).toEqual({
+  expect(await afterReceiptWait(world.deliveryDeps, afterWaitInput(third))).toEqual({
     ...input(sid, 2),
+    answers: [{ channelIndex: 2, messageId: 'msg-3' }],
     next: 'end',
     deliveryStatus: 'SENT',
   });
   expect(world.provider.sent.map((m) => m.channel)).toEqual(['sna', 'viber', 'sms']);
+  // Three claims and the end: every answer recorded, none by a write of its own.
+  expect(writes).toEqual(['claimChannel', 'claimChannel', 'claimChannel', 'finishDelivery']);
+  expect((await stored(sid)).deliveries).toMatchObject({
+    0: { outcome: 'accepted', messageId: 'msg-1' },
+    1: { outcome: 'accepted', messageId: 'msg-2' },
+    2: { channel: 'sms', outcome: 'accepted', messageId: 'msg-3' },
+  });
   expect((await stored(sid)).sealedCode).toBeUndefined();
   // The first channel's receipt arrives late: DELIVERED over the channel that delivered.
   expect(await receipt(sid, 0, 'msg-1')).toBe('applied');
@@ -113,17 +168,22 @@ it('moves on at once past a rejection; all rejected is FAILED and the number unr
   const sid = await sendOne();
   expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
     ...input(sid, 1),
+    answers: [],
     next: 'deliver',
   });
   expect(await deliverOverChannel(world.deliveryDeps, input(sid, 1))).toEqual({
     ...input(sid, 2),
+    answers: [],
     next: 'deliver',
   });
   expect(await deliverOverChannel(world.deliveryDeps, input(sid, 2))).toEqual({
     ...input(sid, 2),
+    answers: [],
     next: 'end',
     deliveryStatus: 'FAILED',
   });
+  // A refusal is written when it comes: the end and `unreachable` read it from the record.
+  expect((await stored(sid)).deliveries['1']).toMatchObject({ channel: 'viber', outcome: 'rejected' });
   const number = await world.store.getNumber(UK_MOBILE);
   const until = world.clock.now().getTime() + 30 * 86_400_000;
   expect(number.rejectedUntil).toEqual({ sna: until, viber: until, sms: until });
@@ -136,6 +196,7 @@ it('treats a provider error like a rejection for delivery, but not for the numbe
   const sid = await sendOne();
   expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
     ...input(sid, 1),
+    answers: [],
     next: 'deliver',
   });
   expect((await stored(sid)).deliveries['0']).toMatchObject({
@@ -158,10 +219,30 @@ it('sends once when a task runs twice', async () => {
   await deliverOverChannel(world.deliveryDeps, input(sid));
   expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toEqual({
     ...input(sid),
+    answers: [],
     next: 'wait',
     waits: [1, 1, 2, 4],
   });
   expect(world.provider.sent).toHaveLength(1);
+});
+
+it('records a carried answer only on a channel still claimed, and ignores what the workflow could not have made', async () => {
+  world.provider.behaviour.sna = 'reject';
+  const sid = await sendOne();
+  const toSecond = await deliverOverChannel(world.deliveryDeps, input(sid));
+  const rejected = (await stored(sid)).deliveries['0'];
+  const carried = [
+    { channelIndex: 0, messageId: 'other' },
+    { channelIndex: 'x', messageId: 'm' },
+    null,
+    { channelIndex: 4, messageId: 'm' },
+  ];
+  expect(
+    (await deliverOverChannel(world.deliveryDeps, { ...toSecond, answers: carried as never })).next,
+  ).toBe('wait');
+  const { deliveries } = await stored(sid);
+  expect(deliveries['0']).toEqual(rejected);
+  expect(Object.keys(deliveries).sort()).toEqual(['0', '1']);
 });
 
 it('tries no further channel once the code is verified', async () => {
@@ -179,14 +260,20 @@ it('tries no further channel once the code is verified', async () => {
 describe('receipts move delivery forward only', () => {
   it('ignores forged, unknown, mismatched and failure receipts', async () => {
     const sid = await sendOne();
-    await deliverOverChannel(world.deliveryDeps, input(sid));
+    const first = await deliverOverChannel(world.deliveryDeps, input(sid));
+    // The provider's answer is on the record once the workflow's next write took it (here the next claim).
+    world.clock.advance(8000);
+    await deliverOverChannel(
+      world.deliveryDeps,
+      await afterReceiptWait(world.deliveryDeps, afterWaitInput(first)),
+    );
     const forged = ScriptedProvider.receipt(
       { reference: `${sid}.0`, messageId: 'msg-1', status: 'delivered' },
       'bad',
     );
     expect(await acceptReceipt(world.deliveryDeps, 'carrier', forged)).toBe('invalid');
     expect(await acceptReceipt(world.deliveryDeps, 'other', forged)).toBe('invalid');
-    expect(await receipt(sid, 1, 'msg-1')).toBe('unknown'); // channel 1 never tried
+    expect(await receipt(sid, 2, 'msg-1')).toBe('unknown'); // channel 2 never tried
     expect(await receipt(sid, 0, 'msg-2')).toBe('unknown'); // not the message sent
     expect(await receipt(`VE${'0'.repeat(31)}f`, 0, 'msg-1')).toBe('unknown');
     expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('duplicate');

@@ -352,3 +352,100 @@ describe('a cold start, whose key secrets are still being read', () => {
     expect(new CryptoCodeVault('cold-key').open(result.verification.sid, stored!.sealedCode!)).toBe('270183');
   });
 });
+
+describe('the first read may be a second behind (eventually consistent), and only a refusal reads again', () => {
+  /**
+   * A store whose `latest: false` read returns what it held before `lag()` was last called: the writes since
+   * then are not in it, as an eventually consistent read can miss the last second's writes.
+   */
+  const laggingStore = (memory: MemoryStore) => {
+    const reads: ('recent' | 'latest')[] = [];
+    const snapshots = new Map<string, Awaited<ReturnType<MemoryStore['loadSendContext']>>>();
+    const store = Object.create(memory) as MemoryStore;
+    store.loadSendContext = async (query) => {
+      reads.push(query.latest ? 'latest' : 'recent');
+      const current = await memory.loadSendContext(query);
+      return (!query.latest && snapshots.get(query.e164)) || current;
+    };
+    const lag = async (e164: string, serviceSid: string) =>
+      snapshots.set(e164, await memory.loadSendContext({ serviceSid, e164, country: 'GB' }));
+    return { store, reads, lag };
+  };
+
+  it('accepts on the first read alone when it allows the send: one read, not up to date', async () => {
+    const service = world.addService();
+    const lagging = laggingStore(world.store);
+    await sendVerification(
+      { ...world.sendDeps, store: lagging.store },
+      { serviceSid: service.sid, to: UK_MOBILE },
+    );
+    expect(lagging.reads).toEqual(['recent']);
+  });
+
+  it('accepts a send the first read would refuse for a top-up it missed, reading again up to date', async () => {
+    const service = world.addService({ balance: 0 });
+    const lagging = laggingStore(world.store);
+    await lagging.lag(UK_MOBILE, service.sid);
+    world.store.putService({ ...world.store.getService(service.sid)!, balance: 600 });
+
+    const result = await sendVerification(
+      { ...world.sendDeps, store: lagging.store },
+      { serviceSid: service.sid, to: UK_MOBILE },
+    );
+    expect(result.verification.status).toBe('PENDING');
+    expect(lagging.reads).toEqual(['recent', 'latest']);
+    expect(world.store.getService(service.sid)?.balance).toBe(0);
+    // Counted once, as the accepted send it is: the refusal the stale read suggested was never recorded.
+    expect(await sendsLogged()).toBe(1);
+  });
+
+  it('refuses, and counts once, only after reading again up to date', async () => {
+    const service = world.addService({ balance: 100 });
+    const lagging = laggingStore(world.store);
+    expect(
+      await refusal(
+        sendVerification(
+          { ...world.sendDeps, store: lagging.store },
+          { serviceSid: service.sid, to: UK_MOBILE },
+        ),
+      ),
+    ).toBe('insufficient_funds');
+    expect(lagging.reads).toEqual(['recent', 'latest']);
+    expect(await sendsLogged()).toBe(1);
+  });
+
+  it('holds the per-number limit exactly when the first read missed the sends before it', async () => {
+    const service = world.addService({ balance: 100_000 });
+    const lagging = laggingStore(world.store);
+    await lagging.lag(UK_MOBILE, service.sid);
+    for (let i = 0; i < 3; i++) await world.send({ serviceSid: service.sid, to: UK_MOBILE });
+
+    // The stale read sees no sends; the accepting write finds the log moved on, and the send is decided again
+    // on an up-to-date read: the 4th send in the burst window is refused.
+    expect(
+      await refusal(
+        sendVerification(
+          { ...world.sendDeps, store: lagging.store },
+          { serviceSid: service.sid, to: UK_MOBILE },
+        ),
+      ),
+    ).toBe('burst');
+    expect(lagging.reads).toEqual(['recent', 'latest']);
+    expect(world.store.charges(service.sid)).toHaveLength(3);
+  });
+
+  it('replays an Idempotency-Key the first read missed, without charging again', async () => {
+    const service = world.addService({ balance: 100_000 });
+    const lagging = laggingStore(world.store);
+    await lagging.lag(UK_MOBILE, service.sid);
+    const first = await world.send({ serviceSid: service.sid, to: UK_MOBILE, idempotencyKey: 'retry-1' });
+
+    const again = await sendVerification(
+      { ...world.sendDeps, store: lagging.store },
+      { serviceSid: service.sid, to: UK_MOBILE, idempotencyKey: 'retry-1' },
+    );
+    expect(again.replayed).toBe(true);
+    expect(again.verification.sid).toBe(first.verification.sid);
+    expect(world.store.charges(service.sid)).toHaveLength(1);
+  });
+});

@@ -124,8 +124,15 @@ it('no receipt: the next channel exactly after the whole wait, not earlier', asy
     ['AfterWait', 0, 'deliver'],
     ['DeliverOverChannel', 1, 'wait'],
   ]);
-  // The AfterWait task got the SID, channel index and wait only, not the steps' bookkeeping nor a read.
-  expect(Object.keys(tasksOf(sid)[1]!.input).sort()).toEqual(['channelIndex', 'sid', 'waitSeconds']);
+  // The AfterWait task got the SID, channel index, wait and sna's answer not yet written, not the steps'
+  // bookkeeping nor a read.
+  expect(Object.keys(tasksOf(sid)[1]!.input).sort()).toEqual([
+    'answers',
+    'channelIndex',
+    'sid',
+    'waitSeconds',
+  ]);
+  expect(tasksOf(sid)[1]!.input.answers).toEqual([{ channelIndex: 0, messageId: sna!.messageId }]);
   const execution = executionOf(sid);
   expect(execution.endedAt! - Date.parse(viber!.time)).toBeLessThan(1000 + SLACK_MS);
 });

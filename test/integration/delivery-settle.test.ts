@@ -148,8 +148,9 @@ describe('a task that still fails after its retries', () => {
     const { account, endpointSid } = await accountWithWebhook();
     const to = freshMobile();
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent' } });
-    // sna's claim and answer go through; every write of the next channel's deliver task fails.
-    const injected = faults.inject({ where: deliverTaskWrite, skip: 2, times: Number.POSITIVE_INFINITY });
+    // sna's claim goes through; every write of the next channel's deliver task fails, its claim first (which
+    // would have recorded sna's answer).
+    const injected = faults.inject({ where: deliverTaskWrite, skip: 1, times: Number.POSITIVE_INFINITY });
     const sid = (await harness.client(account).send({ To: to })).body.sid as string;
 
     await deliveryStatusBecomes(account, sid, 'SENT');
@@ -161,6 +162,9 @@ describe('a task that still fails after its retries', () => {
     expect(item.sealed_code).toBeUndefined();
     expect(item.pending_pk).toBeUndefined();
     expect(Object.keys(item.deliveries as object)).toEqual(['0']);
+    // sna's answer never reached the record (the settling step trusts the SID only): left `sending`, which the
+    // settling counts as carried.
+    expect((item.deliveries as Record<string, { outcome: string }>)['0']!.outcome).toBe('sending');
 
     const post = await webhook(endpointSid, sid, 'verification.delivery.sent');
     expect((post.payload as { data: { delivery_status: string } }).data.delivery_status).toBe('SENT');

@@ -277,13 +277,16 @@ it('a task run twice sends once and writes once', async () => {
   const item = await itemOf(sid);
   const deliveries = item.deliveries as Record<string, { messageId: string }>;
   expect(Object.keys(deliveries).sort()).toEqual(['0', '1']);
+  // Only the run that claimed viber sent, and only it carries viber's answer on (for the workflow's next write).
+  const answers = [again, viber1, viber2].flatMap((output) => output.answers ?? []);
+  expect(answers).toEqual([{ channelIndex: 1, messageId: expect.any(String) }]);
   // When the workflow reaches viber itself, it finds it done and sends nothing more.
   await pollUntil(sid, (body) => body.delivery_status === 'PENDING' && messagesTo(to).length >= 2, 5000);
   await new Promise((resolve) => setTimeout(resolve, (WAIT_SECONDS + 0.5) * 1000));
   const carried = messagesTo(to);
   expect(carried.filter((message) => message.channel === 'sna')).toHaveLength(1);
   expect(carried.filter((message) => message.channel === 'viber')).toHaveLength(1);
-  expect(carried.find((message) => message.channel === 'viber')!.messageId).toBe(deliveries['1']!.messageId);
+  expect(carried.find((message) => message.channel === 'viber')!.messageId).toBe(answers[0]!.messageId);
   // The service itself called the carrier once per channel: the claim, not the carrier's deduplication.
   const requests = harness.stack.carrier.requestsByReference;
   expect([requests.get(`${sid}.0`), requests.get(`${sid}.1`)]).toEqual([1, 1]);
@@ -308,9 +311,12 @@ it('keeps the code out of the workflow input and history', async () => {
   await harness.stack.workflow.idle();
   const code = await api.latestCode(to);
   for (const entry of harness.stack.workflow.taskLog) {
-    // A task's input is the previous task's output: a SID, a channel index, the wait and the routing word.
+    // A task's input is the previous task's output: a SID, a channel index, the wait, the routing word and the
+    // providers' answers not yet written (a channel index and a message id each).
     for (const key of Object.keys(entry.input))
-      expect(['sid', 'channelIndex', 'waitSeconds', 'next']).toContain(key);
+      expect(['sid', 'channelIndex', 'waitSeconds', 'next', 'answers']).toContain(key);
+    for (const answer of (entry.input.answers as object[] | undefined) ?? [])
+      expect(Object.keys(answer).sort()).toEqual(['channelIndex', 'messageId']);
     expect(JSON.stringify(entry)).not.toContain(code);
   }
 });

@@ -80,7 +80,7 @@ async function admin(...args: string[]): Promise<Record<string, unknown>> {
 }
 
 describe('the send path', () => {
-  it('reads the guard state in its one BatchGetItem and refuses a blocked range: 403, no charge, logged', async () => {
+  it('reads the guard state in its BatchGetItem (no read of its own) and refuses a blocked range: 403, no charge, logged', async () => {
     const to = await sequentialRun();
     const balance = (await harness.accounts.getService(account.serviceSid))!.balance;
     requests.length = 0;
@@ -91,12 +91,15 @@ describe('the send path', () => {
       code: 'blocked_by_policy',
       message: 'The pumping guard blocks this destination for now: unusual traffic to this number range.',
     });
-    // The same requests as any refused send: the key's write, one BatchGetItem, the number's log.
+    // The same requests as any refused send: the key's write, the BatchGetItem, the same read again up to date
+    // before the refusal stands, the number's log.
     expect(requests.map((r) => r.command)).toEqual([
       'UpdateItemCommand',
       'BatchGetItemCommand',
+      'BatchGetItemCommand',
       'UpdateItemCommand',
     ]);
+    expect(requests[2]!.keys).toEqual(requests[1]!.keys);
     expect(requests[1]!.keys).toEqual(
       expect.arrayContaining([
         keys.guardCountry(account.serviceSid, 'GB'),

@@ -243,7 +243,9 @@ describe('DynamoDB faults on the send path', () => {
     expect(await balance(account)).toBe(10_000);
   });
 
-  it.each([0, 1, 2].flatMap((index) => timings.map((timing) => [index, timing] as const)))(
+  // A refused send's calls: the key's write, the first read, the up-to-date read before the refusal, the refusal
+  // counted against the number.
+  it.each([0, 1, 2, 3].flatMap((index) => timings.map((timing) => [index, timing] as const)))(
     'refused send (402): a fault on call %i (%s it is applied) answers 5xx or 402, and charges nothing',
     async (index, timing) => {
       const account = await books.open(0);
@@ -251,8 +253,8 @@ describe('DynamoDB faults on the send path', () => {
       const injected = faults.inject({ where: onSendPath, skip: index, kind: 'internal', timing });
       const response = await api.send({ To: freshUsNumber() });
       expect(injected.fired).toBe(1);
-      // The third call is the refusal counted against the number.
-      if (index === 2) expect(injected.calls[0]!.pks).toEqual([expect.stringMatching(/^NUMBER#/)]);
+      // The fourth call is the refusal counted against the number.
+      if (index === 3) expect(injected.calls[0]!.pks).toEqual([expect.stringMatching(/^NUMBER#/)]);
       expect([402, 500, 503]).toContain(response.status);
       expect(response.body.code).toEqual(expect.any(String));
       expect(await ledger(account)).toEqual({ verifications: [], charges: [] });

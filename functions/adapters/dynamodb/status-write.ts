@@ -47,6 +47,8 @@ export interface StatusWrite {
    */
   condition: string;
   values?: Record<string, unknown>;
+  /** Entries of the `deliveries` map to set whole, by channel index (answers the workflow carried). */
+  attempts?: Record<string, unknown>;
   now: Date;
 }
 
@@ -75,6 +77,7 @@ export function statusWrite(write: StatusWrite): StatusUpdateExpressions {
     return `${attr(name as VerificationAttr)} = :set_${name}`;
   });
   for (const name of write.decrement ?? []) sets.push(`${attr(name)} = ${attr(name)} - :one`);
+  const attemptNames = deliveriesEntries(write.attempts ?? {}, sets, values);
   sets.push(`${attr('eventAt')} = :now`);
   const UpdateExpression = [
     `SET ${sets.join(', ')}`,
@@ -84,7 +87,7 @@ export function statusWrite(write: StatusWrite): StatusUpdateExpressions {
   const ConditionExpression = write.condition;
   const ExpressionAttributeNames: Record<string, string> = {};
   for (const [, name] of `${UpdateExpression} ${ConditionExpression}`.matchAll(/#(\w+)/g)) {
-    const attribute = ATTR_BY_NAME.get(name!);
+    const attribute = ATTR_BY_NAME.get(name!) ?? attemptNames[`#${name}`];
     if (!attribute) throw new Error(`#${name} is not a verification attribute (VERIFICATION_ATTR)`);
     ExpressionAttributeNames[`#${name}`] = attribute;
   }
@@ -99,4 +102,24 @@ export function statusWrite(write: StatusWrite): StatusUpdateExpressions {
     ExpressionAttributeNames,
     ExpressionAttributeValues: values,
   };
+}
+
+/**
+ * `deliveries.#attemptN = :attemptN` for each entry, into `sets` and `values`; returns the `#attemptN` names
+ * (a map key is a channel index, which DynamoDB takes only through a placeholder). Shared by the status writes
+ * and the channel claim, so both write an attempt the same way.
+ */
+export function deliveriesEntries(
+  attempts: Record<string, unknown>,
+  sets: string[],
+  values: Record<string, unknown>,
+): Record<string, string> {
+  const names: Record<string, string> = {};
+  for (const [index, attempt] of Object.entries(attempts)) {
+    if (!/^\d{1,2}$/.test(index)) throw new Error(`${index} is not a channel index`);
+    names[`#attempt${index}`] = index;
+    values[`:attempt${index}`] = attempt;
+    sets.push(`${attr('deliveries')}.#attempt${index} = :attempt${index}`);
+  }
+  return names;
 }

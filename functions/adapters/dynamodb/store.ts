@@ -13,6 +13,7 @@ import {
 import type { DeliveryAttempt, NumberRecord, Verification } from '../../core/model';
 import type {
   AcceptResult,
+  AnsweredAttempts,
   AcceptSend,
   ApiKeyStore,
   CheckWrite,
@@ -47,7 +48,14 @@ import {
 } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
 import { isConditionFailure } from './requests';
-import { NOT_GUESSED, attr, statusWrite, type VerificationAttr } from './status-write';
+import {
+  NOT_GUESSED,
+  VERIFICATION_ATTR,
+  attr,
+  deliveriesEntries,
+  statusWrite,
+  type VerificationAttr,
+} from './status-write';
 
 /** The key exists, is not revoked and belongs to the service in the path (`:service`). */
 const KEY_USABLE = 'attribute_exists(pk) AND attribute_not_exists(revoked_at) AND service_sid = :service';
@@ -138,7 +146,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     };
     // The pumping guard's state for the number's country rides in the same request (no extra round trip).
     const guardKeys = query.country ? guardViewKeys(query.serviceSid, query.country) : [];
-    const items = await this.batchGet([...Object.values(wanted), ...guardKeys]);
+    const items = await this.batchGet([...Object.values(wanted), ...guardKeys], query.latest === true);
     const find = (key: ItemKey | undefined) =>
       key && items.find((item) => item.pk === key.pk && item.sk === key.sk);
     const service = find(wanted.service);
@@ -464,20 +472,30 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     this.keyWindows.set(keyHash, windows);
   }
 
-  async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
+  async claimChannel(
+    sid: string,
+    index: number,
+    claim: DeliveryAttempt,
+    answered: AnsweredAttempts = {},
+  ): Promise<boolean> {
+    const sets = ['#deliveries.#index = :claim'];
+    const values: Record<string, unknown> = { ':claim': claim, ':pending': 'PENDING' };
+    // The channels before it that the workflow carried an answer for are recorded by the same write.
+    const answeredNames = deliveriesEntries(answered, sets, values);
     return this.updateIfConditionHolds({
       Key: keys.verification(sid),
       // The index keys stay as the send wrote them until delivery ends: changing them here would delete and
       // put the index entry (2 write units on the index per send).
-      UpdateExpression: 'SET deliveries.#index = :claim',
+      UpdateExpression: `SET ${sets.join(', ')}`,
       // Only while delivery runs: a claim after the end would put an ended delivery back in the index.
       ConditionExpression:
-        'attribute_exists(pk) AND attribute_not_exists(deliveries.#index) AND delivery_status = :pending',
-      ExpressionAttributeNames: { '#index': String(index) },
-      ExpressionAttributeValues: {
-        ':claim': claim,
-        ':pending': 'PENDING',
+        'attribute_exists(pk) AND attribute_not_exists(#deliveries.#index) AND delivery_status = :pending',
+      ExpressionAttributeNames: {
+        '#deliveries': VERIFICATION_ATTR.deliveries,
+        '#index': String(index),
+        ...answeredNames,
       },
+      ExpressionAttributeValues: values,
     });
   }
 
@@ -493,12 +511,18 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     );
   }
 
-  async finishDelivery(sid: string, status: 'SENT' | 'FAILED', now: Date): Promise<void> {
+  async finishDelivery(
+    sid: string,
+    status: 'SENT' | 'FAILED',
+    now: Date,
+    answered: AnsweredAttempts = {},
+  ): Promise<void> {
     // Refused when already ended: a receipt made it DELIVERED (and dropped the code), or this task ran twice.
     await this.updateIfConditionHolds({
       Key: keys.verification(sid),
       ...statusWrite({
         set: { deliveryStatus: status },
+        attempts: answered,
         remove: DELIVERY_ENDED_REMOVES,
         condition: `${attr('deliveryStatus')} = :pending`,
         values: { ':pending': 'PENDING' },
@@ -507,11 +531,17 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     });
   }
 
-  async markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean> {
+  async markDelivered(
+    sid: string,
+    channel: Channel,
+    now: Date,
+    answered: AnsweredAttempts = {},
+  ): Promise<boolean> {
     return this.updateIfConditionHolds({
       Key: keys.verification(sid),
       ...statusWrite({
         set: { deliveryStatus: 'DELIVERED', channel },
+        attempts: answered,
         remove: DELIVERY_ENDED_REMOVES,
         // Forward only: PENDING or SENT become DELIVERED; DELIVERED stays, and FAILED is final.
         condition: `${attr('deliveryStatus')} IN (:pending, :sent)`,
@@ -590,13 +620,15 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   }
 
   /** BatchGetItem, following UnprocessedKeys (rare; only under throttling) until every key is answered. */
-  private async batchGet(wanted: ItemKey[]): Promise<Record<string, unknown>[]> {
+  private async batchGet(wanted: ItemKey[], consistent: boolean): Promise<Record<string, unknown>[]> {
     const found: Record<string, unknown>[] = [];
     let pending: ItemKey[] = wanted;
     for (let round = 0; pending.length > 0; round++) {
       if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 20 * 2 ** round)));
       const result = await this.client.send(
-        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
+        new BatchGetCommand({
+          RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: consistent } },
+        }),
       );
       found.push(...(result.Responses?.[this.tableName] ?? []));
       pending = (result.UnprocessedKeys?.[this.tableName]?.Keys as ItemKey[] | undefined) ?? [];

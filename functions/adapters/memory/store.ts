@@ -17,6 +17,7 @@ import type {
   AcceptSend,
   ApiKeyStore,
   CheckWrite,
+  AnsweredAttempts,
   DeliveryStore,
   KeyRequest,
   KeyRequestOutcome,
@@ -228,10 +229,16 @@ export class MemoryStore
 
   // --- DeliveryStore ----------------------------------------------------------------------------------------
 
-  async claimChannel(sid: string, index: number, claim: DeliveryAttempt): Promise<boolean> {
+  async claimChannel(
+    sid: string,
+    index: number,
+    claim: DeliveryAttempt,
+    answered: AnsweredAttempts = {},
+  ): Promise<boolean> {
     const stored = this.verifications.get(sid);
     if (!stored || stored.deliveries[String(index)] || stored.deliveryStatus !== 'PENDING') return false;
     stored.deliveries[String(index)] = clone(claim);
+    Object.assign(stored.deliveries, clone(answered));
     return true;
   }
 
@@ -241,17 +248,29 @@ export class MemoryStore
     stored.deliveries[String(index)] = clone(attempt);
   }
 
-  async finishDelivery(sid: string, status: 'SENT' | 'FAILED', now: Date): Promise<void> {
+  async finishDelivery(
+    sid: string,
+    status: 'SENT' | 'FAILED',
+    now: Date,
+    answered: AnsweredAttempts = {},
+  ): Promise<void> {
     const stored = this.verifications.get(sid);
     if (!stored || stored.deliveryStatus !== 'PENDING') return;
     stored.deliveryStatus = status;
+    Object.assign(stored.deliveries, clone(answered));
     this.endDelivery(stored, now);
   }
 
-  async markDelivered(sid: string, channel: Channel, now: Date): Promise<boolean> {
+  async markDelivered(
+    sid: string,
+    channel: Channel,
+    now: Date,
+    answered: AnsweredAttempts = {},
+  ): Promise<boolean> {
     const stored = this.verifications.get(sid);
     if (!stored || (stored.deliveryStatus !== 'PENDING' && stored.deliveryStatus !== 'SENT')) return false;
     stored.deliveryStatus = 'DELIVERED';
+    Object.assign(stored.deliveries, clone(answered));
     stored.channel = channel;
     this.endDelivery(stored, now);
     return true;
