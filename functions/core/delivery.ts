@@ -48,6 +48,28 @@ export interface DeliveryDeps {
   settings: Settings;
   /** Deliveries by channel and outcome, fallbacks, receipt latency, failed deliveries; none when absent. */
   metrics?: Metrics;
+  /** Waits between re-reads of a verification not written yet (`readOnceWritten`); real timers when absent. */
+  pause?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Pauses before each re-read of a verification the first task did not find, ms (1.26 s in all). The send starts
+ * the workflow beside its accepting transaction, so the first task can read before the transaction is visible;
+ * past these, the transaction was refused (the send decided again under another SID) or was so slow that the
+ * sweeper's restart of a delivery that never started takes over.
+ */
+export const NOT_YET_WRITTEN_PAUSES_MS = [20, 40, 80, 160, 320, 640];
+
+const realPause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function readOnceWritten(deps: DeliveryDeps, sid: string): Promise<Verification | undefined> {
+  let verification = await deps.store.getVerification(sid);
+  for (const ms of NOT_YET_WRITTEN_PAUSES_MS) {
+    if (verification) break;
+    await (deps.pause ?? realPause)(ms);
+    verification = await deps.store.getVerification(sid);
+  }
+  return verification;
 }
 
 /** Task 1: hand the message to channel `channelIndex`, once. */
@@ -57,7 +79,7 @@ export async function deliverOverChannel(
 ): Promise<DeliveryTaskOutput> {
   // On a cold start the key read runs beside this read, and ends before the claim: a run that cannot get its keys
   // fails (and is retried) before it claims the channel, not after.
-  const [verification] = await Promise.all([deps.store.getVerification(input.sid), deps.vault.ready?.()]);
+  const [verification] = await Promise.all([readOnceWritten(deps, input.sid), deps.vault.ready?.()]);
   if (!verification || verification.deliveryStatus !== 'PENDING') return ended(input, verification);
   const channel = verification.channels[input.channelIndex];
   // No more channels, or the code was already used, locked or expired: another message would be wasted money.

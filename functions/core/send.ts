@@ -121,22 +121,28 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     }
 
     const verification = newVerification(deps, request, phone, verdict, now);
-    const accepted = await store.acceptSend({
+    const startDelivery = () =>
+      deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds }).then(
+        () => true,
+        // The send is accepted and charged: it is answered 201 all the same, and the sweeper starts its
+        // delivery (the verification stays in the pending-delivery index until a delivery task runs).
+        () => false,
+      );
+    // The first decision starts the workflow beside its accepting transaction, not after it: one round trip
+    // less on the send. Its first task reads the record again until the transaction is visible; if the
+    // transaction is refused, that execution finds nothing and ends (core/delivery.ts). After a refused
+    // transaction the start waits for the write, so contention cannot start more than one execution in vain.
+    const accepting = store.acceptSend({
       verification,
       idempotencyKey: request.idempotencyKey,
       number: context.number,
       numberSends,
       now,
     });
+    const startingBeside = decision === 0 ? startDelivery() : undefined;
+    const accepted = await accepting;
     if (accepted.ok) {
-      let deliveryStarted = true;
-      try {
-        await deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds });
-      } catch {
-        // The send is accepted and charged: it is answered 201 all the same, and the sweeper starts its
-        // delivery (the verification stays in the pending-delivery index until a delivery task runs).
-        deliveryStarted = false;
-      }
+      const deliveryStarted = await (startingBeside ?? startDelivery());
       return { verification: toView(verification, now), replayed: false, deliveryStarted };
     }
     if (accepted.reason === 'insufficient_funds' && context.service) {

@@ -5,6 +5,7 @@
 import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import {
+  NOT_YET_WRITTEN_PAUSES_MS,
   acceptReceipt,
   afterReceiptWait,
   deliverOverChannel,
@@ -243,6 +244,47 @@ it('records a carried answer only on a channel still claimed, and ignores what t
   const { deliveries } = await stored(sid);
   expect(deliveries['0']).toEqual(rejected);
   expect(Object.keys(deliveries).sort()).toEqual(['0', '1']);
+});
+
+describe('a first task that runs before the send’s transaction is visible (the workflow starts beside it)', () => {
+  it('reads again after short pauses and delivers once the record is there', async () => {
+    const sid = await sendOne();
+    let visible = false;
+    const store = Object.create(world.store) as typeof world.store;
+    store.getVerification = async (id) => (visible ? world.store.getVerification(id) : undefined);
+    const pauses: number[] = [];
+    const pause = async (ms: number) => {
+      pauses.push(ms);
+      // The transaction becomes visible during the third pause.
+      if (pauses.length === 3) visible = true;
+    };
+    expect((await deliverOverChannel({ ...world.deliveryDeps, store, pause }, input(sid))).next).toBe('wait');
+    expect(pauses).toEqual(NOT_YET_WRITTEN_PAUSES_MS.slice(0, 3));
+    expect(world.provider.sent).toHaveLength(1);
+  });
+
+  it('ends, sending nothing, when the record never comes (the transaction was refused)', async () => {
+    const pauses: number[] = [];
+    const pause = async (ms: number) => void pauses.push(ms);
+    const sid = `VE${'0'.repeat(31)}a`;
+    expect(await deliverOverChannel({ ...world.deliveryDeps, pause }, input(sid))).toEqual({
+      ...input(sid),
+      next: 'end',
+    });
+    expect(pauses).toEqual(NOT_YET_WRITTEN_PAUSES_MS);
+    expect(NOT_YET_WRITTEN_PAUSES_MS.reduce((a, b) => a + b)).toBeLessThan(1500);
+    expect(world.provider.sent).toEqual([]);
+  });
+
+  it('does not pause when the record is there', async () => {
+    const sid = await sendOne();
+    const pauses: number[] = [];
+    await deliverOverChannel(
+      { ...world.deliveryDeps, pause: async (ms) => void pauses.push(ms) },
+      input(sid),
+    );
+    expect(pauses).toEqual([]);
+  });
 });
 
 it('tries no further channel once the code is verified', async () => {

@@ -449,3 +449,89 @@ describe('the first read may be a second behind (eventually consistent), and onl
     expect(world.store.charges(service.sid)).toHaveLength(1);
   });
 });
+
+describe('the delivery workflow starts beside the accepting transaction', () => {
+  /** A store whose accepting write answers only when `commit()` is called; records the order of events. */
+  const gatedStore = (memory: MemoryStore, events: string[]) => {
+    const store = Object.create(memory) as MemoryStore;
+    let commit!: () => void;
+    const gate = new Promise<void>((resolve) => (commit = resolve));
+    let first = true;
+    store.acceptSend = async (input) => {
+      events.push('transaction sent');
+      // Only the first transaction waits for `commit()`; a later one goes through at once.
+      if (first) {
+        first = false;
+        await gate;
+      }
+      const result = await memory.acceptSend(input);
+      events.push(`transaction ${result.ok ? 'committed' : 'refused'}`);
+      return result;
+    };
+    return { store, commit };
+  };
+
+  it('starts it while the transaction is in flight, and answers once both are done', async () => {
+    const service = world.addService();
+    const events: string[] = [];
+    const { store, commit } = gatedStore(world.store, events);
+    const workflow = {
+      start: async (input: { sid: string }) => {
+        events.push('workflow started');
+        world.workflow.started.push(input as never);
+      },
+    };
+    const sending = sendVerification(
+      { ...world.sendDeps, store, workflow },
+      { serviceSid: service.sid, to: UK_MOBILE },
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['transaction sent', 'workflow started']);
+    commit();
+    const result = await sending;
+    expect(events).toEqual(['transaction sent', 'workflow started', 'transaction committed']);
+    expect(result.deliveryStarted).toBe(true);
+    expect(world.workflow.started.map((input) => input.sid)).toEqual([result.verification.sid]);
+  });
+
+  it('after a refused transaction, starts the next decision’s workflow only once its write is in', async () => {
+    const service = world.addService({ balance: 100_000 });
+    const events: string[] = [];
+    const { store, commit } = gatedStore(world.store, events);
+    const started: string[] = [];
+    const workflow = {
+      start: async (input: { sid: string }) =>
+        void (events.push('workflow started'), started.push(input.sid)),
+    };
+    const sending = sendVerification(
+      { ...world.sendDeps, store, workflow },
+      { serviceSid: service.sid, to: UK_MOBILE },
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    // Another send to the number commits while this one's transaction is in flight: the number's log moved on,
+    // so this transaction is refused and the send decided again under a new SID.
+    await world.send({ serviceSid: service.sid, to: UK_MOBILE });
+    commit();
+    const result = await sending;
+    expect(events).toEqual([
+      'transaction sent',
+      'workflow started',
+      'transaction refused',
+      'transaction sent',
+      'transaction committed',
+      'workflow started',
+    ]);
+    // The first start was for the refused SID (its execution finds nothing); the second for the accepted one.
+    expect(started).toHaveLength(2);
+    expect(started[1]).toBe(result.verification.sid);
+    expect(started[0]).not.toBe(result.verification.sid);
+  });
+
+  it('answers 201 when the start fails beside a committed transaction, for the sweeper to start', async () => {
+    const service = world.addService();
+    world.workflow.failing = true;
+    const result = await world.send({ serviceSid: service.sid, to: UK_MOBILE });
+    expect(result.deliveryStarted).toBe(false);
+    expect(world.store.charges(service.sid)).toHaveLength(1);
+  });
+});
