@@ -57,7 +57,7 @@ function sdkChoiceOf(bundle: BundleResult) {
   const bundledMs = deployed?.spawnToResponseMs?.median;
   const runtimeMs = runtimeSdk?.spawnToResponseMs?.median;
   if (bundledMs === undefined || runtimeMs === undefined) return undefined;
-  return { bundledMs, runtimeMs, wins: runtimeMs >= bundledMs * 1.05 };
+  return { bundledMs, runtimeMs };
 }
 
 export function evaluateTargets(
@@ -108,11 +108,23 @@ export function evaluateTargets(
       note: `overhead p50 ${fmt(operation.overhead.p50)} ms; vs raw round trips ${fmt(operation.ratioToRaw)}`,
     });
   }
+  // The SDK choice is one setting for every function, so it is judged on all the measured functions together:
+  // the sum of their cold-start medians each way. One function's medians differ by less than its runs' spread
+  // (tens of ms here), so a per-function verdict flipped from run to run.
   const measuredSdk = (bundles?.results ?? [])
     .filter((bundle) => !bundle.error && bundle.entry !== BASELINE_ENTRY)
     .map(sdkChoiceOf)
     .filter((choice) => choice !== undefined);
-  const bundledSdkWinsEverywhere = measuredSdk.length > 0 && measuredSdk.every((choice) => choice.wins);
+  const sdkTotals = measuredSdk.reduce(
+    (total, choice) => ({
+      bundledMs: total.bundledMs + choice.bundledMs,
+      runtimeMs: total.runtimeMs + choice.runtimeMs,
+    }),
+    { bundledMs: 0, runtimeMs: 0 },
+  );
+  // "Measurably faster": the runtime's SDK at least 5 % slower over them all.
+  const bundledSdkWins = measuredSdk.length > 0 && sdkTotals.runtimeMs >= sdkTotals.bundledMs * 1.05;
+  const overall = `the ${measuredSdk.length} functions measured start in ${fmt(round(sdkTotals.bundledMs, 0))} ms bundled vs ${fmt(round(sdkTotals.runtimeMs, 0))} ms with the runtime's SDK (sum of medians)`;
   for (const bundle of bundles?.results ?? []) {
     if (bundle.error || bundle.entry === BASELINE_ENTRY) continue;
     // Issue 13: a cold start near a bare function's (the baseline: a document client and one GetItem).
@@ -131,23 +143,21 @@ export function evaluateTargets(
       });
     }
     // Issue 13: under 400 KB, unless bundling the AWS SDK (which takes a bundle past it) measurably starts faster
-    // than the runtime's SDK: then the cold start wins. "Measurably": the runtime's SDK at least 5 % slower. The
-    // stream and queue consumers have no cold start here; the choice is one setting for every function, so they
-    // are held to every measured function's result.
+    // than the runtime's SDK: then the cold start wins. Judged over every measured function (above); the stream
+    // and queue consumers, with no cold start here, take the same setting.
     const sdk = sdkChoiceOf(bundle);
-    const sdkWins = sdk ? sdk.wins : bundledSdkWinsEverywhere;
     targets.push({
       target: `bundle ${bundle.entry} under 400 KB minified, or the bundled AWS SDK starts faster`,
       limit: '< 400 KB',
       measured: `${fmt(bundle.kb)} KB`,
-      met: bundle.bytes < BUNDLE_LIMIT_BYTES || sdkWins,
+      met: bundle.bytes < BUNDLE_LIMIT_BYTES || bundledSdkWins,
       note: bundle.underLimit
         ? ''
         : `over by ${fmt(round((bundle.bytes - BUNDLE_LIMIT_BYTES) / 1024, 1))} KB; ${
             sdk
-              ? `cold ${fmt(sdk.bundledMs)} ms bundled vs ${fmt(sdk.runtimeMs)} ms with the runtime's SDK; `
-              : `no cold start of its own; the bundled SDK started faster in ${bundledSdkWinsEverywhere ? 'every' : 'not every'} function measured; `
-          }largest: ${bundle.largest
+              ? `this one ${fmt(sdk.bundledMs)} ms bundled vs ${fmt(sdk.runtimeMs)} ms with the runtime's SDK; `
+              : 'no cold start of its own; '
+          }${overall}; largest: ${bundle.largest
             .slice(0, 3)
             .map((part) => `${part.source} ${fmt(part.kb)} KB`)
             .join(', ')}`,

@@ -43,7 +43,7 @@ const PLAN = quick
       taskIterations: 200,
       levels: [1, 8, 32],
       durationS: 5,
-      coldRuns: 10,
+      coldRuns: 20,
     };
 
 const RESULTS_FILE = join(__dirname, 'results.json');
