@@ -529,7 +529,8 @@ function coldRun(
         BENCH_EVENT: JSON.stringify(event),
         // Never look for credentials on the network (the instance metadata address): loopback traffic only.
         AWS_EC2_METADATA_DISABLED: 'true',
-        // The bundles leave the AWS SDK to the runtime, as Lambda's Node.js 22 does from /var/runtime.
+        // Where the runtime's-SDK builds find `@aws-sdk`, as Lambda's Node.js 22 does in /var/runtime (the deployed
+        // builds bundle it and look nowhere).
         NODE_PATH: join(ROOT, 'node_modules'),
         ...env,
       },
