@@ -371,14 +371,17 @@ describe('the first read may be a second behind (eventually consistent), and onl
       snapshots.set(e164, await memory.loadSendContext({ serviceSid, e164, country: 'GB' }));
     return { store, reads, lag };
   };
+  /** A send to UK_MOBILE through `store`. */
+  const sendThrough = (store: MemoryStore, serviceSid: string, idempotencyKey?: string) =>
+    sendVerification(
+      { ...world.sendDeps, store },
+      { serviceSid, to: UK_MOBILE, ...(idempotencyKey && { idempotencyKey }) },
+    );
 
   it('accepts on the first read alone when it allows the send: one read, not up to date', async () => {
     const service = world.addService();
     const lagging = laggingStore(world.store);
-    await sendVerification(
-      { ...world.sendDeps, store: lagging.store },
-      { serviceSid: service.sid, to: UK_MOBILE },
-    );
+    await sendThrough(lagging.store, service.sid);
     expect(lagging.reads).toEqual(['recent']);
   });
 
@@ -388,10 +391,7 @@ describe('the first read may be a second behind (eventually consistent), and onl
     await lagging.lag(UK_MOBILE, service.sid);
     world.store.putService({ ...world.store.getService(service.sid)!, balance: 600 });
 
-    const result = await sendVerification(
-      { ...world.sendDeps, store: lagging.store },
-      { serviceSid: service.sid, to: UK_MOBILE },
-    );
+    const result = await sendThrough(lagging.store, service.sid);
     expect(result.verification.status).toBe('PENDING');
     expect(lagging.reads).toEqual(['recent', 'latest']);
     expect(world.store.getService(service.sid)?.balance).toBe(0);
@@ -402,14 +402,7 @@ describe('the first read may be a second behind (eventually consistent), and onl
   it('refuses, and counts once, only after reading again up to date', async () => {
     const service = world.addService({ balance: 100 });
     const lagging = laggingStore(world.store);
-    expect(
-      await refusal(
-        sendVerification(
-          { ...world.sendDeps, store: lagging.store },
-          { serviceSid: service.sid, to: UK_MOBILE },
-        ),
-      ),
-    ).toBe('insufficient_funds');
+    expect(await refusal(sendThrough(lagging.store, service.sid))).toBe('insufficient_funds');
     expect(lagging.reads).toEqual(['recent', 'latest']);
     expect(await sendsLogged()).toBe(1);
   });
@@ -422,14 +415,7 @@ describe('the first read may be a second behind (eventually consistent), and onl
 
     // The stale read sees no sends; the accepting write finds the log moved on, and the send is decided again
     // on an up-to-date read: the 4th send in the burst window is refused.
-    expect(
-      await refusal(
-        sendVerification(
-          { ...world.sendDeps, store: lagging.store },
-          { serviceSid: service.sid, to: UK_MOBILE },
-        ),
-      ),
-    ).toBe('burst');
+    expect(await refusal(sendThrough(lagging.store, service.sid))).toBe('burst');
     expect(lagging.reads).toEqual(['recent', 'latest']);
     expect(world.store.charges(service.sid)).toHaveLength(3);
   });
@@ -440,10 +426,7 @@ describe('the first read may be a second behind (eventually consistent), and onl
     await lagging.lag(UK_MOBILE, service.sid);
     const first = await world.send({ serviceSid: service.sid, to: UK_MOBILE, idempotencyKey: 'retry-1' });
 
-    const again = await sendVerification(
-      { ...world.sendDeps, store: lagging.store },
-      { serviceSid: service.sid, to: UK_MOBILE, idempotencyKey: 'retry-1' },
-    );
+    const again = await sendThrough(lagging.store, service.sid, 'retry-1');
     expect(again.replayed).toBe(true);
     expect(again.verification.sid).toBe(first.verification.sid);
     expect(world.store.charges(service.sid)).toHaveLength(1);
