@@ -52,7 +52,8 @@ export interface DeliveryAttempt {
  * A provider's acceptance of channel `channelIndex`'s message, not written on its own: the delivery workflow
  * carries it until the next write it makes anyway (the next channel's claim, the end of delivery) records it,
  * or a receipt records its own message id first. A write saved on every delivery; a message id is lost only when
- * the execution dies before that write, and then the channel stays `sending`, which counts as carried.
+ * the deliver task's output is (its run dies after sending, or Step Functions retries it) or the execution dies
+ * before that write, and then the channel stays `sending`, which counts as carried.
  */
 export interface ChannelAnswer {
   channelIndex: number;
