@@ -280,6 +280,21 @@ describe('DynamoDB faults on the send path', () => {
     },
   );
 
+  it("the send's context read lags (eventually consistent, it sees none of the account): read again up to date, 201, charged once", async () => {
+    const account = await books.open(1);
+    const api = harness.client(account);
+    faults.reset();
+    const stale = faults.inject({ operation: 'BatchGetItem', pkPrefix: 'SERVICE#', kind: 'stale' });
+    const response = await api.send({ To: freshUsNumber() });
+    expect(response.status).toBe(201);
+    expect(stale.fired).toBe(1);
+    // The first read asked for no consistency and missed the service; the refusal it suggested was read again
+    // with a consistent read before it could stand, and the send went through on that read.
+    const reads = faults.calls.filter((call) => call.operation === 'BatchGetItem');
+    expect(reads.map((call) => call.consistent)).toEqual([false, true]);
+    expect((await ledger(account)).charges.map((line) => line.verification_sid)).toEqual([response.body.sid]);
+  });
+
   it('a replay and a fetch right after the send see the verification, even where reads lag', async () => {
     const account = await books.open();
     const api = harness.client(account);
