@@ -2,8 +2,9 @@
  * The console in a real browser: Debian's Chromium driven by puppeteer-core, against the local stack as
  * `npm start` builds it (seeded demo service, the real clock, the local sign-in), on the run's DynamoDB Local.
  * Each page is exercised through its controls, and what it changes is checked against the public API; a
- * screenshot of each page goes to docs/console/ (shown in docs/console.md). A Content-Security-Policy violation
- * or an error in the page fails the test.
+ * screenshot of each page is taken, into docs/console/ (shown in docs/console.md) with `npm run screenshots`
+ * (`OTP_SCREENSHOTS=docs`), else into a temporary directory, so that `npm test` leaves the working tree as it
+ * found it. A Content-Security-Policy violation or an error in the page fails the test.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +19,10 @@ import { createTable } from '../../local/table';
 import { dynamoEndpoint, eventually } from '../support/harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = join(__dirname, '..', '..', 'docs', 'console');
+const SHOTS =
+  process.env.OTP_SCREENSHOTS === 'docs'
+    ? join(__dirname, '..', '..', 'docs', 'console')
+    : mkdtempSync(join(tmpdir(), 'console-shots-'));
 
 let stack: LocalStack;
 let demo: DemoAccount;
@@ -77,6 +81,7 @@ afterAll(async () => {
   await browser?.close();
   await stack?.close();
   if (downloads) rmSync(downloads, { recursive: true, force: true });
+  if (process.env.OTP_SCREENSHOTS !== 'docs') rmSync(SHOTS, { recursive: true, force: true });
 });
 
 afterEach(() => {
