@@ -87,7 +87,7 @@ export async function deliverOverChannel(
     return finish(deps, verification, input);
   }
 
-  let attempt = verification.deliveries[String(input.channelIndex)];
+  const attempt = verification.deliveries[String(input.channelIndex)];
   if (!attempt) {
     // Claim the channel before calling its provider, so that a task or an execution run twice (Express runs
     // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
@@ -100,18 +100,14 @@ export async function deliverOverChannel(
     if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, answered))) {
       return waitForReceipt(input, []);
     }
-    attempt = await sendOnce(deps, verification, input.channelIndex);
-    if (attempt.outcome !== 'sending') {
-      (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, attempt.outcome));
-    }
-    if (attempt.outcome === 'accepted') {
+    const sent = await sendOnce(deps, verification, input.channelIndex);
+    (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, sent.outcome));
+    if (sent.outcome === 'accepted') {
       // Not written now: the receipt's write, the next channel's claim or the end records it (ChannelAnswer).
-      return waitForReceipt(input, [
-        { channelIndex: input.channelIndex, messageId: attempt.messageId ?? '' },
-      ]);
+      return waitForReceipt(input, [{ channelIndex: input.channelIndex, messageId: sent.messageId ?? '' }]);
     }
     // A refusal or failure is written at once: the end of delivery and `unreachable` read it from the record.
-    await deps.store.recordChannelOutcome(input.sid, input.channelIndex, attempt);
+    await deps.store.recordChannelOutcome(input.sid, input.channelIndex, sent);
     return nextChannel(deps, verification, { ...input, answers: [] });
   }
   if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return waitForReceipt(input, []);
@@ -216,7 +212,7 @@ async function sendOnce(
   deps: DeliveryDeps,
   verification: Verification,
   channelIndex: number,
-): Promise<DeliveryAttempt> {
+): Promise<DeliveryAttempt & { outcome: 'accepted' | 'rejected' | 'failed' }> {
   const channel = verification.channels[channelIndex]!;
   const at = deps.clock.now().toISOString();
   if (!verification.sealedCode) return { channel, outcome: 'failed', reason: 'code no longer held', at };
