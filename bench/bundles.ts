@@ -110,8 +110,8 @@ export interface BundleResult {
   cold: ColdStart[];
   /**
    * Requests the entry's cold runs made to the bench's other AWS endpoints (bench/fake-aws.ts): `StartExecution`
-   * (one per run for the send: its answer waits for the start, as on AWS) and `GetSecretValue` (one per key
-   * group per run for the functions with keys).
+   * (one per run for the send: its answer waits for the start, as on AWS) and the key secret reads (one request
+   * per run for the functions with keys: `GetSecretValue` for one group, `BatchGetSecretValue` for more).
    */
   workflowStarts?: number;
   secretReads?: number;
@@ -279,7 +279,8 @@ export async function measureBundles(
 
       const cold: ColdStart[] = [];
       const startsBefore = aws.calls('StartExecution');
-      const readsBefore = aws.calls('GetSecretValue');
+      const secretRequests = () => aws.calls('GetSecretValue') + aws.calls('BatchGetSecretValue');
+      const readsBefore = secretRequests();
       // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
       // would need AWS endpoints this bench does not fake, so only their size is reported.
       const servable = entry === BASELINE_ENTRY || COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
@@ -328,7 +329,7 @@ export async function measureBundles(
           entry === BASELINE_ENTRY || awsClients.join(',') === declaredClients(entry).join(','),
         cold,
         workflowStarts: aws.calls('StartExecution') - startsBefore,
-        secretReads: aws.calls('GetSecretValue') - readsBefore,
+        secretReads: secretRequests() - readsBefore,
       });
     }
     // The baseline first in the results, and every entry's ratio to it.

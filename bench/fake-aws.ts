@@ -2,8 +2,9 @@
  * The two AWS services other than DynamoDB that a cold function calls on Lambda, on loopback for the cold starts
  * (bench/bundles.ts), answering as AWS does (awsJson1_1 and awsJson1_0), so each cold run makes the SDK calls a
  * deployed function makes (client set-up, signing with the environment's credentials, one HTTP request each):
- * - Secrets Manager `GetSecretValue`: a function with key groups (lib/functions.ts `keys`) reads each group's key
- *   secret at its first invocation (functions/wiring/keys.ts). Each secret holds the bench's master key as its
+ * - Secrets Manager `GetSecretValue` and `BatchGetSecretValue`: a function with key groups (lib/functions.ts
+ *   `keys`) reads its groups' key secrets at its first invocation, two or more in one batch
+ *   (functions/wiring/keys.ts). Each secret holds the bench's master key as its
  *   root, which gives the same keys as the master key (functions/adapters/keyring.ts), so signed events still
  *   verify. Before, the cold runs were given `OTP_MASTER_KEY` and read no secret.
  * - Step Functions `StartExecution`: a send answers after starting its workflow. Before, the send had no state
@@ -21,7 +22,7 @@ export interface FakeAws {
    * the function's code is the deployed one, only the host differs).
    */
   env(keys: readonly KeyGroup[]): Record<string, string>;
-  /** Requests answered so far, by operation (`StartExecution`, `GetSecretValue`). */
+  /** Requests answered so far, by operation (`StartExecution`, `GetSecretValue`, `BatchGetSecretValue`). */
   calls(operation: string): number;
   close(): Promise<void>;
 }
@@ -60,17 +61,23 @@ export async function startFakeAws(masterKey: string): Promise<FakeAws> {
           '1.0',
         );
       }
-      const group = KEY_GROUP_NAMES.find((candidate) => secretArn(candidate) === body.SecretId);
+      const groupOf = (id: unknown) => KEY_GROUP_NAMES.find((candidate) => secretArn(candidate) === id);
+      const secretValue = (group: KeyGroup) => ({
+        ARN: secretArn(group),
+        Name: `bench-${group}`,
+        SecretString: JSON.stringify({ purpose: group, key: masterKey }),
+        VersionId: 'bench',
+      });
+      const group = groupOf(body.SecretId);
       if (target === 'secretsmanager.GetSecretValue' && group) {
+        return answer(response, 200, secretValue(group), '1.1');
+      }
+      const batch = Array.isArray(body.SecretIdList) ? body.SecretIdList.map(groupOf) : [];
+      if (target === 'secretsmanager.BatchGetSecretValue' && batch.length > 0 && batch.every(Boolean)) {
         return answer(
           response,
           200,
-          {
-            ARN: secretArn(group),
-            Name: `bench-${group}`,
-            SecretString: JSON.stringify({ purpose: group, key: masterKey }),
-            VersionId: 'bench',
-          },
+          { SecretValues: (batch as KeyGroup[]).map(secretValue), Errors: [] },
           '1.1',
         );
       }

@@ -132,11 +132,21 @@ export class OtpFunction extends Grouping {
         }),
       );
     }
+    if (spec.keys.length > 1) {
+      // Two or more key secrets are read in one request (functions/wiring/keys.ts). The batch action has no
+      // resource-level permission; Secrets Manager still checks GetSecretValue on each secret (the statement
+      // above), so what the function may read is unchanged.
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['secretsmanager:BatchGetSecretValue'], resources: ['*'] }),
+      );
+    }
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'Only the X-Ray statement added by active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords): ' +
-        'these actions support no resource-level permissions. Table, secret and log permissions are exact ARNs.',
+        'Only the X-Ray statement added by active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) and, ' +
+        'for a function with two key secrets, secretsmanager:BatchGetSecretValue: these actions support no ' +
+        'resource-level permissions (the batch still needs GetSecretValue on each secret, granted by exact ARN). ' +
+        'Table, secret and log permissions are exact ARNs.',
     });
     Validations.of(fn).acknowledge({
       id: 'AwsSolutions-L1',

@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import {
@@ -22,26 +24,62 @@ const MASTER = 'master-key-for-tests-0123456789abcdef';
 const root = (group: KeyGroup) => `${group}-root-0123456789abcdef0123456789abcdef`;
 const secretValue = (group: string, key = root(group as KeyGroup)) => JSON.stringify({ purpose: group, key });
 
-/** A Secrets Manager client answering from a map, recording the ids asked for; nothing leaves the process. */
-function fakeSecretsManager(values: Record<string, string>) {
-  const asked: string[] = [];
+/**
+ * Secrets Manager on loopback, speaking its wire protocol (awsJson1_1) for `GetSecretValue` and
+ * `BatchGetSecretValue` from a map of ARN to value, recording each request as the client put it on the wire.
+ * A secret not in the map is refused as AWS refuses one the role may not read.
+ */
+async function fakeSecretsManager(values: Record<string, string>) {
+  const requests: { target: string; body: Record<string, unknown> }[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const target = String(request.headers['x-amz-target']);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      requests.push({ target, body });
+      const entry = (arn: string) => ({ ARN: arn, Name: arn.split(':').pop(), SecretString: values[arn] });
+      const denied = (id: string) => ({
+        SecretId: id,
+        ErrorCode: 'AccessDeniedException',
+        Message: `not authorized to read ${id}`,
+      });
+      let status = 200;
+      let answer: unknown;
+      if (target === 'secretsmanager.GetSecretValue') {
+        const id = body.SecretId as string;
+        if (values[id] === undefined) {
+          status = 400;
+          answer = { __type: 'AccessDeniedException', message: `not authorized to read ${id}` };
+        } else answer = entry(id);
+      } else {
+        const ids = body.SecretIdList as string[];
+        // Answered in another order than asked: nothing may rely on the order.
+        answer = {
+          SecretValues: ids
+            .filter((id) => values[id] !== undefined)
+            .reverse()
+            .map(entry),
+          Errors: ids.filter((id) => values[id] === undefined).map(denied),
+        };
+      }
+      response.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' });
+      response.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const client = new SecretsManagerClient({
     region: 'eu-west-1',
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   });
-  client.middlewareStack.add(
-    () => async (args) => {
-      const id = (args.input as { SecretId: string }).SecretId;
-      asked.push(id);
-      const value = values[id];
-      if (value === undefined)
-        throw Object.assign(new Error(`no secret ${id}`), { name: 'AccessDeniedException' });
-      return { output: { SecretString: value, $metadata: {} }, response: {} } as never;
-    },
-    { step: 'initialize', name: 'fakeSecretsManager' },
-  );
-  return { client, asked };
+  servers.push(server);
+  return { client, requests };
 }
+const servers: Server[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+});
 
 describe('key rings', () => {
   it('a master-key ring keeps every key of before: data sealed by a master-key vault opens with it', () => {
@@ -113,23 +151,30 @@ describe('key secrets', () => {
 });
 
 describe('loadKeyRing (the Lambda cold start)', () => {
-  it('reads exactly the key secrets the environment names, and holds only their purposes', async () => {
-    const secrets = fakeSecretsManager({
-      'arn:seal': secretValue('codeSeal'),
-      'arn:carrier': secretValue('carrier'),
-      'arn:hash': secretValue('codeHash'),
-      'arn:webhook': secretValue('webhook'),
+  const ARN = (name: string) => `arn:aws:secretsmanager:eu-west-1:123456789012:secret:${name}-AbCdEf`;
+
+  it('reads exactly the key secrets the environment names, two in one BatchGetSecretValue, and holds only their purposes', async () => {
+    const secrets = await fakeSecretsManager({
+      [ARN('seal')]: secretValue('codeSeal'),
+      [ARN('carrier')]: secretValue('carrier'),
+      [ARN('hash')]: secretValue('codeHash'),
+      [ARN('webhook')]: secretValue('webhook'),
     });
     const ring = await loadKeyRing(
       {
-        [KEY_GROUPS.codeSeal.env]: 'arn:seal',
-        [KEY_GROUPS.carrier.env]: 'arn:carrier',
+        [KEY_GROUPS.codeSeal.env]: ARN('seal'),
+        [KEY_GROUPS.carrier.env]: ARN('carrier'),
         // Ignored when key secrets are named: on AWS nothing falls back to a master key.
         OTP_MASTER_KEY: MASTER,
       },
       secrets.client,
     );
-    expect(secrets.asked.sort()).toEqual(['arn:carrier', 'arn:seal']);
+    expect(secrets.requests).toEqual([
+      {
+        target: 'secretsmanager.BatchGetSecretValue',
+        body: { SecretIdList: [ARN('seal'), ARN('carrier')] },
+      },
+    ]);
     const sealed = new CryptoCodeVault(groupKeyRing({ codeSeal: root('codeSeal') })).seal(SID, '222222');
     expect(new CryptoCodeVault(ring).open(SID, sealed)).toBe('222222');
     expect(
@@ -139,21 +184,52 @@ describe('loadKeyRing (the Lambda cold start)', () => {
     expect(() => ring.key('webhook-secrets')).toThrow(/OTP_WEBHOOK_SECRET_ARN/);
   });
 
-  it('fails the cold start when a named secret is of another group (a wrong ARN in the environment)', async () => {
-    const secrets = fakeSecretsManager({ 'arn:hash': secretValue('codeHash') });
-    await expect(loadKeyRing({ [KEY_GROUPS.webhook.env]: 'arn:hash' }, secrets.client)).rejects.toThrow(
-      /holds the codeHash key, not the webhook key/,
+  it('one key secret: one GetSecretValue (no batch permission needed)', async () => {
+    const secrets = await fakeSecretsManager({ [ARN('hash')]: secretValue('codeHash') });
+    const ring = await loadKeyRing({ [KEY_GROUPS.codeHash.env]: ARN('hash') }, secrets.client);
+    expect(secrets.requests).toEqual([
+      { target: 'secretsmanager.GetSecretValue', body: { SecretId: ARN('hash') } },
+    ]);
+    expect(ring.key('code-hash').equals(groupKeyRing({ codeHash: root('codeHash') }).key('code-hash'))).toBe(
+      true,
     );
   });
 
+  it('fails the cold start, naming the secret, when the batch answers a secret with an error', async () => {
+    const secrets = await fakeSecretsManager({ [ARN('hash')]: secretValue('codeHash') });
+    await expect(
+      loadKeyRing(
+        { [KEY_GROUPS.codeHash.env]: ARN('hash'), [KEY_GROUPS.codeSeal.env]: ARN('seal') },
+        secrets.client,
+      ),
+    ).rejects.toThrow(`Reading the key secrets failed: ${ARN('seal')}: AccessDeniedException`);
+  });
+
+  it('fails the cold start when a named secret is of another group (a wrong ARN in the environment)', async () => {
+    const secrets = await fakeSecretsManager({
+      [ARN('hash')]: secretValue('codeHash'),
+      [ARN('seal')]: secretValue('codeSeal'),
+    });
+    await expect(loadKeyRing({ [KEY_GROUPS.webhook.env]: ARN('hash') }, secrets.client)).rejects.toThrow(
+      /holds the codeHash key, not the webhook key/,
+    );
+    // Swapped in the batch: each value is matched to the ARN it came from, not to its place in the answer.
+    await expect(
+      loadKeyRing(
+        { [KEY_GROUPS.codeHash.env]: ARN('seal'), [KEY_GROUPS.codeSeal.env]: ARN('hash') },
+        secrets.client,
+      ),
+    ).rejects.toThrow(/holds the codeSeal key, not the codeHash key/);
+  });
+
   it('without key secrets: every purpose from OTP_MASTER_KEY (local stack), or none at all', async () => {
-    const secrets = fakeSecretsManager({});
+    const secrets = await fakeSecretsManager({});
     const local = await loadKeyRing({ OTP_MASTER_KEY: MASTER }, secrets.client);
     for (const purpose of KEY_PURPOSES)
       expect(local.key(purpose).equals(masterKeyRing(MASTER).key(purpose))).toBe(true);
     const none = await loadKeyRing({}, secrets.client);
     expect(() => none.key('code-hash')).toThrow(/no code-hash key/);
-    expect(secrets.asked).toEqual([]);
+    expect(secrets.requests).toEqual([]);
   });
 });
 
