@@ -48,8 +48,17 @@ import { configurationSetArn, whatsAppPhoneNumberArn, type ProviderDeployment } 
 import { Grouping } from './logical-ids';
 import { OtpFunction } from './otp-function';
 
-/** The SMS and RCS events the configuration set publishes: the ones the receipt parser acts on (aws-events.ts). */
-export const SMS_RECEIPT_EVENT_TYPES = [...SMS_DELIVERED, 'TEXT_SUCCESSFUL', ...SMS_FAILED];
+/**
+ * The SMS and RCS events the configuration set publishes: the ones the receipt parser acts on (aws-events.ts).
+ * `TEXT_SUCCESSFUL` only where it settles an attempt (`otp:awsSmsSuccessfulMeans` `delivered`, the default): with
+ * `accepted` it changes nothing, and every event published is an SNS request and a receipt function invocation
+ * (in countries where AWS sends both events, half of an SMS's receipt traffic).
+ */
+export const smsReceiptEventTypes = (successfulMeans: 'delivered' | 'accepted' | undefined): string[] => [
+  ...SMS_DELIVERED,
+  ...(successfulMeans === 'accepted' ? [] : ['TEXT_SUCCESSFUL']),
+  ...SMS_FAILED,
+];
 
 /** The services that publish provider events to the topic. */
 const PUBLISHERS = ['sms-voice.amazonaws.com', 'social-messaging.amazonaws.com'];
@@ -130,7 +139,7 @@ export class Providers extends Grouping {
             {
               eventDestinationName: 'otp-receipts',
               enabled: true,
-              matchingEventTypes: SMS_RECEIPT_EVENT_TYPES,
+              matchingEventTypes: smsReceiptEventTypes(providers.awsSms.successfulMeans),
               snsDestination: { topicArn: topic.topicArn },
             },
           ],

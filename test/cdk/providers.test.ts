@@ -130,6 +130,23 @@ describe('the example provider configuration', () => {
     });
   });
 
+  test('with TEXT_SUCCESSFUL meaning accepted (no receipt), the configuration set does not publish it', () => {
+    /** The event types the stack's configuration set publishes to the topic. */
+    const published = (template: Template) => {
+      const sets = Object.values(template.findResources('AWS::SMSVOICE::ConfigurationSet')) as {
+        Properties: { EventDestinations: { MatchingEventTypes: string[] }[] };
+      }[];
+      expect(sets).toHaveLength(1);
+      return sets[0]!.Properties.EventDestinations[0]!.MatchingEventTypes;
+    };
+    const accepted = synth({ [K.providersFile]: EXAMPLE_FILE, [K.awsSmsSuccessfulMeans]: 'accepted' });
+    // Each published event is an SNS request and an invocation; this one would change nothing.
+    expect(published(built.template)).toContain('TEXT_SUCCESSFUL');
+    expect(published(accepted.template)).toEqual(
+      published(built.template).filter((type) => type !== 'TEXT_SUCCESSFUL'),
+    );
+  });
+
   test('an EventBridge rule for social-messaging events, the only invoker of the EventBridge receipt function', () => {
     const fn = built.stack.providers!.receiptFunctions.eventReceipt!.function;
     const fnId = id(fn);
