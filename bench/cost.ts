@@ -146,6 +146,11 @@ export interface CostResults {
   receiptDelays: ReceiptDelayRow[];
   totalFourServices: { measured: number; projected: number };
   totalWithOther: { measured: number; projected: number };
+  /**
+   * The four services with the receipt callbacks on the receipt function's own URL (`otp:receiptFunctionUrl`): the
+   * same invocations, no API Gateway request for them. Absent from results of before that setting.
+   */
+  totalWithReceiptsOnFunctionUrl?: { measured: number; projected: number; callbacks: number };
 }
 
 const perMillion = (usdPerUnit: number, units: number) => usdPerUnit * units * 1_000_000;
@@ -273,6 +278,8 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
     perMillion(PRICES.dynamoDbPerMillionWru / 1_000_000, wru) +
     perMillion(PRICES.dynamoDbPerMillionRru / 1_000_000, rru);
   const apiGateway = perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, apiGatewayRequests);
+  // What the receipt callbacks' API Gateway requests cost: saved when they come to the function's own URL.
+  const receiptRequestsUsd = perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, path.receipts);
   const logs = perMillion(PRICES.cloudWatchLogsIngestPerGb / 1024 ** 3, logTotal);
   // Traces: every API request and the execution (whose tasks join its trace).
   const xray = perMillion(
@@ -388,5 +395,10 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
     receiptDelays,
     totalFourServices: { measured: sum('measured', four), projected: sum('projected', four) },
     totalWithOther: { measured: sum('measured', () => true), projected: sum('projected', () => true) },
+    totalWithReceiptsOnFunctionUrl: {
+      measured: round(sum('measured', four) - receiptRequestsUsd, 2),
+      projected: round(sum('projected', four) - receiptRequestsUsd, 2),
+      callbacks: path.receipts,
+    },
   };
 }

@@ -453,6 +453,16 @@ export function renderReport(results: BenchResults, markdown = false): string {
           cost.totalWithOther.projected.toFixed(2),
           '',
         ],
+        ...(cost.totalWithReceiptsOnFunctionUrl
+          ? [
+              [
+                'total of the four, receipts on the function URL',
+                cost.totalWithReceiptsOnFunctionUrl.measured.toFixed(2),
+                cost.totalWithReceiptsOnFunctionUrl.projected.toFixed(2),
+                `otp:receiptFunctionUrl (with otp:receiptReservedConcurrency): ${cost.totalWithReceiptsOnFunctionUrl.callbacks} receipt callback(s) without their API Gateway request`,
+              ],
+            ]
+          : []),
       ],
     ),
   );

@@ -30,6 +30,11 @@ export interface OtpConfig {
   receiptThrottleBurstLimit: number;
   /** Concurrency reserved for the receipt function; undefined: none (the account's unreserved pool). */
   receiptReservedConcurrency: number | undefined;
+  /**
+   * Receipt callbacks on the receipt function's own URL (a Lambda function URL) instead of the HTTP API: no API
+   * Gateway request per callback. Only with `receiptReservedConcurrency`, which is then the route's throttle.
+   */
+  receiptFunctionUrl: boolean;
   logRetention: RetentionDays;
   /** Existing SNS topic the alarms notify; without it the alarms only change state. */
   alarmTopicArn: string | undefined;
@@ -48,6 +53,7 @@ export const CONTEXT_KEYS = {
   receiptThrottleRateLimit: 'otp:receiptThrottleRateLimit',
   receiptThrottleBurstLimit: 'otp:receiptThrottleBurstLimit',
   receiptReservedConcurrency: 'otp:receiptReservedConcurrency',
+  receiptFunctionUrl: 'otp:receiptFunctionUrl',
   logRetentionDays: 'otp:logRetentionDays',
   alarmTopicArn: 'otp:alarmTopicArn',
 } as const;
@@ -140,6 +146,24 @@ export function readConfig(node: Node): OtpConfig {
     );
   }
 
+  const receiptReservedConcurrency = optionalWholeNumber(node, CONTEXT_KEYS.receiptReservedConcurrency, 1);
+  const receiptFunctionUrlText = raw(node, CONTEXT_KEYS.receiptFunctionUrl) ?? 'false';
+  if (receiptFunctionUrlText !== 'true' && receiptFunctionUrlText !== 'false') {
+    throw new Error(
+      `Context ${CONTEXT_KEYS.receiptFunctionUrl} must be true or false, got "${receiptFunctionUrlText}"`,
+    );
+  }
+  const receiptFunctionUrl = receiptFunctionUrlText === 'true';
+  // A function URL has no API Gateway throttle in front of it: without reserved concurrency a flood of forged
+  // callbacks could take the account's whole concurrency from the sends and checks.
+  if (receiptFunctionUrl && receiptReservedConcurrency === undefined) {
+    throw new Error(
+      `Context ${CONTEXT_KEYS.receiptFunctionUrl}=true needs ${CONTEXT_KEYS.receiptReservedConcurrency}: on a function ` +
+        'URL the reserved concurrency is the only limit on the receipt route (10 carries several hundred ' +
+        'receipts a second)',
+    );
+  }
+
   const alarmTopicArn = raw(node, CONTEXT_KEYS.alarmTopicArn);
   if (alarmTopicArn !== undefined && !/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]+$/.test(alarmTopicArn)) {
     throw new Error(`Context ${CONTEXT_KEYS.alarmTopicArn} is not an SNS topic ARN: "${alarmTopicArn}"`);
@@ -163,7 +187,8 @@ export function readConfig(node: Node): OtpConfig {
       DEFAULTS.receiptThrottleBurstLimit,
       1,
     ),
-    receiptReservedConcurrency: optionalWholeNumber(node, CONTEXT_KEYS.receiptReservedConcurrency, 1),
+    receiptReservedConcurrency,
+    receiptFunctionUrl,
     logRetention: logRetention as RetentionDays,
     alarmTopicArn,
     providers,

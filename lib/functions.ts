@@ -8,6 +8,7 @@
 import { worstCallMs } from '../functions/adapters/dynamodb/client';
 import type { PartitionFamily, TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
 import type { KeyGroup } from '../functions/adapters/keyring';
+import { RECEIPT_ROUTE } from '../functions/http/routes';
 
 export type FunctionName =
   | 'send'
@@ -175,7 +176,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     entry: 'functions/api/receipt.ts',
     description: 'POST /v2/Callbacks/{Provider} (signed delivery receipts)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
-    route: { method: 'POST', path: '/v2/Callbacks/{Provider}' },
+    route: RECEIPT_ROUTE,
     // The verification the receipt names (no API key: the carrier's signature authenticates); a Vonage
     // callback's token id, remembered with a conditional put so that a replay is refused.
     table: [

@@ -1,6 +1,7 @@
 import { CfnOutput, RemovalPolicy, Stack, type CfnElement, type StackProps, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -61,6 +62,8 @@ export class OtpStack extends Stack {
   readonly logGroups: Record<FunctionName, logs.LogGroup>;
   readonly stateMachine: sfn.StateMachine;
   readonly api: HttpApi;
+  /** The receipt callbacks' own URL (`otp:receiptFunctionUrl`); undefined: they come through the HTTP API. */
+  readonly receiptUrl: lambda.FunctionUrl | undefined;
   /** The console's sign-in: user pool, app client, JWT authorizer (lib/constructs/console.ts). */
   readonly console: OtpConsole;
   readonly webhookQueue: sqs.Queue;
@@ -153,14 +156,16 @@ export class OtpStack extends Stack {
     });
     this.webhookDeadLetterQueue = webhooks.deadLetterQueue;
     let signIn: OtpConsole | undefined;
-    this.api = new OtpApi(this, 'OtpApi', {
+    const publicApi = new OtpApi(this, 'OtpApi', {
       config,
       functions: this.functions,
       authorizers: (api) => {
         signIn = new OtpConsole(this, 'ConsoleSignIn', { api, consoleFunction: this.functions.console });
         return { console: signIn.authorizer };
       },
-    }).api;
+    });
+    this.api = publicApi.api;
+    this.receiptUrl = publicApi.receiptUrl;
     this.console = signIn!;
     const alarms = new OtpAlarms(this, 'OtpAlarms', {
       alarmTopicArn: config.alarmTopicArn,
@@ -172,6 +177,7 @@ export class OtpStack extends Stack {
       webhookDeadLetterQueue: this.webhookDeadLetterQueue,
       receiptFunctions: this.providers?.receiptLambdas,
       failedReceiptQueue: this.providers?.failedReceiptQueue,
+      receiptReservedConcurrency: config.receiptReservedConcurrency,
     });
     new OtpDashboard(this, 'Dashboard', {
       service: this,
@@ -183,6 +189,13 @@ export class OtpStack extends Stack {
       description: "Base URL of the API (the spec's {base_url}); append /v2/Services/...",
       value: this.api.apiEndpoint,
     });
+    if (this.receiptUrl) {
+      new CfnOutput(this, 'ReceiptUrl', {
+        description:
+          'Base URL of the receipt callbacks (otp:receiptFunctionUrl); a provider posts to <ReceiptUrl>v2/Callbacks/<provider>',
+        value: this.receiptUrl.url,
+      });
+    }
     new CfnOutput(this, 'TableName', { value: this.table.tableName, description: 'The DynamoDB table' });
     new CfnOutput(this, 'StateMachineArn', {
       value: this.stateMachine.stateMachineArn,

@@ -11,6 +11,13 @@ export interface RouteKey {
   path: string;
 }
 
+/**
+ * The provider's delivery receipts: on the HTTP API, or on the receipt function's own URL (the same path there,
+ * matched by functions/wiring/entries.ts `servingOwnUrl`). The stack's manifest (lib/functions.ts) takes it from
+ * here.
+ */
+export const RECEIPT_ROUTE = { method: 'POST', path: '/v2/Callbacks/{Provider}' } as const satisfies RouteKey;
+
 /** The template's parameters when `path` matches it (`{name}` one segment, a last `{name+}` one or more). */
 export function matchPath(template: string, path: string): Record<string, string> | undefined {
   const want = template.split('/');

@@ -10,7 +10,7 @@ import { lambdaMetrics, withMetricsFlushed } from '../adapters/metrics';
 import type { ApiHandler } from '../http/api';
 import type { ApiContext, ApiEvent } from '../http/middleware';
 import type { HttpResponse } from '../http/response';
-import { unmatchedRoute, type RouteKey } from '../http/routes';
+import { matchPath, unmatchedRoute, type RouteKey } from '../http/routes';
 
 /** `build` once per container; a failed build (say, Secrets Manager briefly unreachable) is retried next call. */
 export function coldStart<T>(build: () => Promise<T>): () => Promise<T> {
@@ -48,6 +48,28 @@ export function answeringUnmatchedRoutes(
     event.routeKey === '$default'
       ? Promise.resolve(unmatchedRoute(apiRoutes, event.requestContext.http.method, event.rawPath))
       : entry(event, context);
+}
+
+/**
+ * An HTTP route's function reached at its own URL (a Lambda function URL: the receipt callbacks with
+ * `otp:receiptFunctionUrl`), where every method and path arrive as route key `$default` with no path
+ * parameters. The route is matched here, and its route key and parameters filled in as API Gateway would; any other
+ * request gets the JSON 404 or 405 of an unmatched API route, without building, reading or counting anything.
+ * An event that API Gateway routed passes as it is.
+ */
+export function servingOwnUrl(
+  entry: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>,
+  route: RouteKey,
+) {
+  return (event: ApiEvent, context: ApiContext): Promise<HttpResponse> => {
+    if (event.routeKey !== '$default') return entry(event, context);
+    const { method } = event.requestContext.http;
+    const pathParameters = matchPath(route.path, event.rawPath);
+    if (!pathParameters || method !== route.method)
+      return Promise.resolve(unmatchedRoute([route], method, event.rawPath));
+    // As API Gateway would route it: its route key (the request log's `route`) and its parameters.
+    return entry({ ...event, routeKey: `${route.method} ${route.path}`, pathParameters }, context);
+  };
 }
 
 /** A Lambda entry for an HTTP route. */

@@ -33,6 +33,8 @@ export interface OtpAlarmsProps {
   receiptFunctions?: Partial<Record<ProviderFunctionName, NodejsFunction>>;
   /** Where the receipt functions keep the receipts they failed on (lib/constructs/providers.ts). */
   failedReceiptQueue?: sqs.IQueue;
+  /** Concurrency reserved for the receipt callbacks' function (`otp:receiptReservedConcurrency`), if any. */
+  receiptReservedConcurrency?: number;
 }
 
 /** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
@@ -69,6 +71,15 @@ export class OtpAlarms extends Grouping {
         `${FUNCTIONS[name].id}ErrorsAlarm`,
         props.functions[name].metricErrors({ period, statistic: cloudwatch.Stats.SUM }),
         `The ${FUNCTIONS[name].id} function threw (see its log group).`,
+      );
+    }
+    // A reservation is a ceiling too (on a function URL, the callbacks' only limit): callbacks beyond it are
+    // refused with 429 and the provider retries them later, while their channels wait.
+    if (props.receiptReservedConcurrency !== undefined) {
+      alarmOn(
+        `${FUNCTIONS.receipt.id}ThrottlesAlarm`,
+        props.functions.receipt.metricThrottles({ period, statistic: cloudwatch.Stats.SUM }),
+        `The ${FUNCTIONS.receipt.id} function was throttled at its reserved concurrency (${props.receiptReservedConcurrency}, otp:receiptReservedConcurrency): receipt callbacks were refused and wait for the provider's retry; raise it if they are not a flood.`,
       );
     }
     // The provider receipt functions are invoked asynchronously (SNS, EventBridge): a receipt they fail or are

@@ -34,6 +34,8 @@ export interface OtpApiProps {
 export class OtpApi extends Grouping {
   readonly api: HttpApi;
   readonly stage: HttpStage;
+  /** The receipt function's own URL, when receipts do not come through the HTTP API (`otp:receiptFunctionUrl`). */
+  readonly receiptUrl: lambda.FunctionUrl | undefined;
 
   constructor(scope: Construct, id: string, props: OtpApiProps) {
     super(scope, id);
@@ -72,11 +74,13 @@ export class OtpApi extends Grouping {
         ),
       },
     });
-    this.separateReceipts(props);
+    this.receiptUrl = this.separateReceipts(props);
+    // With receipts on their own URL, the HTTP API has no receipt route: a callback sent to it is a 404.
+    const routes = this.receiptUrl ? ROUTES.filter((route) => route.name !== 'receipt') : ROUTES;
     const authorizers = props.authorizers?.(api);
     // One integration per function, shared by its routes (the console has several).
     const integrations = new Map<FunctionName, HttpLambdaIntegration>();
-    for (const route of ROUTES) {
+    for (const route of routes) {
       if (!integrations.has(route.name)) {
         // Payload format 2.0, as the handlers (and the local stack's HTTP server) expect.
         integrations.set(
@@ -106,7 +110,7 @@ export class OtpApi extends Grouping {
     });
     props.functions.fetch.addEnvironment(
       API_ROUTES_ENV,
-      JSON.stringify(ROUTES.map((route) => `${route.method} ${route.path}`)),
+      JSON.stringify(routes.map((route) => `${route.method} ${route.path}`)),
     );
     // The handlers of the public API authenticate every request themselves (X-API-Key looked up by hash in the
     // table, or the provider's receipt signature), so those routes have no authorizer; the console's API routes
@@ -134,8 +138,20 @@ export class OtpApi extends Grouping {
    * 100 + N) the deploy fails. With a normal limit (1,000) set `otp:receiptReservedConcurrency`: a receipt takes
    * tens of milliseconds, so 10 carries several hundred receipts a second. It is also a ceiling: receipts
    * beyond it are throttled (the carrier retries them).
+   *
+   * With that reservation, `otp:receiptFunctionUrl` moves the callbacks off the HTTP API onto the receipt
+   * function's own URL (no authorization: the provider's signature is checked in the handler, as on the API),
+   * where the reservation is the route's throttle: each callback then costs an invocation and no API Gateway
+   * request ($1.00 per million callbacks, and a provider sends two or three per message). Returns that URL.
    */
-  private separateReceipts({ config, functions }: OtpApiProps): void {
+  private separateReceipts({ config, functions }: OtpApiProps): lambda.FunctionUrl | undefined {
+    if (config.receiptReservedConcurrency !== undefined) {
+      (functions.receipt.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions =
+        config.receiptReservedConcurrency;
+    }
+    if (config.receiptFunctionUrl) {
+      return functions.receipt.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
+    }
     const receipt = FUNCTIONS.receipt.route!;
     (this.stage.node.defaultChild as CfnStage).routeSettings = {
       [`${receipt.method} ${receipt.path}`]: {
@@ -143,9 +159,6 @@ export class OtpApi extends Grouping {
         ThrottlingBurstLimit: config.receiptThrottleBurstLimit,
       },
     };
-    if (config.receiptReservedConcurrency !== undefined) {
-      (functions.receipt.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions =
-        config.receiptReservedConcurrency;
-    }
+    return undefined;
   }
 }

@@ -1072,3 +1072,74 @@ describe('configuration from context', () => {
     }
   });
 });
+
+describe('receipt callbacks on the receipt function’s own URL (otp:receiptFunctionUrl)', () => {
+  let onUrl: ReturnType<typeof synth>;
+  beforeAll(() => {
+    onUrl = synth({ 'otp:receiptFunctionUrl': true, 'otp:receiptReservedConcurrency': '10' }, false);
+  }, 60_000);
+  afterAll(() => removeAssembly(onUrl.app));
+  const idOf = (construct: IConstruct) =>
+    onUrl.stack.resolve((construct.node.defaultChild as CfnElement).logicalId) as string;
+
+  test('the receipt function has a public URL (the signature is checked in the handler) and its reserved concurrency', () => {
+    const urls = Object.values(onUrl.template.findResources('AWS::Lambda::Url'));
+    expect(urls).toHaveLength(1);
+    expect(urls[0]!.Properties).toMatchObject({
+      AuthType: 'NONE',
+      TargetFunctionArn: { 'Fn::GetAtt': [idOf(onUrl.stack.functions.receipt), 'Arn'] },
+    });
+    const receipt = onUrl.template.toJSON().Resources[idOf(onUrl.stack.functions.receipt)];
+    expect(receipt.Properties.ReservedConcurrentExecutions).toBe(10);
+    onUrl.template.hasOutput('ReceiptUrl', {
+      Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('Url'), 'FunctionUrl'] },
+    });
+    // The reservation is the route's only limit: being throttled at it alarms.
+    onUrl.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'Throttles',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: idOf(onUrl.stack.functions.receipt) } }],
+    });
+    expect(
+      Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter(
+        (alarm) => alarm.Properties.MetricName === 'Throttles',
+      ),
+    ).toEqual([]);
+  });
+
+  test('the HTTP API has no receipt route, and its 404/405 table leaves it out', () => {
+    const receiptKey = `${FUNCTIONS.receipt.route!.method} ${FUNCTIONS.receipt.route!.path}`;
+    const routeKeys = Object.values(onUrl.template.findResources('AWS::ApiGatewayV2::Route')).map(
+      (route) => route.Properties.RouteKey as string,
+    );
+    expect(routeKeys).not.toContain(receiptKey);
+    expect(routeKeys).toContain('POST /v2/Services/{ServiceSid}/Verifications');
+    const fetch = onUrl.template.toJSON().Resources[idOf(onUrl.stack.functions.fetch)];
+    const table = routesFromEnv(fetch.Properties.Environment.Variables[API_ROUTES_ENV] as string);
+    expect(table.map(({ method, path }) => `${method} ${path}`)).toEqual(
+      ROUTES.filter((route) => route.name !== 'receipt').map(({ method, path }) => `${method} ${path}`),
+    );
+    const [stage] = Object.values(onUrl.template.findResources('AWS::ApiGatewayV2::Stage'));
+    expect(stage!.Properties.RouteSettings).toBeUndefined();
+    // By default, no URL: the receipts come through the API.
+    expect(template.findResources('AWS::Lambda::Url')).toEqual({});
+  });
+
+  test('cdk-nag finds nothing new', () => {
+    const report = new AwsSolutionsChecks().validateScope(onUrl.app);
+    expect(report.violations.map((v) => `${v.severity} ${v.ruleName}`)).toEqual([]);
+    expect(report.success).toBe(true);
+    expect(Annotations.fromStack(onUrl.stack).findError('*', Match.anyValue())).toEqual([]);
+  });
+
+  test.each([
+    [{ 'otp:receiptFunctionUrl': true }, /needs otp:receiptReservedConcurrency/],
+    [{ 'otp:receiptFunctionUrl': 'yes', 'otp:receiptReservedConcurrency': 10 }, /must be true or false/],
+  ])('refuses %j at synth time', (context, message) => {
+    const outdir = mkdtempSync(path.join(tmpdir(), 'cdk.out'));
+    try {
+      expect(() => readConfig(new App({ context, outdir }).node)).toThrow(message);
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  });
+});

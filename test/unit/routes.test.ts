@@ -4,7 +4,8 @@
  */
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import type { HttpResponse } from '../../functions/http/response';
-import { API_ROUTES_ENV, routesFromEnv, unmatchedRoute } from '../../functions/http/routes';
+import { API_ROUTES_ENV, RECEIPT_ROUTE, routesFromEnv, unmatchedRoute } from '../../functions/http/routes';
+import { servingOwnUrl } from '../../functions/wiring/entries';
 import { ROUTES } from '../../lib/functions';
 
 const TABLE = ROUTES.map(({ method, path }) => `${method} ${path}`);
@@ -75,5 +76,65 @@ describe("the fetch function's $default answers", () => {
       status: 404,
       body: { code: 'route_not_found' },
     });
+  });
+});
+
+describe('the receipt function at its own URL (otp:receiptFunctionUrl)', () => {
+  /** A Lambda function URL event: every method and path, route key `$default`, no path parameters. */
+  const urlEvent = (method: string, rawPath: string, body = '{}') =>
+    ({
+      routeKey: '$default',
+      rawPath,
+      headers: { 'content-type': 'application/json' },
+      body,
+      isBase64Encoded: false,
+      requestContext: { http: { method } },
+    }) as unknown as ApiEvent;
+  const context = {} as ApiContext;
+
+  it('matches the receipt route itself and fills in its parameter, as API Gateway does', async () => {
+    const seen: ApiEvent[] = [];
+    const entry = async (event: ApiEvent) => {
+      seen.push(event);
+      return { statusCode: 200, body: '{"received":true}' } as HttpResponse;
+    };
+    const handler = servingOwnUrl(entry, RECEIPT_ROUTE);
+    const callback = urlEvent('POST', '/v2/Callbacks/vonage', '{"status":"delivered"}');
+    expect((await handler(callback, context)).statusCode).toBe(200);
+    expect(seen).toEqual([
+      { ...callback, routeKey: 'POST /v2/Callbacks/{Provider}', pathParameters: { Provider: 'vonage' } },
+    ]);
+    // Routed by API Gateway (its route key, its parameters): passed on as it is.
+    const routed = {
+      ...callback,
+      routeKey: `${RECEIPT_ROUTE.method} ${RECEIPT_ROUTE.path}`,
+      pathParameters: { Provider: 'carrier' },
+    } as ApiEvent;
+    await handler(routed, context);
+    expect(seen[1]).toBe(routed);
+  });
+
+  it('answers anything else with the JSON 404 or 405, building nothing (the real entry, no table, no key)', async () => {
+    delete process.env.TABLE_NAME;
+    let handler!: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the entry reads its environment when loaded
+      ({ handler } = require('../../functions/api/receipt') as { handler: typeof handler });
+    });
+    expect(answer(await handler(urlEvent('GET', '/v2/Callbacks/vonage'), context))).toMatchObject({
+      status: 405,
+      body: { code: 'method_not_allowed' },
+    });
+    for (const path of [
+      '/',
+      '/v2/Callbacks',
+      '/v2/Callbacks/vonage/extra',
+      '/v2/Services/VA1/Verifications',
+    ]) {
+      expect(answer(await handler(urlEvent('POST', path), context))).toMatchObject({
+        status: 404,
+        body: { code: 'route_not_found' },
+      });
+    }
   });
 });
