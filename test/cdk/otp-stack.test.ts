@@ -1091,6 +1091,24 @@ describe('receipt callbacks on the receipt function’s own URL (otp:receiptFunc
     });
     const receipt = onUrl.template.toJSON().Resources[idOf(onUrl.stack.functions.receipt)];
     expect(receipt.Properties.ReservedConcurrentExecutions).toBe(10);
+    // A function URL made since October 2025 answers 403 unless both actions are granted; the public invoke is
+    // only through the URL (InvokedViaFunctionUrl), not a direct Invoke by anyone.
+    const publicGrants = Object.values(onUrl.template.findResources('AWS::Lambda::Permission'))
+      .filter((permission) => permission.Properties.Principal === '*')
+      .map(({ Properties: { Action, FunctionName, FunctionUrlAuthType, InvokedViaFunctionUrl } }) => ({
+        Action,
+        FunctionName,
+        FunctionUrlAuthType,
+        InvokedViaFunctionUrl,
+      }));
+    const receiptArn = { 'Fn::GetAtt': [idOf(onUrl.stack.functions.receipt), 'Arn'] };
+    expect(publicGrants).toEqual(
+      expect.arrayContaining([
+        { Action: 'lambda:InvokeFunctionUrl', FunctionName: receiptArn, FunctionUrlAuthType: 'NONE' },
+        { Action: 'lambda:InvokeFunction', FunctionName: receiptArn, InvokedViaFunctionUrl: true },
+      ]),
+    );
+    expect(publicGrants).toHaveLength(2);
     onUrl.template.hasOutput('ReceiptUrl', {
       Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('Url'), 'FunctionUrl'] },
     });
