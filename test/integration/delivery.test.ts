@@ -6,7 +6,16 @@ import { validateDefinition } from '../support/asl';
 import { deriveKey } from '../../functions/adapters/crypto';
 import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
 import { deliverOverChannel } from '../../functions/core/delivery';
-import { startHarness, eventually, type Account, type ApiClient, type Harness } from '../support/harness';
+import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
+import type { HttpResponse } from '../../functions/http/response';
+import {
+  dynamoEndpoint,
+  startHarness,
+  eventually,
+  type Account,
+  type ApiClient,
+  type Harness,
+} from '../support/harness';
 
 const WAIT_SECONDS = 1;
 let harness: Harness;
@@ -179,6 +188,61 @@ it("one service's channels cannot make a number unreachable for another service"
 });
 
 describe('receipts', () => {
+  it("at the receipt function's own URL (otp:receiptFunctionUrl): the deployed entry applies a signed one, refuses a forged one", async () => {
+    const to = freshMobile();
+    harness.stack.carrier.setRule({
+      prefix: to,
+      channels: { sna: 'silent', viber: 'silent', whatsapp: 'silent', rcs: 'silent', sms: 'silent' },
+    });
+    const sid = (await api.send({ To: to })).body.sid as string;
+    const sna = await eventually(async () => messagesTo(to)[0]);
+    const body = JSON.stringify({ reference: sna.reference, messageId: sna.messageId!, status: 'delivered' });
+    // The Lambda entry as deployed, built from its environment as on AWS (the harness's table and key).
+    const environment = {
+      TABLE_NAME: harness.tableName,
+      DYNAMODB_ENDPOINT: dynamoEndpoint(),
+      OTP_MASTER_KEY: harness.masterKey,
+    };
+    const before = Object.fromEntries(Object.keys(environment).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, environment);
+    let entry!: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the entry reads its environment when loaded
+      ({ handler: entry } = require('../../functions/api/receipt') as { handler: typeof entry });
+    });
+    const restoreEnvironment = () => {
+      for (const [name, value] of Object.entries(before)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    };
+    // What a Lambda function URL passes: every path and method as route key `$default`, no path parameters.
+    const atUrl = (signature: string) =>
+      entry(
+        {
+          version: '2.0',
+          routeKey: '$default',
+          rawPath: '/v2/Callbacks/carrier',
+          rawQueryString: '',
+          headers: { 'content-type': 'application/json', [SIGNATURE_HEADER.toLowerCase()]: signature },
+          requestContext: { http: { method: 'POST', path: '/v2/Callbacks/carrier' }, requestId: 'url-1' },
+          body,
+          isBase64Encoded: false,
+        } as unknown as ApiEvent,
+        { awsRequestId: 'url-1', functionName: 'Receipt' } as unknown as ApiContext,
+      );
+    const forged = await atUrl(signPayload(Buffer.alloc(32, 7), body, new Date()));
+    expect(forged.statusCode).toBe(401);
+    expect((await api.fetch(sid)).body.delivery_status).toBe('PENDING');
+    const genuine = await atUrl(
+      signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()),
+    );
+    // The entry read its environment on its first call (its cold start); nothing else here reads it.
+    restoreEnvironment();
+    expect(genuine.statusCode).toBe(200);
+    expect((await api.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+  });
+
   it('a forged, replayed or foreign receipt changes nothing', async () => {
     const to = freshMobile();
     harness.stack.carrier.setRule({
