@@ -60,12 +60,30 @@ function sdkChoiceOf(bundle: BundleResult) {
   return { bundledMs, runtimeMs };
 }
 
+/** Issue 13: the projected AWS bill of one million verifications (the cost model's "projected" column). */
+export const BILL_TARGET_USD = 20;
+
 export function evaluateTargets(
   counts: CountResults,
   latency: LatencyResults,
   bundles: BundleResults | undefined,
+  cost?: CostResults,
 ): Target[] {
   const targets: Target[] = [];
+  if (cost) {
+    const projected = cost.totalFourServices.projected;
+    const onUrl = cost.totalWithReceiptsOnFunctionUrl?.projected;
+    targets.push({
+      target: 'projected AWS bill per million verifications, default deployment',
+      limit: `<= $${BILL_TARGET_USD.toFixed(2)}`,
+      measured: `$${projected.toFixed(2)}`,
+      met: projected <= BILL_TARGET_USD,
+      note:
+        onUrl === undefined
+          ? ''
+          : `$${onUrl.toFixed(2)} with otp:receiptFunctionUrl (receipt callbacks on the function's own URL; needs otp:receiptReservedConcurrency, off by default)`,
+    });
+  }
   const op = (name: string): OperationCount | undefined =>
     counts.operations.find((entry) => entry.operation === name);
   for (const { operation, max, label } of ROUND_TRIP_TARGETS) {

@@ -158,7 +158,7 @@ async function main(): Promise<void> {
       throughput,
       bundles,
       cost,
-      targets: evaluateTargets(counts, latency, bundles),
+      targets: evaluateTargets(counts, latency, bundles, cost),
     };
   } finally {
     clearTimeout(watchdog);
