@@ -188,14 +188,25 @@ it("one service's channels cannot make a number unreachable for another service"
 });
 
 describe('receipts', () => {
-  it("at the receipt function's own URL (otp:receiptFunctionUrl): the deployed entry applies a signed one, refuses a forged one", async () => {
+  /** A send to a fresh number whose channels behave as `channels` say, and the first message the carrier got. */
+  const sendUntilFirstMessage = async (
+    channels: Parameters<typeof harness.stack.carrier.setRule>[0]['channels'],
+  ) => {
     const to = freshMobile();
-    harness.stack.carrier.setRule({
-      prefix: to,
-      channels: { sna: 'silent', viber: 'silent', whatsapp: 'silent', rcs: 'silent', sms: 'silent' },
-    });
+    harness.stack.carrier.setRule({ prefix: to, channels });
     const sid = (await api.send({ To: to })).body.sid as string;
-    const sna = await eventually(async () => messagesTo(to)[0]);
+    return { to, sid, first: await eventually(async () => messagesTo(to)[0]) };
+  };
+  const ALL_SILENT = {
+    sna: 'silent',
+    viber: 'silent',
+    whatsapp: 'silent',
+    rcs: 'silent',
+    sms: 'silent',
+  } as const;
+
+  it("at the receipt function's own URL (otp:receiptFunctionUrl): the deployed entry applies a signed one, refuses a forged one", async () => {
+    const { sid, first: sna } = await sendUntilFirstMessage(ALL_SILENT);
     const body = JSON.stringify({ reference: sna.reference, messageId: sna.messageId!, status: 'delivered' });
     // The Lambda entry as deployed, built from its environment as on AWS (the harness's table and key).
     const environment = {
@@ -231,27 +242,23 @@ describe('receipts', () => {
         } as unknown as ApiEvent,
         { awsRequestId: 'url-1', functionName: 'Receipt' } as unknown as ApiContext,
       );
-    const forged = await atUrl(signPayload(Buffer.alloc(32, 7), body, new Date()));
-    expect(forged.statusCode).toBe(401);
-    expect((await api.fetch(sid)).body.delivery_status).toBe('PENDING');
-    const genuine = await atUrl(
-      signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()),
-    );
-    // The entry read its environment on its first call (its cold start); nothing else here reads it.
-    restoreEnvironment();
+    let forged: HttpResponse;
+    let genuine: HttpResponse;
+    try {
+      forged = await atUrl(signPayload(Buffer.alloc(32, 7), body, new Date()));
+      expect(forged.statusCode).toBe(401);
+      expect((await api.fetch(sid)).body.delivery_status).toBe('PENDING');
+      genuine = await atUrl(signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()));
+    } finally {
+      // The entry read its environment on its first call (its cold start); no other test may see it.
+      restoreEnvironment();
+    }
     expect(genuine.statusCode).toBe(200);
     expect((await api.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
   });
 
   it('a forged, replayed or foreign receipt changes nothing', async () => {
-    const to = freshMobile();
-    harness.stack.carrier.setRule({
-      prefix: to,
-      channels: { sna: 'silent', viber: 'silent', whatsapp: 'silent', rcs: 'silent', sms: 'silent' },
-    });
-    const sent = await api.send({ To: to });
-    const sid = sent.body.sid as string;
-    const sna = await eventually(async () => messagesTo(to)[0]);
+    const { sid, first: sna } = await sendUntilFirstMessage(ALL_SILENT);
     const genuine = { reference: sna.reference, messageId: sna.messageId!, status: 'delivered' as const };
     const secret = deriveKey(harness.masterKey, 'receipt:carrier');
 
@@ -302,13 +309,13 @@ describe('receipts', () => {
   });
 
   it('a receipt never turns FAILED into DELIVERED', async () => {
-    const to = freshMobile();
-    harness.stack.carrier.setRule({
-      prefix: to,
-      channels: { sna: 'silent', viber: 'reject', whatsapp: 'reject', rcs: 'reject', sms: 'reject' },
+    const { sid, first: sna } = await sendUntilFirstMessage({
+      sna: 'silent',
+      viber: 'reject',
+      whatsapp: 'reject',
+      rcs: 'reject',
+      sms: 'reject',
     });
-    const sid = (await api.send({ To: to })).body.sid as string;
-    const sna = await eventually(async () => messagesTo(to)[0]);
     // Delivery ended FAILED (as the settling path may decide) while SNA's receipt was still on its way.
     await harness.stack.deps.store.finishDelivery(sid, 'FAILED', harness.clock.now());
     const late = await postReceipt({
