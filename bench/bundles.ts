@@ -228,7 +228,7 @@ Promise.resolve(mod.handler(event, context)).then(
 export async function measureBundles(
   db: BenchDb,
   numbers: NumberSource,
-  options: { runs: number; deadline: number },
+  options: { runs: number; deadline: number; only?: string[] },
 ): Promise<BundleResults> {
   const dir = mkdtempSync(join(tmpdir(), 'otp-bench-bundles-'));
   const masterKey = randomBytes(32).toString('base64url');
@@ -239,7 +239,10 @@ export async function measureBundles(
     const results: BundleResult[] = [];
     // The baseline first: its bundle then runs beside every other entry's cold starts (see `pairedBaselineMs`).
     let pairedBaseline: (() => Promise<RunResult>) | undefined;
-    for (const entry of [BASELINE_ENTRY, ...lambdaEntries()]) {
+    const entries = lambdaEntries().filter(
+      (entry) => !options.only || options.only.some((part) => entry.includes(part)),
+    );
+    for (const entry of [BASELINE_ENTRY, ...entries]) {
       const outdir = join(dir, basename(entry, '.ts'));
       const [deployedSdk, otherSdk] = sdkChoicesOf(entry);
       const bundleTo = (sdk: SdkChoice, outfile: string) =>

@@ -1,9 +1,10 @@
 /**
- * `npx tsx bench/cold-starts.ts [--runs 10] [--rounds 1] [--json file]`: the bundles part of `npm run bench`
+ * `npx tsx bench/cold-starts.ts [--runs 10] [--rounds 1] [--only send,check] [--json file]`: the bundles part of `npm run bench`
  * alone (bench/bundles.ts: every entry of the function manifest built as CDK builds it, its size and cold
  * starts beside the baseline's), on a DynamoDB Local of its own, to measure a change to the bundles without
  * the whole run. With `--rounds`, the part is run that many times and each figure is the median of the
- * rounds' medians (this machine is shared: one round moves by tens of percent). Prints one line per entry.
+ * rounds' medians (this machine is shared: one round moves by tens of percent). With `--only`, the entries whose
+ * path holds one of the given words (and the baseline). Prints one line per entry.
  */
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -19,6 +20,7 @@ const option = (name: string): string | undefined => {
 const runs = Number(option('--runs') ?? 10);
 const rounds = Number(option('--rounds') ?? 1);
 const jsonFile = option('--json');
+const only = option('--only')?.split(',');
 
 async function main(): Promise<void> {
   const loadAtStart = loadavg();
@@ -27,7 +29,11 @@ async function main(): Promise<void> {
   try {
     const numbers = new NumberSource(90_000_000);
     for (let round = 0; round < rounds; round++) {
-      const { results } = await measureBundles(db, numbers, { runs, deadline: Date.now() + 20 * 60_000 });
+      const { results } = await measureBundles(db, numbers, {
+        runs,
+        deadline: Date.now() + 20 * 60_000,
+        only,
+      });
       byRound.push(results);
       process.stderr.write(`cold-starts: round ${round + 1} of ${rounds} done\n`);
     }
