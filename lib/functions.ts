@@ -362,6 +362,30 @@ export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
 }
 
 /**
+ * Parts of the AWS SDK a function never loads on Lambda, left out of every bundle: the credential providers after
+ * the environment's in the SDK's default chain (Lambda puts the role's credentials in the environment, which the
+ * chain tries first, and the stack sets no `AWS_PROFILE`), and the event-stream serde (no operation the functions
+ * call streams). The SDK reaches each through `import()`. Bundled, each such target made esbuild wrap every module
+ * it shares with the rest (most of `@smithy/core`, 463 modules in the send) in a lazy initializer, compiled apart
+ * at its first call, and brought 126 to 149 KB of SSO, STS, sign-in and OIDC clients into each bundle: about 10 ms of every
+ * cold start here (docs/bench.md, "Bundles and cold start"). Left out, the `import()` stays in the bundle and
+ * would fail if reached rather than run another copy of the SDK; test/unit/bundles.test.ts checks that no bundle
+ * holds a dynamically imported module, and that a bundled client gets its credentials from the environment with
+ * these absent.
+ */
+export const SDK_PARTS_NEVER_LOADED_ON_LAMBDA: readonly string[] = [
+  '@aws-sdk/credential-provider-sso',
+  '@aws-sdk/credential-provider-ini',
+  '@aws-sdk/credential-provider-process',
+  '@aws-sdk/credential-provider-web-identity',
+  '@aws-sdk/credential-provider-http',
+  '@smithy/credential-provider-imds',
+  '@smithy/core/event-streams',
+  // The browser user agent's parser (the Node.js builds never call it).
+  'bowser',
+];
+
+/**
  * How every function is bundled (CDK's NodejsFunction `bundling`, and the esbuild options the bench and the
  * bundle test use to build the same bundles).
  */
@@ -379,6 +403,7 @@ export const BUNDLING = {
   // bundles pass 400 KB, which issue 13 allows when the cold start wins. The SDK is also the version the tests
   // ran, not whatever the runtime holds.
   bundleAwsSDK: true,
+  externalModules: SDK_PARTS_NEVER_LOADED_ON_LAMBDA,
 } as const;
 
 /**
@@ -387,7 +412,7 @@ export const BUNDLING = {
  */
 export const RUNTIME_AWS_SDK_EXTERNAL: readonly string[] = ['@aws-sdk/*'];
 
-/** The esbuild options CDK derives from BUNDLING (format cjs, the AWS SDK bundled: nothing external). */
+/** The esbuild options CDK derives from BUNDLING (format cjs, the AWS SDK bundled but for the parts above). */
 export const ESBUILD_OPTIONS = {
   bundle: true,
   platform: 'node',
@@ -397,7 +422,7 @@ export const ESBUILD_OPTIONS = {
   sourcemap: BUNDLING.sourceMap,
   sourcesContent: BUNDLING.sourcesContent,
   mainFields: [...BUNDLING.mainFields],
-  // bundleAwsSDK: true, no externalModules: CDK leaves nothing external.
-  external: [] as string[],
+  // bundleAwsSDK: true with externalModules: CDK leaves out exactly those.
+  external: [...BUNDLING.externalModules],
   logLevel: 'error',
 } as const;

@@ -95,6 +95,7 @@ export class OtpFunction extends Grouping {
         format: OutputFormat.CJS,
         mainFields: [...BUNDLING.mainFields],
         bundleAwsSDK: BUNDLING.bundleAwsSDK,
+        externalModules: [...BUNDLING.externalModules],
         forceDockerBundling: false,
         logLevel: EsbuildLogLevel.ERROR,
         ...(props.commandHooks && { commandHooks: props.commandHooks }),

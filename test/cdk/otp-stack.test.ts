@@ -196,6 +196,11 @@ describe('functions', () => {
         true,
       );
       expect(bundle).not.toMatch(/(?<!\[)require\(["']@aws-sdk\//);
+      // ... but for the parts Lambda never loads (BUNDLING.externalModules): not inside, imported only if reached.
+      expect(
+        map.sources.filter((source) => /credential-provider-(sso|ini)|nested-clients/.test(source)),
+      ).toEqual([]);
+      expect(bundle).toContain('import("@aws-sdk/credential-provider-ini")');
     }
   });
 

@@ -17,6 +17,7 @@ import {
   PROVIDER_FUNCTION_NAMES,
   awsClientsOf,
   ESBUILD_OPTIONS,
+  SDK_PARTS_NEVER_LOADED_ON_LAMBDA,
   type FunctionName,
   type ProviderFunctionName,
 } from '../../lib/functions';
@@ -59,6 +60,92 @@ test.each(PROVIDER_FUNCTION_NAMES)(
 test('the provider receipt functions hold no client but DynamoDB (no key, no provider SDK)', () => {
   for (const name of PROVIDER_FUNCTION_NAMES) {
     expect(awsClientsOf(PROVIDER_FUNCTIONS[name])).toEqual(['@aws-sdk/client-dynamodb']);
+  }
+});
+
+/**
+ * A module a bundle reaches only through `import()` makes esbuild wrap every module the two share in a lazy
+ * initializer (lib/functions.ts, SDK_PARTS_NEVER_LOADED_ON_LAMBDA): no bundle may hold one. A new SDK version that
+ * imports another part this way fails here; leave it out too if Lambda never loads it.
+ */
+test.each([...FUNCTION_NAMES, ...PROVIDER_FUNCTION_NAMES])(
+  'the %s bundle holds no module it imports dynamically (no lazy initializers)',
+  async (name) => {
+    const spec =
+      name in FUNCTIONS ? FUNCTIONS[name as FunctionName] : PROVIDER_FUNCTIONS[name as ProviderFunctionName];
+    const metafile = await metafileOf(spec.entry);
+    const bundledDynamically = Object.entries(metafile.inputs).flatMap(([input, { imports }]) =>
+      imports
+        .filter((imported) => imported.kind === 'dynamic-import' && !imported.external)
+        .map((imported) => `${input} -> ${imported.path}`),
+    );
+    expect(bundledDynamically).toEqual([]);
+    // What is left out is left out of the output too, not merely marked.
+    const output = Object.values(metafile.outputs).find((out) => out.entryPoint);
+    const leftOut = Object.entries(output?.inputs ?? {})
+      .filter(([, { bytesInOutput }]) => bytesInOutput > 0)
+      .map(([input]) => input)
+      .filter((input) =>
+        SDK_PARTS_NEVER_LOADED_ON_LAMBDA.some((part) =>
+          input.startsWith(
+            `node_modules/${part.replace('@smithy/core/event-streams', '@smithy/core/dist-es/submodules/event-streams')}/`,
+          ),
+        ),
+      );
+    expect(leftOut).toEqual([]);
+  },
+);
+
+/** Runs `code` in a fresh Node.js with no node_modules to fall back on, as Lambda loads a bundle; its output. */
+function runBundled(outfile: string, code: string, env: Record<string, string>): string {
+  return execFileSync(process.execPath, ['-e', code], {
+    encoding: 'utf8',
+    cwd: path.dirname(outfile),
+    env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1', ...env },
+  });
+}
+
+test("a bundled client gets the role's credentials from the environment, as on Lambda, without the parts left out", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'otp-bundle-'));
+  try {
+    const outfile = path.join(dir, 'probe.js');
+    // The functions' own client factory, bundled as they are.
+    await build({
+      ...ESBUILD_OPTIONS,
+      mainFields: [...ESBUILD_OPTIONS.mainFields],
+      external: [...ESBUILD_OPTIONS.external],
+      stdin: {
+        contents:
+          "import { createDynamoClient } from './functions/adapters/dynamodb/client';\n" +
+          'export const credentials = () => createDynamoClient().config.credentials();',
+        resolveDir: ROOT,
+        sourcefile: 'credentials-probe.ts',
+        loader: 'ts',
+      },
+      outfile,
+      absWorkingDir: ROOT,
+    });
+    const probe =
+      `require(${JSON.stringify(outfile)}).credentials().then(` +
+      '(c) => console.log(JSON.stringify({ key: c.accessKeyId, token: c.sessionToken })),' +
+      '(e) => console.log(JSON.stringify({ error: String(e.message) })));';
+    const lambdaEnv = {
+      AWS_ACCESS_KEY_ID: 'ASIAPROBE',
+      AWS_SECRET_ACCESS_KEY: 'probe-secret',
+      AWS_SESSION_TOKEN: 'probe-token',
+    };
+    expect(JSON.parse(runBundled(outfile, probe, lambdaEnv))).toEqual({
+      key: 'ASIAPROBE',
+      token: 'probe-token',
+    });
+    // Without them (never on Lambda) the chain reaches a part left out, and fails naming it rather than running
+    // some other copy of the SDK.
+    const without = JSON.parse(runBundled(outfile, probe, { AWS_EC2_METADATA_DISABLED: 'true' })) as {
+      error?: string;
+    };
+    expect(without.error).toMatch(/Cannot find (package|module) '@aws-sdk\/credential-provider-ini'/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
