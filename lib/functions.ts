@@ -367,8 +367,8 @@ export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
  * chain tries first, and the stack sets no `AWS_PROFILE`), and the event-stream serde (no operation the functions
  * call streams). The SDK reaches each through `import()`. Bundled, each such target made esbuild wrap every module
  * it shares with the rest (most of `@smithy/core`, 463 modules in the send) in a lazy initializer, compiled apart
- * at its first call, and brought 126 to 149 KB of SSO, STS, sign-in and OIDC clients into each bundle: about 10 ms of every
- * cold start here (docs/bench.md, "Bundles and cold start"). Left out, the `import()` stays in the bundle and
+ * at its first call, and brought 126 to 149 KB of SSO, STS, sign-in and OIDC clients into each bundle: 9 to 13 ms
+ * of each function's `require` here (docs/bench.md, "The SDK's dynamic imports"). Left out, the `import()` stays and
  * would fail if reached rather than run another copy of the SDK; test/unit/bundles.test.ts checks that no bundle
  * holds a dynamically imported module, and that a bundled client gets its credentials from the environment with
  * these absent.
