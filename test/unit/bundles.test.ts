@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { build, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { readFileSync } from 'node:fs';
 import { awsClientsInMetafile } from '../../lib/bundle-clients';
 import {
@@ -96,37 +96,51 @@ test.each([...FUNCTION_NAMES, ...PROVIDER_FUNCTION_NAMES])(
   },
 );
 
-/** Runs `code` in a fresh Node.js with no node_modules to fall back on, as Lambda loads a bundle; its output. */
-function runBundled(outfile: string, code: string, env: Record<string, string>): string {
-  return execFileSync(process.execPath, ['-e', code], {
-    encoding: 'utf8',
-    cwd: path.dirname(outfile),
-    env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1', ...env },
-  });
-}
-
-test("a bundled client gets the role's credentials from the environment, as on Lambda, without the parts left out", async () => {
+/**
+ * Builds a bundle as CDK does (with `options` added) into a directory of its own, and gives `use` a way to run
+ * code in a fresh Node.js there, as Lambda loads a bundle: no node_modules to fall back on, so the bundle must
+ * hold what it runs. The directory is removed after.
+ */
+async function withBundle(
+  options: Pick<BuildOptions, 'entryPoints' | 'stdin' | 'plugins'>,
+  use: (run: (code: (outfile: string) => string, env?: Record<string, string>) => string) => void,
+): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'otp-bundle-'));
   try {
-    const outfile = path.join(dir, 'probe.js');
-    // The functions' own client factory, bundled as they are.
+    const outfile = path.join(dir, 'index.js');
     await build({
       ...ESBUILD_OPTIONS,
       mainFields: [...ESBUILD_OPTIONS.mainFields],
       external: [...ESBUILD_OPTIONS.external],
-      stdin: {
-        contents:
-          "import { createDynamoClient } from './functions/adapters/dynamodb/client';\n" +
-          'export const credentials = () => createDynamoClient().config.credentials();',
-        resolveDir: ROOT,
-        sourcefile: 'credentials-probe.ts',
-        loader: 'ts',
-      },
+      ...options,
       outfile,
       absWorkingDir: ROOT,
     });
-    const probe =
-      `require(${JSON.stringify(outfile)}).credentials().then(` +
+    use((code, env = {}) =>
+      execFileSync(process.execPath, ['-e', code(JSON.stringify(outfile))], {
+        encoding: 'utf8',
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1', ...env },
+      }),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("a bundled client gets the role's credentials from the environment, as on Lambda, without the parts left out", async () => {
+  // The functions' own client factory, bundled as they are.
+  const stdin = {
+    contents:
+      "import { createDynamoClient } from './functions/adapters/dynamodb/client';\n" +
+      'export const credentials = () => createDynamoClient().config.credentials();',
+    resolveDir: ROOT,
+    sourcefile: 'credentials-probe.ts',
+    loader: 'ts' as const,
+  };
+  await withBundle({ stdin }, (run) => {
+    const probe = (outfile: string) =>
+      `require(${outfile}).credentials().then(` +
       '(c) => console.log(JSON.stringify({ key: c.accessKeyId, token: c.sessionToken })),' +
       '(e) => console.log(JSON.stringify({ error: String(e.message) })));';
     const lambdaEnv = {
@@ -134,19 +148,12 @@ test("a bundled client gets the role's credentials from the environment, as on L
       AWS_SECRET_ACCESS_KEY: 'probe-secret',
       AWS_SESSION_TOKEN: 'probe-token',
     };
-    expect(JSON.parse(runBundled(outfile, probe, lambdaEnv))).toEqual({
-      key: 'ASIAPROBE',
-      token: 'probe-token',
-    });
+    expect(JSON.parse(run(probe, lambdaEnv))).toEqual({ key: 'ASIAPROBE', token: 'probe-token' });
     // Without them (never on Lambda) the chain reaches a part left out, and fails naming it rather than running
     // some other copy of the SDK.
-    const without = JSON.parse(runBundled(outfile, probe, { AWS_EC2_METADATA_DISABLED: 'true' })) as {
-      error?: string;
-    };
+    const without = JSON.parse(run(probe, { AWS_EC2_METADATA_DISABLED: 'true' })) as { error?: string };
     expect(without.error).toMatch(/Cannot find (package|module) '@aws-sdk\/credential-provider-ini'/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 /**
@@ -256,31 +263,14 @@ const markClientModules: Plugin = {
 };
 
 test('the deliver bundle holds the AWS messaging clients but runs them at its first send over them, not at its cold start', async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'otp-bundle-'));
-  try {
-    const outfile = path.join(dir, 'deliver.js');
-    await build({
-      ...ESBUILD_OPTIONS,
-      mainFields: [...ESBUILD_OPTIONS.mainFields],
-      external: [...ESBUILD_OPTIONS.external],
-      entryPoints: [path.join(ROOT, FUNCTIONS.deliver.entry)],
-      outfile,
-      absWorkingDir: ROOT,
-      plugins: [markClientModules],
-    });
-    // As Lambda loads it, with no node_modules to fall back on (the bundle must hold what it runs); then which
-    // clients' modules ran.
-    const ran = execFileSync(
-      process.execPath,
-      [
-        '-e',
-        `require(${JSON.stringify(outfile)});` +
-          `console.log(JSON.stringify([...new Set(globalThis.__otpClientsRun ?? [])].sort()))`,
-      ],
-      { encoding: 'utf8', cwd: dir, env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1' } },
+  const entryPoints = [path.join(ROOT, FUNCTIONS.deliver.entry)];
+  await withBundle({ entryPoints, plugins: [markClientModules] }, (run) => {
+    // Loaded as Lambda loads it; then which clients' modules ran.
+    const ran = run(
+      (outfile) =>
+        `require(${outfile});` +
+        `console.log(JSON.stringify([...new Set(globalThis.__otpClientsRun ?? [])].sort()))`,
     );
     expect(JSON.parse(ran.trim().split('\n').pop()!)).toEqual(['client-dynamodb', 'client-secrets-manager']);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
