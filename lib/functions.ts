@@ -403,6 +403,7 @@ export const BUNDLING = {
   // bundles pass 400 KB, which issue 13 allows when the cold start wins. The SDK is also the version the tests
   // ran, not whatever the runtime holds.
   bundleAwsSDK: true,
+  // CDK takes this list over what `bundleAwsSDK` implies: to use the runtime's SDK, set RUNTIME_AWS_SDK_EXTERNAL here.
   externalModules: SDK_PARTS_NEVER_LOADED_ON_LAMBDA,
 } as const;
 
