@@ -1,8 +1,8 @@
 /**
- * `npx tsx bench/cold-starts.ts [--runs 10] [--rounds 1] [--only send,check] [--json file]`: the bundles part of `npm run bench`
- * alone (bench/bundles.ts: every entry of the function manifest built as CDK builds it, its size and cold
- * starts beside the baseline's), on a DynamoDB Local of its own, to measure a change to the bundles without
- * the whole run. With `--rounds`, the part is run that many times and each figure is the median of the
+ * `npx tsx bench/cold-starts.ts [--runs 10] [--rounds 1] [--only send,check] [--json file]`: the bundles part of
+ * `npm run bench` alone (bench/bundles.ts: every entry of the function manifest built as CDK builds it, its size
+ * and cold starts beside the baseline's), on a DynamoDB Local of its own, to measure a change to the bundles
+ * without the whole run. With `--rounds`, the part is run that many times and each figure is the median of the
  * rounds' medians (this machine is shared: one round moves by tens of percent). With `--only`, the entries whose
  * path holds one of the given words (and the baseline). Prints one line per entry.
  */
