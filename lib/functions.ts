@@ -368,10 +368,10 @@ export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
  * call streams). The SDK reaches each through `import()`. Bundled, each such target made esbuild wrap every module
  * it shares with the rest (most of `@smithy/core`, 463 modules in the send) in a lazy initializer, compiled apart
  * at its first call, and brought 126 to 149 KB of SSO, STS, sign-in and OIDC clients into each bundle: 9 to 13 ms
- * of each function's `require` here (docs/bench.md, "The SDK's dynamic imports"). Left out, the `import()` stays and
- * would fail if reached rather than run another copy of the SDK; test/unit/bundles.test.ts checks that no bundle
- * holds a dynamically imported module, and that a bundled client gets its credentials from the environment with
- * these absent.
+ * of each function's `require` here (docs/bench.md, "The SDK's dynamic imports"). Left out, the `import()` stays
+ * and would fail if reached rather than run another copy of the SDK; test/unit/bundles.test.ts checks that no
+ * bundle holds a dynamically imported module, and that a bundled client gets its credentials from the environment
+ * with these absent.
  */
 export const SDK_PARTS_NEVER_LOADED_ON_LAMBDA: readonly string[] = [
   '@aws-sdk/credential-provider-sso',
@@ -403,7 +403,8 @@ export const BUNDLING = {
   // bundles pass 400 KB, which issue 13 allows when the cold start wins. The SDK is also the version the tests
   // ran, not whatever the runtime holds.
   bundleAwsSDK: true,
-  // CDK takes this list over what `bundleAwsSDK` implies: to use the runtime's SDK, set RUNTIME_AWS_SDK_EXTERNAL here.
+  // CDK takes this list over what `bundleAwsSDK` implies: to use the runtime's SDK, set RUNTIME_AWS_SDK_EXTERNAL
+  // here as well.
   externalModules: SDK_PARTS_NEVER_LOADED_ON_LAMBDA,
 } as const;
 
