@@ -371,7 +371,8 @@ export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
  * of each function's `require` here (docs/bench.md, "The SDK's dynamic imports"). Left out, the `import()` stays
  * and would fail if reached rather than run another copy of the SDK; test/unit/bundles.test.ts checks that no
  * bundle holds a dynamically imported module, and that a bundled client gets its credentials from the environment
- * with these absent.
+ * with these absent. A runtime that hands credentials over its container endpoint instead of the environment (as
+ * SnapStart does for the runtimes it serves) needs `@aws-sdk/credential-provider-http` back in the bundle.
  */
 export const SDK_PARTS_NEVER_LOADED_ON_LAMBDA: readonly string[] = [
   '@aws-sdk/credential-provider-sso',
