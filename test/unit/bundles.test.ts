@@ -69,7 +69,7 @@ test('the provider receipt functions hold no client but DynamoDB (no key, no pro
  * imports another part this way fails here; leave it out too if Lambda never loads it.
  */
 test.each([...FUNCTION_NAMES, ...PROVIDER_FUNCTION_NAMES])(
-  'the %s bundle holds no module it imports dynamically (no lazy initializers)',
+  'the %s bundle holds no module it imports dynamically (each would make what it shares lazy)',
   async (name) => {
     const spec =
       name in FUNCTIONS ? FUNCTIONS[name as FunctionName] : PROVIDER_FUNCTIONS[name as ProviderFunctionName];
