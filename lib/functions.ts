@@ -6,7 +6,7 @@
  * Plain data: no aws-cdk-lib import, so the local stack and the bench load it cheaply.
  */
 import { worstCallMs } from '../functions/adapters/dynamodb/client';
-import type { PartitionFamily, TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
+import type { PartitionFamily } from '../functions/adapters/dynamodb/keys';
 import type { KeyGroup } from '../functions/adapters/keyring';
 import { RECEIPT_ROUTE } from '../functions/http/routes';
 
@@ -22,7 +22,6 @@ export type FunctionName =
   | 'guardSignals'
   | 'webhookSender'
   | 'console';
-export type IndexName = keyof typeof TABLE_SCHEMA.indexes;
 
 /** DynamoDB actions on the table, allowed only on items whose partition key is of one of `families`. */
 export interface TableGrant {
@@ -86,8 +85,6 @@ export interface FunctionSpec {
    * the item families it touches them on.
    */
   table: TableGrant[];
-  /** DynamoDB actions on one of the table's indexes (`TABLE_SCHEMA.indexes`), on that index only. */
-  indexActions?: Partial<Record<IndexName, string[]>>;
   /** Starts the delivery workflow: gets `STATE_MACHINE_ARN` and `states:StartExecution` on it. */
   startsDelivery?: boolean;
   /**
@@ -218,10 +215,14 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       'Every minute: restart deliveries whose workflow did not start, settle those claimed but never ended',
     // Well under the one-minute schedule, so two runs do not overlap.
     timeoutSeconds: 50,
-    // Finds both kinds in the sparse index; settling an overdue delivery reads and ends its verification and, as
-    // the workflow's end does, may record the channels that rejected the number.
-    table: [{ actions: READ_UPDATE, families: ['verification', 'number'] }],
-    indexActions: { pendingDelivery: ['dynamodb:Query'] },
+    // Walks the ledger (the directory of services, then each service's charge lines) with its cursor, reads the
+    // sends' verifications in batches; settling an overdue delivery ends its verification and, as the workflow's
+    // end does, may record the channels that rejected the number.
+    table: [
+      { actions: ['dynamodb:Query'], families: ['directory', 'service'] },
+      { actions: [...READ_UPDATE, 'dynamodb:BatchGetItem'], families: ['verification', 'number'] },
+      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], families: ['sweep'] },
+    ],
     startsDelivery: true,
     keys: [],
   },
@@ -353,7 +354,7 @@ export const ROUTES: ({ name: FunctionName } & HttpRoute)[] = FUNCTION_NAMES.fla
  */
 export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
   const clients: AwsClient[] = [];
-  if (spec.table.length > 0 || spec.indexActions) clients.push('@aws-sdk/client-dynamodb');
+  if (spec.table.length > 0) clients.push('@aws-sdk/client-dynamodb');
   if (spec.keys.length > 0 || spec.providerSecrets?.length) clients.push('@aws-sdk/client-secrets-manager');
   if (spec.startsDelivery) clients.push('@aws-sdk/client-sfn');
   if (spec.sendsTo?.length) clients.push('@aws-sdk/client-sqs');

@@ -88,14 +88,6 @@ export class OtpStack extends Stack {
       // The webhook events' outbox: each status change is read from the stream, no request writes anything more.
       stream: TABLE_SCHEMA.streamViewType as dynamodb.StreamViewType,
     });
-    for (const index of Object.values(TABLE_SCHEMA.indexes)) {
-      this.table.addGlobalSecondaryIndex({
-        indexName: index.name,
-        partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
-        sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
-        projectionType: dynamodb.ProjectionType.KEYS_ONLY,
-      });
-    }
 
     this.keySecrets = Object.fromEntries(
       KEY_GROUP_NAMES.map((group) => [group, this.createKeySecret(group)]),

@@ -17,23 +17,11 @@ export async function createTable(client: DynamoDBClient, tableName: string): Pr
         AttributeDefinitions: [
           { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
           { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
-          ...Object.values(TABLE_SCHEMA.indexes).flatMap((index) => [
-            { AttributeName: index.partitionKey, AttributeType: 'S' as const },
-            { AttributeName: index.sortKey, AttributeType: 'S' as const },
-          ]),
         ],
         KeySchema: [
           { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
           { AttributeName: TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
         ],
-        GlobalSecondaryIndexes: Object.values(TABLE_SCHEMA.indexes).map((index) => ({
-          IndexName: index.name,
-          KeySchema: [
-            { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
-            { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
-          ],
-          Projection: { ProjectionType: 'KEYS_ONLY' as const },
-        })),
         StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_SCHEMA.streamViewType },
       }),
     );

@@ -177,13 +177,34 @@ export interface DeliveryStore {
   recordRejections(e164: string, channels: Channel[], until: Date): Promise<void>;
 }
 
-/** Verifications whose delivery has not started (their workflow start failed, or its first task never ran). */
-export interface PendingDeliveryStore {
+/**
+ * What the sweeper reads to find deliveries that need it: the sends accepted in a span of time (the ledger,
+ * which every accepted send writes in its transaction), their verifications, and its own cursor.
+ */
+export interface DeliverySweepStore {
   /**
-   * SIDs of verifications created between `from` and `to` whose delivery has not ended (claimed or not), oldest
-   * first. Eventually consistent: read the verification before acting on one.
+   * SIDs of the verifications accepted from `from` to `to` (both included), by their charge lines, oldest first.
+   * Every accepted send has one; the list does not say whether its delivery ended.
    */
-  listPendingDeliveries(from: Date, to: Date): Promise<string[]>;
+  listAcceptedSends(from: Date, to: Date): Promise<string[]>;
+  /** The verifications of `sids` that exist, eventually consistent: read one again before acting on it. */
+  readVerifications(sids: string[]): Promise<Verification[]>;
+  /** How far the sweeper has looked, and what it looks at again (absent before its first run). */
+  getSweepCursor(): Promise<SweepCursor | undefined>;
+  /** Saves `next` unless another run saved a cursor since `seen` was read (then false, nothing written). */
+  saveSweepCursor(next: SweepCursor, seen: SweepCursor | undefined): Promise<boolean>;
+}
+
+/** The sweeper's progress through the ledger (times ISO): each accepted send is looked at once per half. */
+export interface SweepCursor {
+  /** The restart half has looked at every send accepted up to this time. */
+  restartedThrough: string;
+  /** The settle half has looked at every send accepted up to this time. */
+  settledThrough: string;
+  /** Deliveries to look at again, by SID: not before this time (a restart's, or a claim's deadline). */
+  deferred: Record<string, string>;
+  /** Written by every save, so two runs cannot both advance the cursor from the same reading. */
+  version: number;
 }
 
 /** Starts the delivery workflow for an accepted send. Input carries the SID only, never the code. */

@@ -1,11 +1,23 @@
 import { settlePendingDelivery, type DeliveryDeps, type DeliveryTaskOutput } from './delivery';
-import { settleDeadline } from './delivery-time';
+import { UNSETTLED_DEADLINE_SECONDS, settleDeadline } from './delivery-time';
 import type { Verification } from './model';
-import type { Clock, DeliveryStore, DeliveryWorkflow, PendingDeliveryStore } from './ports';
+import type { Clock, DeliveryStore, DeliverySweepStore, DeliveryWorkflow, SweepCursor } from './ports';
 import type { Settings } from './settings';
 
+/**
+ * The sweeper (a Lambda every minute) walks the ledger: every accepted send writes a charge line in its
+ * transaction, so the charge lines in time order are an outbox that costs no write of its own. Each send is
+ * looked at twice, by two halves with a cursor each: the restart half when it is STALL_SECONDS old (a delivery
+ * no task claimed is started again), the settle half when it is SETTLE_AGE_SECONDS old (a delivery claimed but
+ * not ended by its deadline is ended from the record). What must be looked at again later (a delivery restarted
+ * by the settle half, or claimed too late to be due yet) is kept in the cursor's `deferred`, a short list.
+ *
+ * Why not an index of pending deliveries: putting a verification in a sparse index and taking it out when its
+ * delivery ends cost 2 write units per send ($1.25 per million); these two eventually consistent reads cost 1
+ * read unit ($0.125), and the ledger already holds what the index held.
+ */
 export interface SweeperDeps {
-  store: PendingDeliveryStore & Pick<DeliveryStore, 'getVerification'>;
+  store: DeliverySweepStore & Pick<DeliveryStore, 'getVerification'>;
   workflow: DeliveryWorkflow;
   clock: Clock;
   settings: Settings;
@@ -15,43 +27,48 @@ export interface SweeperDeps {
 export const STALL_SECONDS = 30;
 /** Sends older than this are past any default code lifetime; delivering them would be useless. */
 export const SWEEP_LOOKBACK_SECONDS = 15 * 60;
+/**
+ * The settle half looks at a send this long after it was accepted: a delivery claimed within a second of its
+ * send is past its deadline by then (core/delivery-time.ts); one claimed later (restarted) is deferred to it.
+ */
+export const SETTLE_AGE_SECONDS = UNSETTLED_DEADLINE_SECONDS;
+/**
+ * How far back a half looks when its cursor is older (or absent: the first run): a sweeper that did not run for
+ * longer leaves the sends before that unlooked-at (their deliveries may stay PENDING).
+ */
+export const SETTLE_LOOKBACK_SECONDS = 60 * 60;
+/** The deferred list's bound (the cursor is one item): beyond it the latest due are dropped, and counted. */
+export const MAX_DEFERRED = 2000;
 
 /** What one pass of the sweeper did; `failures`: the restarts and settlements that threw (the others went on). */
 export interface SweepResult {
   restarted: string[];
   settled: DeliveryTaskOutput[];
   failures: unknown[];
-  /** Index entries read (each verification once). */
+  /** Verifications read in the pass (each once). */
   read: number;
+  /** Deferred deliveries dropped because the list was full (a warning: they stay as they are). */
+  dropped: number;
 }
-
-/**
- * How far back the sweeper looks for unsettled deliveries past their deadline: a sweeper that did not run for
- * this long (an hour of missed schedules) leaves older ones PENDING. The index partitions it reads hold every
- * delivery not ended; those old enough to be read here are few unless something went wrong.
- */
-export const SETTLE_LOOKBACK_SECONDS = 60 * 60;
 
 export type SettleSweepDeps = Omit<DeliveryDeps, 'store'> & {
-  store: DeliveryStore & PendingDeliveryStore;
+  store: DeliveryStore & DeliverySweepStore;
+  /** Restarts, in the settle half, a delivery still never claimed; without it such a delivery is left. */
+  workflow?: DeliveryWorkflow;
 };
 
-/**
- * One pass of the sweeper (the Lambda's every minute): both halves below over one listing of the index and one
- * read of each entry's item. Their windows overlap (sends 6 to 15 minutes old are in both), so two listings would
- * query the same index partitions twice and read those items twice.
- */
+/** One pass of the sweeper (the Lambda's every minute): both halves, their sends read in one batch. */
 export async function sweepDeliveries(deps: SweeperDeps & SettleSweepDeps): Promise<SweepResult> {
-  return sweepPending(deps, { restart: deps.workflow, settle: deps });
+  return sweep(deps, { restart: deps.workflow, settle: deps });
 }
 
 /**
- * The outbox drain: restarts the delivery of accepted sends whose workflow did not start (StartExecution
- * failed after the charge, or the execution died before its first task). Restarting is safe because the
- * tasks are idempotent: a channel already tried is not sent again.
+ * The restart half alone: starts the delivery again of accepted sends whose workflow did not start
+ * (StartExecution failed after the charge, or the execution died before its first task). Safe because the tasks
+ * are idempotent: a channel already tried is not sent again.
  */
 export async function restartStalledDeliveries(deps: SweeperDeps): Promise<string[]> {
-  const result = await sweepPending(deps, { restart: deps.workflow });
+  const result = await sweep(deps, { restart: deps.workflow });
   if (result.failures.length > 0) {
     throw new AggregateError(
       result.failures,
@@ -62,14 +79,12 @@ export async function restartStalledDeliveries(deps: SweeperDeps): Promise<strin
 }
 
 /**
- * Settles deliveries claimed but never ended by their deadline (the first claim + the Express limit + a
- * margin, core/delivery-time.ts): their executions died, ran out of time, or failed in the settling step
- * itself. SENT or FAILED by the same rule as the workflow's end. Found in the sparse index, never by a scan:
- * a delivery is claimed at most SWEEP_LOOKBACK_SECONDS after its send (a restart), so those due in the last
- * SETTLE_LOOKBACK_SECONDS were created in the window read here.
+ * The settle half alone: ends deliveries claimed but not ended by their deadline (the first claim + the Express
+ * limit + a margin, core/delivery-time.ts): their executions died, ran out of time, or failed in the settling
+ * step itself. SENT or FAILED by the same rule as the workflow's end.
  */
 export async function settleOverdueDeliveries(deps: SettleSweepDeps): Promise<DeliveryTaskOutput[]> {
-  const result = await sweepPending(deps, { settle: deps });
+  const result = await sweep(deps, { settle: deps });
   if (result.failures.length > 0) {
     throw new AggregateError(
       result.failures,
@@ -79,62 +94,152 @@ export async function settleOverdueDeliveries(deps: SettleSweepDeps): Promise<De
   return result.settled;
 }
 
-type Window = { from: number; to: number };
-const within = (at: number, window: Window | undefined) => !!window && at >= window.from && at <= window.to;
+type Half = 'restart' | 'settle';
+type Span = { from: Date; to: Date };
 
-/** The listing, the reads and the decisions of both halves; `parts`: what each half needs (absent: not run). */
-async function sweepPending(
+const later = (a: Date, b: Date) => (a > b ? a : b);
+const justAfter = (iso: string) => new Date(new Date(iso).getTime() + 1);
+
+/**
+ * The span a half looks at in this run: from where its cursor stopped (or its lookback, if further back) to
+ * `age` seconds ago. Undefined when there is nothing new.
+ */
+function spanOf(now: Date, through: string | undefined, ageSeconds: number, lookbackSeconds: number) {
+  const to = new Date(now.getTime() - ageSeconds * 1000);
+  const floor = new Date(to.getTime() - lookbackSeconds * 1000);
+  const from = through ? later(justAfter(through), floor) : floor;
+  return from <= to ? { from, to } : undefined;
+}
+
+/** The listing, the reads and the decisions of the halves in `parts` (absent: not run; its cursor kept). */
+async function sweep(
   deps: Pick<SweeperDeps, 'store' | 'clock' | 'settings'>,
   parts: { restart?: DeliveryWorkflow; settle?: SettleSweepDeps },
 ): Promise<SweepResult> {
   const now = deps.clock.now();
-  const at = now.getTime();
-  const lookback = Math.min(SWEEP_LOOKBACK_SECONDS, deps.settings.codeTtlSeconds);
-  const deadlineSpan = settleDeadline(now).getTime() - at;
-  // By creation time: a restart only for sends young enough to be worth delivering and old enough to be
-  // stalled; a settlement for those created in the hour (and more) before a delivery could be overdue.
-  const restartWindow = parts.restart
-    ? { from: at - lookback * 1000, to: at - STALL_SECONDS * 1000 }
-    : undefined;
-  const settleWindow = parts.settle
-    ? {
-        from: at - (SETTLE_LOOKBACK_SECONDS + SWEEP_LOOKBACK_SECONDS) * 1000 - deadlineSpan,
-        to: at - deadlineSpan,
-      }
-    : undefined;
-  const windows = [restartWindow, settleWindow].filter((window): window is Window => !!window);
-  const sids = await deps.store.listPendingDeliveries(
-    new Date(Math.min(...windows.map((window) => window.from))),
-    new Date(Math.max(...windows.map((window) => window.to))),
+  const cursor = await deps.store.getSweepCursor();
+  // Sends older than the code lifetime (or 15 minutes) are not worth delivering.
+  const restartLookback = Math.min(SWEEP_LOOKBACK_SECONDS, deps.settings.codeTtlSeconds);
+  const spans: Partial<Record<Half, Span>> = {
+    ...(parts.restart && {
+      restart: spanOf(now, cursor?.restartedThrough, STALL_SECONDS, restartLookback - STALL_SECONDS),
+    }),
+    ...(parts.settle && {
+      settle: spanOf(now, cursor?.settledThrough, SETTLE_AGE_SECONDS, SETTLE_LOOKBACK_SECONDS),
+    }),
+  };
+  const listed: Partial<Record<Half, string[]>> = {};
+  await Promise.all(
+    (Object.entries(spans) as [Half, Span | undefined][]).map(async ([half, span]) => {
+      if (span) listed[half] = await deps.store.listAcceptedSends(span.from, span.to);
+    }),
   );
-  // One failed restart or settlement must not hold up the deliveries behind it: each is tried; the failed ones
-  // stay in the index for the next run, and the run still fails (the function's error alarm).
-  const result: SweepResult = { restarted: [], settled: [], failures: [], read: sids.length };
-  for (const sid of sids) {
+  const deferredDue = parts.settle
+    ? Object.entries(cursor?.deferred ?? {})
+        .filter(([, due]) => new Date(due) <= now)
+        .map(([sid]) => sid)
+    : [];
+  const wanted = [...new Set([...(listed.restart ?? []), ...(listed.settle ?? []), ...deferredDue])];
+  const verifications = new Map(
+    (await deps.store.readVerifications(wanted)).map((verification) => [verification.sid, verification]),
+  );
+
+  const result: SweepResult = { restarted: [], settled: [], failures: [], read: wanted.length, dropped: 0 };
+  // Still deferred: the cursor's entries not due yet (or whose half did not run) and those deferred now.
+  const deferred: Record<string, string> = Object.fromEntries(
+    Object.entries(cursor?.deferred ?? {}).filter(([sid]) => !deferredDue.includes(sid)),
+  );
+  // The creation time of the oldest send each half failed on: its cursor stops just before it, so the next run
+  // tries it again (and reads the sends after it again, harmlessly: every action is idempotent).
+  const failedAt: Partial<Record<Half, Date>> = {};
+  const fail = (half: Half | undefined, verification: Verification, error: unknown) => {
+    result.failures.push(error);
+    const created = new Date(verification.dateCreated);
+    if (half && (!failedAt[half] || created < failedAt[half])) failedAt[half] = created;
+    if (!half) deferred[verification.sid] = now.toISOString();
+  };
+
+  const restart = async (verification: Verification): Promise<boolean> => {
+    // The listing's read may be stale: confirm on the record before starting a second workflow.
+    const latest = await deps.store.getVerification(verification.sid);
+    if (latest?.deliveryStatus !== 'PENDING' || firstClaimAt(latest)) return false;
+    await parts.restart!.start({
+      sid: verification.sid,
+      waitSeconds: deps.settings.channelWaitSeconds,
+      restart: true,
+    });
+    result.restarted.push(verification.sid);
+    return true;
+  };
+
+  const settle = async (verification: Verification, settleDeps: SettleSweepDeps) => {
+    const claimedAt = firstClaimAt(verification);
+    const created = new Date(verification.dateCreated);
+    if (!claimedAt) {
+      // Never claimed, even after the restart half's restart: start it again while it is worth delivering, and
+      // look again once that claim could be due. Without a workflow (the settle half alone), it is left.
+      const restarter = settleDeps.workflow;
+      if (!restarter || created.getTime() < now.getTime() - restartLookback * 1000) return;
+      const latest = await deps.store.getVerification(verification.sid);
+      if (latest?.deliveryStatus !== 'PENDING' || firstClaimAt(latest)) return;
+      await restarter.start({
+        sid: verification.sid,
+        waitSeconds: deps.settings.channelWaitSeconds,
+        restart: true,
+      });
+      result.restarted.push(verification.sid);
+      deferred[verification.sid] = settleDeadline(now).toISOString();
+      return;
+    }
+    const deadline = settleDeadline(claimedAt);
+    if (deadline > now) {
+      deferred[verification.sid] = deadline.toISOString();
+      return;
+    }
+    const latest = await settleDeps.store.getVerification(verification.sid);
+    if (latest?.deliveryStatus !== 'PENDING') return;
+    const input = { sid: verification.sid, channelIndex: 0, waitSeconds: deps.settings.channelWaitSeconds };
+    result.settled.push(await settlePendingDelivery(settleDeps, latest, input));
+  };
+
+  const inSettle = new Set([...(listed.settle ?? []), ...deferredDue]);
+  for (const sid of wanted) {
+    const verification = verifications.get(sid);
+    if (verification?.deliveryStatus !== 'PENDING') continue;
+    const halfOf: Half | undefined = (listed.settle ?? []).includes(sid)
+      ? 'settle'
+      : (listed.restart ?? []).includes(sid)
+        ? 'restart'
+        : undefined;
     try {
-      // Read first: the index is eventually consistent, and a delivery that ended a moment ago is left alone
-      // (and not reported twice). The index holds every delivery not yet ended, claimed or not (a claim does
-      // not touch it: moving the entry cost 2 index write units per send).
-      const verification = await deps.store.getVerification(sid);
-      if (verification?.deliveryStatus !== 'PENDING') continue;
-      const created = new Date(verification.dateCreated).getTime();
-      const claimedAt = firstClaimAt(verification);
-      if (!claimedAt) {
-        // Never claimed: its workflow did not start or died before its first task. Restart it; one whose
-        // workflow runs or died after a claim is left to the workflow or to the settlement.
-        if (!parts.restart || !within(created, restartWindow)) continue;
-        await parts.restart.start({ sid, waitSeconds: deps.settings.channelWaitSeconds, restart: true });
-        result.restarted.push(sid);
-      } else if (parts.settle && within(created, settleWindow) && settleDeadline(claimedAt) <= now) {
-        const input = { sid, channelIndex: 0, waitSeconds: deps.settings.channelWaitSeconds };
-        result.settled.push(await settlePendingDelivery(parts.settle, verification, input));
-      }
+      if (inSettle.has(sid) && parts.settle) await settle(verification, parts.settle);
+      else if (!firstClaimAt(verification) && parts.restart) await restart(verification);
     } catch (error) {
-      result.failures.push(error);
+      fail(halfOf, verification, error);
     }
   }
+
+  const entries = Object.entries(deferred).sort(([, a], [, b]) => a.localeCompare(b));
+  result.dropped = Math.max(0, entries.length - MAX_DEFERRED);
+  // A half that ran moves its cursor to the end of its span, or to just before the oldest send it failed on.
+  const through = (half: Half, kept: string | undefined, lookbackSeconds: number): string => {
+    const span = spans[half];
+    if (!span) return kept ?? spanFloor(now, lookbackSeconds);
+    return (failedAt[half] ? new Date(failedAt[half].getTime() - 1) : span.to).toISOString();
+  };
+  const next: SweepCursor = {
+    restartedThrough: through('restart', cursor?.restartedThrough, restartLookback),
+    settledThrough: through('settle', cursor?.settledThrough, SETTLE_AGE_SECONDS + SETTLE_LOOKBACK_SECONDS),
+    deferred: Object.fromEntries(entries.slice(0, MAX_DEFERRED)),
+    version: (cursor?.version ?? 0) + 1,
+  };
+  // Lost to a run that saved first: this run's work stands (every action is idempotent); its cursor does not.
+  await deps.store.saveSweepCursor(next, cursor);
   return result;
 }
+
+/** The cursor of a half that has never run: as if it had looked up to its lookback before now. */
+const spanFloor = (now: Date, seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
 
 /** When the delivery's first channel was claimed (channels are tried from 0); none before the first task. */
 const firstClaimAt = (verification: Verification): Date | undefined => {

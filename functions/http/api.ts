@@ -15,7 +15,7 @@ import type {
   CodeVault,
   DeliveryStore,
   DeliveryWorkflow,
-  PendingDeliveryStore,
+  DeliverySweepStore,
   Random,
   VerificationStore,
 } from '../core/ports';
@@ -45,7 +45,7 @@ import { jsonResponse, type HttpResponse } from './response';
 
 /** What the HTTP handlers are built from; the Lambda entries and the local stack each wire their own. */
 export interface ApiDeps {
-  store: VerificationStore & ApiKeyStore & DeliveryStore & PendingDeliveryStore;
+  store: VerificationStore & ApiKeyStore & DeliveryStore & DeliverySweepStore;
   workflow: DeliveryWorkflow;
   providers: ProviderRegistry;
   vault: CodeVault;

@@ -1,6 +1,6 @@
 /**
  * The sweeper's composition root: the table and the delivery workflow, no key. Runs every minute (EventBridge
- * schedule): the drain of the pending-delivery outbox.
+ * schedule): the drain of the ledger, which every accepted send writes (the outbox).
  */
 import type { Context } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
@@ -21,7 +21,7 @@ const deps = coldStart(() =>
 
 /**
  * Restarts deliveries whose workflow did not start, and settles those claimed but never ended by their deadline,
- * in one pass over the index (core/sweeper.ts). Each delivery is tried even when another fails; the run then
+ * walking the ledger from its cursor (core/sweeper.ts). Each delivery is tried even when another fails; the run then
  * fails (the function's error alarm) with their errors.
  */
 export const handler = async (
@@ -31,8 +31,9 @@ export const handler = async (
 
 const sweep = async (): Promise<{ restarted: number; settled: number }> => {
   const resolved = await deps();
-  const { restarted, settled, failures, read } = await sweepDeliveries(resolved);
+  const { restarted, settled, failures, read, dropped } = await sweepDeliveries(resolved);
   if (restarted.length > 0) resolved.logger.log('warn', 'sweeper.restarted', { count: restarted.length });
+  if (dropped > 0) resolved.logger.log('warn', 'sweeper.deferred_dropped', { count: dropped });
   logSettled(resolved.logger, settled);
   if (failures.length > 0) {
     throw new AggregateError(failures, `sweeper run failed: ${failures.length} of ${read} deliveries`);

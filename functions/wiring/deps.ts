@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryDeps } from '../core/delivery';
-import type { DeliveryWorkflow, PendingDeliveryStore } from '../core/ports';
+import type { DeliveryWorkflow, DeliverySweepStore } from '../core/ports';
 import { settingsFromEnv } from '../core/settings';
 import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
@@ -21,7 +21,7 @@ import type { Env } from './env';
 import { providersFromEnv } from './providers';
 
 /** The sweeper also lists the deliveries not yet ended (the same DynamoStore). */
-export type Deps = ApiDeps & DeliveryDeps & { store: PendingDeliveryStore };
+export type Deps = ApiDeps & DeliveryDeps & { store: DeliverySweepStore };
 
 /**
  * Builds every dependency but the workflow from an environment and the keys (a key ring, or a master key: local

@@ -12,9 +12,9 @@ import {
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { PARTITION_FAMILY, TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
+import { PARTITION_FAMILY } from '../../functions/adapters/dynamodb/keys';
 import { KEY_GROUPS, type KeyGroup } from '../../functions/adapters/keyring';
-import { BUNDLING, type FunctionSpec, type IndexName } from '../functions';
+import { BUNDLING, type FunctionSpec } from '../functions';
 import { Grouping } from './logical-ids';
 
 /** Repository root: function entries and the lock file are found from here. */
@@ -114,14 +114,6 @@ export class OtpFunction extends Grouping {
               'dynamodb:LeadingKeys': grant.families.map((family) => `${PARTITION_FAMILY[family]}*`),
             },
           },
-        }),
-      );
-    }
-    for (const [index, actions] of Object.entries(spec.indexActions ?? {}) as [IndexName, string[]][]) {
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions,
-          resources: [`${props.table.tableArn}/index/${TABLE_SCHEMA.indexes[index].name}`],
         }),
       );
     }

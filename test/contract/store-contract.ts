@@ -15,13 +15,13 @@ import type {
 import type {
   ApiKeyStore,
   DeliveryStore,
-  PendingDeliveryStore,
+  DeliverySweepStore,
   VerificationStore,
 } from '../../functions/core/ports';
 import type { WebhookEndpoint, WebhookEndpointStore } from '../../functions/core/webhooks';
 import { aVerification } from '../support/fixtures';
 
-export type ContractStore = VerificationStore & ApiKeyStore & DeliveryStore & PendingDeliveryStore;
+export type ContractStore = VerificationStore & ApiKeyStore & DeliveryStore & DeliverySweepStore;
 
 /** One implementation under test, with what the admin side does to seed it and what tests read back. */
 export interface StoreFixture {

@@ -45,9 +45,6 @@ export function verificationToItem(v: Verification): Item {
     channels: v.channels,
     deliveries: v.deliveries,
     ...(v.guard && { guard: guardDecisionToItem(v.guard) }),
-    ...(v.deliveryStatus === 'PENDING' &&
-      Object.keys(v.deliveries).length === 0 &&
-      keys.pendingDelivery(new Date(v.dateCreated), v.sid)),
     ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
   };
 }

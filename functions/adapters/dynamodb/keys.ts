@@ -13,16 +13,7 @@ export const TABLE_SCHEMA = {
    * difference between them and no request writes anything extra for it.
    */
   streamViewType: 'NEW_AND_OLD_IMAGES',
-  indexes: {
-    /**
-     * Sparse index of verifications whose delivery has not ended, at no extra round trip on any path. Written
-     * with the verification under `PENDING#<created hour>`; ending delivery (SENT, FAILED, DELIVERED) removes
-     * it, and nothing in between touches it (one index write to put, one to delete). The sweeper reads it, then
-     * each entry's verification, to restart deliveries no task claimed and to settle claimed ones past their
-     * deadline (their executions died or ran out of time).
-     */
-    pendingDelivery: { name: 'pending-delivery', partitionKey: 'pending_pk', sortKey: 'pending_sk' },
-  },
+  // No secondary index: the sweeper finds the sends it looks at in the ledger (core/sweeper.ts).
 } as const;
 
 export interface ItemKey {
@@ -62,8 +53,13 @@ export const PARTITION_FAMILY = {
   webhookDelivery: 'WEBHOOKDELIVERY#',
   /** A console user's memberships (`MEMBER#<user id>` / `SERVICE#<VA>`), read when the user signs in. */
   member: 'MEMBER#',
-  /** Lists the console's operator reads: every service (`DIRECTORY#services` / `SERVICE#<VA>`). */
+  /**
+   * Lists of every service (`DIRECTORY#services` / `SERVICE#<VA>`): the console operator's, and the sweeper's
+   * way to each service's ledger.
+   */
   directory: 'DIRECTORY#',
+  /** The sweeper's cursor through the ledger (core/sweeper.ts): one item. */
+  sweep: 'SWEEP#',
 } as const;
 export type PartitionFamily = keyof typeof PARTITION_FAMILY;
 
@@ -164,20 +160,18 @@ export const keys = {
   }),
   /** The signal aggregates of `scope` across countries, and its report of decisions. */
   guardScopeStats: (scope: string): ItemKey => ({ pk: `${P.guard}${scope}`, sk: 'STATS' }),
-  /** Index keys of a verification whose delivery has not ended, in one partition per hour of its creation. */
-  pendingDelivery: (createdAt: Date, verificationSid: string) => ({
-    pending_pk: pendingDeliveryPartition(createdAt),
-    pending_sk: `${createdAt.toISOString()}#${verificationSid}`,
+  /** The sort-key bounds (inclusive) of a service's charge lines written from `from` to `to`, for a BETWEEN query. */
+  chargeRange: (serviceSid: string, from: Date, to: Date) => ({
+    pk: `${P.service}${serviceSid}`,
+    skFrom: `CHARGE#${from.toISOString()}`,
+    // `~` sorts after `#` and every SID character: the lines of the last millisecond are inside.
+    skTo: `CHARGE#${to.toISOString()}~`,
   }),
+  /** The SID a charge line's sort key ends with. */
+  chargedSid: (chargeSortKey: string): string => chargeSortKey.slice(chargeSortKey.lastIndexOf('#') + 1),
+  /** The sweeper's cursor. */
+  sweepCursor: (): ItemKey => ({ pk: `${P.sweep}cursor`, sk: 'CURSOR' }),
 } as const;
-
-/**
- * One partition per hour: the sweeper reads at most two (restarts, 15 minutes back) and three (settlements,
- * 81 minutes back) per run, where one per minute took 75 queries. A partition takes every send's entry.
- */
-export const DELIVERY_INDEX_PARTITION_MS = 3_600_000;
-
-export const pendingDeliveryPartition = (at: Date): string => `PENDING#${at.toISOString().slice(0, 13)}`;
 
 /** Sort-key prefixes for the queries under one service. */
 export const SERVICE_CHILD_PREFIX = {

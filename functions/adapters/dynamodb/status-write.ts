@@ -4,7 +4,6 @@
  * their sequence number and time from them (`eventMarksFromItem`), and a status change without them would
  * publish an event that consumers drop as stale. Written here once, so no write can forget them.
  */
-import { TABLE_SCHEMA } from './keys';
 
 /** Attribute names of a verification item that conditional writes name. */
 export const VERIFICATION_ATTR = {
@@ -19,8 +18,6 @@ export const VERIFICATION_ATTR = {
   lastGuess: 'last_guess',
   sealedCode: 'sealed_code',
   deliveries: 'deliveries',
-  pendingPk: TABLE_SCHEMA.indexes.pendingDelivery.partitionKey,
-  pendingSk: TABLE_SCHEMA.indexes.pendingDelivery.sortKey,
   /** Time of the last status-changing write (ISO). */
   eventAt: 'event_at',
   /** Number of status-changing writes so far. */

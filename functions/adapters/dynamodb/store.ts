@@ -3,7 +3,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   BatchGetCommand,
   GetCommand,
-  QueryCommand,
+  PutCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -20,10 +20,11 @@ import type {
   DeliveryStore,
   KeyRequest,
   KeyRequestOutcome,
-  PendingDeliveryStore,
+  DeliverySweepStore,
   RecordRefusal,
   SendContext,
   SendContextQuery,
+  SweepCursor,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -39,15 +40,9 @@ import {
   verificationFromItem,
   verificationToItem,
 } from './items';
-import {
-  TABLE_SCHEMA,
-  keys,
-  DELIVERY_INDEX_PARTITION_MS,
-  pendingDeliveryPartition,
-  type ItemKey,
-} from './keys';
+import { keys, type ItemKey } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
-import { isConditionFailure } from './requests';
+import { isConditionFailure, queryAll } from './requests';
 import {
   NOT_GUESSED,
   VERIFICATION_ATTR,
@@ -87,11 +82,13 @@ const isMissingMap = (error: unknown): boolean =>
   error.name === 'ValidationException' &&
   error.message.includes('document path provided in the update expression is invalid');
 
-/** Ending delivery drops the code kept for it and takes the verification out of the delivery index. */
-const DELIVERY_ENDED_REMOVES = ['sealedCode', 'pendingPk', 'pendingSk'] satisfies VerificationAttr[];
+/** Ending delivery drops the code kept for it. */
+const DELIVERY_ENDED_REMOVES = ['sealedCode'] satisfies VerificationAttr[];
 
-/** Partitions of the delivery index queried at once (oldest first, order kept). */
-const INDEX_QUERIES_AT_ONCE = 16;
+/** Services whose charge lines the sweeper queries at once. */
+const LEDGER_QUERIES_AT_ONCE = 16;
+/** BatchGetItem's limit of keys per request. */
+const BATCH_GET_KEYS = 100;
 
 /** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
 const MAX_TRANSACTION_RESENDS = 2;
@@ -108,7 +105,7 @@ const oldImage = (error: unknown): Record<string, unknown> | undefined => {
 };
 
 /** The single-table adapter behind every storage port. One round trip per method unless noted. */
-export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore {
+export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStore, DeliverySweepStore {
   /**
    * Per API key, the windows of the per-key limit its item was last seen to hold (from the images the key's
    * writes return): this instance's next write of the key removes the stale ones, so nothing else is written.
@@ -484,10 +481,8 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     const answeredNames = deliveriesEntries(answered, sets, values);
     return this.updateIfConditionHolds({
       Key: keys.verification(sid),
-      // The index keys stay as the send wrote them until delivery ends: changing them here would delete and
-      // put the index entry (2 write units on the index per send).
       UpdateExpression: `SET ${sets.join(', ')}`,
-      // Only while delivery runs: a claim after the end would put an ended delivery back in the index.
+      // Only while delivery runs: a claim after the end would make an ended delivery look unsettled.
       ConditionExpression:
         'attribute_exists(pk) AND attribute_not_exists(#deliveries.#index) AND delivery_status = :pending',
       ExpressionAttributeNames: {
@@ -567,56 +562,79 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     );
   }
 
-  async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.queryIndexPerPartition(pendingDeliveryPartition, from, to);
+  async listAcceptedSends(from: Date, to: Date): Promise<string[]> {
+    // The ledger is per service: the directory lists the services, then each one's charge lines in the span.
+    const services = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': keys.serviceDirectory('').pk },
+      ProjectionExpression: 'service_sid',
+    });
+    const lines: string[] = [];
+    const chargesOf = async (serviceSid: string) => {
+      const range = keys.chargeRange(serviceSid, from, to);
+      const items = await queryAll(this.client, {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': range.pk, ':from': range.skFrom, ':to': range.skTo },
+        ProjectionExpression: 'sk',
+        // Strongly consistent: a line the query missed would never be looked at (the cursor moves past it).
+        ConsistentRead: true,
+      });
+      lines.push(...items.map((item) => item.sk as string));
+    };
+    const sids = services.map((item) => item.service_sid as string);
+    for (let i = 0; i < sids.length; i += LEDGER_QUERIES_AT_ONCE) {
+      await Promise.all(sids.slice(i, i + LEDGER_QUERIES_AT_ONCE).map(chargesOf));
+    }
+    // `CHARGE#<time>#<sid>`: in time order across services.
+    return lines.sort().map(keys.chargedSid);
   }
 
-  /**
-   * SIDs in the sparse delivery index under the partitions (one an hour) from `from` to `to` (partition key
-   * `partition(hour)`, sort key `<time>#<sid>` with the time between the two), oldest first.
-   */
-  private async queryIndexPerPartition(
-    partition: (partitionStart: Date) => string,
-    from: Date,
-    to: Date,
-  ): Promise<string[]> {
-    const index = TABLE_SCHEMA.indexes.pendingDelivery;
-    const starts: number[] = [];
-    const step = DELIVERY_INDEX_PARTITION_MS;
-    for (let start = from.getTime() - (from.getTime() % step); start <= to.getTime(); start += step)
-      starts.push(start);
-    const queryPartition = async (partitionStart: number): Promise<string[]> => {
-      const sids: string[] = [];
-      let start: Record<string, unknown> | undefined;
-      do {
-        const page = await this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: index.name,
-            KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :from AND :to',
-            ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
-            ExpressionAttributeValues: {
-              ':pk': partition(new Date(partitionStart)),
-              ':from': from.toISOString(),
-              // '~' sorts after '#' and every SID character: includes items at exactly `to`.
-              ':to': `${to.toISOString()}~`,
-            },
-            // The index keeps keys only; its sort key ends with the SID.
-            ProjectionExpression: '#sk',
-            ExclusiveStartKey: start,
-          }),
-        );
-        sids.push(...(page.Items ?? []).map((item) => String(item[index.sortKey]).split('#')[1]!));
-        start = page.LastEvaluatedKey;
-      } while (start);
-      return sids;
-    };
-    // The partitions side by side, a few at a time (a caller asking for a long span gets many).
-    const found: string[][] = [];
-    for (let i = 0; i < starts.length; i += INDEX_QUERIES_AT_ONCE) {
-      found.push(...(await Promise.all(starts.slice(i, i + INDEX_QUERIES_AT_ONCE).map(queryPartition))));
+  async readVerifications(sids: string[]): Promise<Verification[]> {
+    const found: Verification[] = [];
+    for (let i = 0; i < sids.length; i += BATCH_GET_KEYS) {
+      const items = await this.batchGet(sids.slice(i, i + BATCH_GET_KEYS).map(keys.verification), false);
+      found.push(...items.map(verificationFromItem));
     }
-    return found.flat();
+    return found;
+  }
+
+  async getSweepCursor(): Promise<SweepCursor | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.sweepCursor(), ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    return {
+      restartedThrough: Item.restarted_through as string,
+      settledThrough: Item.settled_through as string,
+      deferred: (Item.deferred as Record<string, string> | undefined) ?? {},
+      version: Item.version as number,
+    };
+  }
+
+  async saveSweepCursor(next: SweepCursor, seen: SweepCursor | undefined): Promise<boolean> {
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...keys.sweepCursor(),
+            type: 'sweep_cursor',
+            restarted_through: next.restartedThrough,
+            settled_through: next.settledThrough,
+            deferred: next.deferred,
+            version: next.version,
+          },
+          ConditionExpression: seen ? 'version = :seen' : 'attribute_not_exists(pk)',
+          ...(seen && { ExpressionAttributeValues: { ':seen': seen.version } }),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
   }
 
   /** BatchGetItem, following UnprocessedKeys (rare; only under throttling) until every key is answered. */

@@ -21,10 +21,11 @@ import type {
   DeliveryStore,
   KeyRequest,
   KeyRequestOutcome,
-  PendingDeliveryStore,
+  DeliverySweepStore,
   RecordRefusal,
   SendContext,
   SendContextQuery,
+  SweepCursor,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -54,15 +55,15 @@ interface StoredKey {
 const clone = <T>(value: T): T => structuredClone(value);
 
 export class MemoryStore
-  implements VerificationStore, ApiKeyStore, DeliveryStore, PendingDeliveryStore, WebhookEndpointStore
+  implements VerificationStore, ApiKeyStore, DeliveryStore, DeliverySweepStore, WebhookEndpointStore
 {
   private readonly services = new Map<string, Service>();
   private readonly templates = new Map<string, Template>();
   private readonly apiKeys = new Map<string, StoredKey>();
   private readonly verifications = new Map<string, Verification>();
   private readonly events = new Map<string, EventMarks>();
-  /** The sparse delivery index: each verification whose delivery has not ended, by its creation time. */
-  private readonly index = new Map<string, Date>();
+  /** The sweeper's cursor, as saved (one item in DynamoDB). */
+  private sweepCursor: SweepCursor | undefined;
   private readonly idempotency = new Map<string, string>();
   private readonly numbers = new Map<string, NumberRecord>();
   private readonly endpoints = new Map<string, WebhookEndpoint>();
@@ -144,9 +145,6 @@ export class MemoryStore
 
     service.balance -= verification.price;
     this.verifications.set(verification.sid, clone(verification));
-    if (verification.deliveryStatus === 'PENDING' && Object.keys(verification.deliveries).length === 0) {
-      this.index.set(verification.sid, new Date(verification.dateCreated));
-    }
     this.ledger.push({
       serviceSid: verification.serviceSid,
       verificationSid: verification.sid,
@@ -276,10 +274,9 @@ export class MemoryStore
     return true;
   }
 
-  /** Delivery ended: the sealed code is dropped and the verification leaves the delivery index. */
+  /** Delivery ended: the sealed code is dropped. */
   private endDelivery(stored: Verification, now: Date): void {
     delete stored.sealedCode;
-    this.index.delete(stored.sid);
     this.markEvent(stored.sid, now);
   }
 
@@ -289,19 +286,31 @@ export class MemoryStore
     this.numbers.set(e164, number);
   }
 
-  // --- the delivery index -----------------------------------------------------------------------------------
+  // --- DeliverySweepStore ------------------------------------------------------------------------------------
 
-  async listPendingDeliveries(from: Date, to: Date): Promise<string[]> {
-    return this.listIndex(from, to);
-  }
-
-  /** SIDs whose index time lies between `from` and `to` (both included), oldest first, then by SID. */
-  private listIndex(from: Date, to: Date): string[] {
-    return [...this.index]
-      .filter(([, at]) => at >= from && at <= to)
-      .map(([sid, at]) => `${at.toISOString()}#${sid}`)
+  async listAcceptedSends(from: Date, to: Date): Promise<string[]> {
+    return this.ledger
+      .filter((line) => new Date(line.at) >= from && new Date(line.at) <= to)
+      .map((line) => `${line.at}#${line.verificationSid}`)
       .sort()
       .map((sortKey) => sortKey.split('#')[1]!);
+  }
+
+  async readVerifications(sids: string[]): Promise<Verification[]> {
+    return sids.flatMap((sid) => {
+      const stored = this.verifications.get(sid);
+      return stored ? [clone(stored)] : [];
+    });
+  }
+
+  async getSweepCursor(): Promise<SweepCursor | undefined> {
+    return this.sweepCursor && clone(this.sweepCursor);
+  }
+
+  async saveSweepCursor(next: SweepCursor, seen: SweepCursor | undefined): Promise<boolean> {
+    if ((this.sweepCursor?.version ?? 0) !== (seen?.version ?? 0)) return false;
+    this.sweepCursor = clone(next);
+    return true;
   }
 
   // --- WebhookEndpointStore ---------------------------------------------------------------------------------
