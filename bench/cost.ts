@@ -4,7 +4,10 @@
  * A verification: one send (accepted), one check with the right code, two fetches, delivered on the first
  * channel (deliver task, the receipt callback, then the receipt wait's first status read sees DELIVERED and
  * the execution ends: no after-wait task, about 1 s of the 8-second wait billed). `receiptDelays` prices the
- * same delivery for receipts that come after 1, 2, 4 and 8 seconds, against one Wait state of 8 s.
+ * same delivery for receipts that come after 1, 2, 4 and 8 seconds, against one Wait state of 8 s. The
+ * sweeper's look at the send (its charge line listed and its record read by both halves, counted on a batch:
+ * bench/counts.ts) is in the DynamoDB line; what each of its runs costs whatever the volume (one a minute) is
+ * not per verification, and is priced apart, per month (`sweeperPerRun`).
  *
  * Prices: public list prices for us-east-1 as the bench's author knew them in 2025. They are NOT fetched
  * when the bench runs; check them on the AWS pricing pages before quoting a figure.
@@ -75,6 +78,13 @@ export const ASSUMPTIONS = {
   channelWaitSeconds: DEFAULT_SETTINGS.channelWaitSeconds,
   /** Receipt delays the `receiptDelays` table prices, s after the deliver task handed the message over. */
   receiptDelaysSeconds: [1, 2, 4, 8],
+  /**
+   * The sweeper's runs a month (its schedule: one a minute, 30 days). Per run costs, not per verification: what
+   * a run costs finding nothing (its cursor read and written, each half listing the directory and every
+   * service's ledger: as many queries as services) is priced per month in `sweeperPerRun`, apart from the bill
+   * per million. (The Lambda's duration per run is not measured here: only its invocations are priced.)
+   */
+  sweeperRunsPerMonth: 30 * 24 * 60,
 };
 
 /**
@@ -140,8 +150,23 @@ export interface CostResults {
       billedSeconds: { measured: number; projected: number };
     };
     logBytes: number;
+    /** Of `rru` and `wru`: the sweeper's look at the send (absent from results of before it walked the ledger). */
+    sweeper?: { rru: number; wru: number; requests: number };
   };
   lines: CostLine[];
+  /**
+   * What the sweeper's runs cost whatever the volume, USD a month (`ASSUMPTIONS.sweeperRunsPerMonth` runs, each as
+   * the bench's run that found nothing, with the services the bench's table held: each adds a query per half).
+   */
+  sweeperPerRun?: {
+    services: number;
+    runsPerMonth: number;
+    requests: number;
+    rru: number;
+    wru: number;
+    dynamoUsdPerMonth: number;
+    lambdaRequestsUsdPerMonth: number;
+  };
   /** The delivery workflow's bill by receipt delay, projected (see `receiptWaitEnd`). */
   receiptDelays: ReceiptDelayRow[];
   totalFourServices: { measured: number; projected: number };
@@ -246,6 +271,15 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
   reported += path.total.reportedCapacity;
   logBytes += path.logBytes;
 
+  // The sweeper's two reads of the send's record and its charge line's share of the ledger queries. (Its Lambda
+  // time for them, a BatchGetItem per 100 sends a run, is a fraction of a ms per verification: not priced.)
+  const sweeper = counts.sweeper?.perVerification;
+  if (sweeper) {
+    rru += sweeper.rru;
+    wru += sweeper.wru;
+    reported += sweeper.reportedCapacity;
+  }
+
   const apiGatewayRequests = api.reduce((total, entry) => total + entry.calls, 0) + path.receipts;
   // Time in receipt waits: a wait followed by its AfterWait task lasted the whole wait; one that ended at a
   // status read (a receipt had settled the delivery), up to that read. The path ran with the spec's wait.
@@ -274,9 +308,10 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
   const sfn = (seconds: number) =>
     perMillion(PRICES.stepFunctionsExpressPerMillionRequests / 1_000_000, 1) +
     perMillion(PRICES.stepFunctionsExpressPerGbSecond, seconds * PRICES.stepFunctionsExpressMemoryGb);
-  const dynamo =
-    perMillion(PRICES.dynamoDbPerMillionWru / 1_000_000, wru) +
-    perMillion(PRICES.dynamoDbPerMillionRru / 1_000_000, rru);
+  const dynamoUsd = (writeUnits: number, readUnits: number) =>
+    PRICES.dynamoDbPerMillionWru * (writeUnits / 1_000_000) +
+    PRICES.dynamoDbPerMillionRru * (readUnits / 1_000_000);
+  const dynamo = dynamoUsd(wru, rru) * 1_000_000;
   const apiGateway = perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, apiGatewayRequests);
   // What the receipt callbacks' API Gateway requests cost: saved when they come to the function's own URL.
   const receiptRequestsUsd = perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, path.receipts);
@@ -304,7 +339,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       service: 'DynamoDB on-demand',
       measured: dynamo,
       projected: dynamo,
-      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s))`,
+      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s)${sweeper ? `, ${round(sweeper.rru, 2)} RRU + ${round(sweeper.wru, 2)} WRU the sweeper's two reads and ledger share` : ''})`,
     },
     {
       service: 'Step Functions Express',
@@ -370,6 +405,8 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       2,
     );
   const four = (line: CostLine) => !line.service.startsWith('other');
+  const perRun = counts.sweeper?.perRun;
+  const runs = ASSUMPTIONS.sweeperRunsPerMonth;
   return {
     prices: PRICES,
     assumptions: ASSUMPTIONS,
@@ -386,6 +423,9 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
         billedSeconds: { measured: sfnSeconds(taskMsMeasured), projected: sfnSeconds(taskMsProjected) },
       },
       logBytes: Math.round(logTotal),
+      ...(sweeper && {
+        sweeper: { rru: sweeper.rru, wru: sweeper.wru, requests: sweeper.requests },
+      }),
     },
     lines: lines.map((line) => ({
       ...line,
@@ -393,6 +433,18 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       projected: round(line.projected, 2),
     })),
     receiptDelays,
+    ...(perRun &&
+      counts.sweeper && {
+        sweeperPerRun: {
+          services: counts.sweeper.services,
+          runsPerMonth: runs,
+          requests: perRun.requests,
+          rru: perRun.rru,
+          wru: perRun.wru,
+          dynamoUsdPerMonth: round(runs * dynamoUsd(perRun.wru, perRun.rru), 4),
+          lambdaRequestsUsdPerMonth: round((runs * PRICES.lambdaRequestsPerMillion) / 1_000_000, 4),
+        },
+      }),
     totalFourServices: { measured: sum('measured', four), projected: sum('projected', four) },
     totalWithOther: { measured: sum('measured', () => true), projected: sum('projected', () => true) },
     totalWithReceiptsOnFunctionUrl: {

@@ -1,7 +1,7 @@
 /**
- * Part 1: DynamoDB requests and capacity of each operation and of one delivery workflow by path, counted
- * by the meters on the real clients (one handler call at a time, nothing else running, so the difference
- * of two snapshots is exactly that call's requests).
+ * Part 1: DynamoDB requests and capacity of each operation, of one delivery workflow by path, and of the
+ * sweeper's look at each accepted send, counted by the meters on the real clients (one handler call or sweeper
+ * run at a time, nothing else running, so the difference of two snapshots is exactly that call's requests).
  */
 import { randomUUID } from 'node:crypto';
 import type { HttpResponse } from '../functions/http/response';
@@ -9,6 +9,7 @@ import { keys } from '../functions/adapters/dynamodb/keys';
 import { parsePhone } from '../functions/core/phone';
 import { CHANNELS, planRoute, type Channel } from '../functions/core/routing';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
+import { SETTLE_AGE_SECONDS, STALL_SECONDS, type SweepResult } from '../functions/core/sweeper';
 import type { ChannelBehaviour } from '../local/carrier';
 import { checkEvent, fetchEvent, lambdaContext, sendEvent, type Caller } from './events';
 import { AUTH, diffTotals, summarize, sumTotals, type RequestSummary, type Totals } from './meter';
@@ -57,9 +58,43 @@ export interface PathCount {
   logBytes: number;
 }
 
+/**
+ * The sweeper (core/sweeper.ts, a run a minute) over a batch of accepted sends delivered on the first channel:
+ * each send is listed from the ledger and read twice, by the restart half at 30 s and the settle half at 6 min.
+ * Measured as two runs of the real `sweepDeliveries` (clock at the batch's end + 31 s, then + 6 min 1 s) from a
+ * cursor just before the batch, less the same two runs over a span with no send in it (the control): what is
+ * left grows with the sends; the control's second run (both halves listing, nothing found) is what every run
+ * costs whatever the volume.
+ */
+export interface SweeperCount {
+  /** Accepted sends in the batch. */
+  sends: number;
+  /** Services in the table (the directory's entries): each half queries each one's charge lines, every run. */
+  services: number;
+  /**
+   * Per verification: (the batch's two runs - the control's two runs) / sends. Requests: the eventually
+   * consistent BatchGetItem of 100 keys, per send at this batch size (one a run covers both halves' sends).
+   * RRU: the two reads of the verification (0.5 each), and its charge line's share of the ledger queries.
+   * No WRU: the cursor write is per run.
+   */
+  perVerification: RequestSummary;
+  /**
+   * Of `perVerification.rru`: the charge line's share of the two ledger queries (strongly consistent, the items
+   * summed then rounded up to 4 KB a query, so within 2 / sends of the exact share).
+   */
+  ledgerRru: number;
+  /** One run with nothing to look at (the control's second run): cursor read and write, the listing of both halves. */
+  perRun: RequestSummary;
+  /** The raw figures: the batch's two runs, and the control's two. */
+  batchRuns: RequestSummary;
+  controlRuns: RequestSummary;
+}
+
 export interface CountResults {
   operations: OperationCount[];
   paths: PathCount[];
+  /** Absent from results of before the sweeper walked the ledger. */
+  sweeper?: SweeperCount;
 }
 
 type Api = BenchService['quietApi'];
@@ -84,7 +119,23 @@ function perRun(summary: RequestSummary, runs: number): RequestSummary {
     reportedCapacity: round(summary.reportedCapacity / runs),
     rru: round(summary.rru / runs),
     wru: round(summary.wru / runs),
-    gsiWru: round(summary.gsiWru / runs),
+  };
+}
+
+/** `a - b`, figure by figure (a request kind kept while any of its figures differs). */
+function minus(a: RequestSummary, b: RequestSummary): RequestSummary {
+  const kinds = new Set([...Object.keys(a.byKind), ...Object.keys(b.byKind)]);
+  return {
+    byKind: Object.fromEntries(
+      [...kinds]
+        .map((kind) => [kind, round((a.byKind[kind] ?? 0) - (b.byKind[kind] ?? 0))] as const)
+        .filter(([, n]) => n !== 0),
+    ),
+    requests: round(a.requests - b.requests),
+    conditionFailures: round(a.conditionFailures - b.conditionFailures),
+    reportedCapacity: round(a.reportedCapacity - b.reportedCapacity),
+    rru: round(a.rru - b.rru),
+    wru: round(a.wru - b.wru),
   };
 }
 
@@ -208,7 +259,8 @@ export async function countOperations(
   );
 
   const paths = await countPaths(service, caller);
-  return { operations, paths };
+  const sweeper = await countSweeper(service, caller);
+  return { operations, paths, sweeper };
 }
 
 interface PathSpec {
@@ -357,4 +409,83 @@ async function countPaths(service: BenchService, caller: Caller): Promise<PathCo
   }
   service.carrier.clearRules();
   return results;
+}
+
+/** Sends in the sweeper's batch: one BatchGetItem reads them all (100 keys). */
+const SWEEP_BATCH = 50;
+
+async function countSweeper(service: BenchService, caller: Caller): Promise<SweeperCount> {
+  const meter = service.meters.sweeper;
+  const numbers = new NumberSource(40_000_000);
+  const prefix = '+44744';
+  // Delivered on the first channel, as the verification the cost model prices is: the sweeper reads each
+  // send's record and, its delivery ended, leaves it.
+  const recipients = Array.from({ length: SWEEP_BATCH }, () => numbers.take());
+  service.carrier.setRule({ prefix, channels: { [channelsFor(recipients[0]!)[0]!]: { deliver: 100 } } });
+  const sids: string[] = [];
+  const first = new Date();
+  for (const to of recipients) {
+    const response = await service.api.send(sendEvent(caller, to), lambdaContext('send'));
+    if (response.statusCode !== 201) throw new Error(`sweeper batch: send answered ${ofResponse(response)}`);
+    sids.push(sidOf(response));
+  }
+  const last = new Date();
+  await service.workflow.idle();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  service.carrier.clearRules();
+  for (const sid of sids) {
+    const status = (await service.taskDeps.store.getVerification(sid))?.deliveryStatus;
+    if (status !== 'DELIVERED') throw new Error(`sweeper batch: ${sid} ended ${status ?? 'missing'}`);
+  }
+
+  // Two runs from a cursor just before `from`: the restart half's over the sends of `from`..`to` (30 s old), then
+  // the settle half's over them (6 min old; its restart half finds nothing new). The sends are the only charge
+  // lines after `first`: nothing else sends while this runs.
+  const pair = async (from: Date, to: Date) => {
+    await service.setSweepCursor(new Date(from.getTime() - 1));
+    const before = meter.snapshot();
+    const runs: SweepResult[] = [];
+    let lastRun: Totals = {};
+    for (const ageSeconds of [STALL_SECONDS, SETTLE_AGE_SECONDS]) {
+      const runBefore = meter.snapshot();
+      runs.push(await service.sweep(new Date(to.getTime() + (ageSeconds + 1) * 1000)));
+      lastRun = diffTotals(meter.snapshot(), runBefore);
+    }
+    return { runs, totals: diffTotals(meter.snapshot(), before), lastRun };
+  };
+  const batch = await pair(first, last);
+  // The control: the same two runs over a span as long, after the batch, with no send in it.
+  const controlFrom = new Date(last.getTime() + 60_000);
+  const control = await pair(
+    controlFrom,
+    new Date(controlFrom.getTime() + (last.getTime() - first.getTime())),
+  );
+  for (const [name, { runs }, expected] of [
+    ['batch', batch, SWEEP_BATCH],
+    ['control', control, 0],
+  ] as const) {
+    for (const run of runs) {
+      const acted = run.restarted.length + run.settled.length + run.failures.length + run.dropped;
+      if (run.read !== expected || acted > 0) {
+        throw new Error(
+          `sweeper ${name} run read ${run.read} sends (expected ${expected}) and acted on ${acted}: the span is not the batch's`,
+        );
+      }
+    }
+  }
+
+  const isLedger = (kind: string) => kind === 'Query';
+  const batchRuns = summarize(batch.totals);
+  const controlRuns = summarize(control.totals);
+  return {
+    sends: SWEEP_BATCH,
+    services: await service.countServices(),
+    perVerification: perRun(minus(batchRuns, controlRuns), SWEEP_BATCH),
+    ledgerRru: round(
+      (summarize(batch.totals, isLedger).rru - summarize(control.totals, isLedger).rru) / SWEEP_BATCH,
+    ),
+    perRun: summarize(control.lastRun),
+    batchRuns,
+    controlRuns,
+  };
 }

@@ -9,7 +9,7 @@
 import { GetCommand, BatchGetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
-import { keys, pendingDeliveryPartition } from '../functions/adapters/dynamodb/keys';
+import { keys } from '../functions/adapters/dynamodb/keys';
 import { afterReceiptWait, deliverOverChannel } from '../functions/core/delivery';
 import type { HttpResponse } from '../functions/http/response';
 import { CHANNELS } from '../functions/core/routing';
@@ -150,13 +150,7 @@ export async function measureLatency(
             {
               Put: {
                 TableName: db.tableName,
-                Item: {
-                  ...template,
-                  ...keys.verification(sid),
-                  sid,
-                  pending_pk: pendingDeliveryPartition(now),
-                  pending_sk: `${now.toISOString()}#${sid}`,
-                },
+                Item: { ...template, ...keys.verification(sid), sid },
                 ConditionExpression: 'attribute_not_exists(pk)',
               },
             },
@@ -301,8 +295,7 @@ async function firstVerificationItem(
     new GetCommand({ TableName: db.tableName, Key: keys.verification(sid) }),
   );
   if (!Item) throw new Error('The verification just sent is not in the table');
-  const { pending_pk: _pk, pending_sk: _sk, ...rest } = Item;
-  return rest;
+  return Item;
 }
 
 /**

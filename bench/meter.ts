@@ -6,11 +6,17 @@
  * DynamoDB Local does not report capacity the way DynamoDB does (it reports 4 WCU for a one-item
  * transaction of a 100-byte item, 0 RCU for a BatchGetItem of missing keys, nothing for a failed
  * condition). So, when a probe client is given, the meter also prices each request by DynamoDB's
- * documented rules from the real item sizes, read before and after each write with an unmetered client:
- * the "modelled" figures, which the cost model uses. The reported ones are kept beside them.
+ * documented rules from the real item sizes, read before and after each write (and, for a projected Query,
+ * the whole items it read) with an unmetered client: the "modelled" figures, which the cost model uses. The reported ones are kept beside them.
  */
-import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TABLE_SCHEMA } from '../functions/adapters/dynamodb/keys';
+import {
+  GetCommand,
+  QueryCommand,
+  ScanCommand,
+  type DynamoDBDocumentClient,
+  type QueryCommandInput,
+  type ScanCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 
 type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
@@ -27,14 +33,11 @@ export interface KindTotals {
   /** By DynamoDB's rules from item sizes (only with a probe client). */
   modelRru: number;
   modelWru: number;
-  /** Of modelWru: writes to the sparse pending-delivery index. */
-  modelGsiWru: number;
 }
 
 export type Totals = Record<string, KindTotals>;
 
 const READ_KINDS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
-const INDEX = TABLE_SCHEMA.indexes.pendingDelivery;
 
 export const isReadKind = (kind: string): boolean => READ_KINDS.has(kind);
 
@@ -58,7 +61,6 @@ const emptyTotals = (): KindTotals => ({
   reportedCapacity: 0,
   modelRru: 0,
   modelWru: 0,
-  modelGsiWru: 0,
 });
 
 export class DynamoMeter {
@@ -126,12 +128,13 @@ export class DynamoMeter {
           }
           if (this.probe) {
             if (isReadKind(kind)) {
-              if (output) totals.modelRru += readUnits(kind, input, output);
+              // Read first, then add: `+= await` would add to the figure as it was before the await, losing
+              // what a concurrent request added meanwhile.
+              const read = output && (await this.unprojected(kind, input, output));
+              if (read) totals.modelRru += readUnits(kind, input, read);
             } else if (before) {
               const after = failure ? undefined : await this.readTouched(kind, input);
-              const units = writeUnits(kind, before, after, failure !== undefined);
-              totals.modelWru += units.table + units.index;
-              totals.modelGsiWru += units.index;
+              totals.modelWru += writeUnits(kind, before, after, failure !== undefined);
             }
           }
         }
@@ -150,6 +153,30 @@ export class DynamoMeter {
     this.busyMs = 0;
     this.calls = 0;
     this.samples.clear();
+  }
+
+  /**
+   * A Query or Scan is priced by the whole items it reads, not by the attributes its projection returns (the
+   * sweeper's ledger queries project one attribute): read the same page again, whole, with the probe.
+   */
+  private async unprojected(kind: string, input: Item, output: Item): Promise<Item> {
+    if ((kind !== 'Query' && kind !== 'Scan') || input.ProjectionExpression === undefined) return output;
+    const { ProjectionExpression: _projection, ExpressionAttributeNames: names, ...rest } = input;
+    // Names only the projection used must go with it (DynamoDB refuses an unused name).
+    const used = [input.KeyConditionExpression, input.FilterExpression].filter(Boolean).join(' ');
+    const kept = Object.entries((names ?? {}) as Record<string, string>).filter(([name]) =>
+      used.includes(name),
+    );
+    const whole = {
+      ...rest,
+      ...(kept.length > 0 && { ExpressionAttributeNames: Object.fromEntries(kept) }),
+      Select: 'ALL_ATTRIBUTES' as const,
+    };
+    const read =
+      kind === 'Query'
+        ? await this.probe!.send(new QueryCommand(whole as QueryCommandInput))
+        : await this.probe!.send(new ScanCommand(whole as ScanCommandInput));
+    return read as Item;
   }
 
   /** Items touched by a write, as they are now (undefined where absent). */
@@ -198,7 +225,6 @@ export interface RequestSummary {
   reportedCapacity: number;
   rru: number;
   wru: number;
-  gsiWru: number;
 }
 
 /** Sums the totals, optionally only the kinds `include` accepts. */
@@ -213,7 +239,6 @@ export function summarize(totals: Totals, include: (kind: string) => boolean = (
     reportedCapacity: round(sum('reportedCapacity')),
     rru: round(sum('modelRru')),
     wru: round(sum('modelWru')),
-    gsiWru: round(sum('modelGsiWru')),
   };
 }
 
@@ -233,9 +258,8 @@ function reportedCapacity(consumed: unknown): number {
 //   does not exist still costs the minimum; BatchGetItem is priced as one GetItem per key;
 // - a write: 1 WRU per 1 KB of the larger of the item's before and after images, at least 1; a write whose
 //   condition fails still costs the existing item's size (at least 1);
-// - a transaction: twice that for each item;
-// - a global secondary index: 1 WRU per 1 KB of projected item for each index entry put or deleted
-//   (KEYS_ONLY here: well under 1 KB); an update that leaves the index keys as they were writes nothing to it.
+// - a transaction: twice that for each item.
+// The table has no secondary index (functions/adapters/dynamodb/keys.ts), so no write is priced for one.
 // ---------------------------------------------------------------------------------------------------------
 
 interface WriteTarget {
@@ -281,10 +305,9 @@ function writeUnits(
   before: (Item | undefined)[],
   after: (Item | undefined)[] | undefined,
   failed: boolean,
-): { table: number; index: number } {
+): number {
   const factor = kind === 'TransactWriteItems' ? 2 : 1;
   let table = 0;
-  let index = 0;
   before.forEach((old, i) => {
     const oldSize = old ? itemSize(old) : 0;
     if (failed || !after) {
@@ -294,21 +317,9 @@ function writeUnits(
     const now = after[i];
     const newSize = now ? itemSize(now) : 0;
     table += factor * Math.max(1, Math.ceil(Math.max(oldSize, newSize) / 1024));
-    index += indexWrites(old, now);
   });
   // A cancelled transaction is priced as if every item's condition failed (an estimate).
-  return { table, index };
-}
-
-function indexWrites(before: Item | undefined, after: Item | undefined): number {
-  const entry = (item: Item | undefined) =>
-    item && typeof item[INDEX.partitionKey] === 'string' && typeof item[INDEX.sortKey] === 'string'
-      ? `${String(item[INDEX.partitionKey])}\u0000${String(item[INDEX.sortKey])}`
-      : undefined;
-  const old = entry(before);
-  const now = entry(after);
-  if (old === now) return 0;
-  return (old ? 1 : 0) + (now ? 1 : 0);
+  return table;
 }
 
 function readUnits(kind: string, input: Item, output: Item): number {
@@ -327,7 +338,9 @@ function readUnits(kind: string, input: Item, output: Item): number {
     }
     return units;
   }
-  // Query, Scan, TransactGetItems are not on the measured paths; price what came back.
+  // Query (the sweeper's ledger listing) and Scan: the whole items read (see `unprojected`), their sizes summed
+  // and rounded up to 4 KB. (A filter's dropped items are not priced: none on the measured paths. Nor is
+  // TransactGetItems.)
   const items = (output.Items ?? []) as Item[];
   const bytes = items.reduce((total, item) => total + itemSize(item), 0);
   return Math.max(1, Math.ceil(bytes / 4096)) * (input.ConsistentRead === true ? 1 : 0.5);

@@ -2,7 +2,7 @@
 import type { BundleResult, BundleResults } from './bundles';
 import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } from './bundles';
 import type { CostResults } from './cost';
-import type { CountResults, OperationCount } from './counts';
+import type { CountResults, OperationCount, SweeperCount } from './counts';
 import type { LatencyResults } from './latency';
 import { fmt, markdownTable, round, table } from './stats';
 import type { ThroughputResults } from './throughput';
@@ -191,6 +191,33 @@ const kinds = (byKind: Record<string, number>) =>
     .map(([kind, n]) => (n === 1 ? kind : `${fmt(n)}x ${kind}`))
     .join(' + ');
 
+/** The sweeper's rows of the operations table: per verification, and per run (absent from older results). */
+const sweeperRows = (sweeper: SweeperCount | undefined): (string | number)[][] =>
+  sweeper
+    ? [
+        [
+          `sweeper, per verification (${sweeper.sends} sends, both halves)`,
+          '-',
+          sweeper.perVerification.requests,
+          '',
+          `${fmt(sweeper.perVerification.requests)}: ${kinds(sweeper.perVerification.byKind)}`,
+          sweeper.perVerification.rru,
+          sweeper.perVerification.wru,
+          sweeper.perVerification.reportedCapacity,
+        ],
+        [
+          `sweeper, per run (a run a minute; nothing found, ${sweeper.services} services)`,
+          '-',
+          sweeper.perRun.requests,
+          '',
+          `${fmt(sweeper.perRun.requests)}: ${kinds(sweeper.perRun.byKind)}`,
+          sweeper.perRun.rru,
+          sweeper.perRun.wru,
+          sweeper.perRun.reportedCapacity,
+        ],
+      ]
+    : [];
+
 export function renderReport(results: BenchResults, markdown = false): string {
   const render: Render = markdown ? markdownTable : table;
   const heading = (text: string) => (markdown ? `\n### ${text}\n` : `\n== ${text} ==\n`);
@@ -217,26 +244,35 @@ export function renderReport(results: BenchResults, markdown = false): string {
         'without them',
         'RRU',
         'WRU',
-        'GSI WRU',
         'Local reported CU',
       ],
-      results.counts.operations.map((entry) => [
-        entry.operation,
-        entry.outcome,
-        entry.withAuth.requests,
-        kinds(
-          Object.fromEntries(
-            Object.entries(entry.withAuth.byKind).filter(([kind]) => kind.startsWith('auth:')),
+      [
+        ...results.counts.operations.map((entry) => [
+          entry.operation,
+          entry.outcome,
+          entry.withAuth.requests,
+          kinds(
+            Object.fromEntries(
+              Object.entries(entry.withAuth.byKind).filter(([kind]) => kind.startsWith('auth:')),
+            ),
           ),
-        ),
-        `${fmt(entry.withoutAuth.requests)}: ${kinds(entry.withoutAuth.byKind)}`,
-        entry.withAuth.rru,
-        entry.withAuth.wru,
-        entry.withAuth.gsiWru,
-        entry.withAuth.reportedCapacity,
-      ]),
+          `${fmt(entry.withoutAuth.requests)}: ${kinds(entry.withoutAuth.byKind)}`,
+          entry.withAuth.rru,
+          entry.withAuth.wru,
+          entry.withAuth.reportedCapacity,
+        ]),
+        ...sweeperRows(results.counts.sweeper),
+      ],
     ),
   );
+  if (results.counts.sweeper) {
+    const sweeper = results.counts.sweeper;
+    out.push(
+      `Sweeper: ${sweeper.sends} sends delivered on the first channel, each read by both halves (two runs of sweepDeliveries), less the same two runs over no send; ` +
+        `per verification ${fmt(sweeper.ledgerRru)} RRU of it the charge line's share of the ledger queries (within ${fmt(round(2 / sweeper.sends, 3))}: rounded to 4 KB a query), ` +
+        `requests at this batch size (one BatchGetItem a run reads up to 100 sends). Per run, whatever the volume: ${sweeper.services} services' ledgers listed by each half, the cursor read and written.`,
+    );
+  }
 
   out.push(heading('One delivery workflow by path (tasks + receipt callbacks)'));
   out.push(
@@ -484,6 +520,14 @@ export function renderReport(results: BenchResults, markdown = false): string {
       ],
     ),
   );
+
+  if (cost.sweeperPerRun) {
+    const runs = cost.sweeperPerRun;
+    out.push(
+      `Not in the bill per million: the sweeper's runs, whatever the volume (${fmt(runs.runsPerMonth)} a month, one a minute; each as the run that found nothing, ${runs.services} services): ` +
+        `${fmt(runs.requests)} requests, ${fmt(runs.rru)} RRU + ${fmt(runs.wru)} WRU a run, $${runs.dynamoUsdPerMonth.toFixed(2)} of DynamoDB and $${runs.lambdaRequestsUsdPerMonth.toFixed(2)} of Lambda requests a month (its duration not priced); each service adds a ledger query per half a run.`,
+    );
+  }
 
   out.push(
     heading(

@@ -6,13 +6,17 @@
  */
 import type { Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { deriveKey } from '../functions/adapters/crypto';
-import type { DynamoStore } from '../functions/adapters/dynamodb/store';
+import { keys } from '../functions/adapters/dynamodb/keys';
+import { DynamoStore } from '../functions/adapters/dynamodb/store';
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../functions/http/api';
 import type { Settings } from '../functions/core/settings';
+import { sweepDeliveries, type SweepResult } from '../functions/core/sweeper';
 import type { Deps } from '../functions/runtime';
 import { CHANNELS } from '../functions/core/routing';
+import { NO_PROVIDERS } from '../functions/wiring/store-deps';
 import { SimulatedCarrier } from '../local/carrier';
 import { startHttpServer, type LocalRoute } from '../local/server';
 import { LocalWorkflow } from '../local/workflow';
@@ -29,8 +33,17 @@ import {
 
 export interface BenchService {
   masterKey: string;
-  /** `polls`: the state machine's own status reads (Step Functions' DynamoDB GetItem, no Lambda). */
-  meters: { api: DynamoMeter; tasks: DynamoMeter; receipts: DynamoMeter; polls: DynamoMeter };
+  /**
+   * `polls`: the state machine's own status reads (Step Functions' DynamoDB GetItem, no Lambda); `sweeper`: the
+   * sweeper's runs (`sweep`).
+   */
+  meters: {
+    api: DynamoMeter;
+    tasks: DynamoMeter;
+    receipts: DynamoMeter;
+    polls: DynamoMeter;
+    sweeper: DynamoMeter;
+  };
   random: RememberingRandom;
   carrier: SimulatedCarrier;
   /** Runs deliveries with the same ASL and task functions as AWS. */
@@ -45,6 +58,18 @@ export interface BenchService {
   taskDeps: Deps;
   /** The receipt handler (metered by `meters.receipts`, timed into `receiptDurations`). */
   receipt: ApiHandler;
+  /**
+   * One run of the real sweeper (core/sweeper.ts `sweepDeliveries`) over its own metered store, with its clock
+   * at `now`, wired as functions/tasks/sweeper.ts wires it (no provider); the deliveries it restarts are only
+   * recorded (`sweeperStarts`), not run.
+   */
+  sweep(now: Date): Promise<SweepResult>;
+  /** The sweeper's workflow: it records the restarts. */
+  sweeperStarts: RecordingWorkflow;
+  /** Puts the sweeper's cursor (unmetered): both halves have looked up to `through`, nothing deferred. */
+  setSweepCursor(through: Date): Promise<void>;
+  /** Services in the directory the sweeper lists (unmetered). */
+  countServices(): Promise<number>;
   /** Durations of receipt handler calls, in arrival order. */
   receiptDurations: number[];
   logger: ReturnType<typeof discardingLogger>;
@@ -72,12 +97,14 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     tasks: new DynamoMeter('tasks', probe),
     receipts: new DynamoMeter('receipts', probe),
     polls: new DynamoMeter('polls', probe),
+    sweeper: new DynamoMeter('sweeper', probe),
   };
   const stores = {
     api: meteredStore(db, meters.api),
     tasks: meteredStore(db, meters.tasks),
     receipts: meteredStore(db, meters.receipts),
     polls: meteredStore(db, meters.polls),
+    sweeper: meteredStore(db, meters.sweeper),
   };
 
   let routes: { api: { method: string; path: string; handler: ApiHandler }[]; local: LocalRoute[] } = {
@@ -113,6 +140,32 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
   const quietDeps = depsWith(stores.api.store, recording);
   const quietApi = buildApi(quietDeps);
   const receiptHandler = buildReceiptHandler(depsWith(stores.receipts.store, recording));
+  const sweeperStarts = new RecordingWorkflow();
+  const sweeperDeps = { ...depsWith(stores.sweeper.store, sweeperStarts), providers: NO_PROVIDERS };
+  const sweep = (now: Date) => sweepDeliveries({ ...sweeperDeps, clock: { now: () => now } });
+  const unmetered = new DynamoStore(db.documents, db.tableName);
+  const setSweepCursor = async (through: Date) => {
+    const seen = await unmetered.getSweepCursor();
+    const at = through.toISOString();
+    const next = {
+      restartedThrough: at,
+      settledThrough: at,
+      deferred: {},
+      version: (seen?.version ?? 0) + 1,
+    };
+    if (!(await unmetered.saveSweepCursor(next, seen))) throw new Error('The sweeper cursor moved meanwhile');
+  };
+  const countServices = async () => {
+    const { Count } = await db.documents.send(
+      new QueryCommand({
+        TableName: db.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.serviceDirectory('').pk },
+        Select: 'COUNT',
+      }),
+    );
+    return Count ?? 0;
+  };
   const receiptDurations: number[] = [];
   const timedReceipts: ApiHandler = async (event, context) => {
     const started = performance.now();
@@ -158,6 +211,10 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     coldQuietApi: () => buildApi(quietDeps),
     taskDeps,
     receipt: timedReceipts,
+    sweep,
+    sweeperStarts,
+    setSweepCursor,
+    countServices,
     receiptDurations,
     logger,
     close: async () => {

@@ -220,7 +220,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     // end does, may record the channels that rejected the number.
     table: [
       { actions: ['dynamodb:Query'], families: ['directory', 'service'] },
-      { actions: [...READ_UPDATE, 'dynamodb:BatchGetItem'], families: ['verification', 'number'] },
+      { actions: ['dynamodb:BatchGetItem', ...READ_UPDATE], families: ['verification', 'number'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], families: ['sweep'] },
     ],
     startsDelivery: true,

@@ -398,9 +398,15 @@ describe('IAM least privilege', () => {
     afterWait: [
       { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
     ],
-    // Settling an overdue delivery: its verification, and the number when every channel rejected it.
+    // The ledger (the directory of services, each service's charge lines), its cursor, the sends' verifications
+    // in batches; settling an overdue delivery: its verification, and the number when every channel rejected it.
     sweeper: [
-      { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['VERIFICATION#*', 'NUMBER#*'] },
+      { actions: ['dynamodb:Query'], leadingKeys: ['DIRECTORY#*', 'SERVICE#*'] },
+      {
+        actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        leadingKeys: ['VERIFICATION#*', 'NUMBER#*'],
+      },
+      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], leadingKeys: ['SWEEP#*'] },
     ],
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
     // The guard's aggregates and state, read and written by its stream consumer only.
@@ -472,18 +478,6 @@ describe('IAM least privilege', () => {
           resource: getAtt(logicalId(stack.table), 'StreamArn'),
         });
       }
-      if (name === 'sweeper') {
-        // Query on the sparse pending-delivery index only: no Query on the table, nor on any other index.
-        expected.push({
-          actions: ['dynamodb:Query'],
-          resource: {
-            'Fn::Join': [
-              '',
-              [getAtt(logicalId(stack.table)), `/index/${TABLE_SCHEMA.indexes.pendingDelivery.name}`],
-            ],
-          },
-        });
-      }
       expect(sortStatements(statementsOf(roleId))).toEqual(sortStatements(expected));
       // No managed policies (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on *).
       expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
@@ -546,7 +540,7 @@ describe('IAM least privilege', () => {
         expect(prefixes!.length).toBeGreaterThan(0);
         for (const prefix of prefixes!)
           expect(prefix).toMatch(
-            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD|WEBHOOKDELIVERY)#\*$/,
+            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD|WEBHOOKDELIVERY|SWEEP)#\*$/,
           );
         // ForAllValues holds for a request that names no partition key at all: Scan and PartiQL would pass
         // the condition, so no role may have them.
@@ -612,8 +606,6 @@ describe('DynamoDB table', () => {
         AttributeDefinitions: Match.arrayEquals([
           { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
           { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
-          { AttributeName: TABLE_SCHEMA.indexes.pendingDelivery.partitionKey, AttributeType: 'S' },
-          { AttributeName: TABLE_SCHEMA.indexes.pendingDelivery.sortKey, AttributeType: 'S' },
         ]),
         TimeToLiveSpecification: { AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true },
         BillingMode: 'PAY_PER_REQUEST',
@@ -624,19 +616,10 @@ describe('DynamoDB table', () => {
     });
   });
 
-  test('every index of TABLE_SCHEMA, keys only, string keys (the sparse pending-delivery outbox)', () => {
+  test('no secondary index: the sweeper walks the ledger, so no write pays for an index entry', () => {
     const [table] = Object.values(template.findResources('AWS::DynamoDB::Table'));
-    expect(table!.Properties.GlobalSecondaryIndexes).toEqual(
-      Object.values(TABLE_SCHEMA.indexes).map((index) => ({
-        IndexName: index.name,
-        KeySchema: [
-          { AttributeName: index.partitionKey, KeyType: 'HASH' },
-          { AttributeName: index.sortKey, KeyType: 'RANGE' },
-        ],
-        Projection: { ProjectionType: 'KEYS_ONLY' },
-      })),
-    );
-    expect(TABLE_SCHEMA.indexes.pendingDelivery.name).toBe('pending-delivery');
+    expect(table!.Properties.GlobalSecondaryIndexes).toBeUndefined();
+    expect(table!.Properties.LocalSecondaryIndexes).toBeUndefined();
   });
 });
 

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import {
   apiKeyToItems,
+  serviceDirectoryToItem,
   serviceFromItem,
   serviceToItem,
   templateToItem,
@@ -39,7 +40,11 @@ describeStoreContract('DynamoStore (DynamoDB Local)', {
     return {
       store: new DynamoStore(documents, tableName),
       endpoints: new DynamoWebhookEndpoints(documents, tableName),
-      putService: (service) => put(serviceToItem(service)),
+      // As createService does: the service and its directory entry (the sweeper finds the ledger through it).
+      async putService(service) {
+        await put(serviceToItem(service));
+        await put(serviceDirectoryToItem(service));
+      },
       putTemplate: (serviceSid, template) => put(templateToItem(serviceSid, template)),
       async putApiKey(record) {
         for (const item of apiKeyToItems(record)) await put(item);

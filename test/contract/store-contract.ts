@@ -607,47 +607,61 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       });
     });
 
-    describe('the delivery index', () => {
-      it('lists deliveries not ended by creation time, between from and to included, oldest first', async () => {
-        const service = await newService({ balance: 100_000 });
+    describe("the sweeper's reads: the ledger, the verifications, its cursor", () => {
+      it('lists accepted sends by their charge time, from and to included, oldest first, across services', async () => {
+        const [one, two] = [await newService({ balance: 100_000 }), await newService({ balance: 100_000 })];
         const created = [at(0), at(59_999), at(60_000), at(125_000)];
         const sids: string[] = [];
-        for (const time of created)
-          sids.push((await accepted({ dateCreated: time.toISOString() }, service)).sid);
-        expect(await store.listPendingDeliveries(at(0), at(125_000))).toEqual(expect.arrayContaining(sids));
-        const listed = (await store.listPendingDeliveries(at(0), at(125_000))).filter((s: string) =>
-          sids.includes(s),
-        );
-        expect(listed).toEqual(sids);
-        const inner = (await store.listPendingDeliveries(at(59_999), at(60_000))).filter((s: string) =>
-          sids.includes(s),
-        );
-        expect(inner).toEqual([sids[1], sids[2]]);
-        // Claims leave the index alone (moving an entry costs two index writes); ending delivery removes it.
-        await store.claimChannel(sids[0]!, 0, claim('sna'));
-        await store.claimChannel(sids[0]!, 1, claim('viber'));
-        expect(await store.listPendingDeliveries(at(0), at(0))).toContain(sids[0]);
+        for (const [i, time] of created.entries())
+          sids.push((await accepted({ dateCreated: time.toISOString() }, i % 2 ? two : one)).sid);
+        const mine = async (from: Date, to: Date) =>
+          (await store.listAcceptedSends(from, to)).filter((sid) => sids.includes(sid));
+        expect(await mine(at(0), at(125_000))).toEqual(sids);
+        expect(await mine(at(59_999), at(60_000))).toEqual([sids[1], sids[2]]);
+        expect(await mine(at(1), at(59_998))).toEqual([]);
+        // The ledger says nothing of delivery: an ended one is listed as before (the sweeper reads the record).
+        await store.markDelivered(sids[0]!, 'sna', at(1000));
+        expect(await mine(at(0), at(0))).toEqual([sids[0]]);
       });
 
-      it('keeps a claimed delivery listed until it ends, SENT, FAILED or DELIVERED', async () => {
-        const [a, b, c, d] = [await accepted(), await accepted(), await accepted(), await accepted()];
-        for (const v of [a, b, c, d]) await store.claimChannel(v.sid, 0, claim('sna'));
-        const mine = async () =>
-          (await store.listPendingDeliveries(at(0), at(0))).filter((sid) =>
-            [a.sid, b.sid, c.sid, d.sid].includes(sid),
-          );
-        expect((await mine()).sort()).toEqual([a.sid, b.sid, c.sid, d.sid].sort());
-        await store.finishDelivery(a.sid, 'SENT', at(5000));
-        await store.finishDelivery(b.sid, 'FAILED', at(5000));
-        await store.markDelivered(c.sid, 'sna', at(5000));
-        expect(await mine()).toEqual([d.sid]);
+      it('does not list a send that was refused (no charge line)', async () => {
+        const service = await newService({ balance: 0 });
+        const verification = newVerification(service, { dateCreated: at(7).toISOString() });
+        const number = await store.getNumber(verification.to);
+        expect(
+          await store.acceptSend({ verification, number, numberSends: [at(7).getTime()], now: at(7) }),
+        ).toEqual({ ok: false, reason: 'insufficient_funds' });
+        expect(await store.listAcceptedSends(at(7), at(7))).not.toContain(verification.sid);
       });
 
-      it('takes a delivery that ends before its first claim out of the outbox', async () => {
-        const v = await accepted();
-        expect(await store.listPendingDeliveries(at(0), at(0))).toContain(v.sid);
-        await store.markDelivered(v.sid, 'sna', at(1000));
-        expect(await store.listPendingDeliveries(at(0), at(0))).not.toContain(v.sid);
+      it('reads many verifications at once, more than one batch, leaving out the ones that do not exist', async () => {
+        const service = await newService({ balance: 1_000_000 });
+        const sids: string[] = [];
+        for (let i = 0; i < 105; i++) sids.push((await accepted({}, service)).sid);
+        const missing = cryptoRandom.sid('VE');
+        const found = await store.readVerifications([...sids, missing]);
+        expect(found.map((v) => v.sid).sort()).toEqual([...sids].sort());
+        expect(found.find((v) => v.sid === sids[0])).toEqual(await read(sids[0]!));
+        expect(await store.readVerifications([])).toEqual([]);
+      });
+
+      it('saves the cursor only over the one it read (two runs cannot both advance it)', async () => {
+        const before = await store.getSweepCursor();
+        const next = {
+          restartedThrough: at(1000).toISOString(),
+          settledThrough: at(500).toISOString(),
+          deferred: { VE1: at(2000).toISOString() },
+          version: (before?.version ?? 0) + 1,
+        };
+        expect(await store.saveSweepCursor(next, before)).toBe(true);
+        expect(await store.getSweepCursor()).toEqual(next);
+        // A run that read the cursor before `next` was saved loses, and writes nothing.
+        const late = { ...next, restartedThrough: at(9000).toISOString(), version: next.version };
+        expect(await store.saveSweepCursor(late, before)).toBe(false);
+        expect(await store.getSweepCursor()).toEqual(next);
+        const after = { ...next, deferred: {}, version: next.version + 1 };
+        expect(await store.saveSweepCursor(after, next)).toBe(true);
+        expect(await store.getSweepCursor()).toEqual(after);
       });
     });
 

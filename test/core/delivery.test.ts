@@ -111,7 +111,12 @@ it('delivers over the cheapest channel; a receipt ends delivery', async () => {
     next: 'end',
     deliveryStatus: 'DELIVERED',
   });
-  expect(await world.store.listPendingDeliveries(new Date(0), new Date(8.64e15))).toEqual([]);
+  // Ended: the sweeper's passes over it (restart at 30 s, settle at 6 minutes) leave it alone.
+  const sweeper = { ...world.deliveryDeps, store: world.store, workflow: world.workflow };
+  world.clock.advance(22_000);
+  expect(await sweepDeliveries(sweeper)).toMatchObject({ restarted: [], settled: [], read: 1 });
+  world.clock.advance(360_000);
+  expect(await sweepDeliveries(sweeper)).toMatchObject({ restarted: [], settled: [], read: 1 });
 });
 
 it('falls back to the next channel when no receipt comes; SENT when the last is silent; a late receipt still counts', async () => {
@@ -374,9 +379,9 @@ describe('settling', () => {
     expect(await settleOverdueDeliveries(deps)).toEqual([]);
   });
 
-  it("the sweeper's one pass restarts and settles over one listing, reading each delivery once", async () => {
-    // A delivery claimed and left (its execution died), 7 minutes old: past its deadline, and young enough to be
-    // in the restart window too. A send whose workflow never started, 1 minute old. One running normally.
+  it("the sweeper's one pass restarts and settles, reading each send's verification once, in one batch", async () => {
+    // A delivery claimed and left (its execution died), 7 minutes old: past its deadline. A send whose workflow
+    // never started, 1 minute old. One running normally.
     world.provider.behaviour.sna = 'reject';
     const died = await sendOne();
     await deliverOverChannel(world.deliveryDeps, input(died));
@@ -391,23 +396,92 @@ describe('settling', () => {
     });
     world.workflow.started.length = 0;
     const listings: [Date, Date][] = [];
-    const reads: string[] = [];
+    const batches: string[][] = [];
     const store = Object.create(world.store) as typeof world.store;
-    store.listPendingDeliveries = (from, to) => {
+    store.listAcceptedSends = (from, to) => {
       listings.push([from, to]);
-      return world.store.listPendingDeliveries(from, to);
+      return world.store.listAcceptedSends(from, to);
     };
-    store.getVerification = (sid) => {
-      reads.push(sid);
-      return world.store.getVerification(sid);
+    store.readVerifications = (sids) => {
+      batches.push(sids);
+      return world.store.readVerifications(sids);
     };
-    const result = await sweepDeliveries({ ...world.deliveryDeps, store, workflow: world.workflow });
-    expect(result).toMatchObject({ restarted: [stalled], failures: [] });
+    const sweeper = { ...world.deliveryDeps, store, workflow: world.workflow };
+    const result = await sweepDeliveries(sweeper);
+    expect(result).toMatchObject({ restarted: [stalled], failures: [], read: 3 });
     expect(result.settled).toEqual([{ ...input(died), next: 'end', deliveryStatus: 'FAILED' }]);
     expect(world.workflow.started).toEqual([{ sid: stalled, waitSeconds: 8, restart: true }]);
-    expect(listings).toHaveLength(1);
-    expect([...reads].sort()).toEqual([died, stalled, running].sort());
+    // One listing per half (restart: 30 s old and younger than the code; settle: 6 minutes old), one batch read.
+    expect(listings).toHaveLength(2);
+    expect(batches).toHaveLength(1);
+    expect([...batches[0]!].sort()).toEqual([died, stalled, running].sort());
     expect((await stored(running)).deliveryStatus).toBe('PENDING');
+
+    // The next run a minute later looks only at what became old enough since: nothing here.
+    world.clock.advance(60_000);
+    expect(await sweepDeliveries(sweeper)).toMatchObject({ restarted: [], settled: [], read: 0 });
+    expect(world.workflow.started).toHaveLength(1);
+  });
+
+  it('tries a failed restart again in the next run: the cursor stops just before it', async () => {
+    world.workflow.failing = true;
+    const stalled = await sendOne();
+    world.clock.advance(1000);
+    const later = await sendOne();
+    world.clock.advance(31_000);
+    const sweeper = { ...world.deliveryDeps, store: world.store, workflow: world.workflow };
+    const failed = await sweepDeliveries(sweeper);
+    expect(failed.failures).toHaveLength(2);
+    expect(failed.restarted).toEqual([]);
+    world.workflow.failing = false;
+    world.clock.advance(60_000);
+    expect(await sweepDeliveries(sweeper)).toMatchObject({ restarted: [stalled, later], failures: [] });
+    world.clock.advance(60_000);
+    expect(await sweepDeliveries(sweeper)).toMatchObject({ restarted: [], read: 0 });
+  });
+
+  it('settles a delivery restarted late once its own deadline passes (kept in the cursor until then)', async () => {
+    world.workflow.failing = true;
+    const sentAt = world.clock.now().getTime();
+    const sid = await sendOne();
+    world.workflow.failing = false;
+    world.clock.advance(31_000);
+    const sweeper = { ...world.deliveryDeps, store: world.store, workflow: world.workflow };
+    expect((await sweepDeliveries(sweeper)).restarted).toEqual([sid]);
+    // The restarted execution claims the first channel 31 s after the send, then dies.
+    expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toMatchObject({ next: 'wait' });
+    // At the send's 6 minutes its deadline (claim + 6 minutes) is 31 s away: not settled, looked at again then.
+    world.clock.advance(330_000);
+    expect(await sweepDeliveries(sweeper)).toMatchObject({ settled: [], read: 1 });
+    expect((await world.store.getSweepCursor())?.deferred).toEqual({
+      [sid]: new Date(sentAt + 31_000 + 360_000).toISOString(),
+    });
+    world.clock.advance(29_000);
+    expect((await sweepDeliveries(sweeper)).settled).toEqual([]);
+    world.clock.advance(1000);
+    const settled = await sweepDeliveries(sweeper);
+    expect(settled.settled).toEqual([{ ...input(sid), next: 'end', deliveryStatus: 'SENT' }]);
+    expect((await world.store.getSweepCursor())?.deferred).toEqual({});
+  });
+
+  it('after a long outage looks back an hour for settlements, and no further than the code for restarts', async () => {
+    world.workflow.failing = true;
+    const old = await sendOne();
+    world.workflow.failing = false;
+    const claimed = await sendOne();
+    await deliverOverChannel(world.deliveryDeps, input(claimed));
+    // The sweeper's first run comes 20 minutes later: the never-claimed send is past its code's life (not
+    // restarted); the claimed one, past its deadline, is settled.
+    world.clock.advance(20 * 60_000);
+    world.workflow.started.length = 0;
+    const result = await sweepDeliveries({
+      ...world.deliveryDeps,
+      store: world.store,
+      workflow: world.workflow,
+    });
+    expect(result.restarted).toEqual([]);
+    expect(result.settled).toEqual([{ ...input(claimed), next: 'end', deliveryStatus: 'SENT' }]);
+    expect((await stored(old)).deliveryStatus).toBe('PENDING');
   });
 });
 

@@ -7,6 +7,7 @@ import type { ErrorCode } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/model';
 import { CHANNELS, type Channel } from '../../functions/core/routing';
 import { sendVerification } from '../../functions/core/send';
+import { STALL_SECONDS, restartStalledDeliveries } from '../../functions/core/sweeper';
 import { T0, UK_MOBILE, coreWorld, type CoreWorld } from '../support/core-world';
 
 let world: CoreWorld;
@@ -60,13 +61,17 @@ describe('an accepted send', () => {
     expect(world.workflow.started).toEqual([{ sid, waitSeconds: 8 }]);
   });
 
-  it('is answered even when the workflow cannot start; the sweeper finds it in the outbox', async () => {
+  it('is answered even when the workflow cannot start; the sweeper restarts it from the ledger', async () => {
     const service = world.addService();
     world.workflow.failing = true;
     const result = await world.send({ serviceSid: service.sid });
     expect(result.deliveryStarted).toBe(false);
     expect(world.store.charges(service.sid)).toHaveLength(1);
-    expect(await world.store.listPendingDeliveries(T0, T0)).toEqual([result.verification.sid]);
+    expect(await world.store.listAcceptedSends(T0, T0)).toEqual([result.verification.sid]);
+    world.workflow.failing = false;
+    world.clock.advance(STALL_SECONDS * 1000);
+    const sweeper = { ...world.deliveryDeps, store: world.store, workflow: world.workflow };
+    expect(await restartStalledDeliveries(sweeper)).toEqual([result.verification.sid]);
   });
 
   it('takes a caller-supplied code: no hash (never checked), sealed for delivery', async () => {

@@ -4,11 +4,12 @@
  * - A task that still fails after its retries is caught: the settling step ends the delivery from the record,
  *   SENT when a channel accepted, FAILED otherwise; the `verification.delivery.*` webhook fires.
  * - A delivery claimed but never ended (its execution died) is settled by the sweeper after its deadline,
- *   found in the sparse index, never by a scan.
+ *   found by walking the ledger from its cursor, never by a scan.
  * The money audit holds over the whole table at the end.
  */
 import { deliverOverChannel } from '../../functions/core/delivery';
 import { UNSETTLED_DEADLINE_SECONDS } from '../../functions/core/delivery-time';
+import { SETTLE_AGE_SECONDS, STALL_SECONDS } from '../../functions/core/sweeper';
 import type { WebhookPost } from '../../local/webhooks';
 import { runAdmin } from '../../scripts/admin/cli';
 import { Books } from '../support/books';
@@ -29,11 +30,26 @@ beforeAll(async () => {
   });
   books = new Books(harness);
 });
-afterEach(() => {
+afterEach(async () => {
   faults.reset();
   flaky.reset();
   harness.stack.carrier.clearRules();
-  harness.clock.set(new Date());
+  // Back to the real time (signed receipts must be fresh), and the sweeper's cursor with it: where it would stand
+  // had it last run now. It walks the ledger forward, so a cursor ahead of the clock would skip the next sends.
+  const now = Date.now();
+  harness.clock.set(new Date(now));
+  const store = harness.stack.deps.store;
+  const cursor = await store.getSweepCursor();
+  if (cursor) {
+    const back = (seconds: number) => new Date(now - seconds * 1000).toISOString();
+    const rewound = {
+      ...cursor,
+      restartedThrough: back(STALL_SECONDS),
+      settledThrough: back(SETTLE_AGE_SECONDS),
+      version: cursor.version + 1,
+    };
+    expect(await store.saveSweepCursor(rewound, cursor)).toBe(true);
+  }
 });
 afterAll(async () => {
   await harness.stack.workflow.idle();
@@ -121,7 +137,6 @@ describe('a task that still fails after its retries', () => {
     const item = await itemOf(sid);
     expect(item.delivery_status).toBe('FAILED');
     expect(item.sealed_code).toBeUndefined();
-    expect(item.pending_pk).toBeUndefined();
     expect(item.deliveries).toEqual({});
 
     // The settling step got the SID, channel index and wait only: not the error, not the code.
@@ -160,7 +175,6 @@ describe('a task that still fails after its retries', () => {
     const item = await itemOf(sid);
     expect(item).toMatchObject({ delivery_status: 'SENT', channel: 'sna' });
     expect(item.sealed_code).toBeUndefined();
-    expect(item.pending_pk).toBeUndefined();
     expect(Object.keys(item.deliveries as object)).toEqual(['0']);
     // sna's answer never reached the record (the settling step trusts the SID only): left `sending`, which the
     // settling counts as carried.
@@ -188,12 +202,8 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent' } });
     const claimedAt = harness.clock.now().getTime();
     const sid = await abandonedAfterFirstTask(account, to);
-    // The claim left its index entry as the send wrote it (no index write), and dated the delivery's start.
+    // The claim dated the delivery's start.
     const claimed = await itemOf(sid);
-    expect(claimed.pending_pk).toMatch(/^PENDING#/);
-    expect(Date.parse(String(claimed.pending_sk).split('#')[0]!)).toBe(
-      Date.parse(String(claimed.date_created)),
-    );
     expect(Date.parse((claimed.deliveries as Record<string, { at: string }>)['0']!.at)).toBe(claimedAt);
 
     // Claimed, so never restarted; before its deadline, never settled (an execution may still run it).
@@ -206,18 +216,20 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     harness.clock.set(new Date(claimedAt + UNSETTLED_DEADLINE_SECONDS * 1000 + 1000));
     faults.reset();
     expect(await harness.stack.settle()).toEqual([sid]);
-    // Found through the sparse index: queries, then a read of each entry and one write for the delivery; no scan.
+    // Found through the ledger: the cursor, the directory and the services' charge lines (queries), the sends'
+    // verifications in a batch, the one to settle read again and ended, the cursor saved; no scan.
     expect([...new Set(faults.calls.map((call) => call.operation))].sort()).toEqual([
+      'BatchGetItem',
       'GetItem',
+      'PutItem',
       'Query',
       'UpdateItem',
     ]);
     const item = await itemOf(sid);
     expect(item).toMatchObject({ delivery_status: 'SENT', channel: 'sna' });
     expect(item.sealed_code).toBeUndefined();
-    expect(item.pending_pk).toBeUndefined();
     expect(harness.logs.some((line) => line.includes('"delivery.ended"') && line.includes(sid))).toBe(true);
-    // Out of the index: the next sweep has nothing to do.
+    // Past the cursor: the next run has nothing new to look at.
     expect(await harness.stack.settle()).toEqual([]);
     expect(harness.stack.carrier.messagesTo(to)).toHaveLength(1);
 
@@ -230,7 +242,6 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     const to = freshMobile();
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'reject' } });
     const sid = await abandonedAfterFirstTask(account, to);
-    expect((await itemOf(sid)).pending_pk).toMatch(/^PENDING#/);
 
     harness.clock.advance((UNSETTLED_DEADLINE_SECONDS + 1) * 1000);
     expect(await harness.stack.settle()).toEqual([sid]);
@@ -238,23 +249,22 @@ describe('the sweeper settles deliveries claimed but never ended', () => {
     await webhook(endpointSid, sid, 'verification.delivery.failed');
   });
 
-  it('a delivery that ended normally leaves the index, and a late claim cannot put it back', async () => {
+  it('a delivery that ended normally is left alone, and a late claim cannot reopen it', async () => {
     const account = await books.open();
     const to = freshMobile();
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: { deliver: 20 } } });
     const sid = (await harness.client(account).send({ To: to })).body.sid as string;
     await deliveryStatusBecomes(account, sid, 'DELIVERED');
     await harness.stack.workflow.idle();
-    expect((await itemOf(sid)).pending_pk).toBeUndefined();
     harness.clock.advance((UNSETTLED_DEADLINE_SECONDS + 1) * 1000);
     expect(await harness.stack.settle()).toEqual([]);
 
     // A claim that comes after the end (a duplicate run that read PENDING just before) is refused, so an
-    // ended delivery never re-enters the index nor sends again.
+    // ended delivery never looks unsettled to the sweeper nor sends again.
     const late = { channel: 'viber' as const, outcome: 'sending' as const, at: new Date().toISOString() };
     expect(await harness.stack.deps.store.claimChannel(sid, 1, late)).toBe(false);
     const item = await itemOf(sid);
-    expect(item.pending_pk).toBeUndefined();
+    expect(item.delivery_status).toBe('DELIVERED');
     expect(Object.keys(item.deliveries as object)).toEqual(['0']);
   });
 });

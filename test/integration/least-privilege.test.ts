@@ -194,10 +194,9 @@ function accessesOf(commandName: string, input: Record<string, unknown>): Access
         })),
       );
     case 'Query': {
+      // The table has no secondary index: a Query names the table's partition key.
       const index = input.IndexName as string | undefined;
-      const partitionKey = index
-        ? Object.values(TABLE_SCHEMA.indexes).find((candidate) => candidate.name === index)!.partitionKey
-        : TABLE_SCHEMA.partitionKey;
+      const partitionKey = TABLE_SCHEMA.partitionKey;
       const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
       const values = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
       let pk: string | undefined;

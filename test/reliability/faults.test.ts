@@ -317,7 +317,7 @@ describe('DynamoDB faults on the send path', () => {
   });
 });
 
-describe('Step Functions start failures (the pending-delivery outbox)', () => {
+describe("Step Functions start failures (the ledger, the sweeper's outbox)", () => {
   /** Waits until the carrier carried a message to `to` (the delivery ran). */
   const delivered = (api: ApiClient, sid: string) =>
     eventually(

@@ -19,6 +19,7 @@ import { hashApiKey } from '../crypto';
 import {
   apiKeyFromItem,
   apiKeyToItems,
+  serviceDirectoryToItem,
   serviceFromItem,
   serviceToItem,
   templateFromItem,
@@ -104,7 +105,7 @@ export class AccountStore {
           ...(template
             ? [{ Put: { TableName: this.tableName, Item: templateToItem(service.sid, template) } }]
             : []),
-          { Put: { TableName: this.tableName, Item: directoryItem(service) } },
+          { Put: { TableName: this.tableName, Item: serviceDirectoryToItem(service) } },
         ],
       }),
     );
@@ -419,14 +420,6 @@ export class AccountStore {
     return queryServiceChildren(this.client, this.tableName, serviceSid, prefix, true);
   }
 }
-
-const directoryItem = (service: Service) => ({
-  ...keys.serviceDirectory(service.sid),
-  type: 'service_directory',
-  service_sid: service.sid,
-  name: service.name,
-  created_at: service.createdAt,
-});
 
 const membershipFromItem = (item: Record<string, unknown>): Membership => ({
   userId: item.user_id as string,

@@ -128,6 +128,18 @@ export function eventMarksFromItem(item: Item): { sequence: number; at: Date } {
   };
 }
 
+/**
+ * A service's entry in the directory of every service: the console operator's list, and the sweeper's way to
+ * each service's ledger (so every service is in it: `createService` writes both in one transaction).
+ */
+export const serviceDirectoryToItem = (service: Service): Item => ({
+  ...keys.serviceDirectory(service.sid),
+  type: 'service_directory',
+  service_sid: service.sid,
+  name: service.name,
+  created_at: service.createdAt,
+});
+
 export function serviceToItem(s: Service): Item {
   return {
     ...keys.service(s.sid),
