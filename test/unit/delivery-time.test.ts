@@ -7,10 +7,13 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { readConfig } from '../../lib/config';
+import { SEND_TIMEOUT_SECONDS } from '../../lib/functions';
+import { SETTLE_AGE_SECONDS, STALL_SECONDS } from '../../functions/core/sweeper';
 import {
   deliveryTimeBudget,
   EXPRESS_EXECUTION_LIMIT_SECONDS,
   receiptWaitSteps,
+  settleDeadline,
   TASK_RUN_BUDGET_SECONDS,
 } from '../../functions/core/delivery-time';
 
@@ -84,5 +87,18 @@ describe('receiptWaitSteps: the channel wait in steps, a status read after each 
     const readsAt = steps.slice(0, -1).map((_, i) => steps.slice(0, i + 1).reduce((a, b) => a + b, 0));
     expect(readsAt).toEqual([1, 2, 4]);
     expect(receiptWaitSteps(300).length - 1).toBeLessThanOrEqual(Math.ceil(Math.log2(300)));
+  });
+});
+
+describe("the sweeper's ages against the functions' time-outs", () => {
+  test("a send's charge line is written before the restart half reads past its time", () => {
+    // The line is dated when the send starts and committed before its Lambda's time-out; the restart half reads
+    // the ledger up to STALL_SECONDS ago, and its cursor never comes back for a line committed later.
+    expect(SEND_TIMEOUT_SECONDS).toBeLessThan(STALL_SECONDS);
+  });
+
+  test('the settle half reads a send once a delivery claimed with it is past its deadline', () => {
+    const claimedWithTheSend = new Date(0);
+    expect(settleDeadline(claimedWithTheSend).getTime()).toBeLessThanOrEqual(SETTLE_AGE_SECONDS * 1000);
   });
 });
