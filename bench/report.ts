@@ -4,6 +4,7 @@ import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } 
 import type { CostResults } from './cost';
 import type { CountResults, OperationCount, SweeperCount } from './counts';
 import type { LatencyResults } from './latency';
+import { SETTLE_AGE_SECONDS, STALL_SECONDS } from '../functions/core/sweeper';
 import { fmt, markdownTable, round, table } from './stats';
 import type { ThroughputResults } from './throughput';
 
@@ -268,9 +269,10 @@ export function renderReport(results: BenchResults, markdown = false): string {
   if (results.counts.sweeper) {
     const sweeper = results.counts.sweeper;
     out.push(
-      `Sweeper: ${sweeper.sends} sends delivered on the first channel, each read by both halves (two runs of sweepDeliveries), less the same two runs over no send; ` +
-        `per verification ${fmt(sweeper.ledgerRru)} RRU of it the charge line's share of the ledger queries (within ${fmt(round(2 / sweeper.sends, 3))}: rounded to 4 KB a query), ` +
-        `requests at this batch size (one BatchGetItem a run reads up to 100 sends). Per run, whatever the volume: ${sweeper.services} services' ledgers listed by each half, the cursor read and written.`,
+      `Sweeper: ${sweeper.sends} sends delivered on the first channel, two runs of sweepDeliveries over them (the restart half at ${STALL_SECONDS} s, the settle half at ${SETTLE_AGE_SECONDS} s), ` +
+        `less the same two runs over no send. Per verification: ${fmt(sweeper.perVerification.rru)} RRU, of it ${fmt(sweeper.ledgerRru)} the charge line's share of the ledger queries ` +
+        `(within ${fmt(round(2 / sweeper.sends, 3))}: a query is rounded up to 4 KB); requests at this batch size (a run reads up to 100 sends in one BatchGetItem). ` +
+        `Per run, whatever the volume: the cursor read and written, and in each half the directory query and one ledger query per service (${sweeper.services} here).`,
     );
   }
 
