@@ -183,16 +183,23 @@ export interface DeliveryStore {
  */
 export interface DeliverySweepStore {
   /**
-   * SIDs of the verifications accepted from `from` to `to` (both included), by their charge lines, oldest first.
-   * Every accepted send has one; the list does not say whether its delivery ended.
+   * The verifications accepted from `from` to `to` (both included), by their charge lines, oldest first. Every
+   * accepted send has one; the list does not say whether its delivery ended.
    */
-  listAcceptedSends(from: Date, to: Date): Promise<string[]>;
+  listAcceptedSends(from: Date, to: Date): Promise<AcceptedSend[]>;
   /** The verifications of `sids` that exist, eventually consistent: read one again before acting on it. */
   readVerifications(sids: string[]): Promise<Verification[]>;
   /** How far the sweeper has looked, and what it looks at again (absent before its first run). */
   getSweepCursor(): Promise<SweepCursor | undefined>;
   /** Saves `next` unless another run saved a cursor since `seen` was read (then false, nothing written). */
   saveSweepCursor(next: SweepCursor, seen: SweepCursor | undefined): Promise<boolean>;
+}
+
+/** One accepted send, as its charge line names it. */
+export interface AcceptedSend {
+  sid: string;
+  /** When it was accepted (ISO): the verification's creation time. */
+  at: string;
 }
 
 /** The sweeper's progress through the ledger (times ISO): each accepted send is looked at once per half. */

@@ -1,7 +1,14 @@
 import { settlePendingDelivery, type DeliveryDeps, type DeliveryTaskOutput } from './delivery';
 import { UNSETTLED_DEADLINE_SECONDS, settleDeadline } from './delivery-time';
 import type { Verification } from './model';
-import type { Clock, DeliveryStore, DeliverySweepStore, DeliveryWorkflow, SweepCursor } from './ports';
+import type {
+  AcceptedSend,
+  Clock,
+  DeliveryStore,
+  DeliverySweepStore,
+  DeliveryWorkflow,
+  SweepCursor,
+} from './ports';
 import type { Settings } from './settings';
 
 /**
@@ -39,6 +46,13 @@ export const SETTLE_AGE_SECONDS = UNSETTLED_DEADLINE_SECONDS;
 export const SETTLE_LOOKBACK_SECONDS = 60 * 60;
 /** The deferred list's bound (the cursor is one item): beyond it the latest due are dropped, and counted. */
 export const MAX_DEFERRED = 2000;
+/**
+ * The most sends a half reads in one run: a run must end within its time-out, so a sweeper catching up after an
+ * outage (or on its first run, an hour back) gets there over several runs (about 2 s of reads each).
+ */
+export const MAX_SENDS_PER_HALF = 20_000;
+/** Verifications read per request (BatchGetItem's limit). */
+const READ_BATCH = 100;
 
 /** What one pass of the sweeper did; `failures`: the restarts and settlements that threw (the others went on). */
 export interface SweepResult {
@@ -111,6 +125,18 @@ function spanOf(now: Date, through: string | undefined, ageSeconds: number, look
   return from <= to ? { from, to } : undefined;
 }
 
+/**
+ * At most MAX_SENDS_PER_HALF of a span's sends, cut between two acceptance times (the cursor is a time, so the
+ * sends of one millisecond are taken together); `through`: where the half's cursor goes if all goes well.
+ */
+function bounded(sends: AcceptedSend[], span: Span): { sends: AcceptedSend[]; through: Date } {
+  if (sends.length <= MAX_SENDS_PER_HALF) return { sends, through: span.to };
+  let cut = MAX_SENDS_PER_HALF;
+  while (cut > 0 && sends[cut]!.at === sends[cut - 1]!.at) cut--;
+  if (cut === 0) cut = sends.findIndex((send) => send.at !== sends[0]!.at);
+  return { sends: sends.slice(0, cut), through: new Date(sends[cut - 1]!.at) };
+}
+
 /** The listing, the reads and the decisions of the halves in `parts` (absent: not run; its cursor kept). */
 async function sweep(
   deps: Pick<SweeperDeps, 'store' | 'clock' | 'settings'>,
@@ -128,35 +154,37 @@ async function sweep(
       settle: spanOf(now, cursor?.settledThrough, SETTLE_AGE_SECONDS, SETTLE_LOOKBACK_SECONDS),
     }),
   };
-  const listed: Partial<Record<Half, string[]>> = {};
+  const listed: Partial<Record<Half, { sends: AcceptedSend[]; through: Date }>> = {};
   await Promise.all(
     (Object.entries(spans) as [Half, Span | undefined][]).map(async ([half, span]) => {
-      if (span) listed[half] = await deps.store.listAcceptedSends(span.from, span.to);
+      if (span) listed[half] = bounded(await deps.store.listAcceptedSends(span.from, span.to), span);
     }),
   );
-  const deferredDue = parts.settle
-    ? Object.entries(cursor?.deferred ?? {})
-        .filter(([, due]) => new Date(due) <= now)
-        .map(([sid]) => sid)
-    : [];
-  const wanted = [...new Set([...(listed.restart ?? []), ...(listed.settle ?? []), ...deferredDue])];
-  const verifications = new Map(
-    (await deps.store.readVerifications(wanted)).map((verification) => [verification.sid, verification]),
+  const inHalf = (half: Half) => new Set((listed[half]?.sends ?? []).map((send) => send.sid));
+  const [inRestart, inSettle] = [inHalf('restart'), inHalf('settle')];
+  const deferredDue = new Set(
+    parts.settle
+      ? Object.entries(cursor?.deferred ?? {})
+          .filter(([, due]) => new Date(due) <= now)
+          .map(([sid]) => sid)
+      : [],
   );
+  const wanted = [...new Set([...inRestart, ...inSettle, ...deferredDue])];
 
   const result: SweepResult = { restarted: [], settled: [], failures: [], read: wanted.length, dropped: 0 };
   // Still deferred: the cursor's entries not due yet (or whose half did not run) and those deferred now.
   const deferred: Record<string, string> = Object.fromEntries(
-    Object.entries(cursor?.deferred ?? {}).filter(([sid]) => !deferredDue.includes(sid)),
+    Object.entries(cursor?.deferred ?? {}).filter(([sid]) => !deferredDue.has(sid)),
   );
-  // The creation time of the oldest send each half failed on: its cursor stops just before it, so the next run
+  // The acceptance time of the oldest send each half failed on: its cursor stops just before it, so the next run
   // tries it again (and reads the sends after it again, harmlessly: every action is idempotent).
   const failedAt: Partial<Record<Half, Date>> = {};
-  const fail = (half: Half | undefined, verification: Verification, error: unknown) => {
+  const fail = (sid: string, verification: Verification, error: unknown) => {
     result.failures.push(error);
+    const half: Half | undefined = inSettle.has(sid) ? 'settle' : inRestart.has(sid) ? 'restart' : undefined;
     const created = new Date(verification.dateCreated);
     if (half && (!failedAt[half] || created < failedAt[half])) failedAt[half] = created;
-    if (!half) deferred[verification.sid] = now.toISOString();
+    if (!half) deferred[sid] = now.toISOString();
   };
 
   const restart = async (verification: Verification): Promise<boolean> => {
@@ -202,20 +230,18 @@ async function sweep(
     result.settled.push(await settlePendingDelivery(settleDeps, latest, input));
   };
 
-  const inSettle = new Set([...(listed.settle ?? []), ...deferredDue]);
-  for (const sid of wanted) {
-    const verification = verifications.get(sid);
-    if (verification?.deliveryStatus !== 'PENDING') continue;
-    const halfOf: Half | undefined = (listed.settle ?? []).includes(sid)
-      ? 'settle'
-      : (listed.restart ?? []).includes(sid)
-        ? 'restart'
-        : undefined;
-    try {
-      if (inSettle.has(sid) && parts.settle) await settle(verification, parts.settle);
-      else if (!firstClaimAt(verification) && parts.restart) await restart(verification);
-    } catch (error) {
-      fail(halfOf, verification, error);
+  // In batches: a run catching up may read many thousands, and holds one batch of records at a time.
+  for (let i = 0; i < wanted.length; i += READ_BATCH) {
+    for (const verification of await deps.store.readVerifications(wanted.slice(i, i + READ_BATCH))) {
+      const sid = verification.sid;
+      if (verification.deliveryStatus !== 'PENDING') continue;
+      try {
+        if ((inSettle.has(sid) || deferredDue.has(sid)) && parts.settle)
+          await settle(verification, parts.settle);
+        else if (!firstClaimAt(verification) && parts.restart) await restart(verification);
+      } catch (error) {
+        fail(sid, verification, error);
+      }
     }
   }
 
@@ -225,7 +251,7 @@ async function sweep(
   const through = (half: Half, kept: string | undefined, lookbackSeconds: number): string => {
     const span = spans[half];
     if (!span) return kept ?? spanFloor(now, lookbackSeconds);
-    return (failedAt[half] ? new Date(failedAt[half].getTime() - 1) : span.to).toISOString();
+    return (failedAt[half] ? new Date(failedAt[half].getTime() - 1) : listed[half]!.through).toISOString();
   };
   const next: SweepCursor = {
     restartedThrough: through('restart', cursor?.restartedThrough, restartLookback),

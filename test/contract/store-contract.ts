@@ -614,11 +614,16 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const sids: string[] = [];
         for (const [i, time] of created.entries())
           sids.push((await accepted({ dateCreated: time.toISOString() }, i % 2 ? two : one)).sid);
-        const mine = async (from: Date, to: Date) =>
-          (await store.listAcceptedSends(from, to)).filter((sid) => sids.includes(sid));
+        const listing = async (from: Date, to: Date) =>
+          (await store.listAcceptedSends(from, to)).filter((send) => sids.includes(send.sid));
+        const mine = async (from: Date, to: Date) => (await listing(from, to)).map((send) => send.sid);
         expect(await mine(at(0), at(125_000))).toEqual(sids);
         expect(await mine(at(59_999), at(60_000))).toEqual([sids[1], sids[2]]);
         expect(await mine(at(1), at(59_998))).toEqual([]);
+        // Each with its acceptance time, which the sweeper's cursor moves to.
+        expect(await listing(at(59_999), at(59_999))).toEqual([
+          { sid: sids[1], at: at(59_999).toISOString() },
+        ]);
         // The ledger says nothing of delivery: an ended one is listed as before (the sweeper reads the record).
         await store.markDelivered(sids[0]!, 'sna', at(1000));
         expect(await mine(at(0), at(0))).toEqual([sids[0]]);
@@ -631,7 +636,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(
           await store.acceptSend({ verification, number, numberSends: [at(7).getTime()], now: at(7) }),
         ).toEqual({ ok: false, reason: 'insufficient_funds' });
-        expect(await store.listAcceptedSends(at(7), at(7))).not.toContain(verification.sid);
+        expect((await store.listAcceptedSends(at(7), at(7))).map((send) => send.sid)).not.toContain(
+          verification.sid,
+        );
       });
 
       it('reads many verifications at once, more than one batch, leaving out the ones that do not exist', async () => {

@@ -12,7 +12,12 @@ import {
   settleDelivery,
   type DeliveryTaskInput,
 } from '../../functions/core/delivery';
-import { settleOverdueDeliveries, sweepDeliveries } from '../../functions/core/sweeper';
+import {
+  MAX_SENDS_PER_HALF,
+  restartStalledDeliveries,
+  settleOverdueDeliveries,
+  sweepDeliveries,
+} from '../../functions/core/sweeper';
 import type { Verification } from '../../functions/core/model';
 import {
   CORE_MASTER_KEY,
@@ -462,6 +467,41 @@ describe('settling', () => {
     const settled = await sweepDeliveries(sweeper);
     expect(settled.settled).toEqual([{ ...input(sid), next: 'end', deliveryStatus: 'SENT' }]);
     expect((await world.store.getSweepCursor())?.deferred).toEqual({});
+  });
+
+  it('reads at most 20,000 sends a half in a run, cut between two acceptance times', async () => {
+    const start = world.clock.now().getTime();
+    const at = (i: number) => new Date(start + Math.min(i, MAX_SENDS_PER_HALF - 2) * 5).toISOString();
+    // 20,010 sends, the 20,000th cut landing in a millisecond that six of them share.
+    const ledger = Array.from({ length: MAX_SENDS_PER_HALF + 10 }, (_, i) => ({
+      sid: `VE${String(i).padStart(32, '0')}`,
+      at: i > MAX_SENDS_PER_HALF + 3 ? new Date(start + 100_000 + i).toISOString() : at(i),
+    }));
+    const read: string[] = [];
+    const store = Object.create(world.store) as typeof world.store;
+    store.listAcceptedSends = async (from, to) =>
+      ledger.filter((send) => new Date(send.at) >= from && new Date(send.at) <= to);
+    store.readVerifications = async (sids) => {
+      read.push(...sids);
+      return [];
+    };
+    world.clock.advance(240_000);
+    await store.saveSweepCursor(
+      {
+        restartedThrough: new Date(start - 1).toISOString(),
+        settledThrough: new Date(start - 1).toISOString(),
+        deferred: {},
+        version: 1,
+      },
+      undefined,
+    );
+    const sweeper = { ...world.deliveryDeps, store, workflow: world.workflow };
+    await restartStalledDeliveries(sweeper);
+    expect(read).toHaveLength(MAX_SENDS_PER_HALF - 2);
+    expect((await store.getSweepCursor())?.restartedThrough).toBe(at(MAX_SENDS_PER_HALF - 3));
+    read.length = 0;
+    await restartStalledDeliveries(sweeper);
+    expect(read).toEqual(ledger.slice(MAX_SENDS_PER_HALF - 2).map((send) => send.sid));
   });
 
   it('after a long outage looks back an hour for settlements, and no further than the code for restarts', async () => {

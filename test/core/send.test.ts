@@ -67,7 +67,9 @@ describe('an accepted send', () => {
     const result = await world.send({ serviceSid: service.sid });
     expect(result.deliveryStarted).toBe(false);
     expect(world.store.charges(service.sid)).toHaveLength(1);
-    expect(await world.store.listAcceptedSends(T0, T0)).toEqual([result.verification.sid]);
+    expect(await world.store.listAcceptedSends(T0, T0)).toEqual([
+      { sid: result.verification.sid, at: T0.toISOString() },
+    ]);
     world.workflow.failing = false;
     world.clock.advance(STALL_SECONDS * 1000);
     const sweeper = { ...world.deliveryDeps, store: world.store, workflow: world.workflow };

@@ -167,8 +167,11 @@ export const keys = {
     // `~` sorts after `#` and every SID character: the lines of the last millisecond are inside.
     skTo: `CHARGE#${to.toISOString()}~`,
   }),
-  /** The SID a charge line's sort key ends with. */
-  chargedSid: (chargeSortKey: string): string => chargeSortKey.slice(chargeSortKey.lastIndexOf('#') + 1),
+  /** The send a charge line's sort key names: `CHARGE#<time>#<sid>`. */
+  chargedSend: (chargeSortKey: string): { sid: string; at: string } => {
+    const [, at = '', sid = ''] = chargeSortKey.split('#');
+    return { sid, at };
+  },
   /** The sweeper's cursor. */
   sweepCursor: (): ItemKey => ({ pk: `${P.sweep}cursor`, sk: 'CURSOR' }),
 } as const;

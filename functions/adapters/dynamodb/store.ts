@@ -13,6 +13,7 @@ import {
 import type { DeliveryAttempt, NumberRecord, Verification } from '../../core/model';
 import type {
   AcceptResult,
+  AcceptedSend,
   AnsweredAttempts,
   AcceptSend,
   ApiKeyStore,
@@ -562,7 +563,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     );
   }
 
-  async listAcceptedSends(from: Date, to: Date): Promise<string[]> {
+  async listAcceptedSends(from: Date, to: Date): Promise<AcceptedSend[]> {
     // The ledger is per service: the directory lists the services, then each one's charge lines in the span.
     const services = await queryAll(this.client, {
       TableName: this.tableName,
@@ -588,7 +589,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       await Promise.all(sids.slice(i, i + LEDGER_QUERIES_AT_ONCE).map(chargesOf));
     }
     // `CHARGE#<time>#<sid>`: in time order across services.
-    return lines.sort().map(keys.chargedSid);
+    return lines.sort().map(keys.chargedSend);
   }
 
   async readVerifications(sids: string[]): Promise<Verification[]> {

@@ -14,6 +14,7 @@ import type {
 } from '../../core/model';
 import type {
   AcceptResult,
+  AcceptedSend,
   AcceptSend,
   ApiKeyStore,
   CheckWrite,
@@ -288,12 +289,11 @@ export class MemoryStore
 
   // --- DeliverySweepStore ------------------------------------------------------------------------------------
 
-  async listAcceptedSends(from: Date, to: Date): Promise<string[]> {
+  async listAcceptedSends(from: Date, to: Date): Promise<AcceptedSend[]> {
     return this.ledger
       .filter((line) => new Date(line.at) >= from && new Date(line.at) <= to)
-      .map((line) => `${line.at}#${line.verificationSid}`)
-      .sort()
-      .map((sortKey) => sortKey.split('#')[1]!);
+      .map((line) => ({ sid: line.verificationSid, at: line.at }))
+      .sort((a, b) => `${a.at}#${a.sid}`.localeCompare(`${b.at}#${b.sid}`));
   }
 
   async readVerifications(sids: string[]): Promise<Verification[]> {
