@@ -235,10 +235,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     logSettled(logger, settled);
     return settled.map((output) => output.sid);
   };
-  // The timer runs the Lambda's one pass (both halves over one listing); tests call the halves by hand.
+  // The timer runs the Lambda's one pass (both halves, their sends read in one batch); tests call the halves by hand.
   const sweepBoth = async () => {
-    const { restarted, settled, failures } = await sweepDeliveries(deps);
+    const { restarted, settled, failures, dropped } = await sweepDeliveries(deps);
     if (restarted.length > 0) logger.log('warn', 'sweeper.restarted', { count: restarted.length });
+    if (dropped > 0) logger.log('warn', 'sweeper.deferred_dropped', { count: dropped });
     logSettled(logger, settled);
     for (const error of failures) logger.log('error', 'sweeper.failed', { error: String(error) });
   };
