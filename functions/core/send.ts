@@ -125,7 +125,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds }).then(
         () => true,
         // The send is accepted and charged: it is answered 201 all the same, and the sweeper starts its
-        // delivery (the verification stays in the pending-delivery index until a delivery task runs).
+        // delivery once the send is 30 s old (it finds the send by its charge line, written in the transaction).
         () => false,
       );
     // The first decision starts the workflow beside its accepting transaction, not after it: one round trip

@@ -101,8 +101,9 @@ export class DeliveryWorkflow extends Grouping {
       );
     }
 
-    // The outbox drain: the sweeper runs every minute. A failed run is not retried by Lambda (the next run, a
-    // minute later, does the same work), so retries cannot pile up into overlapping runs.
+    // The sweeper runs every minute, walking the ledger from its cursor. A failed run is not retried by Lambda
+    // (the next run, a minute later, starts where the failed one stopped), so retries cannot pile up into
+    // overlapping runs.
     const sweeper = props.functions.sweeper;
     sweeper.configureAsyncInvoke({ retryAttempts: 0 });
     new events.Rule(this, 'SweeperSchedule', {

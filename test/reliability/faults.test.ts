@@ -354,7 +354,7 @@ describe("Step Functions start failures (the ledger, the sweeper's outbox)", () 
     expect(await harness.stack.sweep()).toEqual([sid]);
     await delivered(api, sid);
     expect(harness.stack.carrier.messagesTo(to)).toHaveLength(1);
-    // Out of the outbox once the first task ran: the next sweep restarts nothing.
+    // The sweeper's cursor moved past it: the next sweep restarts nothing.
     expect(await harness.stack.sweep()).toEqual([]);
     await harness.stack.workflow.idle();
     expect(harness.stack.carrier.messagesTo(to)).toHaveLength(1);
