@@ -187,36 +187,25 @@ async function sweep(
     if (!half) deferred[sid] = now.toISOString();
   };
 
-  const restart = async (verification: Verification): Promise<boolean> => {
-    // The listing's read may be stale: confirm on the record before starting a second workflow.
-    const latest = await deps.store.getVerification(verification.sid);
+  /** Starts the delivery again if its record, read up to date (the batch read may be stale), is still unclaimed. */
+  const startAgain = async (sid: string, workflow: DeliveryWorkflow): Promise<boolean> => {
+    const latest = await deps.store.getVerification(sid);
     if (latest?.deliveryStatus !== 'PENDING' || firstClaimAt(latest)) return false;
-    await parts.restart!.start({
-      sid: verification.sid,
-      waitSeconds: deps.settings.channelWaitSeconds,
-      restart: true,
-    });
-    result.restarted.push(verification.sid);
+    await workflow.start({ sid, waitSeconds: deps.settings.channelWaitSeconds, restart: true });
+    result.restarted.push(sid);
     return true;
   };
 
   const settle = async (verification: Verification, settleDeps: SettleSweepDeps) => {
     const claimedAt = firstClaimAt(verification);
-    const created = new Date(verification.dateCreated);
     if (!claimedAt) {
       // Never claimed, even after the restart half's restart: start it again while it is worth delivering, and
       // look again once that claim could be due. Without a workflow (the settle half alone), it is left.
-      const restarter = settleDeps.workflow;
-      if (!restarter || created.getTime() < now.getTime() - restartLookback * 1000) return;
-      const latest = await deps.store.getVerification(verification.sid);
-      if (latest?.deliveryStatus !== 'PENDING' || firstClaimAt(latest)) return;
-      await restarter.start({
-        sid: verification.sid,
-        waitSeconds: deps.settings.channelWaitSeconds,
-        restart: true,
-      });
-      result.restarted.push(verification.sid);
-      deferred[verification.sid] = settleDeadline(now).toISOString();
+      const created = new Date(verification.dateCreated).getTime();
+      if (!settleDeps.workflow || created < now.getTime() - restartLookback * 1000) return;
+      if (await startAgain(verification.sid, settleDeps.workflow)) {
+        deferred[verification.sid] = settleDeadline(now).toISOString();
+      }
       return;
     }
     const deadline = settleDeadline(claimedAt);
@@ -238,7 +227,7 @@ async function sweep(
       try {
         if ((inSettle.has(sid) || deferredDue.has(sid)) && parts.settle)
           await settle(verification, parts.settle);
-        else if (!firstClaimAt(verification) && parts.restart) await restart(verification);
+        else if (!firstClaimAt(verification) && parts.restart) await startAgain(sid, parts.restart);
       } catch (error) {
         fail(sid, verification, error);
       }
