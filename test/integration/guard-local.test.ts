@@ -16,8 +16,11 @@ afterAll(async () => {
   await harness.close();
 });
 
-/** Polls until `probe` answers something, or fails after `timeoutMs`. */
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+/**
+ * Polls until `probe` answers something, or fails after `timeoutMs`: generous, since under the full suite's load
+ * (two workers sharing one DynamoDB Local) the consumer's reads of the stream can lag by seconds.
+ */
+async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 25_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = await probe();
@@ -55,7 +58,7 @@ test('a burst of sequential numbers is refused with 403 blocked_by_policy once t
   expect((await api.send({ To: '+447400777321' })).status).toBe(201);
   // The consumer's log line for the owner (and, on AWS, its metric).
   expect(harness.logs.some((line) => line.includes('guard.block_started'))).toBe(true);
-});
+}, 60_000);
 
 test('without the consumer (the default for tests, OTP_GUARD_CONSUMER=off for npm start) the same burst is sent', async () => {
   const quiet = await startHarness();
