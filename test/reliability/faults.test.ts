@@ -384,6 +384,37 @@ describe("Step Functions start failures (the ledger, the sweeper's outbox)", () 
     expect(harness.stack.carrier.messagesTo(second)).toHaveLength(1);
   });
 
+  it("on the stack as npm start runs it, the sweeper's own timer delivers a send whose workflow did not start", async () => {
+    let timerFlaky!: FlakyWorkflow;
+    const timed = await startHarness({
+      sweepIntervalMs: 50,
+      wrapWorkflow: (workflow) => (timerFlaky = new FlakyWorkflow(workflow)),
+    });
+    try {
+      const api = timed.client(await timed.createAccount());
+      timerFlaky.failNext(1);
+      const to = freshUsNumber();
+      const sent = await api.send({ To: to });
+      expect(sent.status).toBe(201);
+      const sid = sent.body.sid as string;
+      // The timer's runs leave a send younger than 30 s alone (and move the cursor only up to 30 s ago).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(timed.stack.carrier.messagesTo(to)).toEqual([]);
+      timed.clock.advance(31_000);
+      await eventually(
+        async () => ((await api.fetch(sid)).body.delivery_status === 'DELIVERED' ? true : undefined),
+        10_000,
+        50,
+      );
+      await timed.stack.workflow.idle();
+      expect(timed.stack.carrier.messagesTo(to)).toHaveLength(1);
+      expect(timed.logs.some((line) => line.includes('sweeper.restarted'))).toBe(true);
+      expect(timed.logs.some((line) => line.includes('sweeper.failed'))).toBe(false);
+    } finally {
+      await timed.close();
+    }
+  });
+
   it('a replayed send whose delivery has not started is still delivered by the sweeper', async () => {
     const api = harness.client(await books.open());
     const headers = idempotencyKey();

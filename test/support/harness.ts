@@ -57,6 +57,8 @@ export interface HarnessOptions {
   providerSimulator?: boolean;
   /** Runs the pumping guard's stream consumer on the table's stream (off by default: tests send made-up numbers). */
   guardConsumer?: boolean | { intervalMs: number };
+  /** Runs the sweeper on its own timer, as `npm start` does every minute (off by default: tests run it by hand). */
+  sweepIntervalMs?: number;
 }
 
 export function dynamoEndpoint(): string {
@@ -96,8 +98,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     override: { clock, ...(options.metrics && { metrics: options.metrics }) },
     dynamoClient: serviceClient,
     ...(options.wrapWorkflow && { wrapWorkflow: options.wrapWorkflow }),
-    // Tests run the sweeper themselves when they need it.
-    sweepIntervalMs: 0,
+    // Tests run the sweeper themselves when they need it, unless they ask for its timer.
+    sweepIntervalMs: options.sweepIntervalMs ?? 0,
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
     ...(options.providerSimulator && { providerSimulator: true }),
     ...(options.guardConsumer && { guardConsumer: options.guardConsumer }),
