@@ -80,7 +80,7 @@ export const ASSUMPTIONS = {
   receiptDelaysSeconds: [1, 2, 4, 8],
   /**
    * The sweeper's runs a month (its schedule: one a minute, 30 days). Per run costs, not per verification: what
-   * a run costs finding nothing (its cursor read and written, each half listing the directory and every
+   * a run costs finding nothing (its cursor read and written, the directory listed once and, for each half, every
    * service's ledger: as many queries as services) is priced per month in `sweeperPerRun`, apart from the bill
    * per million. (The Lambda's duration per run is not measured here: only its invocations are priced.)
    */

@@ -272,7 +272,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
       `Sweeper: ${sweeper.sends} sends delivered on the first channel, two runs of sweepDeliveries over them (the restart half at ${STALL_SECONDS} s, the settle half at ${SETTLE_AGE_SECONDS} s), ` +
         `less the same two runs over no send. Per verification: ${fmt(sweeper.perVerification.rru)} RRU, of it ${fmt(sweeper.ledgerRru)} the charge line's share of the ledger queries ` +
         `(within ${fmt(round(2 / sweeper.sends, 3))}: a query is rounded up to 4 KB); requests at this batch size (a run reads up to 100 sends in one BatchGetItem). ` +
-        `Per run, whatever the volume: the cursor read and written, and in each half the directory query and one ledger query per service (${sweeper.services} here).`,
+        `Per run, whatever the volume: the cursor read and written, the directory query, and in each half one ledger query per service (${sweeper.services} here).`,
     );
   }
 

@@ -183,16 +183,22 @@ export interface DeliveryStore {
  */
 export interface DeliverySweepStore {
   /**
-   * The verifications accepted from `from` to `to` (both included), by their charge lines, oldest first. Every
-   * accepted send has one; the list does not say whether its delivery ended.
+   * For each span, the verifications accepted from `from` to `to` (both included), by their charge lines, oldest
+   * first. Every accepted send has one; the list does not say whether its delivery ended. Several spans in one
+   * call: the sweeper's two halves list the services once.
    */
-  listAcceptedSends(from: Date, to: Date): Promise<AcceptedSend[]>;
+  listAcceptedSends(spans: readonly TimeSpan[]): Promise<AcceptedSend[][]>;
   /** The verifications of `sids` that exist, eventually consistent: read one again before acting on it. */
   readVerifications(sids: string[]): Promise<Verification[]>;
   /** How far the sweeper has looked, and what it looks at again (absent before its first run). */
   getSweepCursor(): Promise<SweepCursor | undefined>;
   /** Saves `next` unless another run saved a cursor since `seen` was read (then false, nothing written). */
   saveSweepCursor(next: SweepCursor, seen: SweepCursor | undefined): Promise<boolean>;
+}
+
+export interface TimeSpan {
+  from: Date;
+  to: Date;
 }
 
 /** One accepted send, as its charge line names it. */

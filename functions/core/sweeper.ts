@@ -155,11 +155,11 @@ async function sweep(
     }),
   };
   const listed: Partial<Record<Half, { sends: AcceptedSend[]; through: Date }>> = {};
-  await Promise.all(
-    (Object.entries(spans) as [Half, Span | undefined][]).map(async ([half, span]) => {
-      if (span) listed[half] = bounded(await deps.store.listAcceptedSends(span.from, span.to), span);
-    }),
+  const toList = (Object.entries(spans) as [Half, Span | undefined][]).filter(
+    (entry): entry is [Half, Span] => entry[1] !== undefined,
   );
+  const sends = toList.length > 0 ? await deps.store.listAcceptedSends(toList.map(([, span]) => span)) : [];
+  toList.forEach(([half, span], i) => (listed[half] = bounded(sends[i]!, span)));
   const inHalf = (half: Half) => new Set((listed[half]?.sends ?? []).map((send) => send.sid));
   const [inRestart, inSettle] = [inHalf('restart'), inHalf('settle')];
   const deferredDue = new Set(

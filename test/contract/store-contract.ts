@@ -615,11 +615,18 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         for (const [i, time] of created.entries())
           sids.push((await accepted({ dateCreated: time.toISOString() }, i % 2 ? two : one)).sid);
         const listing = async (from: Date, to: Date) =>
-          (await store.listAcceptedSends(from, to)).filter((send) => sids.includes(send.sid));
+          (await store.listAcceptedSends([{ from, to }]))[0]!.filter((send) => sids.includes(send.sid));
         const mine = async (from: Date, to: Date) => (await listing(from, to)).map((send) => send.sid);
         expect(await mine(at(0), at(125_000))).toEqual(sids);
         expect(await mine(at(59_999), at(60_000))).toEqual([sids[1], sids[2]]);
         expect(await mine(at(1), at(59_998))).toEqual([]);
+        // Several spans in one call (the sweeper's two halves), each listed apart.
+        const [early, late] = await store.listAcceptedSends([
+          { from: at(0), to: at(59_999) },
+          { from: at(60_000), to: at(125_000) },
+        ]);
+        expect(early!.map((send) => send.sid).filter((sid) => sids.includes(sid))).toEqual(sids.slice(0, 2));
+        expect(late!.map((send) => send.sid).filter((sid) => sids.includes(sid))).toEqual(sids.slice(2));
         // Each with its acceptance time, which the sweeper's cursor moves to.
         expect(await listing(at(59_999), at(59_999))).toEqual([
           { sid: sids[1], at: at(59_999).toISOString() },
@@ -636,9 +643,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(
           await store.acceptSend({ verification, number, numberSends: [at(7).getTime()], now: at(7) }),
         ).toEqual({ ok: false, reason: 'insufficient_funds' });
-        expect((await store.listAcceptedSends(at(7), at(7))).map((send) => send.sid)).not.toContain(
-          verification.sid,
-        );
+        expect(
+          (await store.listAcceptedSends([{ from: at(7), to: at(7) }]))[0]!.map((send) => send.sid),
+        ).not.toContain(verification.sid);
       });
 
       it('reads many verifications at once, more than one batch, leaving out the ones that do not exist', async () => {

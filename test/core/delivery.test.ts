@@ -19,6 +19,7 @@ import {
   sweepDeliveries,
 } from '../../functions/core/sweeper';
 import type { Verification } from '../../functions/core/model';
+import type { TimeSpan } from '../../functions/core/ports';
 import {
   CORE_MASTER_KEY,
   ScriptedProvider,
@@ -400,12 +401,12 @@ describe('settling', () => {
       at: world.clock.now().toISOString(),
     });
     world.workflow.started.length = 0;
-    const listings: [Date, Date][] = [];
+    const listings: (readonly TimeSpan[])[] = [];
     const batches: string[][] = [];
     const store = Object.create(world.store) as typeof world.store;
-    store.listAcceptedSends = (from, to) => {
-      listings.push([from, to]);
-      return world.store.listAcceptedSends(from, to);
+    store.listAcceptedSends = (spans) => {
+      listings.push(spans);
+      return world.store.listAcceptedSends(spans);
     };
     store.readVerifications = (sids) => {
       batches.push(sids);
@@ -416,8 +417,9 @@ describe('settling', () => {
     expect(result).toMatchObject({ restarted: [stalled], failures: [], read: 3 });
     expect(result.settled).toEqual([{ ...input(died), next: 'end', deliveryStatus: 'FAILED' }]);
     expect(world.workflow.started).toEqual([{ sid: stalled, waitSeconds: 8, restart: true }]);
-    // One listing per half (restart: 30 s old and younger than the code; settle: 6 minutes old), one batch read.
-    expect(listings).toHaveLength(2);
+    // One listing of the ledger with a span per half (restart: 30 s old and younger than the code; settle: 6
+    // minutes old), one batch read.
+    expect(listings.map((spans) => spans.length)).toEqual([2]);
     expect(batches).toHaveLength(1);
     expect([...batches[0]!].sort()).toEqual([died, stalled, running].sort());
     expect((await stored(running)).deliveryStatus).toBe('PENDING');
@@ -479,8 +481,10 @@ describe('settling', () => {
     }));
     const read: string[] = [];
     const store = Object.create(world.store) as typeof world.store;
-    store.listAcceptedSends = async (from, to) =>
-      ledger.filter((send) => new Date(send.at) >= from && new Date(send.at) <= to);
+    store.listAcceptedSends = async (spans) =>
+      spans.map(({ from, to }) =>
+        ledger.filter((send) => new Date(send.at) >= from && new Date(send.at) <= to),
+      );
     store.readVerifications = async (sids) => {
       read.push(...sids);
       return [];

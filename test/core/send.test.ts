@@ -67,8 +67,8 @@ describe('an accepted send', () => {
     const result = await world.send({ serviceSid: service.sid });
     expect(result.deliveryStarted).toBe(false);
     expect(world.store.charges(service.sid)).toHaveLength(1);
-    expect(await world.store.listAcceptedSends(T0, T0)).toEqual([
-      { sid: result.verification.sid, at: T0.toISOString() },
+    expect(await world.store.listAcceptedSends([{ from: T0, to: T0 }])).toEqual([
+      [{ sid: result.verification.sid, at: T0.toISOString() }],
     ]);
     world.workflow.failing = false;
     world.clock.advance(STALL_SECONDS * 1000);

@@ -26,6 +26,7 @@ import type {
   SendContext,
   SendContextQuery,
   SweepCursor,
+  TimeSpan,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -86,7 +87,7 @@ const isMissingMap = (error: unknown): boolean =>
 /** Ending delivery drops the code kept for it. */
 const DELIVERY_ENDED_REMOVES = ['sealedCode'] satisfies VerificationAttr[];
 
-/** Services whose charge lines the sweeper queries at once. */
+/** Ledger queries (a service's charge lines in one span) the sweeper makes at once. */
 const LEDGER_QUERIES_AT_ONCE = 16;
 /** BatchGetItem's limit of keys per request. */
 const BATCH_GET_KEYS = 100;
@@ -563,33 +564,34 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     );
   }
 
-  async listAcceptedSends(from: Date, to: Date): Promise<AcceptedSend[]> {
-    // The ledger is per service: the directory lists the services, then each one's charge lines in the span.
+  async listAcceptedSends(spans: readonly TimeSpan[]): Promise<AcceptedSend[][]> {
+    // The ledger is per service: the directory lists the services once, then each one's charge lines per span.
     const services = await queryAll(this.client, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': keys.serviceDirectory('').pk },
       ProjectionExpression: 'service_sid',
     });
-    const lines: string[] = [];
-    const chargesOf = async (serviceSid: string) => {
-      const range = keys.chargeRange(serviceSid, from, to);
-      const items = await queryAll(this.client, {
-        TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': range.pk, ':from': range.skFrom, ':to': range.skTo },
-        ProjectionExpression: 'sk',
-        // Strongly consistent: a line the query missed would never be looked at (the cursor moves past it).
-        ConsistentRead: true,
-      });
-      lines.push(...items.map((item) => item.sk as string));
-    };
-    const sids = services.map((item) => item.service_sid as string);
-    for (let i = 0; i < sids.length; i += LEDGER_QUERIES_AT_ONCE) {
-      await Promise.all(sids.slice(i, i + LEDGER_QUERIES_AT_ONCE).map(chargesOf));
+    const lines: string[][] = spans.map(() => []);
+    const queries = services.flatMap((item) =>
+      spans.map((span, index) => async () => {
+        const range = keys.chargeRange(item.service_sid as string, span.from, span.to);
+        const found = await queryAll(this.client, {
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          ExpressionAttributeValues: { ':pk': range.pk, ':from': range.skFrom, ':to': range.skTo },
+          ProjectionExpression: 'sk',
+          // Strongly consistent: a line the query missed would never be looked at (the cursor moves past it).
+          ConsistentRead: true,
+        });
+        lines[index]!.push(...found.map((line) => line.sk as string));
+      }),
+    );
+    for (let i = 0; i < queries.length; i += LEDGER_QUERIES_AT_ONCE) {
+      await Promise.all(queries.slice(i, i + LEDGER_QUERIES_AT_ONCE).map((query) => query()));
     }
     // `CHARGE#<time>#<sid>`: in time order across services.
-    return lines.sort().map(keys.chargedSend);
+    return lines.map((span) => span.sort().map(keys.chargedSend));
   }
 
   async readVerifications(sids: string[]): Promise<Verification[]> {

@@ -27,6 +27,7 @@ import type {
   SendContext,
   SendContextQuery,
   SweepCursor,
+  TimeSpan,
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -289,11 +290,13 @@ export class MemoryStore
 
   // --- DeliverySweepStore ------------------------------------------------------------------------------------
 
-  async listAcceptedSends(from: Date, to: Date): Promise<AcceptedSend[]> {
-    return this.ledger
-      .filter((line) => new Date(line.at) >= from && new Date(line.at) <= to)
-      .map((line) => ({ sid: line.verificationSid, at: line.at }))
-      .sort((a, b) => `${a.at}#${a.sid}`.localeCompare(`${b.at}#${b.sid}`));
+  async listAcceptedSends(spans: readonly TimeSpan[]): Promise<AcceptedSend[][]> {
+    return spans.map(({ from, to }) =>
+      this.ledger
+        .filter((line) => new Date(line.at) >= from && new Date(line.at) <= to)
+        .map((line) => ({ sid: line.verificationSid, at: line.at }))
+        .sort((a, b) => `${a.at}#${a.sid}`.localeCompare(`${b.at}#${b.sid}`)),
+    );
   }
 
   async readVerifications(sids: string[]): Promise<Verification[]> {
