@@ -8,6 +8,7 @@ import type {
   DeliverySweepStore,
   DeliveryWorkflow,
   SweepCursor,
+  TimeSpan,
 } from './ports';
 import type { Settings } from './settings';
 
@@ -109,7 +110,6 @@ export async function settleOverdueDeliveries(deps: SettleSweepDeps): Promise<De
 }
 
 type Half = 'restart' | 'settle';
-type Span = { from: Date; to: Date };
 
 const later = (a: Date, b: Date) => (a > b ? a : b);
 const justAfter = (iso: string) => new Date(new Date(iso).getTime() + 1);
@@ -129,7 +129,7 @@ function spanOf(now: Date, through: string | undefined, ageSeconds: number, look
  * At most MAX_SENDS_PER_HALF of a span's sends, cut between two acceptance times (the cursor is a time, so the
  * sends of one millisecond are taken together); `through`: where the half's cursor goes if all goes well.
  */
-function bounded(sends: AcceptedSend[], span: Span): { sends: AcceptedSend[]; through: Date } {
+function bounded(sends: AcceptedSend[], span: TimeSpan): { sends: AcceptedSend[]; through: Date } {
   if (sends.length <= MAX_SENDS_PER_HALF) return { sends, through: span.to };
   let cut = MAX_SENDS_PER_HALF;
   while (cut > 0 && sends[cut]!.at === sends[cut - 1]!.at) cut--;
@@ -146,7 +146,7 @@ async function sweep(
   const cursor = await deps.store.getSweepCursor();
   // Sends older than the code lifetime (or 15 minutes) are not worth delivering.
   const restartLookback = Math.min(SWEEP_LOOKBACK_SECONDS, deps.settings.codeTtlSeconds);
-  const spans: Partial<Record<Half, Span>> = {
+  const spans: Partial<Record<Half, TimeSpan>> = {
     ...(parts.restart && {
       restart: spanOf(now, cursor?.restartedThrough, STALL_SECONDS, restartLookback - STALL_SECONDS),
     }),
@@ -155,8 +155,8 @@ async function sweep(
     }),
   };
   const listed: Partial<Record<Half, { sends: AcceptedSend[]; through: Date }>> = {};
-  const toList = (Object.entries(spans) as [Half, Span | undefined][]).filter(
-    (entry): entry is [Half, Span] => entry[1] !== undefined,
+  const toList = (Object.entries(spans) as [Half, TimeSpan | undefined][]).filter(
+    (entry): entry is [Half, TimeSpan] => entry[1] !== undefined,
   );
   const sends = toList.length > 0 ? await deps.store.listAcceptedSends(toList.map(([, span]) => span)) : [];
   toList.forEach(([half, span], i) => (listed[half] = bounded(sends[i]!, span)));

@@ -75,7 +75,7 @@ export const keys = {
   /** Ledger line of one charge, in time order under the service. */
   charge: (serviceSid: string, at: Date, verificationSid: string): ItemKey => ({
     pk: `${P.service}${serviceSid}`,
-    sk: `CHARGE#${at.toISOString()}#${verificationSid}`,
+    sk: `${SERVICE_CHILD_PREFIX.charge}${at.toISOString()}#${verificationSid}`,
   }),
   /** The service's pointer to one of its API keys, for listing and revoking. */
   serviceApiKey: (serviceSid: string, keyHash: string): ItemKey => ({
@@ -163,9 +163,9 @@ export const keys = {
   /** The sort-key bounds (inclusive) of a service's charge lines written from `from` to `to`, for a BETWEEN query. */
   chargeRange: (serviceSid: string, from: Date, to: Date) => ({
     pk: `${P.service}${serviceSid}`,
-    skFrom: `CHARGE#${from.toISOString()}`,
+    skFrom: `${SERVICE_CHILD_PREFIX.charge}${from.toISOString()}`,
     // `~` sorts after `#` and every SID character: the lines of the last millisecond are inside.
-    skTo: `CHARGE#${to.toISOString()}~`,
+    skTo: `${SERVICE_CHILD_PREFIX.charge}${to.toISOString()}~`,
   }),
   /** The send a charge line's sort key names: `CHARGE#<time>#<sid>`. */
   chargedSend: (chargeSortKey: string): { sid: string; at: string } => {
