@@ -46,7 +46,12 @@ export interface StoreFactory {
   teardown?(): Promise<void>;
 }
 
-const T0 = new Date('2026-11-21T12:00:00.000Z');
+/**
+ * The hour the run starts in, not a fixed date: items written at T0 carry TTLs a day or more after it, and
+ * DynamoDB Local deletes expired items in the background, so a fixed date once more than a day past made the
+ * number log vanish under the reads (seen on 2026-11-26 with T0 on 2026-11-21).
+ */
+const T0 = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
 const at = (ms: number): Date => new Date(T0.getTime() + ms);
 const PRICE = 600;
 
