@@ -97,6 +97,11 @@ export interface Verification {
   deliveries: Record<string, DeliveryAttempt>;
   /** The pumping guard's decision when, at level shadow, it would have refused this send. */
   guard?: GuardDecision;
+  /**
+   * The guard did not judge this send (`RiskCheck=disable` where allowed, or a safe-listed number): it feeds
+   * none of the guard's signals, so such traffic can neither teach the guard nor set off a block.
+   */
+  guardExempt?: boolean;
 }
 
 /** Per-number send log and channel rejections, shared by every service. */

@@ -168,6 +168,8 @@ type Verdict =
       price: number;
       /** The guard at level shadow would have refused it. */
       guard?: GuardDecision;
+      /** The guard did not judge it (RiskCheck=disable, safe list): it feeds none of the guard's signals. */
+      guardExempt?: boolean;
     }
   | { ok: false; counted: boolean; error: OtpError; guard?: GuardDecision };
 
@@ -210,6 +212,7 @@ function decide(
   // The pumping guard is one of the account's delivery rules: it judges before the channels and the price.
   const guard = guardVerdict({
     settings: service.guard ?? DEFAULT_GUARD_SETTINGS,
+    serviceSid: service.sid,
     riskCheckDisabled,
     e164: phone.e164,
     country: phone.country,
@@ -256,7 +259,16 @@ function decide(
     return refuse(true, 'rate_limited', `More than ${settings.hourlyLimit} sends to this number in an hour.`);
   }
   if (service.balance < route.price) return refuse(true, 'insufficient_funds', 'Balance too low.');
-  return { ok: true, template, channels, price: route.price, ...(decision && { guard: decision }) };
+  const exempt =
+    guard.action === 'allow' && (guard.why === 'risk_check_disabled' || guard.why === 'safe_list');
+  return {
+    ok: true,
+    template,
+    channels,
+    price: route.price,
+    ...(decision && { guard: decision }),
+    ...(exempt && { guardExempt: true }),
+  };
 }
 
 function isBlocked(service: Service, phone: PhoneNumber): boolean {
@@ -301,6 +313,7 @@ function newVerification(
     channels: verdict.channels,
     deliveries: {},
     ...(verdict.guard && { guard: verdict.guard }),
+    ...(verdict.guardExempt && { guardExempt: true }),
   };
 }
 

@@ -26,7 +26,13 @@ import {
   type GuardReport,
   type GuardSignalStore,
 } from '../../core/guard/consumer';
-import type { CountryGuardState, GuardLevel, GuardView, ScopeGuardState } from '../../core/guard/model';
+import type {
+  CountryCaps,
+  CountryGuardState,
+  GuardLevel,
+  GuardView,
+  ScopeGuardState,
+} from '../../core/guard/model';
 import {
   emptyCountryState,
   emptyScopeState,
@@ -81,7 +87,11 @@ export class DynamoGuardStore implements GuardSignalStore {
         keys.guardCountry(scope, country),
         keys.guardCountryStats(scope, country),
       ]),
-      ...scopes.flatMap((scope) => [keys.guardScope(scope), keys.guardScopeStats(scope)]),
+      ...scopes.flatMap((scope) => [
+        keys.guardScope(scope),
+        keys.guardScopeStats(scope),
+        keys.service(scope),
+      ]),
     ];
     const items: Item[] = [];
     for (let i = 0; i < wanted.length; i += 100) {
@@ -99,7 +109,11 @@ export class DynamoGuardStore implements GuardSignalStore {
       }
     }
     const find = (key: ItemKey) => items.find((item) => item.pk === key.pk && item.sk === key.sk);
-    const batch: GuardBatch = { countries: new Map(), scopes: new Map() };
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map() };
+    for (const scope of scopes) {
+      const caps = find(keys.service(scope))?.guard_caps;
+      if (caps && typeof caps === 'object') batch.caps!.set(scope, caps as Record<string, CountryCaps>);
+    }
     for (const { scope, country } of countries) {
       const stats = find(keys.guardCountryStats(scope, country));
       if (!stats) continue;
@@ -239,7 +253,22 @@ export class DynamoGuardAdmin {
     );
     if (!service) return undefined;
     const own = await this.states(serviceSid);
-    const global = await this.states(GLOBAL_SCOPE);
+    // The global scope has a partition per country: those of the countries this service sends to.
+    const ownCountries = own
+      .map((item) => String(item.sk))
+      .filter((sk) => sk.startsWith('COUNTRY#'))
+      .map((sk) => sk.slice('COUNTRY#'.length));
+    const global = (
+      await Promise.all(
+        ownCountries.map((country) =>
+          queryAll(this.client, {
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': keys.guardCountry(GLOBAL_SCOPE, country).pk },
+          }),
+        ),
+      )
+    ).flat();
     const countries = (items: Item[]) =>
       items
         .filter((item) => String(item.sk).startsWith('COUNTRY#'))

@@ -45,6 +45,7 @@ export function verificationToItem(v: Verification): Item {
     channels: v.channels,
     deliveries: v.deliveries,
     ...(v.guard && { guard: guardDecisionToItem(v.guard) }),
+    ...(v.guardExempt && { guard_exempt: true }),
     ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
   };
 }
@@ -70,6 +71,7 @@ export function verificationFromItem(item: Item): Verification {
     channels: (item.channels as Verification['channels']) ?? [],
     deliveries: (item.deliveries as Verification['deliveries']) ?? {},
     ...(isItem(item.guard) && { guard: guardDecisionFromItem(item.guard) }),
+    ...(item.guard_exempt === true && { guardExempt: true }),
   };
 }
 
@@ -109,8 +111,9 @@ function guardSettingsFromItem(item: Item): GuardSettings | undefined {
   const level =
     typeof item.guard_level === 'string' && isGuardLevel(item.guard_level) ? item.guard_level : undefined;
   const safeList = Array.isArray(item.guard_safe_list) ? (item.guard_safe_list as string[]) : undefined;
-  if (!level && !safeList) return undefined;
-  return { level: level ?? 'standard', safeList: safeList ?? [] };
+  const caps = isItem(item.guard_caps) ? (item.guard_caps as GuardSettings['caps']) : undefined;
+  if (!level && !safeList && !caps) return undefined;
+  return { level: level ?? 'standard', safeList: safeList ?? [], ...(caps && { caps }) };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { GLOBAL_SCOPE } from '../../core/guard/consumer';
 
 /**
  * The single table's shape and every key in it. Nothing else builds a key; the CDK stack and the local
@@ -64,6 +65,11 @@ export const PARTITION_FAMILY = {
 export type PartitionFamily = keyof typeof PARTITION_FAMILY;
 
 const P = PARTITION_FAMILY;
+
+const guardCountryPartition = (scope: string, country: string): string =>
+  scope === GLOBAL_SCOPE
+    ? `${PARTITION_FAMILY.guard}${GLOBAL_SCOPE}#${country}`
+    : `${PARTITION_FAMILY.guard}${scope}`;
 
 export const keys = {
   service: (serviceSid: string): ItemKey => ({ pk: `${P.service}${serviceSid}`, sk: 'SERVICE' }),
@@ -146,16 +152,19 @@ export const keys = {
     pk: `${P.directory}services`,
     sk: `${P.service}${serviceSid}`,
   }),
-  /** The guard state a send to `country` reads for `scope` (a service SID or `GLOBAL`): blocks, known ranges. */
+  /**
+   * The guard state a send to `country` reads for `scope` (a service SID or `GLOBAL`): blocks, known ranges.
+   * The global scope has a partition per country, so every country's sends do not meet on one key.
+   */
   guardCountry: (scope: string, country: string): ItemKey => ({
-    pk: `${P.guard}${scope}`,
+    pk: guardCountryPartition(scope, country),
     sk: `COUNTRY#${country}`,
   }),
   /** The guard state a send reads for `scope` across countries: known countries, cross-country blocks. */
   guardScope: (scope: string): ItemKey => ({ pk: `${P.guard}${scope}`, sk: 'SCOPE' }),
   /** The signal aggregates of `scope` in `country` (the stream consumer's alone; never read by a send). */
   guardCountryStats: (scope: string, country: string): ItemKey => ({
-    pk: `${P.guard}${scope}`,
+    pk: guardCountryPartition(scope, country),
     sk: `STATS#${country}`,
   }),
   /** The signal aggregates of `scope` across countries, and its report of decisions. */

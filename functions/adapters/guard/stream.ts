@@ -24,7 +24,8 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
 
   if (after.type === 'verification') {
     const verification = verificationFromItem(after);
-    if (!verification.country) return undefined;
+    // A send the guard did not judge (RiskCheck=disable, safe list) feeds none of its signals.
+    if (!verification.country || verification.guardExempt) return undefined;
     const common = {
       serviceSid: verification.serviceSid,
       e164: verification.to,
@@ -37,13 +38,14 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
         ...common,
         at: sentAt,
         accepted: true,
+        price: verification.price,
         ...(verification.guard && { decision: verification.guard }),
       };
     }
     const was = settledStatus(verificationFromItem(before));
     if (was !== 'VERIFIED' && settledStatus(verification) === 'VERIFIED') {
       const at = typeof after.event_at === 'string' ? Date.parse(after.event_at) : sentAt;
-      return { kind: 'conversion', ...common, at, sentAt, flagged: verification.guard !== undefined };
+      return { kind: 'conversion', ...common, at, sentAt };
     }
     return undefined;
   }

@@ -11,7 +11,7 @@ import {
   type GuardSignalStore,
   type ScopeRecord,
 } from '../../core/guard/consumer';
-import type { GuardView } from '../../core/guard/model';
+import type { CountryCaps, GuardView } from '../../core/guard/model';
 
 const clone = <T>(value: T): T => structuredClone(value);
 
@@ -19,8 +19,18 @@ export class MemoryGuardStore implements GuardSignalStore {
   private readonly countries = new Map<string, CountryRecord>();
   private readonly scopes = new Map<string, ScopeRecord>();
 
+  /** `capsOf`: the caps a service's owner set (the memory store's service records). */
+  constructor(
+    private readonly capsOf: (serviceSid: string) => Record<string, CountryCaps> | undefined = () =>
+      undefined,
+  ) {}
+
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
-    const batch: GuardBatch = { countries: new Map(), scopes: new Map() };
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map() };
+    for (const scope of scopes) {
+      const caps = this.capsOf(scope);
+      if (caps) batch.caps!.set(scope, clone(caps));
+    }
     for (const { scope, country } of countries) {
       const record = this.countries.get(countryKey(scope, country));
       if (record) batch.countries.set(countryKey(scope, country), clone(record));

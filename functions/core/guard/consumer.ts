@@ -6,18 +6,21 @@
  * (a retry after a failure, a bisected half, a duplicate delivery) counts only the records not folded yet.
  */
 import type { Clock } from '../ports';
-import type { CountryGuardState, GuardDecision, GuardReason, ScopeGuardState } from './model';
+import type { CountryCaps, CountryGuardState, GuardDecision, GuardReason, ScopeGuardState } from './model';
 import {
   applyCountryEvent,
   applyScopeEvent,
+  currentCountryStats,
+  currentScopeStats,
   emptyCountryState,
-  emptyCountryStats,
   emptyScopeState,
-  emptyScopeStats,
   evaluateCountry,
   evaluateScope,
+  foldCountryProbes,
+  foldScopeProbes,
   pruneCountryStats,
   pruneScopeStats,
+  serviceTag,
   type CountryStats,
   type GuardEvent,
   type ScopeStats,
@@ -88,7 +91,15 @@ export interface GuardBatch {
   /** By `${scope}/${country}`. */
   countries: Map<string, CountryRecord>;
   scopes: Map<string, ScopeRecord>;
+  /** The caps each service's owner set, by service SID then country (`*`: every other country). */
+  caps?: Map<string, Record<string, CountryCaps>>;
 }
+
+/** The caps that apply to a country: its own, else the service's `*` entry. */
+export const capsFor = (
+  caps: Record<string, CountryCaps> | undefined,
+  country: string,
+): CountryCaps | undefined => caps?.[country] ?? caps?.['*'];
 
 export const countryKey = (scope: string, country: string): string => `${scope}/${country}`;
 
@@ -205,17 +216,24 @@ export async function consumeGuardEvents(
       const key = countryKey(scope, name);
       let record = batch.countries.get(key);
       if (!record) {
-        record = { stats: emptyCountryStats(), state: emptyCountryState(), version: 0 };
+        record = { stats: currentCountryStats(undefined), state: emptyCountryState(), version: 0 };
         batch.countries.set(key, record);
       }
+      record.stats = currentCountryStats(record.stats);
       return record;
     };
     const scope = (name: string): ScopeRecord => {
       let record = batch.scopes.get(name);
       if (!record) {
-        record = { stats: emptyScopeStats(), state: emptyScopeState(), report: emptyReport(), version: 0 };
+        record = {
+          stats: currentScopeStats(undefined),
+          state: emptyScopeState(),
+          report: emptyReport(),
+          version: 0,
+        };
         batch.scopes.set(name, record);
       }
+      record.stats = currentScopeStats(record.stats);
       return record;
     };
     // Which records each aggregate has not folded yet, judged on the marks as read (events are in time order,
@@ -242,10 +260,12 @@ export async function consumeGuardEvents(
         : scopeFresh
           ? applyCountryEvent(structuredClone(ownCountry.stats), event)
           : undefined;
+      if (ownFresh && facts) foldCountryProbes(ownCountry.state, event, facts.novelRange);
       const global = country(GLOBAL_SCOPE, event.country);
-      if (fresh(global, event)) applyCountryEvent(global.stats, event);
+      if (fresh(global, event)) applyCountryEvent(global.stats, event, serviceTag(event.serviceSid));
       if (scopeFresh && facts) {
-        applyScopeEvent(own.stats, event, facts);
+        const { novelCountry } = applyScopeEvent(own.stats, event, facts);
+        foldScopeProbes(own.state, event, { ...facts, novelCountry });
         if (event.kind === 'send' && event.decision) recordDecision(own.report, event.decision, event.e164);
       }
     }
@@ -260,13 +280,14 @@ export async function consumeGuardEvents(
       const record = batch.countries.get(countryKey(name, code));
       if (!record) continue;
       pruneCountryStats(record.stats, now);
-      const evaluated = evaluateCountry(
-        record.stats,
-        record.state,
-        code,
+      const global = name === GLOBAL_SCOPE;
+      const caps = global ? undefined : capsFor(batch.caps?.get(name), code);
+      const evaluated = evaluateCountry(record.stats, record.state, {
+        country: code,
         now,
-        name === GLOBAL_SCOPE ? 'global' : 'service',
-      );
+        scope: global ? 'global' : 'service',
+        ...(caps && { caps }),
+      });
       record.state = evaluated.state;
       for (const block of evaluated.started) started.push({ scope: name, country: code, block });
     }

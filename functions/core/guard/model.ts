@@ -31,10 +31,17 @@ export const GUARD_REASONS = [
   /** Sends to never-established ranges across countries, with few codes checked (strict only). */
   'novel_prefix_spread',
   /**
-   * While a country is flooded (a novelty block holds and the flood goes on), its thin established ranges: the
-   * flood's random numbers land there too, and there they outnumber the service's real users.
+   * A country's traffic far above its usual volume with its codes checked far less than usual: the country is
+   * closed but for the ranges whose codes were checked lately.
    */
-  'country_flood',
+  'country_surge',
+  /**
+   * A country the service has no baseline in yet (learning): its codes checked far less than real users check
+   * theirs, or a burst of sends with none checked. Closed like `country_surge`.
+   */
+  'low_conversion',
+  /** A send cap the service's owner set for the country was reached (hourly or daily, sends or spend). */
+  'country_cap',
 ] as const;
 export type GuardReason = (typeof GUARD_REASONS)[number];
 
@@ -46,7 +53,9 @@ export const REASON_FAMILY: Record<GuardReason, string> = {
   novel_prefix_surge: 'unusual traffic to new destinations',
   novel_country_surge: 'unusual traffic to new destinations',
   novel_prefix_spread: 'unusual traffic to new destinations',
-  country_flood: 'unusual traffic to this country',
+  country_surge: 'unusual traffic to this country',
+  low_conversion: 'unusual traffic to this country',
+  country_cap: 'the send limit set for this country is reached',
 };
 
 export const blockedMessage = (reason: GuardReason): string =>
@@ -54,6 +63,12 @@ export const blockedMessage = (reason: GuardReason): string =>
 
 /** The figures that made a rule fire: small counts and ratios, recorded with the decision. */
 export type Figures = Record<string, number>;
+
+/**
+ * Sends let through a block as probes and how many of their codes were checked, per minute the send was made
+ * (minute index → [sends, checked]): what renews a block (probes not checked) or lifts it early (probes checked).
+ */
+export type ProbeCohorts = Record<string, [number, number]>;
 
 /** A temporary block of every number starting with `prefix` (an E.164 prefix, or `+<cc>` for a country). */
 export interface GuardBlock {
@@ -64,6 +79,13 @@ export interface GuardBlock {
   since: number;
   until: number;
   figures: Figures;
+  /**
+   * Global blocks only: short tags of the services whose traffic showed the signal. The block applies to a
+   * service only when at least `GLOBAL_QUORUM` other services are among them; to the others it is shadow only.
+   */
+  services?: string[];
+  /** Probes let through this block and their checked codes (absent: none yet; caps take no probes). */
+  probes?: ProbeCohorts;
 }
 
 /**
@@ -76,11 +98,15 @@ export interface NoveltyBlock {
   since: number;
   until: number;
   figures: Figures;
-  /**
-   * While the flood that made the block goes on (`until`), only the `open` ranges stay open: the established
-   * ranges that carry most of the country's real traffic (country novelty blocks only).
-   */
-  flood?: { open: string[]; since: number; until: number; figures: Figures };
+  probes?: ProbeCohorts;
+}
+
+/**
+ * A country closed (`country_surge`, `low_conversion`): a number is refused unless its range is `open`, one whose
+ * codes were checked lately (real users are there), or it is a probe.
+ */
+export interface CountryBlock extends NoveltyBlock {
+  open: string[];
 }
 
 /** What the send path reads for one scope (a service, or all services) and one country. */
@@ -90,6 +116,8 @@ export interface CountryGuardState {
   established: string[];
   /** Refuse numbers in ranges not established, in this country. */
   novelty?: NoveltyBlock;
+  /** Refuse numbers of this country outside the open ranges. */
+  closed?: CountryBlock;
   /** Prefixes an operator lifted by hand, until (epoch ms): no block of them applies, none is made. */
   lifted: Record<string, number>;
 }
@@ -111,11 +139,21 @@ export interface GuardView {
   global: { country?: CountryGuardState };
 }
 
+/** Caps an owner sets for a country (or `*`, every country without its own): sends, or spend in 0.0001 USD. */
+export interface CountryCaps {
+  hourlySends?: number;
+  dailySends?: number;
+  hourlySpend?: number;
+  dailySpend?: number;
+}
+
 /** A service's guard settings, kept on the service item. */
 export interface GuardSettings {
   level: GuardLevel;
   /** E.164 numbers or prefixes never blocked. */
   safeList: string[];
+  /** Per-country caps (`*`: the default for countries without their own). */
+  caps?: Record<string, CountryCaps>;
 }
 
 export const DEFAULT_GUARD_SETTINGS: GuardSettings = { level: DEFAULT_GUARD_LEVEL, safeList: [] };

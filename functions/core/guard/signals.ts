@@ -2,70 +2,98 @@
  * The guard's signals, off the request path: a pure fold of send and conversion events (from the table's
  * stream) into stored aggregates, and the rules that turn the aggregates into the blocks the send path reads.
  *
- * Aggregates per scope (a service, or `GLOBAL` for all services) and country:
- * - decayed totals (half-life `BASELINE_HALF_LIFE_MS`) of sends and checked codes, for the country and per range
- *   (country prefix + first 4 national digits): the baseline, and which ranges are established (codes checked);
- * - one-minute buckets of the last hour (sends, checked, sends to ranges not established);
- * - five-minute buckets per range over the last 35 minutes (the range's share of the country's recent traffic);
- * - per run prefix (all but the last 3 digits), the numbers sent to in the last 10 minutes (near-sequential runs).
- * Per scope across countries: decayed totals per country (which countries are established) and one-minute
- * buckets of sends to countries and ranges not established.
+ * One principle runs through every rule (docs/guard.md, "Rules"): a destination is refused only on evidence
+ * that its codes are checked far less than real users check theirs. Volume, novelty and sequences only say
+ * where to look; the evidence is a test of the checked codes against what real users would have checked by
+ * now, given how long ago each code was sent (`conversionEvidence`). Rules that compare with a baseline (a
+ * range's usual share, ranges never seen) act only where the service has one (`hasBaseline`); before that a
+ * country is judged on its conversions alone. A block takes a few probes through; it is renewed only while the
+ * probes' codes go unchecked, and lifted early when they are checked.
  *
- * Conversion ratios count only sends that were accepted and not flagged by the guard: a blocked send can never be
- * checked, so counting it would keep a block up on its own.
+ * Aggregates per scope (a service, or `GLOBAL` for all services) and country, bounded in size whatever the
+ * traffic (`LIMITS`):
+ * - decayed totals (half-life `BASELINE_HALF_LIFE_MS`) of sends and checked codes, for the country and per range
+ *   (country prefix + first 4 national digits): the baseline, and which ranges are established;
+ * - one-minute buckets of the last hour (sends, accepted, checked; the same for ranges not established);
+ * - five-minute buckets per range over the last 35 minutes (a range's share of the country's recent traffic);
+ * - per run prefix (all but the last 3 digits) the last numbers sent to (near-sequential runs), and for runs
+ *   long enough to be suspect, their sends and checked codes per minute;
+ * - the hour's and the day's sends and spend (the owner's caps).
  */
 import type {
   BlockLevel,
+  CountryBlock,
+  CountryCaps,
   CountryGuardState,
   Figures,
   GuardBlock,
   GuardDecision,
   GuardReason,
   NoveltyBlock,
+  ProbeCohorts,
   ScopeGuardState,
 } from './model';
 import { countryPrefixOf, placeOf } from './prefix';
 
 const MINUTE = 60_000;
-export const BASELINE_HALF_LIFE_MS = 3 * 86_400_000;
-/** A send not checked this long after it was made counts as not converted. */
-export const MATURITY_MS = 3 * MINUTE;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+export const BASELINE_HALF_LIFE_MS = 3 * DAY;
+/**
+ * How long real users take to check a code: none before `TYPING_MIN_MS`, all who will by `TYPING_FULL_MS`,
+ * evenly between (slower than most real users: the evidence against a send grows no faster than this).
+ */
+export const TYPING_MIN_MS = 10_000;
+export const TYPING_FULL_MS = 180_000;
+/** A send not checked this long after it was made counts as not converted in the reports. */
+export const MATURITY_MS = TYPING_FULL_MS;
+/** A country has a baseline when this many codes were checked there, the first sends this long ago. */
+export const BASELINE = { conversions: 30, ageMs: DAY } as const;
+/** The same across countries, for the service-wide rules. */
+export const SCOPE_BASELINE = { conversions: 100, ageMs: DAY } as const;
+/** The conversion real users are assumed to reach at least where no baseline says otherwise. */
+export const LEGIT_FLOOR_CONVERSION = 0.3;
+/** Without a baseline: this many sends in 10 minutes, none of the country's last 30 minutes checked. */
+export const UNCHECKED_BURST = 20;
+/** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
+export const PROBE_PER_MILLE = 20;
+const PROBE_PERIOD_MS = 15 * MINUTE;
+
 const RECENT_MS = 60 * MINUTE;
 const RANGE_BUCKET_MS = 5 * MINUTE;
 const RANGE_RECENT_MS = 35 * MINUTE;
 const RUN_WINDOW_MS = 10 * MINUTE;
-const RUN_KEEP = 12;
-const BLOCK_HOLD_MS = 30 * MINUTE;
-const COUNTRY_HOLD_MS = 60 * MINUTE;
-/** A flood's thin-range closing lasts this long after the flood was last seen going on. */
-const FLOOD_HOLD_MS = 5 * MINUTE;
-/** While a country is flooded, its established ranges that carry this share of its real traffic stay open. */
-const FLOOD_OPEN_SHARE = 0.85;
-/** Caps that keep an item far below DynamoDB's 400 KB (and the send path's read small). */
-const MAX_RANGES = 400;
-const MAX_ESTABLISHED = 300;
-const MAX_BLOCKS = 60;
-const MAX_BASE_NOVEL_SHARE = 0.1;
-/** Reasons that block a prefix (as opposed to novelty): their sends are not counted as novel. */
-const PREFIX_REASONS = new Set<GuardReason>(['high_risk_range', 'sequential_numbers', 'prefix_surge']);
-/** A conversion ratio this far below the baseline's, by chance, in at most this share of cases (binomial). */
-const SIGNIFICANCE = { standard: 0.001, strict: 0.01 } as const;
-/** Baseline conversion assumed before a country has one. */
-const DEFAULT_CONVERSION = 0.6;
+const SUSPECT_KEEP_MS = 40 * MINUTE;
+const BLOCK_HOLD_MS = 60 * MINUTE;
+const COUNTRY_HOLD_MS = 30 * MINUTE;
 
-/** P(X <= k) for X ~ Binomial(n, p). */
-export function binomialAtMost(k: number, n: number, p: number): number {
-  if (k >= n) return 1;
-  let term = Math.pow(1 - p, n);
-  let sum = term;
-  for (let i = 1; i <= k; i++) {
-    term *= ((n - i + 1) / i) * (p / (1 - p));
-    sum += term;
-  }
-  return Math.min(1, sum);
-}
+/** Caps that keep every item far below DynamoDB's 400 KB whatever the traffic (docs/guard.md, "Limits"). */
+export const LIMITS = {
+  ranges: 300,
+  recentRanges: 150,
+  runPrefixes: 150,
+  runEntries: 8,
+  suspects: 30,
+  established: 300,
+  blocks: 40,
+  tags: 8,
+  open: 200,
+} as const;
 
-/** One event from the stream. `flagged`: the guard blocked it or (shadow) would have. */
+/** A global block applies to a service when at least this many other services showed its signal. */
+export const GLOBAL_QUORUM = 3;
+
+/**
+ * The chance, in log, a test allows real users' traffic to look this bad: to start a block, and (lower bar: the
+ * block was justified once) to renew it on its probes.
+ */
+const LOG_ALPHA = {
+  start: { standard: Math.log(1e-5), strict: Math.log(1e-3) },
+  sequential: { standard: Math.log(1e-3), strict: Math.log(1e-2) },
+  renew: Math.log(1e-2),
+} as const;
+
+/** One event from the stream. A send refused (`accepted: false`) can never be checked. */
 export type GuardEvent =
   | {
       kind: 'send';
@@ -74,6 +102,8 @@ export type GuardEvent =
       country: string;
       at: number;
       accepted: boolean;
+      /** The send's price (units of 0.0001 USD), for the spend caps; refused sends cost nothing. */
+      price?: number;
       decision?: GuardDecision;
     }
   | {
@@ -83,7 +113,8 @@ export type GuardEvent =
       country: string;
       at: number;
       sentAt: number;
-      flagged: boolean;
+      /** Kept for stored events; no longer read (a send that was sent can convert, shadow or not). */
+      flagged?: boolean;
     };
 
 export interface Decayed {
@@ -92,7 +123,7 @@ export interface Decayed {
   t: number;
 }
 
-/** One minute: sends (all), accepted-unflagged sends `a`, their conversions `c`; the same for novel ranges. */
+/** One minute: sends (all), accepted sends `a`, their conversions `c`; the same for ranges not established. */
 export interface MinuteBucket {
   s: number;
   a: number;
@@ -102,14 +133,33 @@ export interface MinuteBucket {
   nc: number;
 }
 
+/** A run prefix whose numbers ran near-sequential: its accepted sends and checked codes per minute. */
+export interface Suspect {
+  since: number;
+  /** Minute index → [accepted, checked]. */
+  m: Record<string, [number, number]>;
+  /** Global scope: tags of the services whose unchecked sends made the run. */
+  tags?: string[];
+}
+
+/** One number of a run: [last 3 digits, when (epoch seconds), 0 accepted / 1 checked / 2 refused, service tag]. */
+export type RunEntry = [number, number, number, string?];
+
 export interface CountryStats {
-  base: Decayed & { n: number };
-  ranges: Record<string, Decayed>;
+  v: 2;
+  /** `since`: the first send folded; `n`: sends to ranges not established. */
+  base: { s: number; c: number; n: number; t: number; since: number };
+  /** Range → [sends, checked], decayed to `base.t`. */
+  ranges: Record<string, [number, number]>;
   minutes: Record<string, MinuteBucket>;
-  /** range → five-minute bucket start → [sends, accepted-unflagged, conversions]. */
+  /** Range → five-minute index → [sends, accepted, checked]. */
   recentRanges: Record<string, Record<string, [number, number, number]>>;
-  /** run prefix → [suffix, at] of the last sends. */
-  runs: Record<string, [number, number][]>;
+  /** Global scope: range → tags of services that sent there lately. */
+  rangeTags?: Record<string, string[]>;
+  runs: Record<string, RunEntry[]>;
+  suspects: Record<string, Suspect>;
+  /** [hour or day index, sends, spend]: what the caps compare. */
+  caps: { h?: [number, number, number]; d?: [number, number, number] };
 }
 
 /** Across countries: `n*` sends to countries not established, `r*` to ranges not established. */
@@ -125,38 +175,95 @@ export interface ScopeMinute {
 }
 
 export interface ScopeStats {
+  v: 2;
+  base: { c: number; since: number };
   countries: Record<string, Decayed>;
   minutes: Record<string, ScopeMinute>;
 }
 
 export const emptyCountryStats = (): CountryStats => ({
-  base: { s: 0, c: 0, n: 0, t: 0 },
+  v: 2,
+  base: { s: 0, c: 0, n: 0, t: 0, since: 0 },
   ranges: {},
   minutes: {},
   recentRanges: {},
   runs: {},
+  suspects: {},
+  caps: {},
 });
-export const emptyScopeStats = (): ScopeStats => ({ countries: {}, minutes: {} });
+export const emptyScopeStats = (): ScopeStats => ({
+  v: 2,
+  base: { c: 0, since: 0 },
+  countries: {},
+  minutes: {},
+});
 export const emptyCountryState = (): CountryGuardState => ({ blocks: [], established: [], lifted: {} });
 export const emptyScopeState = (): ScopeGuardState => ({ establishedCountries: [], lifted: {} });
 
+/** Stats stored by an earlier version of the guard start again empty (their shapes differ). */
+export const currentCountryStats = (stats: CountryStats | undefined): CountryStats =>
+  stats?.v === 2 ? stats : emptyCountryStats();
+export const currentScopeStats = (stats: ScopeStats | undefined): ScopeStats =>
+  stats?.v === 2 ? stats : emptyScopeStats();
+
+/** A short tag for a service, kept in global aggregates instead of its SID. */
+export function serviceTag(serviceSid: string): string {
+  let h = 2166136261;
+  for (let i = 0; i < serviceSid.length; i++) h = Math.imul(h ^ serviceSid.charCodeAt(i), 16777619);
+  return (h >>> 0).toString(36);
+}
+
+/**
+ * Whether this send to a blocked destination goes through as a probe: about `PROBE_PER_MILLE` in 1,000 numbers,
+ * a different draw every 15 minutes. Deterministic, so a number's retry within the period gets the same answer.
+ */
+export function isProbe(e164: string, now: number): boolean {
+  let h = 2166136261;
+  const text = `${e164}:${Math.floor(now / PROBE_PERIOD_MS)}`;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  h = Math.imul(h ^ (h >>> 15), 2246822507);
+  h = Math.imul(h ^ (h >>> 13), 3266489909);
+  return ((h ^ (h >>> 16)) >>> 0) % 1000 < PROBE_PER_MILLE;
+}
+
+const decayFactor = (from: number, to: number) =>
+  from === 0 || to <= from ? 1 : Math.pow(0.5, (to - from) / BASELINE_HALF_LIFE_MS);
+
 const decay = (value: Decayed, now: number): Decayed => {
-  if (value.t === 0 || now <= value.t) return { ...value, t: Math.max(value.t, now) };
-  const factor = Math.pow(0.5, (now - value.t) / BASELINE_HALF_LIFE_MS);
-  return { ...value, s: value.s * factor, c: value.c * factor, t: now };
+  const factor = decayFactor(value.t, now);
+  return { s: value.s * factor, c: value.c * factor, t: Math.max(value.t, now) };
 };
 
-const decayBase = (base: CountryStats['base'], now: number): CountryStats['base'] => {
-  const factor = base.t === 0 || now <= base.t ? 1 : Math.pow(0.5, (now - base.t) / BASELINE_HALF_LIFE_MS);
-  return { s: base.s * factor, c: base.c * factor, n: base.n * factor, t: Math.max(base.t, now) };
-};
+/** Brings the country's totals and every range's to `now` (ranges are kept decayed to `base.t`). */
+function decayCountry(stats: CountryStats, now: number): void {
+  const factor = decayFactor(stats.base.t, now);
+  if (factor !== 1) {
+    stats.base.s *= factor;
+    stats.base.c *= factor;
+    stats.base.n *= factor;
+    for (const value of Object.values(stats.ranges)) {
+      value[0] *= factor;
+      value[1] *= factor;
+    }
+  }
+  stats.base.t = Math.max(stats.base.t, now);
+}
 
 /** A range (or country) is established when codes sent there were checked: at least 2, and a quarter of them. */
-export const isEstablishedRange = (d: Decayed | undefined): boolean => !!d && d.c >= 2 && d.c >= 0.25 * d.s;
+export const isEstablishedRange = (d: readonly [number, number] | undefined): boolean =>
+  !!d && d[1] >= 2 && d[1] >= 0.25 * d[0];
 export const isEstablishedCountry = (d: Decayed | undefined): boolean => !!d && d.c >= 3 && d.c >= 0.3 * d.s;
 
-const minuteKey = (at: number) => String(Math.floor(at / MINUTE));
-const rangeBucketKey = (at: number) => String(Math.floor(at / RANGE_BUCKET_MS) * RANGE_BUCKET_MS);
+/** Whether the rules that compare with a baseline may act for this country. */
+export const hasBaseline = (stats: CountryStats, now: number): boolean =>
+  stats.base.c >= BASELINE.conversions && stats.base.since > 0 && now - stats.base.since >= BASELINE.ageMs;
+const scopeHasBaseline = (stats: ScopeStats, now: number): boolean =>
+  stats.base.c >= SCOPE_BASELINE.conversions &&
+  stats.base.since > 0 &&
+  now - stats.base.since >= SCOPE_BASELINE.ageMs;
+
+const minuteIndex = (at: number) => Math.floor(at / MINUTE);
+const rangeBucketIndex = (at: number) => Math.floor(at / RANGE_BUCKET_MS);
 const emptyMinute = (): MinuteBucket => ({ s: 0, a: 0, c: 0, n: 0, na: 0, nc: 0 });
 const emptyScopeMinute = (): ScopeMinute => ({
   n: 0,
@@ -169,115 +276,206 @@ const emptyScopeMinute = (): ScopeMinute => ({
   rCountries: [],
 });
 
-const isFlagged = (event: GuardEvent): boolean =>
-  event.kind === 'send' ? !event.accepted || event.decision !== undefined : event.flagged;
-
 /** What applying one event to a country's stats found out, for the scope-wide fold. */
 export interface EventFacts {
   novelRange: boolean;
 }
 
-/** Folds one event into a country's stats (in place); returns whether its range was novel. */
-export function applyCountryEvent(stats: CountryStats, event: GuardEvent): EventFacts {
+const addTag = (tags: string[] | undefined, tag: string | undefined): string[] | undefined => {
+  if (!tag) return tags;
+  const list = tags ?? [];
+  if (!list.includes(tag)) list.push(tag);
+  if (list.length > LIMITS.tags) list.splice(0, list.length - LIMITS.tags);
+  return list;
+};
+
+/**
+ * Folds one event into a country's stats (in place); returns whether its range was novel. `tag`: the sending
+ * service's tag, kept by the global scope only.
+ */
+export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: string): EventFacts {
   const place = placeOf(event.e164, event.country);
-  const range = stats.ranges[place.range];
-  const novelRange = !isEstablishedRange(range && decay(range, event.at));
-  const flagged = isFlagged(event);
+  decayCountry(stats, event.at);
+  const novelRange = !isEstablishedRange(stats.ranges[place.range]);
+  const minuteKey = String(minuteIndex(event.kind === 'send' ? event.at : event.sentAt));
+  const rangeKey = String(rangeBucketIndex(event.kind === 'send' ? event.at : event.sentAt));
   if (event.kind === 'send') {
-    const minute = (stats.minutes[minuteKey(event.at)] ??= emptyMinute());
+    const run = stats.runs[place.runPrefix] ?? [];
+    const accepted = event.accepted;
+    const minute = (stats.minutes[minuteKey] ??= emptyMinute());
     minute.s += 1;
-    if (!flagged) minute.a += 1;
-    // A send a prefix block already explains is no sign of traffic to new places.
-    const explained = !!event.decision && PREFIX_REASONS.has(event.decision.reason);
-    if (novelRange && !explained) {
+    if (accepted) minute.a += 1;
+    if (novelRange) {
       minute.n += 1;
-      if (!flagged) minute.na += 1;
+      if (accepted) minute.na += 1;
     }
-    const buckets = (stats.recentRanges[place.range] ??= {});
-    const bucket = (buckets[rangeBucketKey(event.at)] ??= [0, 0, 0]);
+    const bucket = ((stats.recentRanges[place.range] ??= {})[rangeKey] ??= [0, 0, 0]);
     bucket[0] += 1;
-    if (!flagged) bucket[1] += 1;
-    const run = (stats.runs[place.runPrefix] ??= []);
-    run.push([place.runSuffix, event.at]);
-    if (run.length > RUN_KEEP) run.splice(0, run.length - RUN_KEEP);
-    if (!flagged) {
-      const base = decayBase(stats.base, event.at);
-      stats.base = { ...base, n: base.n + (novelRange ? 1 : 0), s: base.s + 1 };
-      const r = decay(range ?? { s: 0, c: 0, t: event.at }, event.at);
-      stats.ranges[place.range] = { ...r, s: r.s + 1 };
+    if (accepted) bucket[1] += 1;
+    if (tag) {
+      stats.rangeTags ??= {};
+      stats.rangeTags[place.range] = addTag(stats.rangeTags[place.range], tag)!;
     }
-  } else if (!flagged) {
-    // Counted in the minute its send was made, so a window's ratio compares like with like.
-    const minute = stats.minutes[minuteKey(event.sentAt)];
+    // The run: most recent last; a run prefix used again moves to the end (the least recently used go first).
+    delete stats.runs[place.runPrefix];
+    run.push(
+      tag
+        ? [place.runSuffix, Math.floor(event.at / 1000), accepted ? 0 : 2, tag]
+        : [place.runSuffix, Math.floor(event.at / 1000), accepted ? 0 : 2],
+    );
+    if (run.length > LIMITS.runEntries) run.splice(0, run.length - LIMITS.runEntries);
+    stats.runs[place.runPrefix] = run;
+    const suspect = stats.suspects[place.runPrefix] ?? newSuspect(stats, place.runPrefix, event.at);
+    if (suspect && accepted) (suspect.m[minuteKey] ??= [0, 0])[0] += 1;
+    if (suspect && tag && accepted) suspect.tags = addTag(suspect.tags, tag);
+    if (accepted) {
+      if (stats.base.since === 0) stats.base.since = event.at;
+      stats.base.s += 1;
+      if (novelRange) stats.base.n += 1;
+      const range = (stats.ranges[place.range] ??= [0, 0]);
+      range[0] += 1;
+      const caps = stats.caps;
+      const hour = Math.floor(event.at / HOUR);
+      const day = Math.floor(event.at / DAY);
+      if (caps.h?.[0] !== hour) caps.h = [hour, 0, 0];
+      if (caps.d?.[0] !== day) caps.d = [day, 0, 0];
+      caps.h[1] += 1;
+      caps.d[1] += 1;
+      caps.h[2] += event.price ?? 0;
+      caps.d[2] += event.price ?? 0;
+    }
+  } else {
+    const minute = stats.minutes[minuteKey];
     if (minute) {
       minute.c += 1;
       if (novelRange) minute.nc += 1;
     }
-    const bucket = stats.recentRanges[place.range]?.[rangeBucketKey(event.sentAt)];
+    const bucket = stats.recentRanges[place.range]?.[rangeKey];
     if (bucket) bucket[2] += 1;
-    const base = decayBase(stats.base, event.at);
-    stats.base = { ...base, c: base.c + 1 };
-    const r = decay(range ?? { s: 1, c: 0, t: event.at }, event.at);
-    stats.ranges[place.range] = { ...r, c: r.c + 1 };
+    const entry = stats.runs[place.runPrefix]?.find(
+      ([suffix, at]) => suffix === place.runSuffix && Math.abs(at * 1000 - event.sentAt) < 2000,
+    );
+    if (entry) entry[2] = 1;
+    const suspect = stats.suspects[place.runPrefix];
+    if (suspect) (suspect.m[minuteKey] ??= [0, 0])[1] += 1;
+    stats.base.c += 1;
+    const range = (stats.ranges[place.range] ??= [1, 0]);
+    range[1] += 1;
   }
   return { novelRange };
 }
 
+/** A run prefix becomes suspect when its recent numbers run near-sequential (strict's length): kept per minute. */
+function newSuspect(stats: CountryStats, runPrefix: string, at: number): Suspect | undefined {
+  const entries = (stats.runs[runPrefix] ?? []).filter(([, sec]) => sec * 1000 > at - RUN_WINDOW_MS);
+  if (longestRun(entries.map(([suffix]) => suffix)) < THRESHOLDS.sequential.strict.run) return undefined;
+  const suspect: Suspect = { since: at, m: {} };
+  // The entries already folded (the newest, this send, is counted by the caller).
+  for (const [, sec, state, tag] of entries.slice(0, -1)) {
+    if (state === 2) continue;
+    const cohort = (suspect.m[String(minuteIndex(sec * 1000))] ??= [0, 0]);
+    cohort[0] += 1;
+    if (state === 1) cohort[1] += 1;
+    if (tag && state === 0) suspect.tags = addTag(suspect.tags, tag);
+  }
+  stats.suspects[runPrefix] = suspect;
+  const names = Object.keys(stats.suspects);
+  if (names.length > LIMITS.suspects) {
+    const oldest = names.sort((a, b) => stats.suspects[a]!.since - stats.suspects[b]!.since)[0]!;
+    delete stats.suspects[oldest];
+  }
+  return suspect;
+}
+
 /** Folds one event into the scope's cross-country stats (in place), given what the country fold found. */
-export function applyScopeEvent(stats: ScopeStats, event: GuardEvent, facts: EventFacts): void {
+export function applyScopeEvent(
+  stats: ScopeStats,
+  event: GuardEvent,
+  facts: EventFacts,
+): { novelCountry: boolean } {
   const known = stats.countries[event.country];
   const novelCountry = !isEstablishedCountry(known && decay(known, event.at));
-  const flagged = isFlagged(event);
   if (event.kind === 'send') {
-    const minute = (stats.minutes[minuteKey(event.at)] ??= emptyScopeMinute());
+    const minute = (stats.minutes[String(minuteIndex(event.at))] ??= emptyScopeMinute());
     if (novelCountry) {
       minute.n += 1;
-      if (!flagged) minute.na += 1;
+      if (event.accepted) minute.na += 1;
       if (!minute.nCountries.includes(event.country)) minute.nCountries.push(event.country);
     }
     if (facts.novelRange) {
       minute.r += 1;
-      if (!flagged) minute.ra += 1;
+      if (event.accepted) minute.ra += 1;
       if (!minute.rCountries.includes(event.country)) minute.rCountries.push(event.country);
     }
-    if (!flagged) {
+    if (event.accepted) {
+      if (stats.base.since === 0) stats.base.since = event.at;
       const d = decay(known ?? { s: 0, c: 0, t: event.at }, event.at);
       stats.countries[event.country] = { ...d, s: d.s + 1 };
     }
-  } else if (!flagged) {
-    const minute = stats.minutes[minuteKey(event.sentAt)];
+  } else {
+    const minute = stats.minutes[String(minuteIndex(event.sentAt))];
     if (minute && novelCountry) minute.nc += 1;
     if (minute && facts.novelRange) minute.rc += 1;
     const d = decay(known ?? { s: 1, c: 0, t: event.at }, event.at);
     stats.countries[event.country] = { ...d, c: d.c + 1 };
+    stats.base.c += 1;
   }
+  return { novelCountry };
 }
 
-/** Drops what no window needs any more and caps the per-range maps. */
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
+/** Drops what no window needs any more and caps every map (the item's size stays bounded). */
 export function pruneCountryStats(stats: CountryStats, now: number): void {
-  const oldestMinute = Math.floor((now - RECENT_MS) / MINUTE);
+  decayCountry(stats, now);
+  const oldestMinute = minuteIndex(now - RECENT_MS);
   for (const key of Object.keys(stats.minutes)) if (Number(key) < oldestMinute) delete stats.minutes[key];
+  const oldestBucket = rangeBucketIndex(now - RANGE_RECENT_MS);
+  const recent: [string, number][] = [];
   for (const [range, buckets] of Object.entries(stats.recentRanges)) {
-    for (const key of Object.keys(buckets)) if (Number(key) < now - RANGE_RECENT_MS) delete buckets[key];
+    let sends = 0;
+    for (const [key, bucket] of Object.entries(buckets)) {
+      if (Number(key) < oldestBucket) delete buckets[key];
+      else sends += bucket[0];
+    }
     if (Object.keys(buckets).length === 0) delete stats.recentRanges[range];
+    else recent.push([range, sends]);
   }
+  if (recent.length > LIMITS.recentRanges) {
+    recent.sort((a, b) => b[1] - a[1]);
+    for (const [range] of recent.slice(LIMITS.recentRanges)) delete stats.recentRanges[range];
+  }
+  if (stats.rangeTags)
+    for (const range of Object.keys(stats.rangeTags))
+      if (!stats.recentRanges[range]) delete stats.rangeTags[range];
+  const oldestSecond = Math.floor((now - RUN_WINDOW_MS) / 1000);
   for (const [prefix, run] of Object.entries(stats.runs)) {
-    const kept = run.filter(([, at]) => at > now - RUN_WINDOW_MS);
+    const kept = run.filter(([, sec]) => sec > oldestSecond);
     if (kept.length === 0) delete stats.runs[prefix];
     else stats.runs[prefix] = kept;
   }
-  const ranges = Object.entries(stats.ranges).map(([range, d]) => [range, decay(d, now)] as const);
+  const prefixes = Object.keys(stats.runs);
+  // Insertion order is use order (a prefix used again moved to the end): drop the least recently used.
+  for (const prefix of prefixes.slice(0, Math.max(0, prefixes.length - LIMITS.runPrefixes)))
+    delete stats.runs[prefix];
+  for (const [prefix, suspect] of Object.entries(stats.suspects)) {
+    for (const key of Object.keys(suspect.m)) if (Number(key) < oldestMinute) delete suspect.m[key];
+    const last = Math.max(suspect.since, ...Object.keys(suspect.m).map((key) => Number(key) * MINUTE));
+    if (last < now - SUSPECT_KEEP_MS) delete stats.suspects[prefix];
+  }
   stats.ranges = Object.fromEntries(
-    ranges
-      .filter(([, d]) => d.s >= 0.05 || d.c >= 0.05)
-      .sort((a, b) => b[1].s - a[1].s)
-      .slice(0, MAX_RANGES),
+    Object.entries(stats.ranges)
+      .filter(([, [s, c]]) => s >= 0.05 || c >= 0.05)
+      .sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1]))
+      .slice(0, LIMITS.ranges)
+      .map(([range, [s, c]]) => [range, [round3(s), round3(c)] as [number, number]]),
   );
-  stats.base = decayBase(stats.base, now);
 }
 
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
+
 export function pruneScopeStats(stats: ScopeStats, now: number): void {
-  const oldestMinute = Math.floor((now - 2 * RECENT_MS) / MINUTE);
+  const oldestMinute = minuteIndex(now - 2 * RECENT_MS);
   for (const key of Object.keys(stats.minutes)) if (Number(key) < oldestMinute) delete stats.minutes[key];
   stats.countries = Object.fromEntries(
     Object.entries(stats.countries)
@@ -290,18 +488,19 @@ export function pruneScopeStats(stats: ScopeStats, now: number): void {
 export const THRESHOLDS = {
   sequential: { standard: { run: 5 }, strict: { run: 4 } },
   prefixSurge: {
-    standard: { matured: 6, maxConversion: 0.2, shareOverBase: 3, minShare: 0.15 },
-    strict: { matured: 4, maxConversion: 0.3, shareOverBase: 2, minShare: 0.1 },
+    standard: { shareOverBase: 3, minShare: 0.15 },
+    strict: { shareOverBase: 2, minShare: 0.1 },
   },
   novelSurge: {
-    standard: { matured: 8, maxConversion: 0.15, minFraction: 0.3, fast: 10, fastFraction: 0.6 },
-    strict: { matured: 5, maxConversion: 0.25, minFraction: 0.2, fast: 8, fastFraction: 0.5 },
+    standard: { minFraction: 0.3 },
+    strict: { minFraction: 0.2 },
   },
-  novelCountries: {
-    standard: { matured: 6, maxConversion: 0.15, countries: 3 },
-    strict: { matured: 4, maxConversion: 0.25, countries: 2 },
+  countrySurge: {
+    standard: { overRate: 4 },
+    strict: { overRate: 3 },
   },
-  novelSpread: { strict: { matured: 8, maxConversion: 0.25, countries: 3 } },
+  novelCountries: { standard: { countries: 3 }, strict: { countries: 2 } },
+  novelSpread: { strict: { countries: 3 } },
 } as const;
 
 /** The level a signal reaches: `standard` (applies at both), `strict` (at strict only), or none. */
@@ -323,82 +522,79 @@ export function longestRun(suffixes: number[]): number {
   return best;
 }
 
-interface Sums {
-  s: number;
-  a: number;
-  c: number;
-  n: number;
-  na: number;
-  nc: number;
+/** Sends made at one time (`at`), how many were accepted, how many of those were checked. */
+export interface Cohort {
+  at: number;
+  sends: number;
+  checked: number;
 }
 
-/** The one-minute buckets that start in `[from, to)`. */
-const minutesBetween = <T>(minutes: Record<string, T>, from: number, to: number): T[] =>
+/** Share of the codes real users will ever check that they have checked `ageMs` after the send. */
+export const typedBy = (ageMs: number): number =>
+  Math.min(1, Math.max(0, (ageMs - TYPING_MIN_MS) / (TYPING_FULL_MS - TYPING_MIN_MS)));
+
+export interface Evidence {
+  sends: number;
+  checked: number;
+  /** Checked codes real users converting at `conversion` would have by now. */
+  expected: number;
+  /** Log of the chance of so few checked codes from such users (0: no evidence at all). */
+  logChance: number;
+}
+
+/**
+ * How unlikely the checked codes of these cohorts are if real users (checking `conversion` of their codes, at
+ * the pace of `typedBy`) had sent them: the exact chance when none was checked, a Chernoff bound otherwise (it
+ * overstates the chance, so the test errs towards real users).
+ */
+export function conversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
+  let expected = 0;
+  let logNone = 0;
+  let sends = 0;
+  let checked = 0;
+  for (const cohort of cohorts) {
+    const q = conversion * typedBy(now - cohort.at);
+    expected += cohort.sends * q;
+    logNone += cohort.sends * Math.log(1 - Math.min(q, 0.999));
+    sends += cohort.sends;
+    checked += cohort.checked;
+  }
+  let logChance = 0;
+  if (checked === 0) logChance = logNone;
+  else if (checked < expected) logChance = -expected + checked + checked * Math.log(expected / checked);
+  return { sends, checked, expected, logChance };
+}
+
+/** Whether the evidence starts (or renews) a block: unlikely enough, and well below what real users check. */
+const damning = (evidence: Evidence, logAlpha: number): boolean =>
+  evidence.logChance < logAlpha && evidence.checked <= 0.5 * evidence.expected;
+/** Whether a block's probes show real users behind it: their codes checked as real users check theirs. */
+const vindicating = (evidence: Evidence): boolean =>
+  evidence.checked >= 2 && evidence.checked >= 0.5 * evidence.expected;
+
+const minuteCohorts = (
+  minutes: Record<string, MinuteBucket>,
+  from: number,
+  pick: (bucket: MinuteBucket) => [number, number],
+): Cohort[] =>
   Object.entries(minutes)
-    .filter(([key]) => Number(key) * MINUTE >= from && Number(key) * MINUTE < to)
-    .map(([, bucket]) => bucket);
+    .filter(([key]) => Number(key) * MINUTE >= from)
+    .map(([key, bucket]) => {
+      const [sends, checked] = pick(bucket);
+      return { at: Number(key) * MINUTE + MINUTE / 2, sends, checked };
+    });
 
-function sumMinutes(stats: CountryStats, from: number, to: number): Sums {
-  const sums: Sums = { s: 0, a: 0, c: 0, n: 0, na: 0, nc: 0 };
-  for (const m of minutesBetween(stats.minutes, from, to)) {
-    sums.s += m.s;
-    sums.a += m.a;
-    sums.c += m.c;
-    sums.n += m.n;
-    sums.na += m.na;
-    sums.nc += m.nc;
-  }
-  return sums;
-}
+const cohortsOf = (counts: Record<string, [number, number]>, width: number, from = 0): Cohort[] =>
+  Object.entries(counts)
+    .filter(([key]) => Number(key) * width >= from)
+    .map(([key, [sends, checked]]) => ({ at: Number(key) * width + width / 2, sends, checked }));
 
-const ratio = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
-const round2 = (value: number) => Math.round(value * 100) / 100;
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
-function mergeBlock(
-  blocks: GuardBlock[],
-  found: Omit<GuardBlock, 'since'>,
-  now: number,
-): GuardBlock | undefined {
-  const existing = blocks.find((block) => block.prefix === found.prefix && block.until > now);
-  if (existing) {
-    existing.until = Math.max(existing.until, found.until);
-    // The level and figures of the latest evidence: a standard block renewed on strict evidence only is strict.
-    existing.level = found.level;
-    existing.figures = found.figures;
-    existing.reason = existing.reason === 'sequential_numbers' ? existing.reason : found.reason;
-    return undefined;
-  }
-  const block = { ...found, since: now };
-  blocks.push(block);
-  return block;
-}
-
-function mergeNovelty(
-  current: NoveltyBlock | undefined,
-  found: { reason: GuardReason; level: BlockLevel; figures: Figures; hold: number },
-  now: number,
-): { block: NoveltyBlock; started: boolean } {
-  if (current && current.until > now) {
-    return {
-      block: {
-        ...current,
-        until: Math.max(current.until, now + found.hold),
-        level: found.level,
-        figures: found.figures,
-      },
-      started: false,
-    };
-  }
-  return {
-    block: {
-      reason: found.reason,
-      level: found.level,
-      since: now,
-      until: now + found.hold,
-      figures: found.figures,
-    },
-    started: true,
-  };
+/** The conversion real users of this country are assumed to reach at least: half the baseline's, or the floor. */
+function legitConversion(stats: CountryStats, now: number): number {
+  if (!hasBaseline(stats, now) || stats.base.s <= 0) return LEGIT_FLOOR_CONVERSION;
+  return Math.min(0.475, Math.max(LEGIT_FLOOR_CONVERSION / 2, 0.5 * (stats.base.c / stats.base.s)));
 }
 
 const liftedPrefix = (lifted: Record<string, number>, prefix: string, now: number) =>
@@ -412,19 +608,138 @@ export interface StartedBlock {
   figures: Figures;
 }
 
+/** Adds the probes' checked codes of these events to a block's cohorts (the consumer calls it on each event). */
+export function countProbe(probes: ProbeCohorts | undefined, event: GuardEvent): ProbeCohorts {
+  const cohorts = probes ?? {};
+  if (event.kind === 'send') {
+    if (event.accepted) (cohorts[String(minuteIndex(event.at))] ??= [0, 0])[0] += 1;
+  } else {
+    const cohort = cohorts[String(minuteIndex(event.sentAt))];
+    if (cohort) cohort[1] += 1;
+  }
+  return cohorts;
+}
+
 /**
- * The country's blocks after these stats: rules that fire make or extend a block; a block whose signal has gone
- * lifts at its `until`. `global`: the all-services scope (prefix rules only: novelty is a service's own).
+ * Counts an event toward the probes of the blocks it falls under (in place): an accepted send there went
+ * through as a probe, a checked code of one is its conversion. `novelRange`: whether the number's range was
+ * not established when folded.
+ */
+export function foldCountryProbes(state: CountryGuardState, event: GuardEvent, novelRange: boolean): void {
+  const at = event.kind === 'send' ? event.at : event.sentAt;
+  const during = (block: { since: number; until: number }) => at >= block.since && at < block.until;
+  if (event.kind === 'send' && !event.accepted) return;
+  const range = placeOf(event.e164, event.country).range;
+  for (const block of state.blocks)
+    if (block.probes && during(block) && event.e164.startsWith(block.prefix))
+      block.probes = countProbe(block.probes, event);
+  if (state.novelty && during(state.novelty) && novelRange)
+    state.novelty.probes = countProbe(state.novelty.probes, event);
+  if (state.closed && during(state.closed) && !state.closed.open.includes(range))
+    state.closed.probes = countProbe(state.closed.probes, event);
+}
+
+/** The same for the scope's cross-country blocks. */
+export function foldScopeProbes(
+  state: ScopeGuardState,
+  event: GuardEvent,
+  facts: { novelRange: boolean; novelCountry: boolean },
+): void {
+  if (event.kind === 'send' && !event.accepted) return;
+  const at = event.kind === 'send' ? event.at : event.sentAt;
+  const during = (block: { since: number; until: number }) => at >= block.since && at < block.until;
+  if (state.novelCountries && during(state.novelCountries) && facts.novelCountry)
+    state.novelCountries.probes = countProbe(state.novelCountries.probes, event);
+  if (state.novelRanges && during(state.novelRanges) && facts.novelRange)
+    state.novelRanges.probes = countProbe(state.novelRanges.probes, event);
+}
+
+/**
+ * A conversion-judged block after this evaluation: lifted when its probes were checked as real users check
+ * codes, renewed when they were not (or the rule fired again), else kept until it ends.
+ */
+function carry<T extends { since: number; until: number; probes?: ProbeCohorts; figures: Figures }>(
+  block: T,
+  conversion: number,
+  hold: number,
+  now: number,
+): T | undefined {
+  if (block.until <= now) return undefined;
+  const probes = cohortsOf(block.probes ?? {}, MINUTE, now - RECENT_MS);
+  const evidence = conversionEvidence(probes, conversion, now);
+  if (vindicating(evidence)) return undefined;
+  const kept = { ...block, ...(block.probes && { probes: trimProbes(block.probes, now) }) };
+  if (damning(evidence, LOG_ALPHA.renew) && block.until < now + hold / 2) {
+    kept.until = now + hold;
+    kept.probes = {};
+  }
+  return kept;
+}
+
+const trimProbes = (probes: ProbeCohorts, now: number): ProbeCohorts =>
+  Object.fromEntries(Object.entries(probes).filter(([key]) => Number(key) * MINUTE >= now - RECENT_MS));
+
+function mergeBlock(
+  blocks: GuardBlock[],
+  found: Omit<GuardBlock, 'since'>,
+  now: number,
+): GuardBlock | undefined {
+  const existing = blocks.find((block) => block.prefix === found.prefix && block.until > now);
+  if (existing) {
+    existing.until = Math.max(existing.until, found.until);
+    existing.level = found.level;
+    existing.figures = found.figures;
+    if (found.services) existing.services = found.services;
+    return undefined;
+  }
+  const block: GuardBlock = { ...found, since: now, ...(found.reason !== 'country_cap' && { probes: {} }) };
+  blocks.push(block);
+  return block;
+}
+
+function mergeNovelty<T extends NoveltyBlock>(
+  current: T | undefined,
+  found: Omit<T, 'since' | 'until'> & { hold: number },
+  now: number,
+): { block: T; started: boolean } {
+  const { hold, ...rest } = found;
+  if (current && current.until > now)
+    return { block: { ...current, ...rest, until: Math.max(current.until, now + hold) }, started: false };
+  return { block: { ...rest, since: now, until: now + hold, probes: {} } as unknown as T, started: true };
+}
+
+/** What `evaluateCountry` needs besides the stats and the previous state. */
+export interface CountryContext {
+  country: string;
+  now: number;
+  scope: 'service' | 'global';
+  /** The caps the service's owner set for this country (service scope). */
+  caps?: CountryCaps;
+}
+
+/**
+ * The country's blocks after these stats: rules that fire make or extend a block; a block whose probes were
+ * checked lifts; one whose signal has gone lifts at its `until`. `global`: the all-services scope (the prefix
+ * rules only, each block naming the services that showed its signal: novelty is a service's own).
  */
 export function evaluateCountry(
   stats: CountryStats,
   previous: CountryGuardState,
-  country: string,
-  now: number,
-  scope: 'service' | 'global',
+  context: CountryContext,
 ): { state: CountryGuardState; started: StartedBlock[] } {
+  const { country, now, scope } = context;
   const lifted = Object.fromEntries(Object.entries(previous.lifted).filter(([, until]) => until > now));
-  const blocks = previous.blocks.filter((block) => block.until > now).map((block) => ({ ...block }));
+  const conversion = legitConversion(stats, now);
+  const baseline = scope === 'service' ? hasBaseline(stats, now) : stats.base.c >= BASELINE.conversions;
+  const blocks: GuardBlock[] = [];
+  for (const block of previous.blocks) {
+    if (block.reason === 'country_cap') {
+      if (block.until > now) blocks.push({ ...block });
+      continue;
+    }
+    const kept = carry(block, conversion, BLOCK_HOLD_MS, now);
+    if (kept) blocks.push(kept);
+  }
   const started: StartedBlock[] = [];
   const propose = (found: Omit<GuardBlock, 'since'>) => {
     if (liftedPrefix(lifted, found.prefix, now)) return;
@@ -433,28 +748,30 @@ export function evaluateCountry(
       started.push({ reason: made.reason, prefix: made.prefix, level: made.level, figures: made.figures });
   };
 
-  // Near-sequential runs, per run prefix; two runs under one parent block the parent (the next 10,000).
+  // Near-sequential runs: suspect run prefixes whose codes real users would have checked by now.
   const runParents = new Map<string, number>();
-  for (const [prefix, run] of Object.entries(stats.runs)) {
-    const recent = run.filter(([, at]) => at > now - RUN_WINDOW_MS).map(([suffix]) => suffix);
-    const length = longestRun(recent);
-    const level = levelOf((l) => length >= THRESHOLDS.sequential[l].run);
+  for (const [prefix, suspect] of Object.entries(stats.suspects)) {
+    const run = longestRun(
+      (stats.runs[prefix] ?? [])
+        .filter(([, sec]) => sec * 1000 > now - RUN_WINDOW_MS)
+        .map(([suffix]) => suffix),
+    );
+    const blocked = blocks.some((b) => b.prefix === prefix);
+    const evidence = conversionEvidence(cohortsOf(suspect.m, MINUTE), conversion, now);
+    const level = levelOf(
+      (l) => !blocked && run >= THRESHOLDS.sequential[l].run && damning(evidence, LOG_ALPHA.sequential[l]),
+    );
     if (!level) continue;
     propose({
       prefix,
       reason: 'sequential_numbers',
       level,
       until: now + BLOCK_HOLD_MS,
-      figures: { run: length, window_minutes: RUN_WINDOW_MS / MINUTE },
+      figures: { run, sends: evidence.sends, checked: evidence.checked, expected: round2(evidence.expected) },
+      ...(scope === 'global' && { services: suspect.tags ?? [] }),
     });
     const parent = prefix.slice(0, -1);
     runParents.set(parent, (runParents.get(parent) ?? 0) + 1);
-  }
-  for (const block of blocks) {
-    if (block.reason !== 'sequential_numbers' || block.until <= now) continue;
-    const parent = block.prefix.slice(0, -1);
-    if (!runParents.has(parent)) runParents.set(parent, 0);
-    runParents.set(parent, runParents.get(parent)! + 1);
   }
   for (const [parent, count] of runParents) {
     const runs = blocks.filter((b) => b.reason === 'sequential_numbers' && b.prefix.slice(0, -1) === parent);
@@ -465,194 +782,254 @@ export function evaluateCountry(
         level: runs.some((b) => b.level === 'standard') ? 'standard' : 'strict',
         until: now + BLOCK_HOLD_MS,
         figures: { runs_blocked: runs.length },
+        ...(scope === 'global' && { services: [...new Set(runs.flatMap((b) => b.services ?? []))] }),
       });
   }
 
-  // A range's share of the country's recent traffic against its baseline share, with few codes checked.
-  const country30 = sumMinutes(stats, now - 30 * MINUTE, now + MINUTE);
-  const base = decayBase(stats.base, now);
-  const baseConversion = base.s >= 20 ? Math.min(0.95, ratio(base.c, base.s)) : DEFAULT_CONVERSION;
-  for (const [range, buckets] of Object.entries(stats.recentRanges)) {
-    let sends = 0;
-    let accepted = 0;
-    let matured = 0;
-    let converted = 0;
-    for (const [key, [s, a, c]] of Object.entries(buckets)) {
-      const start = Number(key);
-      if (start < now - 30 * MINUTE) continue;
-      sends += s;
-      accepted += a;
-      if (start + RANGE_BUCKET_MS <= now - MATURITY_MS) {
-        matured += a;
-        converted += c;
-      }
-    }
-    const share = ratio(sends, country30.s);
-    // The baseline is what came before the window: the decayed totals less the window's own sends.
-    const known = stats.ranges[range];
-    const baseRange = known ? Math.max(0, decay(known, now).s - accepted) : 0;
-    const baseShare = ratio(baseRange, Math.max(0, base.s - country30.a));
-    const active = blocks.some((b) => b.prefix === range && b.until > now);
-    const level = levelOf((l) => {
-      const t = THRESHOLDS.prefixSurge[l];
-      const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
-      if (!surging) return false;
-      if (matured >= t.matured)
-        return (
-          ratio(converted, matured) <= t.maxConversion &&
-          binomialAtMost(converted, matured, baseConversion) < SIGNIFICANCE[l]
-        );
-      // Renewal: the traffic goes on while blocked (blocked sends are never checked).
-      return active && sends >= t.matured;
-    });
-    if (level)
-      propose({
-        prefix: range,
-        reason: 'prefix_surge',
-        level,
-        until: now + BLOCK_HOLD_MS,
-        figures: {
-          sends_30m: sends,
-          share: round2(share),
-          baseline_share: round2(baseShare),
-          checked: round2(ratio(converted, matured)),
-        },
-      });
-  }
-
-  let novelty = previous.novelty && previous.novelty.until > now ? previous.novelty : undefined;
-  if (scope === 'service') {
-    // Many sends to ranges not established in this country, with few codes checked (or a sudden flood).
-    const matured = sumMinutes(stats, now - 33 * MINUTE, now - MATURITY_MS);
-    const recent = sumMinutes(stats, now - 10 * MINUTE, now + MINUTE);
-    // While the guard learns a service, every range is new: the baseline's novel share is capped, or the first
-    // days would teach it that a flood of new ranges is normal.
-    const baseNovel = Math.min(MAX_BASE_NOVEL_SHARE, ratio(base.n, base.s));
-    const fraction30 = ratio(country30.n, country30.s);
-    const fraction10 = ratio(recent.n, recent.s);
-    const level = levelOf((l) => {
-      const t = THRESHOLDS.novelSurge[l];
-      const unusual = fraction30 >= Math.max(t.minFraction, 3 * baseNovel);
-      const slow =
-        unusual &&
-        matured.na >= t.matured &&
-        ratio(matured.nc, matured.na) <= t.maxConversion &&
-        binomialAtMost(matured.nc, matured.na, baseConversion) < SIGNIFICANCE[l];
-      const fast =
-        recent.n >= t.fast && fraction10 >= t.fastFraction && recent.n >= 5 * (baseNovel * recent.s + 1);
-      const renew = !!novelty && unusual && country30.n >= t.matured;
-      return slow || fast || renew;
-    });
-    if (level && !liftedPrefix(lifted, countryPrefixOf(country) ?? '+', now)) {
-      const merged = mergeNovelty(
-        novelty,
-        {
-          reason: 'novel_prefix_surge',
-          level,
-          hold: BLOCK_HOLD_MS,
-          figures: {
-            novel_sends_30m: country30.n,
-            novel_share: round2(fraction30),
-            baseline_novel_share: round2(baseNovel),
-            checked: round2(ratio(matured.nc, matured.na)),
-          },
-        },
+  // A range's share of the country's recent traffic far above its baseline share, its codes not checked.
+  const country30 = sum(
+    Object.entries(stats.minutes)
+      .filter(([key]) => Number(key) * MINUTE >= now - 30 * MINUTE)
+      .map(([, m]) => m.s),
+  );
+  if (baseline) {
+    const accepted30 = sum(
+      Object.entries(stats.minutes)
+        .filter(([key]) => Number(key) * MINUTE >= now - 30 * MINUTE)
+        .map(([, m]) => m.a),
+    );
+    for (const [range, buckets] of Object.entries(stats.recentRanges)) {
+      const inWindow = Object.entries(buckets).filter(
+        ([key]) => Number(key) * RANGE_BUCKET_MS >= now - 30 * MINUTE,
+      );
+      const sends = sum(inWindow.map(([, [s]]) => s));
+      const accepted = sum(inWindow.map(([, [, a]]) => a));
+      const share = country30 > 0 ? sends / country30 : 0;
+      // The baseline is what came before the window: the decayed totals less the window's own sends.
+      const baseRange = Math.max(0, (stats.ranges[range]?.[0] ?? 0) - accepted);
+      const baseAll = Math.max(0, stats.base.s - accepted30);
+      const baseShare = baseAll > 0 ? baseRange / baseAll : 0;
+      const blocked = blocks.some((b) => b.prefix === range);
+      const evidence = conversionEvidence(
+        inWindow.map(([key, [, a, c]]) => ({
+          at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
+          sends: a,
+          checked: c,
+        })),
+        conversion,
         now,
       );
-      if (merged.started)
-        started.push({ reason: 'novel_prefix_surge', prefix: country, level, figures: merged.block.figures });
-      novelty = merged.block;
+      const level = levelOf((l) => {
+        const t = THRESHOLDS.prefixSurge[l];
+        const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
+        return !blocked && surging && damning(evidence, LOG_ALPHA.start[l]);
+      });
+      if (level)
+        propose({
+          prefix: range,
+          reason: 'prefix_surge',
+          level,
+          until: now + BLOCK_HOLD_MS,
+          figures: {
+            sends_30m: sends,
+            share: round2(share),
+            baseline_share: round2(baseShare),
+            checked: evidence.checked,
+            expected: round2(evidence.expected),
+          },
+          ...(scope === 'global' && { services: stats.rangeTags?.[range] ?? [] }),
+        });
     }
-    if (novelty) novelty = floodOf(stats, novelty, recent, now, started, country);
+  }
+
+  let novelty: NoveltyBlock | undefined;
+  let closed: CountryBlock | undefined;
+  if (scope === 'service') {
+    const countryPrefix = countryPrefixOf(country) ?? '+';
+    const countryLifted = liftedPrefix(lifted, countryPrefix, now);
+    novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now);
+    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now);
+    const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
+      minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
+    const all = conversionEvidence(
+      cohorts30((m) => [m.a, m.c]),
+      conversion,
+      now,
+    );
+
+    if (baseline && !countryLifted) {
+      // Many sends to ranges not established in this country, their codes not checked.
+      const recent = cohorts30((m) => [m.n, 0]);
+      const novel = sum(recent.map((c) => c.sends));
+      const baseNovel = Math.min(0.1, stats.base.s > 0 ? stats.base.n / stats.base.s : 0);
+      const fraction = country30 > 0 ? novel / country30 : 0;
+      const evidence = conversionEvidence(
+        cohorts30((m) => [m.na, m.nc]),
+        conversion,
+        now,
+      );
+      const level = levelOf(
+        (l) =>
+          !novelty &&
+          fraction >= Math.max(THRESHOLDS.novelSurge[l].minFraction, 3 * baseNovel) &&
+          damning(evidence, LOG_ALPHA.start[l]),
+      );
+      if (level) {
+        const merged = mergeNovelty(
+          novelty,
+          {
+            reason: 'novel_prefix_surge',
+            level,
+            hold: BLOCK_HOLD_MS,
+            figures: {
+              novel_sends_30m: novel,
+              novel_share: round2(fraction),
+              baseline_novel_share: round2(baseNovel),
+              checked: evidence.checked,
+              expected: round2(evidence.expected),
+            },
+          },
+          now,
+        );
+        if (merged.started)
+          started.push({
+            reason: 'novel_prefix_surge',
+            prefix: country,
+            level,
+            figures: merged.block.figures,
+          });
+        novelty = merged.block;
+      }
+
+      // The country's volume far above its usual rate, its codes checked far less than usual.
+      const age = now - stats.base.since;
+      const window = (BASELINE_HALF_LIFE_MS / Math.LN2) * (1 - Math.pow(0.5, age / BASELINE_HALF_LIFE_MS));
+      const usual15 = window > 0 ? (stats.base.s / window) * 15 * MINUTE : 0;
+      const sends15 = sum(
+        Object.entries(stats.minutes)
+          .filter(([key]) => Number(key) * MINUTE >= now - 15 * MINUTE)
+          .map(([, m]) => m.s),
+      );
+      const surgeLevel = levelOf(
+        (l) =>
+          !closed &&
+          sends15 >= THRESHOLDS.countrySurge[l].overRate * Math.max(usual15, 2) &&
+          damning(all, LOG_ALPHA.start[l]),
+      );
+      if (surgeLevel)
+        closed = closeCountry(stats, closed, 'country_surge', surgeLevel, now, started, country, {
+          sends_15m: sends15,
+          usual_15m: round2(usual15),
+          checked: all.checked,
+          expected: round2(all.expected),
+        });
+    } else if (!countryLifted) {
+      // Learning: no baseline yet, so no rule compares with one; the country's checked codes alone decide.
+      const level = levelOf((l) => damning(all, LOG_ALPHA.start[l]));
+      const burst = sum(
+        Object.entries(stats.minutes)
+          .filter(([key]) => Number(key) * MINUTE >= now - 10 * MINUTE)
+          .map(([, m]) => m.a),
+      );
+      const checked30 = sum(cohorts30((m) => [m.c, 0]).map((c) => c.sends));
+      const bursting = burst >= UNCHECKED_BURST && checked30 === 0;
+      if (!closed && (level || bursting))
+        closed = closeCountry(stats, closed, 'low_conversion', level ?? 'standard', now, started, country, {
+          sends_30m: all.sends,
+          sends_10m: burst,
+          checked: all.checked,
+          expected: round2(all.expected),
+        });
+    }
+  }
+
+  if (scope === 'service' && context.caps) {
+    const cap = capReached(stats, context.caps, now);
+    if (cap)
+      propose({
+        prefix: countryPrefixOf(country) ?? '+',
+        reason: 'country_cap',
+        level: 'standard',
+        until: cap.until,
+        figures: cap.figures,
+      });
   }
 
   const established = Object.entries(stats.ranges)
-    .filter(([, d]) => isEstablishedRange(decay(d, now)))
-    .sort((a, b) => b[1].s - a[1].s)
-    .slice(0, MAX_ESTABLISHED)
+    .filter(([, d]) => isEstablishedRange(d))
+    .sort((a, b) => b[1][0] - a[1][0])
+    .slice(0, LIMITS.established)
     .map(([range]) => range)
     .sort();
   blocks.sort((a, b) => (a.level === b.level ? b.until - a.until : a.level === 'standard' ? -1 : 1));
   return {
     state: {
-      blocks: blocks.slice(0, MAX_BLOCKS),
+      blocks: blocks.slice(0, LIMITS.blocks),
       established,
       ...(novelty && { novelty }),
+      ...(closed && { closed }),
       lifted,
     },
     started,
   };
 }
 
-/**
- * A flood's random numbers fall in every range of the country, the established ones too, and in a thin one (few
- * real users) they outnumber its real users. While the flood that made the country's novelty block goes on (new
- * ranges still take a fast rule's volume), only the established ranges that carry `FLOOD_OPEN_SHARE` of the
- * country's baseline stay open; the thin tail closes until the flood has been gone `FLOOD_HOLD_MS`.
- */
-function floodOf(
+/** The ranges that stay open while a country is closed: those whose codes were checked in the last 35 minutes. */
+function openRanges(stats: CountryStats): string[] {
+  return Object.entries(stats.recentRanges)
+    .filter(([, buckets]) => Object.values(buckets).some(([, , checked]) => checked > 0))
+    .map(([range]) => range)
+    .sort()
+    .slice(0, LIMITS.open);
+}
+
+function closeCountry(
   stats: CountryStats,
-  novelty: NoveltyBlock,
-  recent: Sums,
+  current: CountryBlock | undefined,
+  reason: GuardReason,
+  level: BlockLevel,
   now: number,
   started: StartedBlock[],
   country: string,
-): NoveltyBlock {
-  const t = THRESHOLDS.novelSurge[novelty.level];
-  const flooding = recent.n >= t.fast && ratio(recent.n, recent.s) >= t.fastFraction;
-  const current = novelty.flood && novelty.flood.until > now ? novelty.flood : undefined;
-  if (!flooding) {
-    if (current) return novelty;
-    const { flood: _ended, ...rest } = novelty;
-    return rest;
-  }
-  const established = Object.entries(stats.ranges)
-    .map(([range, d]) => [range, decay(d, now)] as const)
-    .filter(([, d]) => isEstablishedRange(d))
-    .sort((a, b) => b[1].s - a[1].s);
-  const total = established.reduce((sum, [, d]) => sum + d.s, 0);
-  const open: string[] = [];
-  let covered = 0;
-  for (const [range, d] of established) {
-    if (covered >= FLOOD_OPEN_SHARE * total) break;
-    open.push(range);
-    covered += d.s;
-  }
-  const figures = {
-    novel_sends_10m: recent.n,
-    novel_share_10m: round2(ratio(recent.n, recent.s)),
-    ranges_open: open.length,
-    ranges_closed: established.length - open.length,
-  };
-  if (!current) started.push({ reason: 'country_flood', prefix: country, level: novelty.level, figures });
-  return {
-    ...novelty,
-    flood: { open: open.sort(), since: current?.since ?? now, until: now + FLOOD_HOLD_MS, figures },
-  };
+  figures: Figures,
+): CountryBlock {
+  const open = openRanges(stats);
+  const merged = mergeNovelty<CountryBlock>(
+    current,
+    { reason, level, hold: COUNTRY_HOLD_MS, figures: { ...figures, ranges_open: open.length }, open },
+    now,
+  );
+  if (merged.started) started.push({ reason, prefix: country, level, figures: merged.block.figures });
+  return merged.block;
 }
 
-function sumScope(stats: ScopeStats, from: number, to: number) {
-  const sums = {
-    n: 0,
-    na: 0,
-    nc: 0,
-    r: 0,
-    ra: 0,
-    rc: 0,
-    nCountries: new Set<string>(),
-    rCountries: new Set<string>(),
-  };
-  for (const m of minutesBetween(stats.minutes, from, to)) {
-    sums.n += m.n;
-    sums.na += m.na;
-    sums.nc += m.nc;
-    sums.r += m.r;
-    sums.ra += m.ra;
-    sums.rc += m.rc;
-    for (const c of m.nCountries) sums.nCountries.add(c);
-    for (const c of m.rCountries) sums.rCountries.add(c);
-  }
-  return sums;
+/** The first cap reached, and when it lifts (the end of the hour or the day). */
+function capReached(
+  stats: CountryStats,
+  caps: CountryCaps,
+  now: number,
+): { until: number; figures: Figures } | undefined {
+  const hour = stats.caps.h?.[0] === Math.floor(now / HOUR) ? stats.caps.h : undefined;
+  const day = stats.caps.d?.[0] === Math.floor(now / DAY) ? stats.caps.d : undefined;
+  const checks: [number | undefined, number | undefined, number, string][] = [
+    [caps.hourlySends, hour?.[1], (Math.floor(now / HOUR) + 1) * HOUR, 'hourly_sends'],
+    [caps.hourlySpend, hour?.[2], (Math.floor(now / HOUR) + 1) * HOUR, 'hourly_spend'],
+    [caps.dailySends, day?.[1], (Math.floor(now / DAY) + 1) * DAY, 'daily_sends'],
+    [caps.dailySpend, day?.[2], (Math.floor(now / DAY) + 1) * DAY, 'daily_spend'],
+  ];
+  for (const [cap, value, until, name] of checks)
+    if (cap !== undefined && value !== undefined && value >= cap)
+      return { until, figures: { [name]: value, cap } };
+  return undefined;
+}
+
+function scopeCohorts(stats: ScopeStats, from: number, pick: (m: ScopeMinute) => [number, number]): Cohort[] {
+  return Object.entries(stats.minutes)
+    .filter(([key]) => Number(key) * MINUTE >= from)
+    .map(([key, m]) => {
+      const [sends, checked] = pick(m);
+      return { at: Number(key) * MINUTE + MINUTE / 2, sends, checked };
+    });
 }
 
 /** The scope's cross-country state: established countries, and the two novelty rules across countries. */
@@ -663,48 +1040,57 @@ export function evaluateScope(
 ): { state: ScopeGuardState; started: StartedBlock[] } {
   const lifted = Object.fromEntries(Object.entries(previous.lifted).filter(([, until]) => until > now));
   const started: StartedBlock[] = [];
-  const matured = sumScope(stats, now - 63 * MINUTE, now - MATURITY_MS);
-  const hour = sumScope(stats, now - 60 * MINUTE, now + MINUTE);
-  /** A cross-country rule that fired or renewed: its block held on, reported when it starts. */
-  const holdNovelty = (
+  const conversion = LEGIT_FLOOR_CONVERSION;
+  let novelCountries =
+    previous.novelCountries && carry(previous.novelCountries, conversion, BLOCK_HOLD_MS, now);
+  let novelRanges = previous.novelRanges && carry(previous.novelRanges, conversion, BLOCK_HOLD_MS, now);
+  const hour = Object.entries(stats.minutes).filter(([key]) => Number(key) * MINUTE >= now - 60 * MINUTE);
+  const nCountries = new Set(hour.flatMap(([, m]) => m.nCountries));
+  const rCountries = new Set(hour.flatMap(([, m]) => m.rCountries));
+  const hold = (
     current: NoveltyBlock | undefined,
     reason: GuardReason,
     level: BlockLevel,
     figures: Figures,
-  ): NoveltyBlock => {
-    const merged = mergeNovelty(current, { reason, level, hold: COUNTRY_HOLD_MS, figures }, now);
+  ) => {
+    const merged = mergeNovelty(current, { reason, level, hold: BLOCK_HOLD_MS, figures }, now);
     if (merged.started) started.push({ reason, prefix: '*', level, figures: merged.block.figures });
     return merged.block;
   };
 
-  let novelCountries =
-    previous.novelCountries && previous.novelCountries.until > now ? previous.novelCountries : undefined;
-  const countryLevel = levelOf((l) => {
-    const t = THRESHOLDS.novelCountries[l];
-    const spread = hour.nCountries.size >= t.countries;
-    const fired = spread && matured.na >= t.matured && ratio(matured.nc, matured.na) <= t.maxConversion;
-    const renew = !!novelCountries && spread && hour.n >= t.matured;
-    return fired || renew;
-  });
-  if (countryLevel && !liftedPrefix(lifted, '*', now)) {
-    novelCountries = holdNovelty(novelCountries, 'novel_country_surge', countryLevel, {
-      novel_country_sends_60m: hour.n,
-      countries: hour.nCountries.size,
-      checked: round2(ratio(matured.nc, matured.na)),
-    });
-  }
-
-  let novelRanges =
-    previous.novelRanges && previous.novelRanges.until > now ? previous.novelRanges : undefined;
-  const t = THRESHOLDS.novelSpread.strict;
-  const spread = hour.rCountries.size >= t.countries;
-  const fired = spread && matured.ra >= t.matured && ratio(matured.rc, matured.ra) <= t.maxConversion;
-  if (fired && !liftedPrefix(lifted, '*', now)) {
-    novelRanges = holdNovelty(novelRanges, 'novel_prefix_spread', 'strict', {
-      novel_range_sends_60m: hour.r,
-      countries: hour.rCountries.size,
-      checked: round2(ratio(matured.rc, matured.ra)),
-    });
+  if (scopeHasBaseline(stats, now) && !liftedPrefix(lifted, '*', now)) {
+    const countryEvidence = conversionEvidence(
+      scopeCohorts(stats, now - 60 * MINUTE, (m) => [m.na, m.nc]),
+      conversion,
+      now,
+    );
+    const countryLevel = levelOf(
+      (l) =>
+        !novelCountries &&
+        nCountries.size >= THRESHOLDS.novelCountries[l].countries &&
+        damning(countryEvidence, LOG_ALPHA.start[l]),
+    );
+    if (countryLevel)
+      novelCountries = hold(novelCountries, 'novel_country_surge', countryLevel, {
+        countries: nCountries.size,
+        checked: countryEvidence.checked,
+        expected: round2(countryEvidence.expected),
+      });
+    const rangeEvidence = conversionEvidence(
+      scopeCohorts(stats, now - 60 * MINUTE, (m) => [m.ra, m.rc]),
+      conversion,
+      now,
+    );
+    if (
+      !novelRanges &&
+      rCountries.size >= THRESHOLDS.novelSpread.strict.countries &&
+      damning(rangeEvidence, LOG_ALPHA.start.strict)
+    )
+      novelRanges = hold(novelRanges, 'novel_prefix_spread', 'strict', {
+        countries: rCountries.size,
+        checked: rangeEvidence.checked,
+        expected: round2(rangeEvidence.expected),
+      });
   }
 
   const establishedCountries = Object.entries(stats.countries)

@@ -14,9 +14,12 @@ import type {
 } from './model';
 import { placeOf, type NumberPlace } from './prefix';
 import { highRiskRangeOf } from './ranges';
+import { GLOBAL_QUORUM, isProbe, serviceTag } from './signals';
 
 export interface GuardInput {
   settings: GuardSettings;
+  /** The sending service: a global block applies to it only when enough other services showed the signal. */
+  serviceSid: string;
   /** `RiskCheck=disable` on this send. */
   riskCheckDisabled: boolean;
   e164: string;
@@ -26,7 +29,7 @@ export interface GuardInput {
 }
 
 export type GuardVerdict =
-  | { action: 'allow'; why: 'off' | 'risk_check_disabled' | 'safe_list' | 'no_signal' }
+  | { action: 'allow'; why: 'off' | 'risk_check_disabled' | 'safe_list' | 'no_signal' | 'probe' }
   | {
       /** `block`: refuse. `shadow`: the level is shadow; record and send. */
       action: 'block' | 'shadow';
@@ -58,8 +61,11 @@ function prefixBlock(
   );
 }
 
-const active = (block: NoveltyBlock | undefined, enforced: 'standard' | 'strict', now: number) =>
-  block && block.until > now && applies(block.level, enforced) ? block : undefined;
+const active = <T extends NoveltyBlock>(
+  block: T | undefined,
+  enforced: 'standard' | 'strict',
+  now: number,
+) => (block && block.until > now && applies(block.level, enforced) ? block : undefined);
 
 /** Which rule, if any, refuses this destination at the service's level (shadow decides as standard). */
 export function guardVerdict(input: GuardInput): GuardVerdict {
@@ -69,28 +75,51 @@ export function guardVerdict(input: GuardInput): GuardVerdict {
   if (settings.safeList.some((prefix) => e164.startsWith(prefix)))
     return { action: 'allow', why: 'safe_list' };
   const enforced = settings.level === 'strict' ? 'strict' : 'standard';
-  const hit = findHit(placeOf(e164, input.country), view, enforced, now);
+  const hit = findHit(placeOf(e164, input.country), view, enforced, now, serviceTag(input.serviceSid));
   if (!hit) return { action: 'allow', why: 'no_signal' };
-  return { action: settings.level === 'shadow' ? 'shadow' : 'block', ...hit };
+  if (hit === 'probe') return { action: 'allow', why: 'probe' };
+  const { shadowOnly, ...rest } = hit;
+  return { action: settings.level === 'shadow' || shadowOnly ? 'shadow' : 'block', ...rest };
 }
 
+/**
+ * The rule that refuses the number, `probe` when one would but the send goes through as its probe, or nothing.
+ * A global block another service's traffic made is `shadowOnly` unless `GLOBAL_QUORUM` other services showed it.
+ */
 function findHit(
   place: NumberPlace,
   view: GuardView,
   enforced: 'standard' | 'strict',
   now: number,
-): Hit | undefined {
+  tag: string,
+): (Hit & { shadowOnly?: boolean }) | 'probe' | undefined {
   const risky = highRiskRangeOf(place.e164);
   if (risky) return { reason: 'high_risk_range', prefix: risky.prefix, scope: 'list', figures: {} };
+  // Caps and probes: a cap refuses every send past it; other blocks let a few probes through (their checked
+  // codes lift the block early, their unchecked ones renew it).
+  const probe = isProbe(place.e164, now);
+  const probing = (block: { reason: GuardReason }) => block.reason !== 'country_cap' && probe;
 
   const own = view.service.country;
   const all = view.service.all;
   // A prefix the service's operator lifted by hand is lifted for that service's sends, global blocks included.
   const block = prefixBlock(own, own?.lifted, place, enforced, now);
-  if (block) return { reason: block.reason, prefix: block.prefix, scope: 'service', figures: block.figures };
+  if (block)
+    return probing(block)
+      ? 'probe'
+      : { reason: block.reason, prefix: block.prefix, scope: 'service', figures: block.figures };
   const global = prefixBlock(view.global.country, { ...own?.lifted, ...all?.lifted }, place, enforced, now);
-  if (global)
-    return { reason: global.reason, prefix: global.prefix, scope: 'global', figures: global.figures };
+  if (global) {
+    const others = (global.services ?? []).filter((service) => service !== tag).length;
+    const hit = {
+      reason: global.reason,
+      prefix: global.prefix,
+      scope: 'global' as const,
+      figures: global.figures,
+    };
+    if (others < GLOBAL_QUORUM) return { ...hit, shadowOnly: true };
+    return probing(global) ? 'probe' : hit;
+  }
 
   const liftedHere = isLifted(own?.lifted, place.e164, now) || isLifted(all?.lifted, place.e164, now);
   if (liftedHere) return undefined;
@@ -98,17 +127,12 @@ function findHit(
   const countryKnown = all?.establishedCountries.includes(place.country) ?? false;
 
   // A novelty block refuses what it does not know, under the prefix it judged (the range or the country).
-  const hit = (block: NoveltyBlock, prefix: string): Hit => ({
-    reason: block.reason,
-    prefix,
-    scope: 'service',
-    figures: block.figures,
-  });
+  const hit = (block: NoveltyBlock, prefix: string): Hit | 'probe' =>
+    probe ? 'probe' : { reason: block.reason, prefix, scope: 'service', figures: block.figures };
   const novelty = active(own?.novelty, enforced, now);
   if (novelty && !rangeKnown) return hit(novelty, place.range);
-  const flood = novelty?.flood;
-  if (flood && flood.until > now && !flood.open.includes(place.range))
-    return { reason: 'country_flood', prefix: place.range, scope: 'service', figures: flood.figures };
+  const closed = active(own?.closed, enforced, now);
+  if (closed && !closed.open.includes(place.range)) return hit(closed, place.countryPrefix);
   const novelCountries = active(all?.novelCountries, enforced, now);
   if (novelCountries && !countryKnown) return hit(novelCountries, place.countryPrefix);
   const novelRanges = active(all?.novelRanges, enforced, now);
