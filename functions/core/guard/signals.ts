@@ -249,9 +249,12 @@ function decayCountry(stats: CountryStats, now: number): void {
   stats.base.t = Math.max(stats.base.t, now);
 }
 
-/** A range (or country) is established when codes sent there were checked: at least 2, and a quarter of them. */
+/**
+ * A range (or country) is established when codes sent there were checked: two lately (1.5 once decayed, so
+ * within about a day), and a quarter of them.
+ */
 export const isEstablishedRange = (d: readonly [number, number] | undefined): boolean =>
-  !!d && d[1] >= 2 && d[1] >= 0.25 * d[0];
+  !!d && d[1] >= 1.5 && d[1] >= 0.25 * d[0];
 export const isEstablishedCountry = (d: Decayed | undefined): boolean => !!d && d.c >= 3 && d.c >= 0.3 * d.s;
 
 /** Whether the rules that compare with a baseline may act for this country. */
@@ -591,10 +594,17 @@ const cohortsOf = (counts: Record<string, [number, number]>, width: number, from
 
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
-/** The conversion real users of this country are assumed to reach at least: half the baseline's, or the floor. */
+/**
+ * The conversion real users of this country are assumed to reach at least: half the baseline's (what came before
+ * the last hour, which is what is being judged), or the floor without a baseline.
+ */
 function legitConversion(stats: CountryStats, now: number): number {
-  if (!hasBaseline(stats, now) || stats.base.s <= 0) return LEGIT_FLOOR_CONVERSION;
-  return Math.min(0.475, Math.max(LEGIT_FLOOR_CONVERSION / 2, 0.5 * (stats.base.c / stats.base.s)));
+  if (!hasBaseline(stats, now)) return LEGIT_FLOOR_CONVERSION;
+  const recent = Object.values(stats.minutes);
+  const sends = stats.base.s - sum(recent.map((m) => m.a));
+  const checked = stats.base.c - sum(recent.map((m) => m.c));
+  if (sends < 10) return LEGIT_FLOOR_CONVERSION;
+  return Math.min(0.475, Math.max(LEGIT_FLOOR_CONVERSION / 2, 0.5 * (checked / sends)));
 }
 
 const liftedPrefix = (lifted: Record<string, number>, prefix: string, now: number) =>
@@ -757,7 +767,8 @@ export function evaluateCountry(
         .map(([suffix]) => suffix),
     );
     const blocked = blocks.some((b) => b.prefix === prefix);
-    const evidence = conversionEvidence(cohortsOf(suspect.m, MINUTE), conversion, now);
+    // Numbers in a sequence are people of one organisation (staff, a batch of SIMs): they check their codes.
+    const evidence = conversionEvidence(cohortsOf(suspect.m, MINUTE), Math.max(conversion, 0.45), now);
     const level = levelOf(
       (l) => !blocked && run >= THRESHOLDS.sequential[l].run && damning(evidence, LOG_ALPHA.sequential[l]),
     );
