@@ -329,8 +329,11 @@ describe('levels, safe list, RiskCheck', () => {
     expect(await code('+447011234567')).toBe('no_eligible_channel');
   });
 
-  it('RiskCheck=disable skips the guard for that send only', async () => {
+  it('RiskCheck=disable skips the guard for that send only, where the owner allows it', async () => {
     await sequentialRun(5);
+    expect(await code(gb(9_999_700), { riskCheckDisabled: true })).toBe('blocked_by_policy');
+    const service = world.store.getService(serviceSid)!;
+    world.store.putService({ ...service, guard: { level: 'standard', safeList: [], riskCheckOptOut: true } });
     expect(await code(gb(9_999_700), { riskCheckDisabled: true })).toBe('sent');
     expect(await code(gb(9_999_701))).toBe('blocked_by_policy');
   });
