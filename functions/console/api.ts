@@ -17,6 +17,13 @@ import type { ActivityReader } from '../adapters/dynamodb/activity';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import type { Logger } from '../adapters/logger';
+import {
+  HIGH_RISK_COUNTRIES,
+  defaultAllowedCountries,
+  excludedHighRisk,
+  type HighRiskCountry,
+} from '../core/guard/high-risk-countries';
+import { DEFAULT_GUARD_SETTINGS } from '../core/guard/model';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
 import { UNITS_PER_USD, formatUnits, parseUsd } from '../core/money';
@@ -62,6 +69,8 @@ export interface ConsoleDeps {
     | 'setDefaultTemplate'
     | 'setChannels'
     | 'setRules'
+    | 'setAllowedCountries'
+    | 'setRiskCheckOptOut'
     | 'membershipsOf'
     | 'isMember'
     | 'listAllServices'
@@ -155,6 +164,14 @@ const usd = z.pipe(
   }),
 );
 const channelList = z.array(z.enum(CHANNELS)).check(z.minLength(1), z.maxLength(CHANNELS.length));
+const countryList = z
+  .array(
+    z.pipe(
+      z.string().check(z.regex(/^[A-Za-z]{2}$/)),
+      z.transform((c: string) => c.toUpperCase()),
+    ),
+  )
+  .check(z.maxLength(250));
 const schemas = {
   createService: z.object({
     name: z.string().check(z.trim(), z.minLength(1), z.maxLength(100)),
@@ -173,16 +190,12 @@ const schemas = {
     default: z.optional(z.boolean()),
   }),
   rules: z.object({
-    blockedCountries: z
-      .array(
-        z.pipe(
-          z.string().check(z.regex(/^[A-Za-z]{2}$/)),
-          z.transform((c: string) => c.toUpperCase()),
-        ),
-      )
-      .check(z.maxLength(250)),
+    blockedCountries: countryList,
     blockedPrefixes: z.array(z.string().check(z.regex(/^\+[1-9]\d{0,14}$/))).check(z.maxLength(100)),
+    /** Absent: unchanged. null: no allow-list (every served country). A list, empty included: that list. */
+    allowedCountries: z.optional(z.nullable(countryList)),
   }),
+  guard: z.object({ riskCheckOptOut: z.boolean() }),
   webhook: z.object({ url: z.string().check(z.minLength(1), z.maxLength(2048)) }),
   rotate: z.object({ now: z.optional(z.boolean()) }),
 };
@@ -404,7 +417,9 @@ const API_ROUTES: ApiRoute[] = [
   ),
   route('PUT', '/services/:sid/rules', async (deps, { params, body }) => {
     const rules = parse(schemas.rules, body);
-    const unknown = rules.blockedCountries.filter((c) => !COUNTRY_ROUTES[c]);
+    const unknown = [...rules.blockedCountries, ...(rules.allowedCountries ?? [])].filter(
+      (c) => !COUNTRY_ROUTES[c],
+    );
     if (unknown.length > 0) {
       throw new ConsoleError(400, 'invalid_parameter', `Not a served country: ${unknown.join(', ')}`);
     }
@@ -412,7 +427,16 @@ const API_ROUTES: ApiRoute[] = [
       blockedCountries: [...new Set(rules.blockedCountries)].sort(),
       blockedPrefixes: [...new Set(rules.blockedPrefixes)].sort(),
     });
+    if (rules.allowedCountries !== undefined) {
+      await deps.accounts.setAllowedCountries(params.sid!, rules.allowedCountries ?? undefined);
+    }
     return json(200, rulesJson(await load(deps, params.sid!)));
+  }),
+  route('PUT', '/services/:sid/guard', async (deps, { params, body }) => {
+    const { riskCheckOptOut } = parse(schemas.guard, body);
+    await load(deps, params.sid!);
+    await deps.accounts.setRiskCheckOptOut(params.sid!, riskCheckOptOut);
+    return json(200, guardJson(await load(deps, params.sid!)));
   }),
   route('GET', '/services/:sid/webhooks', async (deps, { params }) => {
     const [endpoints, deliveries] = await Promise.all([
@@ -733,13 +757,29 @@ function serviceJson(service: Service) {
     defaultTemplate: service.defaultTemplate ?? null,
     createdAt: service.createdAt,
     ...rulesJson(service),
+    ...guardJson(service),
   };
 }
+
+const highRiskJson = (entries: HighRiskCountry[]) =>
+  entries.map(({ country, name, reason, sources }) => ({ country, name, reason, sources }));
 
 const rulesJson = (service: Service) => ({
   blockedCountries: service.rules.blockedCountries,
   blockedPrefixes: service.rules.blockedPrefixes,
+  /** null: no allow-list, the service sends to every served country. */
+  allowedCountries: service.rules.allowedCountries ?? null,
+  /** The high-risk countries the allow-list leaves out, with why and the sources. */
+  excludedHighRiskCountries: highRiskJson(excludedHighRisk(service.rules.allowedCountries)),
+  /** What "reset to default" sets, and the whole high-risk list it leaves out. */
+  defaultAllowedCountries: defaultAllowedCountries(),
+  highRiskCountries: highRiskJson([...HIGH_RISK_COUNTRIES]),
   servedCountries: Object.keys(COUNTRY_ROUTES).sort(),
+});
+
+const guardJson = (service: Service) => ({
+  guardLevel: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level,
+  riskCheckOptOut: service.guard?.riskCheckOptOut === true,
 });
 
 function errorResponse(logger: Logger, event: APIGatewayProxyEventV2, error: unknown): HttpResponse {

@@ -16,6 +16,17 @@ export interface DeliveryRules {
   blockedCountries: string[];
   /** E.164 prefixes (e.g. `+4470`) the service never sends to. */
   blockedPrefixes: string[];
+  /**
+   * ISO 3166-1 alpha-2 countries the service sends to; a served country not listed is refused. Absent: every
+   * served country (services made before the list existed); empty: none. A blocked country stays blocked.
+   */
+  allowedCountries?: string[];
+}
+
+/** The guard's settings as kept on the service item, with what the owner allows callers. */
+export interface ServiceGuardSettings extends GuardSettings {
+  /** The owner lets a send's `RiskCheck=disable` skip the guard; absent or false: it is judged anyway. */
+  riskCheckOptOut?: boolean;
 }
 
 /** The account. Balance in units of 0.0001 USD. */
@@ -32,8 +43,8 @@ export interface Service {
   createdAt: string;
   /** SIDs of the service's webhook endpoints (details in their own items; at most 10). */
   webhookEndpoints: string[];
-  /** The pumping guard's level and safe list (absent: `DEFAULT_GUARD_SETTINGS`). */
-  guard?: GuardSettings;
+  /** The pumping guard's level, safe list and RiskCheck permission (absent: `DEFAULT_GUARD_SETTINGS`). */
+  guard?: ServiceGuardSettings;
 }
 
 /** `sending`: a task claimed the channel and is handing the message over (or died doing so). */

@@ -4,7 +4,7 @@ import { guardVerdict } from './guard/verdict';
 import type { NumberRecord, Service, Template, Verification } from './model';
 import { parsePhone, type PhoneNumber } from './phone';
 import type { Clock, CodeVault, DeliveryWorkflow, Random, SendContext, VerificationStore } from './ports';
-import { planRoute, type Channel } from './routing';
+import { ROUTES, planRoute, type Channel } from './routing';
 import type { Settings } from './settings';
 import { toView, type VerificationView } from './verification';
 
@@ -16,7 +16,10 @@ export interface SendRequest {
   /** Caller-supplied code, already checked to be 4 to 10 letters or digits. */
   code?: string;
   idempotencyKey?: string;
-  /** `RiskCheck=disable`: the pumping guard does not judge this send. */
+  /**
+   * `RiskCheck=disable`: the pumping guard does not judge this send, if the service's owner allows it
+   * (`guard.riskCheckOptOut`); otherwise the send is judged as if RiskCheck were absent.
+   */
   riskCheckDisabled?: boolean;
   /**
    * Settles when the caller's authentication has: the send reads beside it and writes nothing before it
@@ -205,15 +208,16 @@ function decide(
       return refuse(false, 'no_default_template', 'No TemplateSid given and no default template set.');
   }
 
-  if (isBlocked(service, phone))
-    return refuse(true, 'blocked_by_policy', 'A delivery rule blocks this destination.');
+  const policy = policyRefusal(service, phone);
+  if (policy) return refuse(true, 'blocked_by_policy', policy);
   const enabledChannels = service.enabledChannels.filter((channel) => allowedChannels.includes(channel));
   const route = planRoute(phone, { enabledChannels, prices: service.prices });
   // The pumping guard is one of the account's delivery rules: it judges before the channels and the price.
   const guard = guardVerdict({
     settings: service.guard ?? DEFAULT_GUARD_SETTINGS,
     serviceSid: service.sid,
-    riskCheckDisabled,
+    // A caller may skip the guard only where the service's owner allows it.
+    riskCheckDisabled: riskCheckDisabled && service.guard?.riskCheckOptOut === true,
     e164: phone.e164,
     country: phone.country,
     view: context.guard ?? { service: {}, global: {} },
@@ -271,11 +275,20 @@ function decide(
   };
 }
 
-function isBlocked(service: Service, phone: PhoneNumber): boolean {
-  return (
-    service.rules.blockedCountries.includes(phone.country) ||
-    service.rules.blockedPrefixes.some((prefix) => phone.e164.startsWith(prefix))
-  );
+/**
+ * The service's own delivery rules, as the refusal's message: a blocked country or prefix (a deny always wins),
+ * then the allow-list. A country that is not served is left to routing (`unroutable`), list or not.
+ */
+function policyRefusal(service: Service, phone: PhoneNumber): string | undefined {
+  const { blockedCountries, blockedPrefixes, allowedCountries } = service.rules;
+  if (
+    blockedCountries.includes(phone.country) ||
+    blockedPrefixes.some((prefix) => phone.e164.startsWith(prefix))
+  )
+    return 'A delivery rule blocks this destination.';
+  if (allowedCountries && ROUTES[phone.country] && !allowedCountries.includes(phone.country))
+    return 'This service does not send to this country.';
+  return undefined;
 }
 
 /** The log after this send: only what either window can still need, at most one limit's worth of entries. */

@@ -62,7 +62,8 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   no_eligible_channel: "None of the account's enabled channels can reach the number.",
   unreachable: 'Every channel rejected the number recently; refused for up to 30 days.',
   insufficient_funds: 'The balance is too low.',
-  blocked_by_policy: "One of the account's delivery rules blocks the destination.",
+  blocked_by_policy:
+    "One of the account's delivery rules blocks the destination: a blocked country or prefix, a country off the account's allow-list (a new account sends to every served country but a few high-risk ones), or the pumping guard.",
   unknown_template: "`TemplateSid` is not one of the account's templates.",
   not_found: 'No verification with this SID belongs to the caller.',
   client_code: 'The code was supplied by the caller; the service does not check it.',

@@ -105,7 +105,7 @@ export const sendParamsSchema = /* @__PURE__ */ (() =>
       .optional(z.enum(['enable', 'disable']))
       .check(
         z.describe(
-          '`disable` skips the pumping guard for this send (for a number you know, e.g. in a test); `enable`, the default, lets it judge.',
+          "`disable` skips the pumping guard for this send (for a number you know, e.g. in a test) if the account's owner allows it; otherwise the send is judged as if RiskCheck were absent, with no error. `enable`, the default, lets it judge.",
         ),
       ),
   }))();

@@ -1,6 +1,7 @@
 /** Human-readable output of the admin command: aligned label/value rows and simple tables. */
+import { excludedHighRisk } from '../../functions/core/guard/high-risk-countries';
 import { formatUnits } from '../../functions/core/money';
-import type { Service, Template } from '../../functions/core/model';
+import type { DeliveryRules, Service, Template } from '../../functions/core/model';
 
 export const usd = (units: number): string => `${formatUnits(units)} USD`;
 
@@ -28,6 +29,30 @@ export const list = (values: readonly string[]): string => (values.length > 0 ? 
 export const templateText = (template: Template | undefined): string =>
   template ? `${template.sid}  "${template.body}"` : 'none (sends without TemplateSid are refused)';
 
+/** The allow-list as text: absent is every served country, empty is none. */
+export const allowedText = (rules: DeliveryRules): string =>
+  rules.allowedCountries === undefined
+    ? 'every served country (no allow-list)'
+    : rules.allowedCountries.length === 0
+      ? 'none (every send is refused)'
+      : rules.allowedCountries.join(', ');
+
+/** The high-risk countries the allow-list leaves out, with why (docs/guard.md, "Static controls"). */
+export const excludedText = (rules: DeliveryRules): string => {
+  const excluded = excludedHighRisk(rules.allowedCountries);
+  return excluded.length === 0
+    ? 'none'
+    : `${excluded.map((e) => e.country).join(', ')}: high risk for SMS pumping (docs/guard.md)`;
+};
+
+export const excludedJson = (rules: DeliveryRules) =>
+  excludedHighRisk(rules.allowedCountries).map(({ country, name, reason, sources }) => ({
+    country,
+    name,
+    reason,
+    sources: sources.map((source) => source.url),
+  }));
+
 export function serviceText(service: Service): string {
   const prices = Object.entries(service.prices)
     .sort(([a], [b]) => a.localeCompare(b))
@@ -40,6 +65,8 @@ export function serviceText(service: Service): string {
     ['Default template', templateText(service.defaultTemplate)],
     ['Blocked countries', list(service.rules.blockedCountries)],
     ['Blocked prefixes', list(service.rules.blockedPrefixes)],
+    ['Allowed countries', allowedText(service.rules)],
+    ['High risk left out', excludedText(service.rules)],
     [
       'Own prices (USD)',
       prices.length > 0 ? `${prices.join(', ')}; list prices elsewhere` : 'none (list prices)',
@@ -58,6 +85,7 @@ export function serviceJson(service: Service) {
     channels: service.enabledChannels,
     defaultTemplate: service.defaultTemplate ?? null,
     rules: service.rules,
+    excludedHighRiskCountries: excludedJson(service.rules),
     prices: Object.fromEntries(
       Object.entries(service.prices).map(([country, units]) => [country, formatUnits(units)]),
     ),

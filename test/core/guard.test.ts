@@ -405,8 +405,12 @@ describe('tenants', () => {
     const exempt = async (sid: string) => (await world.store.getVerification(sid))!.guardExempt;
     expect(await exempt(listed.verification.sid)).toBe(true);
     expect(await exempt(judged.verification.sid)).toBeUndefined();
-    // Whether RiskCheck is honoured is the service's setting; judged or not, it is marked only when honoured.
-    expect([true, undefined]).toContain(await exempt(skipped.verification.sid));
+    // RiskCheck=disable without the owner's permission is judged, and feeds the signals like any send.
+    expect(await exempt(skipped.verification.sid)).toBeUndefined();
+    const service = world.store.getService(serviceSid)!;
+    world.store.putService({ ...service, guard: { ...service.guard!, riskCheckOptOut: true } });
+    const allowed = await world.send({ serviceSid, to: gb(15_000_001), riskCheckDisabled: true });
+    expect(await exempt(allowed.verification.sid)).toBe(true);
   });
 });
 
@@ -527,8 +531,16 @@ describe('levels, safe list, RiskCheck', () => {
     expect(await code('+447011234567')).toBe('no_eligible_channel');
   });
 
-  it('RiskCheck=disable skips the guard for that send only', async () => {
+  it('RiskCheck=disable skips the guard for that send only, where the owner allows it', async () => {
     await sequentialRun();
+    expect(
+      await code(
+        notProbe((n) => gb(9_999_700 + n)),
+        { riskCheckDisabled: true },
+      ),
+    ).toBe('blocked_by_policy');
+    const service = world.store.getService(serviceSid)!;
+    world.store.putService({ ...service, guard: { level: 'standard', safeList: [], riskCheckOptOut: true } });
     expect(await code(gb(9_999_700), { riskCheckDisabled: true })).toBe('sent');
     expect(await code(notProbe((n) => gb(9_999_701 + n)))).toBe('blocked_by_policy');
   });

@@ -525,3 +525,79 @@ describe('the delivery workflow starts beside the accepting transaction', () => 
     expect(world.store.charges(service.sid)).toHaveLength(1);
   });
 });
+
+describe('static controls: the country allow-list and the RiskCheck permission', () => {
+  const FR_MOBILE = '+33612345678';
+  const DE_MOBILE = '+4915123456789';
+  const message = async (promise: Promise<unknown>): Promise<string> =>
+    promise.then(
+      () => 'sent',
+      (error: unknown) => (error instanceof OtpError ? error.message : Promise.reject(error)),
+    );
+
+  it('refuses a served country off the allow-list with 403 blocked_by_policy, counted on the number log', async () => {
+    const service = world.addService({
+      rules: { blockedCountries: [], blockedPrefixes: [], allowedCountries: ['FR'] },
+    });
+    const refused = world.send({ serviceSid: service.sid, to: UK_MOBILE });
+    expect(await message(refused)).toBe('This service does not send to this country.');
+    expect(await refusal(world.send({ serviceSid: service.sid, to: UK_MOBILE }))).toBe('blocked_by_policy');
+    expect(await sendsLogged(UK_MOBILE)).toBe(2);
+    expect(world.store.charges(service.sid)).toEqual([]);
+    expect(world.workflow.started).toEqual([]);
+    // The listed country is sent to.
+    expect((await world.send({ serviceSid: service.sid, to: FR_MOBILE })).verification.to).toBe(FR_MOBILE);
+  });
+
+  it('without an allow-list sends to every served country; an empty one to none; unserved stays unroutable', async () => {
+    const service = world.addService();
+    for (const to of [UK_MOBILE, FR_MOBILE, '+2348031234567'])
+      expect((await world.send({ serviceSid: service.sid, to })).verification.status).toBe('PENDING');
+    world.store.putService({
+      ...service,
+      rules: { blockedCountries: [], blockedPrefixes: [], allowedCountries: [] },
+    });
+    expect(await refusal(world.send({ serviceSid: service.sid, to: DE_MOBILE }))).toBe('blocked_by_policy');
+    // A country that is not served is refused by routing, as before, list or not (not counted).
+    expect(await refusal(world.send({ serviceSid: service.sid, to: '+81 90 1234 5678' }))).toBe('unroutable');
+    expect(await sendsLogged('+819012345678')).toBe(0);
+  });
+
+  it('refuses a blocked country that is on the allow-list: a deny entry wins', async () => {
+    const service = world.addService({
+      rules: { blockedCountries: ['GB'], blockedPrefixes: [], allowedCountries: ['FR', 'GB'] },
+    });
+    expect(await message(world.send({ serviceSid: service.sid, to: UK_MOBILE }))).toBe(
+      'A delivery rule blocks this destination.',
+    );
+    expect(await message(world.send({ serviceSid: service.sid, to: DE_MOBILE }))).toBe(
+      'This service does not send to this country.',
+    );
+    expect(await message(world.send({ serviceSid: service.sid, to: FR_MOBILE }))).toBe('sent');
+    expect(await sendsLogged(UK_MOBILE)).toBe(1);
+    expect(await sendsLogged(DE_MOBILE)).toBe(1);
+  });
+
+  it('judges a RiskCheck=disable send unless the owner allows it', async () => {
+    // +4470 is personal numbering, on the guard's high-risk list: blocked whatever the traffic.
+    const personal = '+447011234567';
+    const service = world.addService();
+    expect(
+      await refusal(world.send({ serviceSid: service.sid, to: personal, riskCheckDisabled: true })),
+    ).toBe('blocked_by_policy');
+    expect(world.store.guardRefusals).toEqual([
+      expect.objectContaining({ reason: 'high_risk_range', serviceSid: service.sid, e164: personal }),
+    ]);
+    world.store.putService({
+      ...service,
+      guard: { level: 'standard', safeList: [], riskCheckOptOut: true },
+    });
+    // The guard does not judge it now; the channels cannot reach a personal number.
+    expect(
+      await refusal(world.send({ serviceSid: service.sid, to: personal, riskCheckDisabled: true })),
+    ).toBe('no_eligible_channel');
+    // Without RiskCheck=disable the permission changes nothing.
+    expect(await refusal(world.send({ serviceSid: service.sid, to: personal }))).toBe('blocked_by_policy');
+    expect(world.store.guardRefusals).toHaveLength(2);
+  });
+});

@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { HIGH_RISK_COUNTRIES, defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
 import { runAdmin, type AdminOptions } from '../../scripts/admin/cli';
 import {
   dynamoEndpoint,
@@ -15,6 +16,7 @@ import {
 } from '../support/harness';
 
 const GB_MOBILE = '+447400123456';
+const NG_MOBILE = '+2348031234567';
 const CUBA = '+5352123456'; // served, but no list price
 
 let harness: Harness;
@@ -299,12 +301,14 @@ describe('delivery rules', () => {
       serviceSid: created.serviceSid,
       blockedCountries: [],
       blockedPrefixes: ['+1415555'],
+      allowedCountries: defaultAllowedCountries(),
+      excludedHighRiskCountries: expect.any(Array),
     });
     await adminJson(['rules', 'unblock-prefix', created.serviceSid, '+1415555']);
     expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
   });
 
-  it('rules clear removes every rule', async () => {
+  it('rules clear removes every blocked country and prefix, and keeps the allow-list', async () => {
     const created = await createService();
     await adminJson(['rules', 'block-country', created.serviceSid, 'US']);
     await adminJson(['rules', 'block-prefix', created.serviceSid, '+4470']);
@@ -312,8 +316,55 @@ describe('delivery rules', () => {
     expect((await harness.accounts.getService(created.serviceSid))?.rules).toEqual({
       blockedCountries: [],
       blockedPrefixes: [],
+      allowedCountries: defaultAllowedCountries(),
     });
     expect((await harness.client(created).send({ To: freshUsNumber() })).status).toBe(201);
+  });
+
+  it('a new service leaves the high-risk countries out; the allow-list commands change what sends', async () => {
+    const created = await createService();
+    const api = harness.client(created);
+    const shown = await adminJson<{
+      allowedCountries: string[];
+      excludedHighRiskCountries: { country: string }[];
+    }>(['rules', 'show', created.serviceSid]);
+    expect(shown.allowedCountries).not.toContain('NG');
+    expect(shown.excludedHighRiskCountries.map((e) => e.country)).toEqual(['AZ', 'BD', 'NG', 'PK']);
+    expect((await admin(['service', 'show', created.serviceSid])).stdout).toMatch(
+      /High risk left out\s+AZ, BD, NG, PK: high risk for SMS pumping/,
+    );
+    const refused = await api.send({ To: NG_MOBILE });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({
+      code: 'blocked_by_policy',
+      message: 'This service does not send to this country.',
+    });
+
+    expect(await adminJson(['rules', 'allow-country', created.serviceSid, 'ng'])).toMatchObject({
+      changed: true,
+    });
+    expect((await api.send({ To: NG_MOBILE })).status).toBe(201);
+    await adminJson(['rules', 'disallow-country', created.serviceSid, 'US']);
+    expect((await api.send({ To: freshUsNumber() })).body).toMatchObject({ code: 'blocked_by_policy' });
+
+    expect(await adminJson(['rules', 'set-allowed', created.serviceSid, 'GB,FR'])).toMatchObject({
+      allowedCountries: ['FR', 'GB'],
+    });
+    expect(await adminJson(['rules', 'set-allowed', created.serviceSid, '-'])).toMatchObject({
+      allowedCountries: [],
+    });
+    expect((await harness.accounts.getService(created.serviceSid))?.rules.allowedCountries).toEqual([]);
+    expect(await adminJson(['rules', 'allow-all', created.serviceSid])).toMatchObject({
+      allowedCountries: null,
+      excludedHighRiskCountries: [],
+    });
+    expect((await harness.accounts.getService(created.serviceSid))?.rules.allowedCountries).toBeUndefined();
+    expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+    expect(await adminJson(['rules', 'reset-allowed', created.serviceSid])).toMatchObject({
+      changed: true,
+      allowedCountries: defaultAllowedCountries(),
+    });
+    expect((await admin(['rules', 'set-allowed', created.serviceSid, 'GB,JP'])).code).not.toBe(0);
   });
 });
 
@@ -380,7 +431,17 @@ describe('output, errors and targets', () => {
         body: 'Your Acme verification code is {code}.',
         locale: 'en',
       },
-      rules: { blockedCountries: [], blockedPrefixes: ['+4470'] },
+      rules: {
+        blockedCountries: [],
+        blockedPrefixes: ['+4470'],
+        allowedCountries: defaultAllowedCountries(),
+      },
+      excludedHighRiskCountries: HIGH_RISK_COUNTRIES.map(({ country, name, reason, sources }) => ({
+        country,
+        name,
+        reason,
+        sources: sources.map((source) => source.url),
+      })),
       prices: { CU: '0.0600' },
       webhookEndpoints: [],
       createdAt: expect.stringMatching(/Z$/),

@@ -5,6 +5,7 @@
  * console changes is what the public API obeys.
  */
 import { request } from 'node:http';
+import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
 import { startHarness, eventually, type Account, type Harness } from '../support/harness';
 
 let harness: Harness;
@@ -190,6 +191,24 @@ describe('membership', () => {
     const created = await call(operator, 'POST', '/services', { name: 'Globex', balance: '12.5' });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'Globex', balance: '12.5000' });
+    // A new service sends to every served country but the high-risk ones, and its answer says which and why.
+    expect(created.body.allowedCountries).toEqual(defaultAllowedCountries());
+    expect(created.body.allowedCountries).not.toContain('NG');
+    expect(created.body.excludedHighRiskCountries).toEqual(
+      ['AZ', 'BD', 'NG', 'PK'].map((country) =>
+        expect.objectContaining({
+          country,
+          reason: expect.stringContaining('SMS pumping'),
+          sources: expect.arrayContaining([
+            expect.objectContaining({ url: expect.stringMatching(/^https:/) }),
+          ]),
+        }),
+      ),
+    );
+    expect(created.body.riskCheckOptOut).toBe(false);
+    expect((await harness.accounts.getService(String(created.body.sid)))?.rules.allowedCountries).toEqual(
+      defaultAllowedCountries(),
+    );
     const me = await call(operator, 'GET', '/me');
     expect(me.body.user).toMatchObject({ operator: true });
     expect((me.body.services as { sid: string }[]).map((s) => s.sid)).toEqual(
@@ -270,6 +289,90 @@ describe('what the console changes, the public API obeys', () => {
       blockedPrefixes: [],
     });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('static controls: the country allow-list and the RiskCheck permission', () => {
+  const NG_MOBILE = '+2348031234567';
+  // A service of its own (managed by the operator), so these sends stay out of A's activity below.
+  let c: Account;
+  beforeAll(async () => {
+    c = await harness.createAccount();
+  });
+
+  test('the rules endpoint takes and returns the allow-list, and the public API obeys it', async () => {
+    const rules = (body: Record<string, unknown>) =>
+      call(operator, 'PUT', `/services/${c.serviceSid}/rules`, {
+        blockedCountries: [],
+        blockedPrefixes: [],
+        ...body,
+      });
+    const shown = await call(operator, 'GET', `/services/${c.serviceSid}/rules`);
+    expect(shown.body).toMatchObject({
+      allowedCountries: defaultAllowedCountries(),
+      defaultAllowedCountries: defaultAllowedCountries(),
+    });
+    expect((shown.body.highRiskCountries as { country: string }[]).map((e) => e.country)).toEqual([
+      'AZ',
+      'BD',
+      'NG',
+      'PK',
+    ]);
+    expect((await harness.client(c).send({ To: NG_MOBILE })).body).toMatchObject({
+      code: 'blocked_by_policy',
+      message: 'This service does not send to this country.',
+    });
+
+    // Only GB (lower case is taken): a US number is refused, a GB one sent.
+    expect((await rules({ allowedCountries: ['gb'] })).body).toMatchObject({
+      allowedCountries: ['GB'],
+      excludedHighRiskCountries: expect.arrayContaining([expect.objectContaining({ country: 'NG' })]),
+    });
+    expect((await harness.client(c).send({ To: '+14155550199' })).status).toBe(403);
+    expect((await harness.client(c).send({ To: freshMobile() })).status).toBe(201);
+    // Leaving allowedCountries out changes only the blocked lists.
+    expect((await rules({})).body).toMatchObject({ allowedCountries: ['GB'] });
+    // An empty list: no country.
+    expect((await rules({ allowedCountries: [] })).body).toMatchObject({ allowedCountries: [] });
+    expect((await harness.client(c).send({ To: freshMobile() })).status).toBe(403);
+    // null: no list, every served country, high-risk ones included.
+    expect((await rules({ allowedCountries: null })).body).toMatchObject({
+      allowedCountries: null,
+      excludedHighRiskCountries: [],
+    });
+    expect((await harness.accounts.getService(c.serviceSid))?.rules.allowedCountries).toBeUndefined();
+    expect((await harness.client(c).send({ To: NG_MOBILE })).status).toBe(201);
+    expect((await rules({ allowedCountries: ['GB', 'ZZ'] })).status).toBe(400);
+    // Back to the default, as the page's "Reset to default" does.
+    expect((await rules({ allowedCountries: defaultAllowedCountries() })).body).toMatchObject({
+      allowedCountries: defaultAllowedCountries(),
+    });
+  });
+
+  test('the guard setting lets RiskCheck=disable skip the guard; a member of B cannot set it for A', async () => {
+    expect((await call(operator, 'GET', `/services/${c.serviceSid}`)).body).toMatchObject({
+      guardLevel: 'standard',
+      riskCheckOptOut: false,
+    });
+    expect(
+      (await call(bob, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: true })).status,
+    ).toBe(403);
+    // A personal number (+4470, a shipped high-risk range): the guard refuses it, RiskCheck=disable or not.
+    const personal = '+447011234567';
+    expect((await harness.client(c).send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
+      code: 'blocked_by_policy',
+    });
+    const allowed = await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: true });
+    expect(allowed.body).toEqual({ guardLevel: 'standard', riskCheckOptOut: true });
+    // Now the guard does not judge it: the channels cannot reach a personal number.
+    expect((await harness.client(c).send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
+      code: 'no_eligible_channel',
+    });
+    expect(
+      (await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: 'yes' })).status,
+    ).toBe(400);
+    await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: false });
+    expect((await harness.accounts.getService(c.serviceSid))?.guard?.riskCheckOptOut).toBeUndefined();
   });
 });
 

@@ -120,13 +120,22 @@ describe('the send path', () => {
     });
   });
 
-  it('RiskCheck=disable sends anyway; another value is a 400', async () => {
+  it('RiskCheck=disable sends anyway where the owner allows it (guard risk-check); another value is a 400', async () => {
     const to = await sequentialRun();
+    // Without the owner's permission the send is judged as if RiskCheck were absent.
+    expect((await api.send({ To: to, RiskCheck: 'disable' })).status).toBe(403);
+    expect(await admin('guard', 'risk-check', 'allow', account.serviceSid)).toEqual({
+      serviceSid: account.serviceSid,
+      riskCheckOptOut: true,
+    });
+    expect(await admin('guard', 'report', account.serviceSid)).toMatchObject({ riskCheckOptOut: true });
     expect((await api.send({ To: to, RiskCheck: 'disable' })).status).toBe(201);
     expect((await api.send({ To: to, RiskCheck: 'enable' })).status).toBe(403);
     const bad = await api.send({ To: to, RiskCheck: 'off' });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('invalid_parameter');
+    await admin('guard', 'risk-check', 'deny', account.serviceSid);
+    expect((await harness.accounts.getService(account.serviceSid))?.guard?.riskCheckOptOut).toBeUndefined();
   });
 });
 

@@ -12,6 +12,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
+import { defaultAllowedCountries } from '../../core/guard/high-risk-countries';
 import type { Service, Template } from '../../core/model';
 import type { Random } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -35,6 +36,8 @@ export interface NewService {
   channels: Channel[];
   /** Text of a default template with `{code}`; none: the service starts without a default template. */
   defaultTemplateBody?: string;
+  /** Countries it may send to; absent: every served country but the high-risk ones (`defaultAllowedCountries`). */
+  allowedCountries?: string[];
 }
 
 export interface IssuedKey {
@@ -86,7 +89,11 @@ export class AccountStore {
       name: input.name,
       balance: input.balance,
       enabledChannels: input.channels,
-      rules: { blockedCountries: [], blockedPrefixes: [] },
+      rules: {
+        blockedCountries: [],
+        blockedPrefixes: [],
+        allowedCountries: input.allowedCountries ?? defaultAllowedCountries(),
+      },
       prices: {},
       ...(template && { defaultTemplate: template }),
       createdAt: now.toISOString(),
@@ -263,12 +270,34 @@ export class AccountStore {
     await this.updateService(serviceSid, 'SET enabled_channels = :channels', { ':channels': channels });
   }
 
-  /** Blocks a country (ISO alpha-2) or an E.164 prefix. */
-  async setRules(serviceSid: string, rules: Service['rules']): Promise<void> {
+  /** Blocks a country (ISO alpha-2) or an E.164 prefix. The allow-list is left as it is (`setAllowedCountries`). */
+  async setRules(
+    serviceSid: string,
+    rules: Pick<Service['rules'], 'blockedCountries' | 'blockedPrefixes'>,
+  ): Promise<void> {
     await this.updateService(serviceSid, 'SET blocked_countries = :countries, blocked_prefixes = :prefixes', {
       ':countries': rules.blockedCountries,
       ':prefixes': rules.blockedPrefixes,
     });
+  }
+
+  /**
+   * The countries the service sends to (ISO alpha-2, validated by the caller against ROUTES). `undefined` removes
+   * the list: every served country, as for a service made before the list existed. An empty list means none.
+   */
+  async setAllowedCountries(serviceSid: string, countries: string[] | undefined): Promise<void> {
+    if (countries === undefined) await this.updateService(serviceSid, 'REMOVE allowed_countries', undefined);
+    else
+      await this.updateService(serviceSid, 'SET allowed_countries = :countries', {
+        ':countries': [...new Set(countries)].sort(),
+      });
+  }
+
+  /** Whether a send's `RiskCheck=disable` skips the pumping guard for this service (default: it does not). */
+  async setRiskCheckOptOut(serviceSid: string, allowed: boolean): Promise<void> {
+    if (allowed)
+      await this.updateService(serviceSid, 'SET guard_risk_check_opt_out = :yes', { ':yes': true });
+    else await this.updateService(serviceSid, 'REMOVE guard_risk_check_opt_out', undefined);
   }
 
   async setPrice(serviceSid: string, country: string, units: number): Promise<void> {

@@ -2,13 +2,15 @@
  * Each entity to and from its table item. Attribute names are snake_case like the API's fields, so an
  * operator reading the table sees the same words as a caller.
  */
-import {
-  isGuardLevel,
-  type GuardDecision,
-  type GuardReason,
-  type GuardSettings,
-} from '../../core/guard/model';
-import type { ApiKeyRecord, NumberRecord, Service, Template, Verification } from '../../core/model';
+import { isGuardLevel, type GuardDecision, type GuardReason } from '../../core/guard/model';
+import type {
+  ApiKeyRecord,
+  NumberRecord,
+  Service,
+  ServiceGuardSettings,
+  Template,
+  Verification,
+} from '../../core/model';
 import type { WebhookEndpoint } from '../../core/webhooks';
 import { CHANNELS, type Channel } from '../../core/routing';
 import { keys } from './keys';
@@ -106,14 +108,23 @@ export function guardDecisionFromItem(item: Item): GuardDecision & { serviceSid?
   };
 }
 
-/** The guard settings kept on the service item (`guard_level`, `guard_safe_list`). */
-function guardSettingsFromItem(item: Item): GuardSettings | undefined {
+/**
+ * The guard settings kept on the service item (`guard_level`, `guard_safe_list`, and `guard_risk_check_opt_out`
+ * when the owner lets a send's RiskCheck=disable skip the guard).
+ */
+function guardSettingsFromItem(item: Item): ServiceGuardSettings | undefined {
   const level =
     typeof item.guard_level === 'string' && isGuardLevel(item.guard_level) ? item.guard_level : undefined;
   const safeList = Array.isArray(item.guard_safe_list) ? (item.guard_safe_list as string[]) : undefined;
-  const caps = isItem(item.guard_caps) ? (item.guard_caps as GuardSettings['caps']) : undefined;
-  if (!level && !safeList && !caps) return undefined;
-  return { level: level ?? 'standard', safeList: safeList ?? [], ...(caps && { caps }) };
+  const caps = isItem(item.guard_caps) ? (item.guard_caps as ServiceGuardSettings['caps']) : undefined;
+  const optOut = item.guard_risk_check_opt_out === true;
+  if (!level && !safeList && !optOut && !caps) return undefined;
+  return {
+    level: level ?? 'standard',
+    safeList: safeList ?? [],
+    ...(optOut && { riskCheckOptOut: true }),
+    ...(caps && { caps }),
+  };
 }
 
 /**
@@ -153,10 +164,13 @@ export function serviceToItem(s: Service): Item {
     enabled_channels: s.enabledChannels,
     blocked_countries: s.rules.blockedCountries,
     blocked_prefixes: s.rules.blockedPrefixes,
+    // Absent: every served country; an empty list is kept as one (no country).
+    ...(s.rules.allowedCountries && { allowed_countries: s.rules.allowedCountries }),
     prices: s.prices,
     ...(s.defaultTemplate && { default_template: templateFields(s.defaultTemplate) }),
     created_at: s.createdAt,
     ...(s.guard && { guard_level: s.guard.level, guard_safe_list: s.guard.safeList }),
+    ...(s.guard?.riskCheckOptOut && { guard_risk_check_opt_out: true }),
   };
 }
 
@@ -170,6 +184,7 @@ export function serviceFromItem(item: Item): Service {
     rules: {
       blockedCountries: (item.blocked_countries as string[]) ?? [],
       blockedPrefixes: (item.blocked_prefixes as string[]) ?? [],
+      ...(Array.isArray(item.allowed_countries) && { allowedCountries: item.allowed_countries as string[] }),
     },
     prices: (item.prices as Record<string, number>) ?? {},
     ...(defaultTemplate && { defaultTemplate: templateFromItem(defaultTemplate) }),

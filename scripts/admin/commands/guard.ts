@@ -1,7 +1,8 @@
 /**
- * `guard report|level|safelist add|safelist remove|unblock`: the pumping guard of one service (docs/guard.md).
- * Level and safe list live on the service item (read by every send at no extra cost); blocks are made by the
- * guard's stream consumer and lifted by time or by `guard unblock`.
+ * `guard report|level|safelist add|safelist remove|risk-check allow|risk-check deny|unblock`: the pumping guard of
+ * one service (docs/guard.md). Level, safe list and the RiskCheck permission live on the service item (read by
+ * every send at no extra cost); blocks are made by the guard's stream consumer and lifted by time or by
+ * `guard unblock`.
  */
 import { GUARD_LEVELS, isGuardLevel, type GuardLevel } from '../../../functions/core/guard/model';
 import { list, rows, table, usd } from '../format';
@@ -15,10 +16,10 @@ const UNBLOCK_HOURS = 1;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 async function overview(context: CommandContext, sid: string) {
-  await loadService(context, sid);
+  const service = await loadService(context, sid);
   const found = await context.guard.overview(sid);
   if (!found) throw new AdminError(`No service ${sid} in ${context.targetDescription}`);
-  return found;
+  return { ...found, riskCheckOptOut: service.guard?.riskCheckOptOut === true };
 }
 
 const guardReport = command({
@@ -59,6 +60,7 @@ const guardReport = command({
       serviceSid: sid,
       level: found.level ?? 'standard',
       safeList: found.safeList,
+      riskCheckOptOut: found.riskCheckOptOut,
       blocks,
       novelty,
       decisions: lines,
@@ -69,6 +71,10 @@ const guardReport = command({
       rows([
         ['Level', `${found.level ?? 'standard'}${found.level ? '' : ' (default)'}`],
         ['Safe list', list(found.safeList)],
+        [
+          'RiskCheck=disable',
+          found.riskCheckOptOut ? 'honoured (guard risk-check allow)' : 'ignored (default)',
+        ],
         ['Saved by blocks', usd(saved)],
       ]),
       '',
@@ -147,6 +153,31 @@ function safeListEdit(add: boolean): Command {
   });
 }
 
+function riskCheckEdit(allow: boolean): Command {
+  return command({
+    words: ['guard', 'risk-check', allow ? 'allow' : 'deny'],
+    args: ['<VA>'],
+    summary: allow
+      ? "Let a send's RiskCheck=disable skip the guard for this service"
+      : 'Judge every send, RiskCheck=disable or not (the default)',
+    details: [
+      'Without the permission a send with RiskCheck=disable is judged as if RiskCheck were absent; its answer is unchanged.',
+    ],
+    examples: [`guard risk-check ${allow ? 'allow' : 'deny'} ${VA}`],
+    parse: sidOnly,
+    run: async (context, sid) => {
+      await loadService(context, sid);
+      await context.accounts.setRiskCheckOptOut(sid, allow);
+      return {
+        json: { serviceSid: sid, riskCheckOptOut: allow },
+        text: allow
+          ? `RiskCheck=disable now skips the guard for ${sid}.`
+          : `RiskCheck=disable is ignored for ${sid}: every send is judged.`,
+      };
+    },
+  });
+}
+
 const guardUnblock = command({
   words: ['guard', 'unblock'],
   args: ['<VA>', '<+prefix|*>'],
@@ -176,5 +207,7 @@ export const guardCommands: readonly Command[] = [
   guardLevel,
   safeListEdit(true),
   safeListEdit(false),
+  riskCheckEdit(true),
+  riskCheckEdit(false),
   guardUnblock,
 ];

@@ -1,23 +1,33 @@
-/** `rules show|block-country|unblock-country|block-prefix|unblock-prefix|clear`: the delivery rules. */
+/**
+ * `rules show|block-country|unblock-country|block-prefix|unblock-prefix|clear` and the country allow-list
+ * (`allow-country|disallow-country|set-allowed|reset-allowed|allow-all`): the delivery rules.
+ */
+import { defaultAllowedCountries, servedCountries } from '../../../functions/core/guard/high-risk-countries';
 import type { Service } from '../../../functions/core/model';
-import { list, rows } from '../format';
+import { allowedText, excludedJson, excludedText, list, rows } from '../format';
 import * as parse from '../validate';
-import { command, type Command } from '../framework';
+import { command, type Command, type CommandContext } from '../framework';
 import { VA, loadService, sidOnly } from './common';
 
 type Rules = Service['rules'];
+type BlockLists = 'blockedCountries' | 'blockedPrefixes';
 
 const rulesJson = (sid: string, rules: Rules, changed?: boolean) => ({
   serviceSid: sid,
   ...(changed !== undefined && { changed }),
   blockedCountries: rules.blockedCountries,
   blockedPrefixes: rules.blockedPrefixes,
+  /** null: no allow-list, every served country. */
+  allowedCountries: rules.allowedCountries ?? null,
+  excludedHighRiskCountries: excludedJson(rules),
 });
 
 const rulesText = (rules: Rules) =>
   rows([
     ['Blocked countries', list(rules.blockedCountries)],
     ['Blocked prefixes', list(rules.blockedPrefixes)],
+    ['Allowed countries', allowedText(rules)],
+    ['High risk left out', excludedText(rules)],
   ]);
 
 /**
@@ -29,7 +39,7 @@ function ruleEdit(options: {
   argument: string;
   summary: string;
   example: string;
-  list: keyof Rules;
+  list: BlockLists;
   add: boolean;
   parseEntry: (text: string) => string;
 }): Command {
@@ -61,7 +71,7 @@ function ruleEdit(options: {
 const rulesShow = command({
   words: ['rules', 'show'],
   args: ['<VA>'],
-  summary: 'Show the delivery rules (blocked countries and prefixes)',
+  summary: 'Show the delivery rules (blocked countries and prefixes, the country allow-list)',
   examples: [`rules show ${VA}`],
   parse: sidOnly,
   run: async (context, sid) => {
@@ -73,14 +83,125 @@ const rulesShow = command({
 const rulesClear = command({
   words: ['rules', 'clear'],
   args: ['<VA>'],
-  summary: 'Remove every delivery rule',
+  summary: 'Remove every blocked country and prefix (the country allow-list stays)',
   examples: [`rules clear ${VA}`],
   parse: sidOnly,
   run: async (context, sid) => {
-    await loadService(context, sid);
-    const rules: Rules = { blockedCountries: [], blockedPrefixes: [] };
+    const service = await loadService(context, sid);
+    const rules: Rules = { ...service.rules, blockedCountries: [], blockedPrefixes: [] };
     await context.accounts.setRules(sid, rules);
-    return { json: rulesJson(sid, rules, true), text: `Delivery rules cleared.\n${rulesText(rules)}` };
+    return {
+      json: rulesJson(sid, rules, true),
+      text: `Blocked countries and prefixes cleared; the allow-list is unchanged.\n${rulesText(rules)}`,
+    };
+  },
+});
+
+/** A new allow-list (undefined: none, every served country) written if it differs from the current one. */
+async function writeAllowed(
+  context: CommandContext,
+  sid: string,
+  rules: Rules,
+  next: string[] | undefined,
+  note: (changed: boolean) => string,
+) {
+  const sorted = next && [...new Set(next)].sort();
+  const same = (a?: string[], b?: string[]) =>
+    a === undefined || b === undefined ? a === b : a.length === b.length && a.every((c, i) => c === b[i]);
+  const changed = !same(rules.allowedCountries && [...rules.allowedCountries].sort(), sorted);
+  if (changed) await context.accounts.setAllowedCountries(sid, sorted);
+  const after: Rules = {
+    blockedCountries: rules.blockedCountries,
+    blockedPrefixes: rules.blockedPrefixes,
+    ...(sorted && { allowedCountries: sorted }),
+  };
+  return { json: rulesJson(sid, after, changed), text: `${note(changed)}\n${rulesText(after)}` };
+}
+
+function allowEdit(add: boolean): Command {
+  return command({
+    words: ['rules', add ? 'allow-country' : 'disallow-country'],
+    args: ['<VA>', '<CC>'],
+    summary: add
+      ? 'Add a served country to the allow-list'
+      : 'Take a country off the allow-list: its sends are refused (403 blocked_by_policy)',
+    details: add
+      ? ['Without an allow-list the service already sends to every served country: nothing changes.']
+      : ['Without an allow-list, one is made: every served country but this one.'],
+    examples: [`rules ${add ? 'allow-country' : 'disallow-country'} ${VA} NG`],
+    parse: ([sid, entry]) => ({ sid: parse.serviceSid(sid!), entry: parse.servedCountry(entry!) }),
+    run: async (context, { sid, entry }) => {
+      const { rules } = await loadService(context, sid);
+      const current = rules.allowedCountries;
+      if (add && current === undefined)
+        return writeAllowed(
+          context,
+          sid,
+          rules,
+          undefined,
+          () => `${entry}: no allow-list, already allowed.`,
+        );
+      const base = current ?? servedCountries();
+      const next = add ? [...base, entry] : base.filter((c) => c !== entry);
+      return writeAllowed(context, sid, rules, next, (changed) =>
+        changed
+          ? `${entry} ${add ? 'added to' : 'taken off'} the allow-list.`
+          : `${entry} was already ${add ? 'on' : 'off'} the allow-list; nothing changed.`,
+      );
+    },
+  });
+}
+
+const setAllowed = command({
+  words: ['rules', 'set-allowed'],
+  args: ['<VA>', '<CC,CC,...>'],
+  summary: 'Replace the allow-list: the service sends only to these served countries',
+  details: ['Give - for an empty list (the service sends nowhere).'],
+  examples: [`rules set-allowed ${VA} GB,FR,DE`],
+  parse: ([sid, text]) => ({
+    sid: parse.serviceSid(sid!),
+    countries:
+      text === '-'
+        ? []
+        : text!
+            .split(',')
+            .map((c) => c.trim())
+            .filter((c) => c !== '')
+            .map(parse.servedCountry),
+  }),
+  run: async (context, { sid, countries }) => {
+    const { rules } = await loadService(context, sid);
+    return writeAllowed(context, sid, rules, countries, (changed) =>
+      changed ? 'Allow-list replaced.' : 'Allow-list unchanged.',
+    );
+  },
+});
+
+const resetAllowed = command({
+  words: ['rules', 'reset-allowed'],
+  args: ['<VA>'],
+  summary: "Set the allow-list to a new service's default: every served country but the high-risk ones",
+  examples: [`rules reset-allowed ${VA}`],
+  parse: sidOnly,
+  run: async (context, sid) => {
+    const { rules } = await loadService(context, sid);
+    return writeAllowed(context, sid, rules, defaultAllowedCountries(), (changed) =>
+      changed ? 'Allow-list reset to the default.' : 'The allow-list already is the default.',
+    );
+  },
+});
+
+const allowAll = command({
+  words: ['rules', 'allow-all'],
+  args: ['<VA>'],
+  summary: 'Remove the allow-list: the service sends to every served country, high-risk ones included',
+  examples: [`rules allow-all ${VA}`],
+  parse: sidOnly,
+  run: async (context, sid) => {
+    const { rules } = await loadService(context, sid);
+    return writeAllowed(context, sid, rules, undefined, (changed) =>
+      changed ? 'Allow-list removed: every served country.' : 'No allow-list; nothing changed.',
+    );
   },
 });
 
@@ -123,4 +244,9 @@ export const rulesCommands: readonly Command[] = [
     parseEntry: parse.prefix,
   }),
   rulesClear,
+  allowEdit(true),
+  allowEdit(false),
+  setAllowed,
+  resetAllowed,
+  allowAll,
 ];
