@@ -409,8 +409,12 @@ describe('IAM least privilege', () => {
       { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], leadingKeys: ['SWEEP#*'] },
     ],
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
-    // The guard's aggregates and state, read and written by its stream consumer only.
-    guardSignals: [{ actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem'], leadingKeys: ['GUARD#*'] }],
+    // The guard's aggregates and state, read and written by its stream consumer only; the service items read
+    // for the owners' caps.
+    guardSignals: [
+      { actions: ['dynamodb:BatchGetItem'], leadingKeys: ['GUARD#*', 'SERVICE#*'] },
+      { actions: ['dynamodb:PutItem'], leadingKeys: ['GUARD#*'] },
+    ],
     // PutItem: one delivery record per attempt, in its own family (no write on any service item), for the console.
     webhookSender: [
       { actions: ['dynamodb:GetItem'], leadingKeys: ['SERVICE#*'] },

@@ -8,7 +8,7 @@ import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { consumeGuardEvents } from '../../functions/core/guard/consumer';
-import type { GuardEvent } from '../../functions/core/guard/signals';
+import { isProbe, type GuardEvent } from '../../functions/core/guard/signals';
 import { runAdmin } from '../../scripts/admin/cli';
 import { dynamoEndpoint, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 
@@ -48,23 +48,26 @@ beforeEach(async () => {
 });
 
 let series = 0;
-/** A run of five near-consecutive GB mobiles in a thousand of their own, folded by the consumer. */
+/**
+ * A run of twenty near-consecutive GB mobiles in a thousand of their own, one every 30 s, none checked, folded
+ * by the consumer: enough evidence for a block. Returns a number of that thousand that is no probe now.
+ */
 async function sequentialRun(): Promise<string> {
   const base = 7_400_000_000 + ++series * 1000 + 100;
   const now = harness.clock.now().getTime();
-  const events: GuardEvent[] = [0, 1, 2, 3, 4].map((i) => ({
+  const events: GuardEvent[] = Array.from({ length: 20 }, (_, i) => ({
     kind: 'send',
     serviceSid: account.serviceSid,
     e164: `+44${base + i * 2}`,
     country: 'GB',
-    at: now - (5 - i) * 10_000,
+    at: now - (20 - i) * 30_000,
     accepted: true,
   }));
   await consumeGuardEvents(
     { store: new DynamoGuardStore(documents, harness.tableName), clock: harness.clock },
     events,
   );
-  return `+44${base + 500}`;
+  for (let n = base + 500; ; n++) if (!isProbe(`+44${n}`, now)) return `+44${n}`;
 }
 
 async function admin(...args: string[]): Promise<Record<string, unknown>> {

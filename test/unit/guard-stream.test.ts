@@ -59,8 +59,17 @@ describe('guard events from the stream', () => {
       country: 'GB',
       at: Date.parse(created),
       accepted: true,
+      price: verification.price,
       decision,
     });
+  });
+
+  it('a send the guard did not judge (RiskCheck=disable allowed, safe list) is no event, nor is its check', () => {
+    const exempt = verificationToItem({ ...verification, guardExempt: true });
+    expect(exempt.guard_exempt).toBe(true);
+    expect(guardEventFromStreamRecord(record('INSERT', exempt))).toBeUndefined();
+    const checked = { ...exempt, last_guess: 'hash-of-code', event_at: '2026-11-22T10:00:40.000Z' };
+    expect(guardEventFromStreamRecord(record('MODIFY', checked, exempt))).toBeUndefined();
   });
 
   it('a verification whose recorded guess is its code is a checked code (once)', () => {
@@ -78,7 +87,6 @@ describe('guard events from the stream', () => {
       country: 'GB',
       at: Date.parse('2026-11-22T10:00:40.000Z'),
       sentAt: Date.parse(created),
-      flagged: false,
     });
     // A later write (delivery settled) of a verified code is not counted again; a wrong guess is no conversion.
     expect(

@@ -315,14 +315,15 @@ export class DynamoGuardAdmin {
         const state = parse<CountryGuardState>(item, 'state')!;
         const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
         const kept = state.blocks.filter((block) => !matches(block.prefix));
-        const touched = kept.length !== state.blocks.length || !!state.novelty;
+        const touched = kept.length !== state.blocks.length || !!state.novelty || !!state.closed;
         if (!touched && prefix !== '*') continue;
         lifted += state.blocks.length - kept.length;
         state.blocks = kept;
         const wide = prefix === '*' ? '+' : prefix;
-        if (state.novelty && (prefix === '*' || prefix.length <= 4)) {
-          lifted += 1;
+        if (prefix === '*' || prefix.length <= 4) {
+          lifted += Number(!!state.novelty) + Number(!!state.closed);
           delete state.novelty;
+          delete state.closed;
         }
         state.lifted = { ...state.lifted, [wide]: until.getTime() };
         await this.putState(item, state);
