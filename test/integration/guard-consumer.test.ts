@@ -94,17 +94,32 @@ const gbBatch = (first: number, count: number): DynamoDBRecord[] =>
     sendRecord(`+447400${String(200_000 + (first + i) * 41).padStart(6, '0')}`, 'GB', first + i),
   );
 
-/** Every guard item of `scope`, keyed by sort key. */
-async function guardItems({ client, tableName }: Table, scope: string): Promise<Record<string, unknown>> {
-  const { Items = [] } = await client.send(
-    new QueryCommand({
-      TableName: tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
-      ConsistentRead: true,
-    }),
-  );
-  return Object.fromEntries(Items.map((item) => [item.sk as string, item]));
+/**
+ * Every guard item of `scope`, keyed by sort key; for the global scope, those of `countries` (it has a
+ * partition per country).
+ */
+async function guardItems(
+  { client, tableName }: Table,
+  scope: string,
+  countries = ['GB'],
+): Promise<Record<string, unknown>> {
+  const partitions =
+    scope === GLOBAL_SCOPE
+      ? countries.map((country) => keys.guardCountry(scope, country).pk)
+      : [keys.guardScope(scope).pk];
+  const items = [];
+  for (const pk of partitions) {
+    const { Items = [] } = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ConsistentRead: true,
+      }),
+    );
+    items.push(...Items);
+  }
+  return Object.fromEntries(items.map((item) => [item.sk as string, item]));
 }
 const everything = async (t: Table) => ({
   own: await guardItems(t, serviceSid),
@@ -114,7 +129,7 @@ const everything = async (t: Table) => ({
 /** Sends counted in `country`'s aggregates of the service and of GLOBAL (decayed totals, rounded). */
 async function counted(t: Table, country = 'GB'): Promise<[number, number]> {
   const stats = async (scope: string) => {
-    const item = (await guardItems(t, scope))[keys.guardCountryStats(scope, country).sk] as
+    const item = (await guardItems(t, scope, [country]))[keys.guardCountryStats(scope, country).sk] as
       { stats: string } | undefined;
     return item ? Math.round((JSON.parse(item.stats) as { base: { s: number } }).base.s) : 0;
   };
