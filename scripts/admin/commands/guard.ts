@@ -47,6 +47,11 @@ const guardReport = command({
       ...found.countries.flatMap(({ country, state }) =>
         state.novelty && state.novelty.until > now ? [{ country, ...state.novelty }] : [],
       ),
+      ...found.countries.flatMap(({ country, state }) =>
+        state.closed && state.closed.until > now
+          ? [{ country: `${country} (closed but ${state.closed.open.length} ranges)`, ...state.closed }]
+          : [],
+      ),
       ...(found.scope?.novelCountries && found.scope.novelCountries.until > now
         ? [{ country: 'countries not established', ...found.scope.novelCountries }]
         : []),
