@@ -72,7 +72,8 @@ async function matrix(seeds: number[], scenarios: Scenario[], jobs: number): Pro
   const results: RunResult[] = [];
   const started = performance.now();
   const workers: Promise<void>[] = [];
-  for (let w = 0; w < Math.min(jobs, queue.length); w++) {
+  const children = Math.min(jobs, queue.length);
+  for (let w = 0; w < children; w++) {
     workers.push(
       new Promise<void>((resolve, reject) => {
         const proc: ChildProcess = fork(process.argv[1]!, ['--child'], { execArgv: process.execArgv });
@@ -94,7 +95,7 @@ async function matrix(seeds: number[], scenarios: Scenario[], jobs: number): Pro
                 (r.attack.sends > 0
                   ? `, attack ${pct(r.attack.blocked + r.attack.refusedOther, r.attack.sends)} of ${r.attack.sends}, $${r.attack.charged.toFixed(2)}`
                   : '') +
-                ` (${r.seconds.toFixed(1)} s)\n`,
+                ` (${r.seconds.toFixed(1)} s, warm-up ${r.warmSeconds.toFixed(1)} s)\n`,
             );
           } else if (message.type === 'done') next();
           else reject(new Error(message.error));

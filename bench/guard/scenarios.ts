@@ -90,7 +90,10 @@ const legit = (
   warm: true,
   from: T0,
   to: T0 + hours * HOUR,
-  traffic: (seed) => traffic(seed, options.from ?? T0, options.to ?? T0 + hours * HOUR),
+  traffic: (seed) => {
+    const from = options.from ?? T0;
+    return traffic(seed, from, options.to ?? from + hours * HOUR);
+  },
   allowedCountries: served(options.model ?? BASE_MODEL),
   ...options,
 });
@@ -109,100 +112,101 @@ const onAttack = (
   warm: true,
   from: T0,
   to: T0 + hours * HOUR,
-  // The attack starts 15 minutes into the window and ends 15 minutes before it.
+  // The attack starts 5 minutes into the window and lasts to its end.
   traffic: (seed) => [
     ...base(seed, T0, T0 + hours * HOUR),
-    ...attackSends(seed, T0 + 15 * MINUTE, T0 + hours * HOUR - 15 * MINUTE),
+    ...attackSends(seed, T0 + 5 * MINUTE, T0 + hours * HOUR),
   ],
   allowedCountries: served(BASE_MODEL),
   ...options,
 });
 
 export const SCENARIOS: Scenario[] = [
-  legit('warm', 'Warm service', 4, base),
-  legit('new_service', 'New service, first hours', 3, base, { warm: false }),
+  legit('warm', 'Warm service', 2, base),
+  legit('new_service', 'New service, first hours', 2, base, { warm: false }),
   legit(
     'new_country',
-    'New country (KE)',
-    3,
+    'New country (KE), 400 users',
+    1.5,
     (seed, from, to) => [
       ...base(seed, from, to),
-      ...newCountryUsers(seed, NEW_COUNTRY, from + 15 * MINUTE, to, 400),
+      ...newCountryUsers(seed, NEW_COUNTRY, from + 10 * MINUTE, to, 400),
     ],
     { allowedCountries: served(BASE_MODEL, NEW_COUNTRY) },
   ),
   legit(
     'range_spread',
     'US+IN at 8x, all ranges',
-    2,
+    1,
     (seed, from, to) => legitimate(RANGE_SPREAD_MODEL, seed, from, to),
     {
       model: RANGE_SPREAD_MODEL,
       from: 12 * HOUR,
-      to: 14 * HOUR,
+      to: 13 * HOUR,
       allowedCountries: served(RANGE_SPREAD_MODEL),
     },
   ),
-  legit('corporate_onboarding', '200 sequential, all checked', 1.5, (seed, from) => [
-    ...base(seed, from, from + 1.5 * HOUR),
+  legit('corporate_onboarding', '200 sequential, all checked', 1.25, (seed, from, to) => [
+    ...base(seed, from, to),
     ...corporateOnboarding(seed, 'US', from + 5 * MINUTE, from + 65 * MINUTE, 200),
   ]),
-  legit('carrier_outage', 'BR codes 30 min late, 2 h', 2.75, (seed, from, to) =>
+  legit('carrier_outage', 'BR codes 30 min late, 2 h', 2.25, (seed, from, to) =>
     carrierOutage(base(seed, from, to), seed, 'BR', from + 15 * MINUTE, from + 135 * MINUTE),
   ),
   legit(
     'daily_curves',
     'Local-time curves',
-    4,
+    2,
     (seed, from, to) => legitimate(DAILY_CURVES_MODEL, seed, from, to),
     {
       model: DAILY_CURVES_MODEL,
       from: 6 * HOUR,
-      to: 10 * HOUR,
+      to: 8 * HOUR,
       allowedCountries: served(DAILY_CURVES_MODEL),
     },
   ),
-  legit('mistype', '30 % wrong code first', 1.5, (seed, from, to) =>
+  legit('mistype', '30 % wrong code first', 1, (seed, from, to) =>
     mistypes(base(seed, from, to), seed, 0.3, from, to),
   ),
 
-  onAttack('a_sequential', '(a) sequential, PH', 1.25, (seed, from, to) =>
-    sequentialAttack(seed, 'PH', from, Math.min(to, from + 45 * MINUTE), 2000),
+  // Attacks start 5 minutes into the window and last to its end.
+  onAttack('a_sequential', '(a) sequential, PH, 1 per 2 s', 35 / 60, (seed, from, to) =>
+    sequentialAttack(seed, 'PH', from, to, 2000),
   ),
-  onAttack('b_flood', '(b) 10x random flood, ID', 2, (seed, from, to) =>
-    floodAttack(seed, 'ID', from, Math.min(to, from + 90 * MINUTE), rateOf('ID', 10)),
+  onAttack('b_flood', '(b) 10x random flood, ID', 65 / 60, (seed, from, to) =>
+    floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
   ),
-  onAttack('c_drip_5', '(c) drip NG range, 5 % checked', 3, (seed, from, to) =>
+  onAttack('c_drip_5', '(c) drip NG range, 5 % checked', 1.25, (seed, from, to) =>
     dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.05),
   ),
-  onAttack('c_drip_25', '(c) drip NG range, 25 % checked', 3, (seed, from, to) =>
+  onAttack('c_drip_25', '(c) drip NG range, 25 % checked', 1.25, (seed, from, to) =>
     dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.25),
   ),
-  onAttack('d_spread', '(d) thin over 24 countries', 3, (seed, from, to) =>
+  onAttack('d_spread', '(d) thin over 24 countries', 1.25, (seed, from, to) =>
     spreadAttack(seed, SPREAD_INSIDE, SPREAD_OUTSIDE, from, to, 60),
   ),
-  onAttack('e1_paced', '(e1) paced, 20 ID ranges x 3/h', 3, (seed, from, to) =>
+  onAttack('e1_paced', '(e1) paced, 20 ID ranges x 3/h', 1.25, (seed, from, to) =>
     pacedAttack(seed, 'ID', from, to, 20, 3),
   ),
   onAttack(
     'e2_pausing',
     '(e2) 10x ID flood, 30 min pause per 403',
-    3,
+    1.25,
     (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
     { pauseOnBlockMs: 30 * MINUTE },
   ),
   onAttack(
     'new_flood',
     'New service: random flood, ID',
-    1.25,
-    (seed, from, to) => floodAttack(seed, 'ID', from, Math.min(to, from + 60 * MINUTE), () => 600),
+    35 / 60,
+    (seed, from, to) => floodAttack(seed, 'ID', from, to, () => 600),
     { warm: false, afterFirst: 20 },
   ),
   onAttack(
     'new_sequential',
     'New service: sequential, PH',
-    1.25,
-    (seed, from, to) => sequentialAttack(seed, 'PH', from, Math.min(to, from + 60 * MINUTE), 2000),
+    35 / 60,
+    (seed, from, to) => sequentialAttack(seed, 'PH', from, to, 2000),
     { warm: false, afterFirst: 20 },
   ),
 ];

@@ -39,6 +39,8 @@ export interface RunResult {
   /** Decisions seen on the stream, `group reason`. */
   reasons: Record<string, number>;
   seconds: number;
+  /** Of which folding the warm-up (0 when taken from another scenario of the seed). */
+  warmSeconds: number;
 }
 
 const emptyTally = (): Tally => ({ sends: 0, blocked: 0, refusedOther: 0, charged: 0 });
@@ -144,14 +146,18 @@ export async function runScenario(
 ): Promise<RunResult> {
   const started = performance.now();
   let bench: GuardBench;
+  let warmStarted = 0;
+  let warmSeconds = 0;
   if (scenario.warm) {
     const key = warmKey(scenario, seed);
     const cached = warmCache?.get(key);
     if (cached) bench = await createBench(scenario, cached);
     else {
       bench = await createBench(scenario);
+      warmStarted = performance.now();
       await bench.foldHistory(warmHistory(scenario, seed), scenario.from);
       if (warmCache && bench.snapshot) warmCache.set(key, bench.snapshot());
+      warmSeconds = (performance.now() - warmStarted) / 1000;
     }
   } else bench = await createBench(scenario);
 
@@ -165,6 +171,7 @@ export async function runScenario(
     ...(scenario.afterFirst !== undefined && { attackAfterFirst: emptyTally() }),
     reasons: {},
     seconds: 0,
+    warmSeconds,
   };
   const plans = scenario.traffic(seed).filter((p) => p.at >= scenario.from && p.at < scenario.to);
   const groupOf = new Map<string, string>();
