@@ -172,12 +172,12 @@ function benchOver(
           });
       }
       events.sort((a, b) => a.at - b.at);
-      // Hour-long batches up to the last hour before the run, then one-minute batches: the baseline is learnt
-      // the same, at a fraction of the consumer's calls; the rolling windows see the last hour minute by minute.
+      // Hour-long batches up to the last hour before the run, then five-minute batches: the baseline is learnt
+      // the same, at a fraction of the consumer's calls; the rolling windows see the last hour by 5 minutes.
       const end = DAY + until;
       let i = 0;
       for (let from = events[0]?.at ?? end; i < events.length;) {
-        const size = end - from > HOUR_MS ? HOUR_MS : MINUTE_MS;
+        const size = end - from > HOUR_MS ? HOUR_MS : 5 * MINUTE_MS;
         const batchEnd = Math.min(end, from + size);
         const batch: GuardEvent[] = [];
         while (i < events.length && events[i]!.at < batchEnd) batch.push(events[i++]!);

@@ -11,10 +11,11 @@
  *   --jobs N            child processes (default 2)
  *   --markdown          print a markdown section (commit, seed split, run time, tables)
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
+ *   --report            print the tables of the last run again, from bench/guard/results.json
  * The raw figures go to bench/guard/results.json.
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
@@ -301,6 +302,23 @@ async function main(): Promise<void> {
   if (args.includes('--child')) return child();
   const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
   if (args.includes('--dynamodb')) return dynamodbConfirmation();
+  if (args.includes('--report')) {
+    // The tables again from the last run's results.json (no run).
+    const last = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as {
+      commit: string;
+      seeds: number[];
+      split: string;
+      seconds: number;
+      jobs?: number;
+      summaries: ScenarioSummary[];
+    };
+    console.log(
+      args.includes('--markdown')
+        ? markdown(last.summaries, { ...last, jobs: last.jobs ?? 2 })
+        : plain(last.summaries, last.seconds),
+    );
+    return;
+  }
   const seedsArg = option('--seeds');
   const seeds = seedsArg
     ? seedsArg.split(',').map(Number)
@@ -328,6 +346,7 @@ async function main(): Promise<void> {
         level: LEVEL,
         split,
         seeds,
+        jobs,
         seconds: Math.round(seconds),
         summaries,
         runs: results,

@@ -136,7 +136,7 @@ export const SCENARIOS: Scenario[] = [
   ),
   legit(
     'range_spread',
-    'US+IN at 8x, all ranges',
+    'US+IN at 4x, all ranges',
     1,
     (seed, from, to) => legitimate(RANGE_SPREAD_MODEL, seed, from, to),
     {
@@ -156,12 +156,12 @@ export const SCENARIOS: Scenario[] = [
   legit(
     'daily_curves',
     'Local-time curves',
-    2,
+    1.5,
     (seed, from, to) => legitimate(DAILY_CURVES_MODEL, seed, from, to),
     {
       model: DAILY_CURVES_MODEL,
       from: 6 * HOUR,
-      to: 8 * HOUR,
+      to: 7.5 * HOUR,
       allowedCountries: served(DAILY_CURVES_MODEL),
     },
   ),
@@ -176,22 +176,22 @@ export const SCENARIOS: Scenario[] = [
   onAttack('b_flood', '(b) 10x random flood, ID', 65 / 60, (seed, from, to) =>
     floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
   ),
-  onAttack('c_drip_5', '(c) drip NG range, 5 % checked', 1.25, (seed, from, to) =>
+  onAttack('c_drip_5', '(c) drip NG range, 5 % checked', 1, (seed, from, to) =>
     dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.05),
   ),
-  onAttack('c_drip_25', '(c) drip NG range, 25 % checked', 1.25, (seed, from, to) =>
+  onAttack('c_drip_25', '(c) drip NG range, 25 % checked', 1, (seed, from, to) =>
     dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.25),
   ),
-  onAttack('d_spread', '(d) thin over 24 countries', 1.25, (seed, from, to) =>
+  onAttack('d_spread', '(d) thin over 24 countries', 1, (seed, from, to) =>
     spreadAttack(seed, SPREAD_INSIDE, SPREAD_OUTSIDE, from, to, 60),
   ),
-  onAttack('e1_paced', '(e1) paced, 20 ID ranges x 3/h', 1.25, (seed, from, to) =>
+  onAttack('e1_paced', '(e1) paced, 20 ID ranges x 3/h', 1, (seed, from, to) =>
     pacedAttack(seed, 'ID', from, to, 20, 3),
   ),
   onAttack(
     'e2_pausing',
     '(e2) 10x ID flood, 30 min pause per 403',
-    1.25,
+    1,
     (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
     { pauseOnBlockMs: 30 * MINUTE },
   ),

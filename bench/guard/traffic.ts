@@ -80,15 +80,10 @@ export interface LegitModel {
 }
 
 export const BASE_MODEL: LegitModel = { name: 'base', countries: COUNTRIES, curve: 'utc' };
-/** A US/IN-heavy service at 8x the base volume of both, over their thousands of ranges. */
+/** A US/IN-only service at 4x the base volume of US and 4x that of IN, over their thousands of ranges. */
 export const RANGE_SPREAD_MODEL: LegitModel = {
   name: 'range_spread',
-  countries: {
-    US: { ...COUNTRIES.US!, daily: 24_000 },
-    IN: { ...COUNTRIES.IN!, daily: 20_000 },
-    GB: COUNTRIES.GB!,
-    DE: COUNTRIES.DE!,
-  },
+  countries: { US: { ...COUNTRIES.US!, daily: 12_000 }, IN: { ...COUNTRIES.IN!, daily: 10_000 } },
   curve: 'utc',
 };
 /** The base countries, each on its local-time curve (sharper: quiet nights, morning ramp). */
