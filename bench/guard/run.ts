@@ -66,7 +66,12 @@ function child(): void {
   });
 }
 
-async function matrix(seeds: number[], scenarios: Scenario[], jobs: number): Promise<RunResult[]> {
+async function matrix(
+  seeds: number[],
+  scenarios: Scenario[],
+  jobs: number,
+  onResult: (results: RunResult[]) => void,
+): Promise<RunResult[]> {
   // The costliest scenarios first within a seed; seeds handed out one at a time to whichever child is free.
   const queue: Job[] = seeds.map((seed) => ({ seed, scenarios: scenarios.map((s) => s.name) }));
   const total = seeds.length * scenarios.length;
@@ -89,6 +94,7 @@ async function matrix(seeds: number[], scenarios: Scenario[], jobs: number): Pro
         proc.on('message', (message: ChildMessage) => {
           if (message.type === 'result') {
             results.push(message.result);
+            onResult(results);
             const r = message.result;
             const elapsed = (performance.now() - started) / 1000;
             process.stderr.write(
@@ -275,11 +281,10 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
   return lines.join('\n');
 }
 
-async function dynamodbConfirmation(): Promise<void> {
-  const seed = HELD_OUT_SEEDS[0]!;
+async function dynamodbConfirmation(seed: number, names: string[]): Promise<void> {
   const db = await startBenchDb();
   try {
-    for (const name of ['warm', 'b_flood']) {
+    for (const name of names) {
       const scenario = scenarioByName(name);
       process.stderr.write(
         `DynamoDB Local: ${name} seed ${seed} (warm-up folded through the consumer first)\n`,
@@ -301,7 +306,11 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--child')) return child();
   const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-  if (args.includes('--dynamodb')) return dynamodbConfirmation();
+  if (args.includes('--dynamodb'))
+    return dynamodbConfirmation(
+      Number(option('--seeds')?.split(',')[0] ?? HELD_OUT_SEEDS[0]),
+      option('--scenarios')?.split(',') ?? ['warm', 'b_flood'],
+    );
   if (args.includes('--report')) {
     // The tables again from the last run's results.json (no run).
     const last = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as {
@@ -310,8 +319,11 @@ async function main(): Promise<void> {
       split: string;
       seconds: number;
       jobs?: number;
+      partial?: boolean;
+      runs: RunResult[];
       summaries: ScenarioSummary[];
     };
+    if (last.partial) last.split += ` (partial: ${last.runs.length} runs)`;
     console.log(
       args.includes('--markdown')
         ? markdown(last.summaries, { ...last, jobs: last.jobs ?? 2 })
@@ -333,28 +345,27 @@ async function main(): Promise<void> {
   process.stderr.write(
     `${scenarios.length} scenarios x ${seeds.length} seeds (${split}), ${jobs} processes\n`,
   );
-  const results = await matrix(seeds, scenarios, jobs);
-  const seconds = (performance.now() - started) / 1000;
-  const summaries = summarise(scenarios, results);
-  results.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.seed - b.seed);
-  writeFileSync(
-    RESULTS_FILE,
-    JSON.stringify(
-      {
-        commit,
-        date: new Date().toISOString(),
-        level: LEVEL,
-        split,
-        seeds,
-        jobs,
-        seconds: Math.round(seconds),
-        summaries,
-        runs: results,
-      },
-      null,
-      1,
-    ) + '\n',
-  );
+  const write = (results: RunResult[], partial: boolean) => {
+    const seconds = (performance.now() - started) / 1000;
+    const runs = [...results].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.seed - b.seed);
+    const summary = {
+      commit,
+      date: new Date().toISOString(),
+      level: LEVEL,
+      split,
+      seeds,
+      jobs,
+      seconds: Math.round(seconds),
+      ...(partial && { partial: true }),
+      summaries: summarise(scenarios, runs),
+      runs,
+    };
+    writeFileSync(RESULTS_FILE, JSON.stringify(summary, null, 1) + '\n');
+    return summary;
+  };
+  // Written after every run too (marked partial), so an interrupted matrix still has its figures.
+  const results = await matrix(seeds, scenarios, jobs, (soFar) => write(soFar, true));
+  const { summaries, seconds } = write(results, false);
   console.log(
     args.includes('--markdown')
       ? markdown(summaries, { commit, seeds, split, seconds, jobs })

@@ -122,12 +122,12 @@ const onAttack = (
 });
 
 export const SCENARIOS: Scenario[] = [
-  legit('warm', 'Warm service', 2, base),
+  legit('warm', 'Warm service', 1.5, base),
   legit('new_service', 'New service, first hours', 2, base, { warm: false }),
   legit(
     'new_country',
     'New country (KE), 400 users',
-    1.5,
+    1.25,
     (seed, from, to) => [
       ...base(seed, from, to),
       ...newCountryUsers(seed, NEW_COUNTRY, from + 10 * MINUTE, to, 400),

@@ -238,9 +238,11 @@ export function carrierOutage(sends: PlannedSend[], seed: number, country: strin
     return {
       ...send,
       group: 'focus',
-      ...(retries
-        ? { retry: { afterMs: 30_000 + rand() * 60_000, ...(converts && { checks: [{ afterMs: late }] }) } }
-        : { checks: converts ? [{ afterMs: late }] : [] }),
+      // The first code is not there yet: no prompt check; the retry's code comes as late.
+      checks: !retries && converts ? [{ afterMs: late }] : [],
+      retry: retries
+        ? { afterMs: 30_000 + rand() * 60_000, ...(converts && { checks: [{ afterMs: late }] }) }
+        : undefined,
       retryOnBlock: true,
     };
   });
