@@ -223,8 +223,10 @@ function markdown(
   lines.push(`### Pumping guard matrix, commit \`${meta.commit}\``);
   lines.push('');
   lines.push(
-    `Seeds: ${meta.split} (${meta.seeds.join(', ')}); training ${TRAINING_SEEDS.join(', ')}, held-out ${HELD_OUT_SEEDS.join(', ')}. Level \`${LEVEL}\`, in memory, ${meta.jobs} processes: ${meta.seconds.toFixed(0)} s.`,
+    `Seeds run: ${meta.split}, ${meta.seeds.join(', ')}. Training seeds (tuning only): ${TRAINING_SEEDS.join(', ')}; held-out seeds (reported): ${HELD_OUT_SEEDS.join(', ')}. Warm-ups from seed + 10000.`,
   );
+  lines.push('');
+  lines.push(`Level \`${LEVEL}\`, in memory, ${meta.jobs} processes, run time ${meta.seconds.toFixed(0)} s.`);
   lines.push('');
   lines.push('Legitimate sends refused (`blocked_by_policy`); worst = the highest seed.');
   lines.push('');
