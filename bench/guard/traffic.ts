@@ -1,290 +1,360 @@
 /**
- * The simulated day of the pumping-guard bench: legitimate users and four attacks, as a list of timed sends with
- * what the sender does after each (check the right code after a delay, retry, nothing). Deterministic from a
- * seed: every level replays the same day.
+ * The traffic model of the pumping-guard bench: legitimate users and attackers as timed sends, each with what
+ * its sender does next (check the code, a wrong code first, retry). Deterministic from a seed; times are ms from
+ * the measured day's midnight (negative: the days before, the warm-up).
  *
- * Model (stated in docs/bench.md, "Pumping guard"):
- * - legitimate users: per country a daily volume on a diurnal curve, numbers drawn from the country's allocated
- *   ranges in use (25 ranges of 4 national digits, Zipf-weighted) and 1 % anywhere in its mobile ranges; a
- *   per-country share checks the right code 10 to 150 s after the send; of the others half retry after 30 to 90 s
- *   (a new send to the same number, which again converts at the country's rate) and half give up;
- * - a launch-day spike: BR at 5× from 13:00 to 16:00; a new country: KE from 09:00, ~400 users;
- * - (a) sequential: +63 9xx, numbers increasing by 1 to 2, one every 2 s from 03:00 for 60 minutes, no checks;
- * - (b) flood: random numbers across ID's mobile ranges at 10× ID's rate of that hour, 19:00 to 20:30, no checks;
- * - (c) drip: one range of NG (4 national digits) at NG's own rate (the country at 2× its baseline), 06:00 to
- *   14:00, 5 % of the codes checked right (fake conversions);
- * - (d) spread: 24 countries (8 the service serves, 16 it does not), random mobile numbers, 60 sends an hour in
- *   all, 14:00 to 22:00, no checks.
- * The guard starts from a baseline learnt on the previous day's legitimate traffic (same model, other seed).
+ * Legitimate users (docs/bench.md, "Pumping guard"): per country a daily volume on a diurnal curve; numbers from
+ * the country's population of ranges (bench/guard/population.ts); the country's share of users check the right
+ * code 10 to 150 s after the send; of the others half retry after 30 to 90 s (converting again at the country's
+ * rate); a user refused with `blocked_by_policy` tries once more 45 s later.
  */
-import { getExampleNumber, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import examples from 'libphonenumber-js/mobile/examples';
+import { mulberry32, numbersOf } from './population';
 
-export type AttackName = 'a' | 'b' | 'c' | 'd';
+export const MINUTE = 60_000;
+export const HOUR = 3_600_000;
+export { mulberry32, numbersOf };
+
+/** Seeds for tuning the guard, and the held-out seeds the bench reports by default (never tuned on). */
+export const TRAINING_SEEDS = [1, 2, 3, 4, 5];
+export const HELD_OUT_SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110];
+/** The warm-up (the service's history) is drawn from another seed than the measured period. */
+export const WARM_SEED_OFFSET = 10_000;
+
+export interface Check {
+  /** After the send was accepted. */
+  afterMs: number;
+  /** A wrong code (the next digit string), as a user who mistypes. */
+  wrong?: boolean;
+}
+
+export type Group = 'legit' | 'focus' | 'attack';
 
 export interface PlannedSend {
   at: number;
   to: string;
   country: string;
-  /** Undefined: legitimate. */
-  attack?: AttackName;
-  /** Check the right code this many ms after the send (undefined: never). */
-  checkAfterMs?: number;
-  /** When not checked: send again after this many ms (a retry), with these follow-ups. */
-  retry?: { afterMs: number; checkAfterMs?: number };
+  /** `legit`: the service's usual users; `focus`: the legitimate users the scenario is about; `attack`. */
+  group: Group;
+  /** A sub-population reported apart (attack (d): `inside` / `outside` the allow-list). */
+  tag?: string;
+  /** Checks made after this send is accepted. */
+  checks?: Check[];
+  /** A second send to the same number (a user whose code did not come), with its own checks. */
+  retry?: { afterMs: number; checks?: Check[] };
+  /** A person refused with `blocked_by_policy` tries once more 45 s later (an attacker's script does not). */
+  retryOnBlock?: boolean;
 }
 
-export const HOUR = 3_600_000;
-const MINUTE = 60_000;
-
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Legitimate first sends per day and share of codes checked right. */
-export const LEGIT_COUNTRIES: Record<string, { daily: number; conversion: number }> = {
-  US: { daily: 3000, conversion: 0.9 },
-  GB: { daily: 1500, conversion: 0.88 },
-  DE: { daily: 1200, conversion: 0.9 },
-  FR: { daily: 1100, conversion: 0.87 },
-  ES: { daily: 800, conversion: 0.85 },
-  IT: { daily: 800, conversion: 0.84 },
-  NL: { daily: 500, conversion: 0.92 },
-  IN: { daily: 2500, conversion: 0.7 },
-  BR: { daily: 1500, conversion: 0.75 },
-  MX: { daily: 900, conversion: 0.72 },
-  AU: { daily: 500, conversion: 0.9 },
-  CA: { daily: 600, conversion: 0.91 },
-  ID: { daily: 1000, conversion: 0.65 },
-  PH: { daily: 600, conversion: 0.68 },
-  NG: { daily: 500, conversion: 0.6 },
-  ZA: { daily: 350, conversion: 0.7 },
-  TR: { daily: 500, conversion: 0.8 },
-  PL: { daily: 400, conversion: 0.88 },
-  SE: { daily: 250, conversion: 0.95 },
-  AR: { daily: 350, conversion: 0.75 },
-  CO: { daily: 300, conversion: 0.73 },
-  EG: { daily: 300, conversion: 0.62 },
+/** Legitimate first sends per day, share of codes checked right, UTC offset (hours) for local-time curves. */
+export const COUNTRIES: Record<string, { daily: number; conversion: number; utc: number }> = {
+  US: { daily: 3000, conversion: 0.9, utc: -5 },
+  GB: { daily: 1500, conversion: 0.88, utc: 0 },
+  DE: { daily: 1200, conversion: 0.9, utc: 1 },
+  FR: { daily: 1100, conversion: 0.87, utc: 1 },
+  ES: { daily: 800, conversion: 0.85, utc: 1 },
+  IT: { daily: 800, conversion: 0.84, utc: 1 },
+  NL: { daily: 500, conversion: 0.92, utc: 1 },
+  IN: { daily: 2500, conversion: 0.7, utc: 5.5 },
+  BR: { daily: 1500, conversion: 0.75, utc: -3 },
+  MX: { daily: 900, conversion: 0.72, utc: -6 },
+  AU: { daily: 500, conversion: 0.9, utc: 10 },
+  CA: { daily: 600, conversion: 0.91, utc: -5 },
+  ID: { daily: 1000, conversion: 0.65, utc: 7 },
+  PH: { daily: 600, conversion: 0.68, utc: 8 },
+  NG: { daily: 500, conversion: 0.6, utc: 1 },
+  ZA: { daily: 350, conversion: 0.7, utc: 2 },
+  TR: { daily: 500, conversion: 0.8, utc: 3 },
+  PL: { daily: 400, conversion: 0.88, utc: 1 },
+  SE: { daily: 250, conversion: 0.95, utc: 1 },
+  AR: { daily: 350, conversion: 0.75, utc: -3 },
+  CO: { daily: 300, conversion: 0.73, utc: -5 },
+  EG: { daily: 300, conversion: 0.62, utc: 2 },
 };
-export const NEW_COUNTRY = { country: 'KE', from: 9 * HOUR, users: 400, conversion: 0.75 };
-export const SPIKE = { country: 'BR', from: 13 * HOUR, to: 16 * HOUR, factor: 5 };
-const SPREAD_SERVED = ['US', 'GB', 'IN', 'BR', 'MX', 'ID', 'TR', 'EG'];
-const SPREAD_OTHERS = [
-  'PK',
-  'BD',
-  'VN',
-  'TH',
-  'SA',
-  'AE',
-  'UA',
-  'KZ',
-  'UZ',
-  'AZ',
-  'GH',
-  'TZ',
-  'PE',
-  'CL',
-  'MA',
-  'LK',
-];
 
-/** Share of a day's sends in each hour: low at night, a peak in the afternoon. */
+/** How a service's legitimate traffic is shaped: which countries, what volume, which daily curve. */
+export interface LegitModel {
+  name: string;
+  countries: Record<string, { daily: number; conversion: number; utc: number }>;
+  /** `utc`: one curve for all (an audience in one region's day); `local`: each country on its own clock. */
+  curve: 'utc' | 'local';
+}
+
+export const BASE_MODEL: LegitModel = { name: 'base', countries: COUNTRIES, curve: 'utc' };
+/** A US/IN-only service at 4x the base volume of US and 4x that of IN, over their thousands of ranges. */
+export const RANGE_SPREAD_MODEL: LegitModel = {
+  name: 'range_spread',
+  countries: { US: { ...COUNTRIES.US!, daily: 12_000 }, IN: { ...COUNTRIES.IN!, daily: 10_000 } },
+  curve: 'utc',
+};
+/** The base countries, each on its local-time curve (sharper: quiet nights, morning ramp). */
+export const DAILY_CURVES_MODEL: LegitModel = { name: 'daily_curves', countries: COUNTRIES, curve: 'local' };
+
+/** Share of a day's sends in each UTC hour: low at night, a peak in the afternoon. */
 const HOURLY = Array.from({ length: 24 }, (_, h) => 0.25 + Math.exp(-(((h - 14) / 5) ** 2)));
-const HOURLY_SUM = HOURLY.reduce((a, b) => a + b, 0);
-export const hourShare = (at: number) => HOURLY[Math.floor(at / HOUR) % 24]! / HOURLY_SUM;
-
-/** Numbers of one country: its calling code, national length, and valid mobile numbers from digits. */
-class NumberPlan {
-  readonly callingCode: string;
-  readonly length: number;
-  readonly lead: string;
-  constructor(readonly country: string) {
-    const example = getExampleNumber(country as CountryCode, examples)!;
-    this.callingCode = example.countryCallingCode;
-    this.length = example.nationalNumber.length;
-    this.lead = example.nationalNumber.slice(0, 1);
-  }
-
-  /** A valid mobile number `+<cc><national>` or undefined. */
-  valid(national: string): string | undefined {
-    const parsed = parsePhoneNumberFromString(`+${this.callingCode}${national}`);
-    if (!parsed?.isValid() || parsed.country !== this.country) return undefined;
-    const type = parsed.getType();
-    return type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE' ? parsed.number : undefined;
-  }
-
-  /** A random valid mobile number whose national number starts with `prefix` (default: the mobile lead digit). */
-  random(rand: () => number, prefix = this.lead): string {
-    for (let i = 0; i < 200; i++) {
-      let national = prefix;
-      while (national.length < this.length) national += Math.floor(rand() * 10);
-      const number = this.valid(national);
-      if (number) return number;
-    }
-    throw new Error(`no valid number for ${this.country} under ${prefix}`);
-  }
-}
-
-const plans = new Map<string, NumberPlan>();
-export const planOf = (country: string): NumberPlan => {
-  let plan = plans.get(country);
-  if (!plan) plans.set(country, (plan = new NumberPlan(country)));
-  return plan;
+/** Local-time curve: near silent 01:00 to 06:00, ramp from 07:00, peaks at 12:00 and 20:00. */
+const LOCAL = Array.from(
+  { length: 24 },
+  (_, h) => 0.05 + Math.exp(-(((h - 12) / 3) ** 2)) + 0.8 * Math.exp(-(((h - 20) / 2) ** 2)),
+);
+const normalise = (curve: number[]) => {
+  const sum = curve.reduce((a, b) => a + b, 0);
+  return curve.map((v) => v / sum);
 };
+const HOURLY_SHARE = normalise(HOURLY);
+const LOCAL_SHARE = normalise(LOCAL);
+const hourOfDay = (at: number) => (((Math.floor(at / HOUR) % 24) + 24) % 24) as number;
 
-/** The country's ranges in use: 25 national 4-digit prefixes of valid mobiles, fixed per country. */
-const rangesInUse = new Map<string, string[]>();
-function rangesOf(country: string): string[] {
-  let ranges = rangesInUse.get(country);
-  if (!ranges) {
-    const rand = mulberry32(hash(country));
-    const plan = planOf(country);
-    const found = new Set<string>();
-    for (let i = 0; found.size < 25 && i < 2000; i++) {
-      const number = plan.random(rand);
-      found.add(number.slice(1 + plan.callingCode.length, 1 + plan.callingCode.length + 4));
-    }
-    ranges = [...found];
-    rangesInUse.set(country, ranges);
-  }
-  return ranges;
+/** The share of `country`'s daily volume in the hour holding `at`. */
+export function hourShare(model: LegitModel, country: string, at: number): number {
+  if (model.curve === 'utc') return HOURLY_SHARE[hourOfDay(at)]!;
+  const offset = Math.round(model.countries[country]?.utc ?? 0);
+  return LOCAL_SHARE[hourOfDay(at + offset * HOUR)]!;
 }
 
-function hash(text: string): number {
-  let h = 2166136261;
-  for (const char of text) h = Math.imul(h ^ char.charCodeAt(0), 16777619);
-  return h >>> 0;
-}
+const checkDelay = (rand: () => number) => 10_000 + rand() * 140_000;
 
-/** A legitimate user's number: 99 % in a range in use (Zipf), 1 % anywhere in the mobile ranges. */
-function legitNumber(country: string, rand: () => number): string {
-  const plan = planOf(country);
-  if (rand() < 0.01) return plan.random(rand);
-  const ranges = rangesOf(country);
-  const weights = ranges.map((_, i) => 1 / (i + 1));
-  let pick = rand() * weights.reduce((a, b) => a + b, 0);
-  let index = 0;
-  while (pick > weights[index]! && index < ranges.length - 1) pick -= weights[index++]!;
-  try {
-    return plan.random(rand, ranges[index]!);
-  } catch {
-    return plan.random(rand);
-  }
-}
-
-const legitFollowUp = (
+/** A legitimate user's follow-ups: converts at `conversion`; else half retry after 30-90 s. */
+export function legitFollowUp(
   rand: () => number,
   conversion: number,
-): Omit<PlannedSend, 'at' | 'to' | 'country'> => {
-  const checkDelay = () => 10_000 + rand() * 140_000;
-  if (rand() < conversion) return { checkAfterMs: checkDelay() };
+): Pick<PlannedSend, 'checks' | 'retry' | 'retryOnBlock'> {
+  if (rand() < conversion) return { checks: [{ afterMs: checkDelay(rand) }], retryOnBlock: true };
   if (rand() < 0.5) {
+    const converts = rand() < conversion;
     return {
       retry: {
         afterMs: 30_000 + rand() * 60_000,
-        ...(rand() < conversion && { checkAfterMs: checkDelay() }),
+        ...(converts && { checks: [{ afterMs: checkDelay(rand) }] }),
       },
+      retryOnBlock: true,
     };
   }
-  return {};
-};
+  return { retryOnBlock: true };
+}
 
-/** Legitimate sends over `[from, to)` of one day (ms from midnight), day volume `daily` and a rate factor. */
-function legitimate(
-  country: string,
-  daily: number,
-  conversion: number,
+/** Arrivals over [from, to) at an hourly rate (per hour), a Poisson process hour by hour. */
+export function arrivals(
   rand: () => number,
-  from = 0,
-  to = 24 * HOUR,
-  factor = (_at: number) => 1,
-): PlannedSend[] {
-  const sends: PlannedSend[] = [];
+  from: number,
+  to: number,
+  rate: (at: number) => number,
+): number[] {
+  const times: number[] = [];
   for (let hour = Math.floor(from / HOUR); hour * HOUR < to; hour++) {
-    const expected = daily * hourShare(hour * HOUR) * factor(hour * HOUR);
-    const count = Math.floor(expected) + (rand() < expected % 1 ? 1 : 0);
-    for (let i = 0; i < count; i++) {
-      const at = Math.max(from, hour * HOUR + rand() * HOUR);
-      if (at >= to) continue;
-      sends.push({ at, to: legitNumber(country, rand), country, ...legitFollowUp(rand, conversion) });
+    const start = Math.max(from, hour * HOUR);
+    const end = Math.min(to, (hour + 1) * HOUR);
+    const expected = (rate(hour * HOUR) * (end - start)) / HOUR;
+    // Poisson count (Knuth for small means, normal approximation above).
+    let count: number;
+    if (expected < 30) {
+      const limit = Math.exp(-expected);
+      let p = rand();
+      count = 0;
+      while (p > limit) {
+        p *= rand();
+        count++;
+      }
+    } else {
+      const u = Math.max(1e-12, rand());
+      const normal = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
+      count = Math.max(0, Math.round(expected + Math.sqrt(expected) * normal));
     }
+    for (let i = 0; i < count; i++) times.push(start + rand() * (end - start));
   }
-  return sends;
+  return times.sort((a, b) => a - b);
 }
 
-export function legitimateDay(seed: number): PlannedSend[] {
-  const rand = mulberry32(seed);
+/** The service's legitimate traffic over [from, to), drawn from `seed`. */
+export function legitimate(model: LegitModel, seed: number, from: number, to: number): PlannedSend[] {
   const sends: PlannedSend[] = [];
-  for (const [country, { daily, conversion }] of Object.entries(LEGIT_COUNTRIES)) {
-    const spike = (at: number) =>
-      country === SPIKE.country && at >= SPIKE.from && at < SPIKE.to ? SPIKE.factor : 1;
-    sends.push(...legitimate(country, daily, conversion, rand, 0, 24 * HOUR, spike));
+  for (const [country, { daily, conversion }] of Object.entries(model.countries)) {
+    const rand = mulberry32(seed * 7919 + hashCountry(country));
+    const numbers = numbersOf(country);
+    for (const at of arrivals(rand, from, to, (t) => daily * hourShare(model, country, t)))
+      sends.push({ at, to: numbers.user(rand), country, group: 'legit', ...legitFollowUp(rand, conversion) });
+  }
+  return sends.sort((a, b) => a.at - b.at);
+}
+
+const hashCountry = (country: string) => country.charCodeAt(0) * 31 + country.charCodeAt(1);
+
+// --- Legitimate scenario traffic ---------------------------------------------------------------------------
+
+/** A country the service never sent to, opening at `from`: `users` people over [from, to), 75 % convert. */
+export function newCountryUsers(seed: number, country: string, from: number, to: number, users: number) {
+  const rand = mulberry32(seed * 31 + 11);
+  const numbers = numbersOf(country);
+  return arrivals(rand, from, to, () => (users * HOUR) / (to - from)).map((at): PlannedSend => ({
+    at,
+    to: numbers.user(rand),
+    country,
+    group: 'focus',
+    ...legitFollowUp(rand, 0.75),
+  }));
+}
+
+/**
+ * A company onboards `count` employees whose numbers are one sequential block (NXX-0100 upwards in one of the
+ * country's ranges), at random times over [from, to); every one checks the code.
+ */
+export function corporateOnboarding(seed: number, country: string, from: number, to: number, count: number) {
+  const rand = mulberry32(seed * 31 + 12);
+  const numbers = numbersOf(country);
+  // A range of the country's middle ranks (a company's city), a block starting at ...0100.
+  const range = numbers.ranges[20 + Math.floor(rand() * Math.min(200, numbers.ranges.length - 20))]!;
+  const base = numbers.nationalOf(range.example).slice(0, -4);
+  const block: string[] = [];
+  for (let n = 100; block.length < count && n < 10_000; n++) {
+    const number = numbers.valid(base + String(n).padStart(4, '0'));
+    if (number) block.push(number);
+  }
+  for (let i = block.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [block[i], block[j]] = [block[j]!, block[i]!];
+  }
+  return block.map((number): PlannedSend => ({
+    at: from + rand() * (to - from),
+    to: number,
+    country,
+    group: 'focus',
+    checks: [{ afterMs: checkDelay(rand) }],
+    retryOnBlock: true,
+  }));
+}
+
+/**
+ * A carrier outage in `country` over [from, to): messages arrive 30 minutes late. A user checks the code when it
+ * arrives (expired by then: codes live 5 minutes); 60 % send again after 30 to 90 s meanwhile. Replaces the
+ * country's legitimate sends in the window (they become `focus`).
+ */
+export function carrierOutage(sends: PlannedSend[], seed: number, country: string, from: number, to: number) {
+  const rand = mulberry32(seed * 31 + 13);
+  const conversion = COUNTRIES[country]?.conversion ?? 0.8;
+  return sends.map((send): PlannedSend => {
+    if (send.country !== country || send.at < from || send.at >= to) return send;
+    const late = 30 * MINUTE + checkDelay(rand);
+    const converts = rand() < conversion;
+    const retries = rand() < 0.6;
+    return {
+      ...send,
+      group: 'focus',
+      // The first code is not there yet: no prompt check; the retry's code comes as late.
+      checks: !retries && converts ? [{ afterMs: late }] : [],
+      retry: retries
+        ? { afterMs: 30_000 + rand() * 60_000, ...(converts && { checks: [{ afterMs: late }] }) }
+        : undefined,
+      retryOnBlock: true,
+    };
+  });
+}
+
+/** `share` of the converting users over [from, to) type a wrong code first, then the right one 5 to 20 s later. */
+export function mistypes(sends: PlannedSend[], seed: number, share: number, from: number, to: number) {
+  const rand = mulberry32(seed * 31 + 14);
+  return sends.map((send): PlannedSend => {
+    const first = send.checks?.[0];
+    if (!first || send.at < from || send.at >= to || rand() >= share) return send;
+    return {
+      ...send,
+      group: 'focus',
+      checks: [{ afterMs: first.afterMs, wrong: true }, { afterMs: first.afterMs + 5_000 + rand() * 15_000 }],
+    };
+  });
+}
+
+// --- Attacks -----------------------------------------------------------------------------------------------
+
+const attack = (at: number, to: string, country: string, extra: Partial<PlannedSend> = {}): PlannedSend => ({
+  at,
+  to,
+  country,
+  group: 'attack',
+  ...extra,
+});
+
+/** (a) Sequential numbers in one range: +1 or +2 each, one every `everyMs`, no checks. */
+export function sequentialAttack(seed: number, country: string, from: number, to: number, everyMs: number) {
+  const rand = mulberry32(seed * 31 + 21);
+  const numbers = numbersOf(country);
+  const range = numbers.ranges[Math.floor(rand() * numbers.ranges.length)]!;
+  let national = Number(numbers.nationalOf(numbers.inRange(rand, range)));
+  const sends: PlannedSend[] = [];
+  for (let at = from; at < to; at += everyMs) {
+    national += 1 + Math.floor(rand() * 2);
+    const number = numbers.valid(String(national));
+    if (number) sends.push(attack(at, number, country));
   }
   return sends;
 }
 
-export function newCountry(seed: number): PlannedSend[] {
-  const rand = mulberry32(seed);
-  const share = HOURLY.slice(NEW_COUNTRY.from / HOUR).reduce((a, b) => a + b, 0) / HOURLY_SUM;
-  return legitimate(
-    NEW_COUNTRY.country,
-    NEW_COUNTRY.users / share,
-    NEW_COUNTRY.conversion,
-    rand,
-    NEW_COUNTRY.from,
+/** (b) Random valid numbers anywhere in the country's mobile ranges at `rate` an hour, no checks. */
+export function floodAttack(
+  seed: number,
+  country: string,
+  from: number,
+  to: number,
+  rate: (at: number) => number,
+) {
+  const rand = mulberry32(seed * 31 + 22);
+  const numbers = numbersOf(country);
+  return arrivals(rand, from, to, rate).map((at) => attack(at, numbers.anywhere(rand), country));
+}
+
+/** (c) A drip into one range its users hardly use (the tail), `checked` of the codes checked right. */
+export function dripAttack(
+  seed: number,
+  country: string,
+  from: number,
+  to: number,
+  rate: (at: number) => number,
+  checked: number,
+) {
+  const rand = mulberry32(seed * 31 + 23);
+  const numbers = numbersOf(country);
+  const tail = Math.floor(numbers.ranges.length / 2);
+  const range = numbers.ranges[tail + Math.floor(rand() * (numbers.ranges.length - tail))]!;
+  return arrivals(rand, from, to, rate).map((at) =>
+    attack(at, numbers.inRange(rand, range), country, {
+      ...(rand() < checked && { checks: [{ afterMs: 20_000 + rand() * 60_000 }] }),
+    }),
   );
 }
 
-export function attacks(seed: number): PlannedSend[] {
-  const rand = mulberry32(seed);
+/** (d) Thin spread: random numbers over `inside` and `outside` countries alike, `perHour` in all, no checks. */
+export function spreadAttack(
+  seed: number,
+  inside: string[],
+  outside: string[],
+  from: number,
+  to: number,
+  perHour: number,
+) {
+  const rand = mulberry32(seed * 31 + 24);
+  const all = [...inside.map((c) => ({ c, tag: 'inside' })), ...outside.map((c) => ({ c, tag: 'outside' }))];
+  return arrivals(rand, from, to, () => perHour).map((at) => {
+    const { c, tag } = all[Math.floor(rand() * all.length)]!;
+    return attack(at, numbersOf(c).anywhere(rand), c, { tag });
+  });
+}
+
+/** (e1) Paced under thresholds: `ranges` random ranges, `perRangeHour` sends an hour each, random numbers. */
+export function pacedAttack(
+  seed: number,
+  country: string,
+  from: number,
+  to: number,
+  ranges: number,
+  perRangeHour: number,
+) {
+  const rand = mulberry32(seed * 31 + 25);
+  const numbers = numbersOf(country);
+  const picked = Array.from(
+    { length: ranges },
+    () => numbers.ranges[Math.floor(rand() * numbers.ranges.length)]!,
+  );
   const sends: PlannedSend[] = [];
-  // (a) sequential numbers in one range, one every 2 s for an hour.
-  const ph = planOf('PH');
-  let national = Number(ph.random(rand, '917').slice(3));
-  for (let at = 3 * HOUR; at < 4 * HOUR; at += 2000) {
-    national += 1 + Math.floor(rand() * 2);
-    const number = ph.valid(String(national));
-    if (number) sends.push({ at, to: number, country: 'PH', attack: 'a' });
-  }
-  // (b) random numbers across ID's mobile ranges at 10× ID's rate.
-  const id = planOf('ID');
-  for (let at = 19 * HOUR; at < 20.5 * HOUR;) {
-    const rate = 10 * LEGIT_COUNTRIES.ID!.daily * hourShare(at); // per hour
-    at += (-Math.log(1 - rand()) * HOUR) / rate;
-    if (at < 20.5 * HOUR) sends.push({ at, to: id.random(rand), country: 'ID', attack: 'b' });
-  }
-  // (c) a drip into one NG range at NG's own rate, 5 % of codes checked.
-  const ng = planOf('NG');
-  const used = new Set(rangesOf('NG'));
-  let dripRange = '';
-  do dripRange = ng.random(rand).slice(4, 8);
-  while (used.has(dripRange));
-  for (let at = 6 * HOUR; at < 14 * HOUR;) {
-    const rate = LEGIT_COUNTRIES.NG!.daily * hourShare(at);
-    at += (-Math.log(1 - rand()) * HOUR) / rate;
-    if (at >= 14 * HOUR) break;
-    sends.push({
-      at,
-      to: ng.random(rand, dripRange),
-      country: 'NG',
-      attack: 'c',
-      ...(rand() < 0.05 && { checkAfterMs: 20_000 + rand() * 60_000 }),
-    });
-  }
-  // (d) thin over 24 countries, 60 an hour in all.
-  const spread = [...SPREAD_SERVED, ...SPREAD_OTHERS];
-  for (let at = 14 * HOUR; at < 22 * HOUR;) {
-    at += -Math.log(1 - rand()) * MINUTE;
-    if (at >= 22 * HOUR) break;
-    const country = spread[Math.floor(rand() * spread.length)]!;
-    sends.push({ at, to: planOf(country).random(rand), country, attack: 'd' });
-  }
-  return sends;
+  for (const range of picked)
+    for (const at of arrivals(rand, from, to, () => perRangeHour))
+      sends.push(attack(at, numbers.inRange(rand, range), country));
+  return sends.sort((a, b) => a.at - b.at);
 }
