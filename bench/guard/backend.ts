@@ -274,7 +274,8 @@ export function memoryBench(options: BenchOptions): GuardBench {
   };
   wrapped.acceptSend = async (input) => {
     const result = await store.acceptSend(input);
-    if (result.ok) {
+    // As the stream mapper does: a send the guard did not judge feeds no signal.
+    if (result.ok && !input.verification.guardExempt) {
       const v = input.verification;
       pending.push({
         kind: 'send',
@@ -283,6 +284,7 @@ export function memoryBench(options: BenchOptions): GuardBench {
         country: v.country!,
         at: input.now.getTime(),
         accepted: true,
+        price: v.price,
         ...(v.guard && { decision: v.guard }),
       });
     }
@@ -290,7 +292,11 @@ export function memoryBench(options: BenchOptions): GuardBench {
   };
   wrapped.spendAttempt = async (sid, service, guess, now) => {
     const result = await store.spendAttempt(sid, service, guess, now);
-    if (result.ok && result.verification.lastGuessHash === result.verification.codeHash) {
+    if (
+      result.ok &&
+      !result.verification.guardExempt &&
+      result.verification.lastGuessHash === result.verification.codeHash
+    ) {
       const v = result.verification;
       pending.push({
         kind: 'conversion',
@@ -299,7 +305,6 @@ export function memoryBench(options: BenchOptions): GuardBench {
         country: v.country!,
         at: now.getTime(),
         sentAt: Date.parse(v.dateCreated),
-        flagged: v.guard !== undefined,
       });
     }
     return result;
