@@ -344,11 +344,6 @@ async function settingsPage(sid: string): Promise<void> {
   });
   const err = formError();
   const template = s.defaultTemplate as Json | null;
-  const riskCheck = h('input', {
-    type: 'checkbox',
-    id: 'risk-check',
-    checked: s.riskCheckOptOut === true,
-  }) as HTMLInputElement;
   show(
     'Settings',
     h(
@@ -370,8 +365,6 @@ async function settingsPage(sid: string): Promise<void> {
       ),
       h('dt', {}, 'Created'),
       h('dd', {}, when(s.createdAt)),
-      h('dt', {}, 'Countries'),
-      h('dd', { id: 'allowed-summary' }, allowedSummary(s)),
     ),
     h('h2', {}, 'Enabled channels'),
     h(
@@ -394,48 +387,7 @@ async function settingsPage(sid: string): Promise<void> {
       ),
       err,
     ),
-    h('h2', {}, 'Pumping guard'),
-    h(
-      'div',
-      { class: 'card' },
-      h('p', {}, `Level: ${String(s.guardLevel)}`),
-      h(
-        'div',
-        { class: 'row' },
-        riskCheck,
-        h(
-          'label',
-          { for: 'risk-check', class: 'inline' },
-          'Let a send with RiskCheck=disable skip the guard',
-        ),
-      ),
-      h(
-        'p',
-        { class: 'muted' },
-        'Off by default: a send with RiskCheck=disable is judged like any other, and its answer is unchanged.',
-      ),
-      h(
-        'p',
-        {},
-        action('Save guard setting', async () => {
-          await api('PUT', `/services/${sid}/guard`, { riskCheckOptOut: riskCheck.checked });
-          await settingsPage(sid);
-        }),
-      ),
-    ),
   );
-}
-
-/** The allow-list in a line: what the service sends to, and the high-risk countries it leaves out. */
-function allowedSummary(s: Json): string {
-  const allowed = s.allowedCountries as string[] | null;
-  const excluded = (s.excludedHighRiskCountries as Json[]).map((e) => String(e.country));
-  if (allowed === null) return 'every served country (no allow-list)';
-  const left =
-    excluded.length > 0
-      ? `; left out as high risk for SMS pumping: ${excluded.join(', ')} (see Delivery rules)`
-      : '';
-  return `${allowed.length} of ${(s.servedCountries as string[]).length} served countries${left}`;
 }
 
 async function keysPage(sid: string, issued?: { apiKey: string; keyId: string }): Promise<void> {
@@ -799,20 +751,8 @@ async function rulesPage(sid: string): Promise<void> {
   const r = await api('GET', `/services/${sid}/rules`);
   const countries = r.blockedCountries as string[];
   const prefixes = r.blockedPrefixes as string[];
-  const allowed = r.allowedCountries as string[] | null;
-  const served = r.servedCountries as string[];
-  const save = (next: {
-    blockedCountries: string[];
-    blockedPrefixes: string[];
-    allowedCountries?: string[] | null;
-  }) => api('PUT', `/services/${sid}/rules`, next).then(() => rulesPage(sid));
-  const saveAllowed = (allowedCountries: string[] | null) =>
-    save({ blockedCountries: countries, blockedPrefixes: prefixes, allowedCountries });
-  const allowCountry = h(
-    'select',
-    { id: 'allow-country' },
-    served.filter((c) => !allowed?.includes(c)).map((c) => h('option', { value: c }, c)),
-  ) as HTMLSelectElement;
+  const save = (next: { blockedCountries: string[]; blockedPrefixes: string[] }) =>
+    api('PUT', `/services/${sid}/rules`, next).then(() => rulesPage(sid));
   const country = h(
     'select',
     { id: 'country' },
@@ -886,71 +826,6 @@ async function rulesPage(sid: string): Promise<void> {
       h('label', { for: 'prefix' }, 'E.164 prefix'),
       prefix,
       h('button', { type: 'submit' }, 'Block prefix'),
-    ),
-    h('h2', {}, 'Allowed countries'),
-    h(
-      'p',
-      { class: 'muted' },
-      allowed === null
-        ? 'No allow-list: the service sends to every served country, high-risk ones included.'
-        : 'The service sends only to these countries; a send elsewhere is refused with 403 blocked_by_policy. A blocked country stays blocked.',
-    ),
-    allowed === null
-      ? null
-      : table(
-          ['Country', ''],
-          allowed.map((c) => [
-            c,
-            action('Remove', () => saveAllowed(allowed.filter((x) => x !== c)), 'secondary'),
-          ]),
-          'None: every send is refused.',
-        ),
-    allowed === null
-      ? null
-      : h(
-          'form',
-          {
-            class: 'row card',
-            onsubmit: (event) => {
-              event.preventDefault();
-              saveAllowed([...allowed, allowCountry.value]).catch(
-                (e: Error) => (err.textContent = e.message),
-              );
-            },
-          },
-          h('label', { for: 'allow-country' }, 'Country'),
-          allowCountry,
-          h('button', { type: 'submit' }, 'Allow country'),
-        ),
-    h(
-      'p',
-      { class: 'row' },
-      action('Reset to default', () => saveAllowed(r.defaultAllowedCountries as string[]), 'secondary'),
-      allowed === null ? null : action('Allow every country', () => saveAllowed(null), 'secondary'),
-    ),
-    h('h3', {}, 'Left out by default: high risk for SMS pumping'),
-    h(
-      'ul',
-      { id: 'high-risk' },
-      (r.highRiskCountries as Json[]).map((e) =>
-        h(
-          'li',
-          {},
-          `${String(e.country)} ${String(e.name)}${allowed?.includes(String(e.country)) ? ' (allowed here)' : ''}: ${String(e.reason)}. Sources: `,
-          (e.sources as Json[]).map((source, i) =>
-            h(
-              'span',
-              {},
-              i > 0 ? '; ' : '',
-              h(
-                'a',
-                { href: String(source.url), rel: 'noreferrer' },
-                `${String(source.publisher)}, ${String(source.title)}`,
-              ),
-            ),
-          ),
-        ),
-      ),
     ),
     err,
   );
