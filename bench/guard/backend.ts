@@ -28,6 +28,7 @@ import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import { guardEventsFromStream } from '../../functions/adapters/guard/stream';
 import { masterKeyRing } from '../../functions/adapters/keyring';
 import { MemoryStore } from '../../functions/adapters/memory/store';
+import { guardViewOf } from '../../functions/adapters/memory/guard';
 import { checkVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
 import {
@@ -199,8 +200,8 @@ export interface GuardSnapshot {
 
 /**
  * The guard's aggregates in memory without the deep copies of `MemoryGuardStore` (the bench runs one consumer at
- * a time, so a write never loses its version check): the consumer works on the stored records themselves. Same
- * `view` as the memory adapter's (what a send reads), copied.
+ * a time, so a write never loses its version check): the consumer works on the stored records themselves. The
+ * view a send reads is the memory adapter's (`guardViewOf`).
  */
 export class BenchGuardStore implements GuardSignalStore {
   private readonly countries: Map<string, CountryRecord>;
@@ -234,13 +235,7 @@ export class BenchGuardStore implements GuardSignalStore {
   }
 
   view(serviceSid: string, country: string): GuardView {
-    const own = this.countries.get(countryKey(serviceSid, country))?.state;
-    const all = this.scopes.get(serviceSid)?.state;
-    const global = this.countries.get(countryKey(GLOBAL_SCOPE, country))?.state;
-    return {
-      service: { ...(own && { country: structuredClone(own) }), ...(all && { all: structuredClone(all) }) },
-      global: { ...(global && { country: structuredClone(global) }) },
-    };
+    return guardViewOf(this.countries, this.scopes, serviceSid, country);
   }
 
   snapshot(): GuardSnapshot {

@@ -75,12 +75,22 @@ export class MemoryGuardStore implements GuardSignalStore {
 
   /** What a send of `serviceSid` to `country` reads (the DynamoDB store's three guard items). */
   view(serviceSid: string, country: string): GuardView {
-    const own = this.countries.get(countryKey(serviceSid, country))?.state;
-    const all = this.scopes.get(serviceSid)?.state;
-    const global = this.countries.get(countryKey(GLOBAL_SCOPE, country))?.state;
-    return {
-      service: { ...(own && { country: clone(own) }), ...(all && { all: clone(all) }) },
-      global: { ...(global && { country: clone(global) }) },
-    };
+    return guardViewOf(this.countries, this.scopes, serviceSid, country);
   }
+}
+
+/** The view a send reads, from records kept by `countryKey` and by scope: copies of their states. */
+export function guardViewOf(
+  countries: ReadonlyMap<string, CountryRecord>,
+  scopes: ReadonlyMap<string, ScopeRecord>,
+  serviceSid: string,
+  country: string,
+): GuardView {
+  const own = countries.get(countryKey(serviceSid, country))?.state;
+  const all = scopes.get(serviceSid)?.state;
+  const global = countries.get(countryKey(GLOBAL_SCOPE, country))?.state;
+  return {
+    service: { ...(own && { country: clone(own) }), ...(all && { all: clone(all) }) },
+    global: { ...(global && { country: clone(global) }) },
+  };
 }
