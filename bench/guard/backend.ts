@@ -32,7 +32,6 @@ import { guardViewOf } from '../../functions/adapters/memory/guard';
 import { checkVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
 import {
-  GLOBAL_SCOPE,
   consumeGuardEvents,
   countryKey,
   type CountryKey,
