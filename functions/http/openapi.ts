@@ -23,7 +23,7 @@ export type OperationName = 'send' | 'check' | 'fetch';
 /** Codes every endpoint can answer, whatever its parameters: the API key, the per-key limit, a bug. */
 const EVERY_ENDPOINT: readonly ErrorCode[] = ['unauthorized', 'forbidden', 'rate_limited', 'internal_error'];
 
-/** The error codes of each endpoint: spec 4.1, 4.2 and 4.3, then the service's own (README, Choices). */
+/** The error codes of each endpoint: spec 4.1, 4.2 and 4.3, then the service's own (docs/api.md, Choices). */
 export const OPERATION_ERRORS: Readonly<Record<OperationName, readonly ErrorCode[]>> = {
   send: [
     'invalid_parameter',
@@ -239,7 +239,7 @@ export function buildOpenApiDocument(): Json {
       version: 'v2',
       summary: 'Send a one-time code to a phone number, check the code the user typed, read a verification.',
       description: [
-        'The public API of otp-verify (README, Using the API). Every request carries `X-API-Key`; the key is billed for every send, so keep it on your backend.',
+        'The public API of otp-verify (docs/api.md). Every request carries `X-API-Key`; the key is billed for every send, so keep it on your backend.',
         'Errors are JSON objects with a `code` and a human `message`. Apart from the codes under each operation, a request that matches no route answers 404 `route_not_found` and a path with another method 405 `method_not_allowed` (the local stack; API Gateway answers those itself on AWS).',
         'The delivery receipt callback (`POST /v2/Callbacks/{Provider}`) is for delivery providers, signed in their own formats, and is not part of this document.',
       ].join('\n\n'),

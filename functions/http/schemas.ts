@@ -28,7 +28,7 @@ export const DELIVERY_STATUSES = [
 /** Every error code the service answers with, from the one status table (functions/http/errors.ts). */
 export const ERROR_CODES = Object.keys(STATUS_BY_CODE) as [ErrorCode, ...ErrorCode[]];
 
-/** `Date.prototype.toISOString()` form (README, Choices): UTC with milliseconds and a trailing Z. */
+/** `Date.prototype.toISOString()` form (docs/api.md, Choices): UTC with milliseconds and a trailing Z. */
 const timestamp = (description: string) =>
   z
     .string()

@@ -46,7 +46,7 @@ const SPEC_ERRORS: Record<OperationName, Record<number, ErrorCode[]>> = {
   fetch: { 404: ['not_found'] },
 };
 
-/** The service's own answers (README, Choices where the spec is open). */
+/** The service's own answers (docs/api.md, Choices where the interface is open). */
 const OWN_ERRORS: Record<OperationName, Record<number, ErrorCode[]>> = {
   send: {
     401: ['unauthorized'],
