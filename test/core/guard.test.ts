@@ -134,7 +134,9 @@ describe('signals', () => {
     expect(error?.code).toBe('blocked_by_policy');
     expect(error?.message).toContain('unusual traffic to this number range');
     expect(error?.message).not.toMatch(/\d/);
-    expect(await code(gb(9_998_700))).toBe('sent');
+    // A long run walks the numbering: the ten thousand around it is blocked too, not the next one.
+    expect(await code(notProbe((n) => gb(9_998_700 + n)))).toBe('blocked_by_policy');
+    expect(await code(gb(9_988_700))).toBe('sent');
     const state = world.store.guard.country(serviceSid, 'GB')!.state;
     const block = state.blocks.find((b) => b.reason === 'sequential_numbers');
     expect(block).toMatchObject({ prefix: '+447409999', level: 'standard', figures: { checked: 0 } });
@@ -189,11 +191,13 @@ describe('signals', () => {
 
   it('never-seen ranges: unchecked sends into ranges not established block them, established ranges send', async () => {
     await baseline(established(), 2);
-    await todaysTraffic();
+    await todaysTraffic(8);
+    // Well above the country's usual share of sends to ranges not established (half the way to all of them).
     await consume(
-      Array.from({ length: 24 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17), now() - 8 * MINUTE)),
+      Array.from({ length: 30 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17), now() - 8 * MINUTE)),
     );
     const state = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(state.closed).toBeUndefined();
     expect(state.novelty).toMatchObject({ reason: 'novel_prefix_surge', level: 'standard' });
     expect(state.established).toContain('+447400');
     expect((await refusal(notProbe((n) => gb(40_123_456 + n))))?.message).toContain(
@@ -213,8 +217,12 @@ describe('signals', () => {
     await baseline(established(), 2);
     const at = now() - 6 * MINUTE;
     // A range whose codes are being checked right now stays open.
-    await consume([sendEvent(gb(3_000_777), at), conversionEvent(gb(3_000_777), at)]);
-    await consume(Array.from({ length: 40 }, (_, i) => sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i), at)));
+    await consume(
+      [gb(3_000_777), gb(3_000_778)].flatMap((e164) => [sendEvent(e164, at), conversionEvent(e164, at)]),
+    );
+    await consume(
+      Array.from({ length: 40 }, (_, i) => sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at)),
+    );
     const state = world.store.guard.country(serviceSid, 'GB')!.state;
     expect(state.closed).toMatchObject({ reason: 'country_surge', open: ['+447403'] });
     expect((await refusal(notProbe((n) => gb(1_000_500 + n))))?.message).toContain(
@@ -324,44 +332,79 @@ describe('learning: a service or country without a baseline', () => {
 });
 
 describe('probes', () => {
-  it('about one number in 50 goes through a block as a probe; checked probes lift the block', async () => {
-    await sequentialRun();
-    const through = probe((n) => gb(9_999_600 + n));
+  /** A new service's GB traffic with no code checked: the country is closed (`low_conversion`). */
+  const closeGb = async () => {
+    await consume(
+      Array.from({ length: 40 }, (_, i) =>
+        sendEvent(gb(10_000_000 + i * 1_234_567), now() - (20 - i / 2) * MINUTE),
+      ),
+    );
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toMatchObject({
+      reason: 'low_conversion',
+    });
+  };
+  const closed = () => world.store.guard.country(serviceSid, 'GB')!.state.closed;
+
+  it('about one number in 50 goes through a block as a probe; probes checked as real users check lift it', async () => {
+    await closeGb();
+    const through = probe((n) => gb(77_000_000 + n));
     expect(await code(through)).toBe('sent');
-    expect(await code(notProbe((n) => gb(9_999_600 + n)))).toBe('blocked_by_policy');
+    expect(await code(notProbe((n) => gb(77_000_000 + n)))).toBe('blocked_by_policy');
     const sample = Array.from({ length: 2000 }, (_, n) => isProbe(gb(9_000_000 + n), now())).filter(
       Boolean,
     ).length;
     expect(sample).toBeGreaterThan(20);
     expect(sample).toBeLessThan(60);
-    // Two probes checked by real users: the block lifts at the next fold.
+    // Three probes, all checked by real users: the block lifts at the next fold.
     const at = now();
-    await consume([sendEvent(gb(9_999_601), at), sendEvent(gb(9_999_603), at)]);
-    world.clock.advance(MINUTE);
-    await consume([conversionEvent(gb(9_999_601), at, now()), conversionEvent(gb(9_999_603), at, now())]);
-    expect(world.store.guard.country(serviceSid, 'GB')!.state.blocks).toEqual([]);
+    const probes = [
+      probe((n) => gb(60_000_000 + n)),
+      probe((n) => gb(61_000_000 + n)),
+      probe((n) => gb(62_000_000 + n)),
+    ];
+    await consume(probes.map((e164) => sendEvent(e164, at)));
+    world.clock.advance(4 * MINUTE);
+    await consume(probes.map((e164) => conversionEvent(e164, at, at + 40_000)));
+    expect(closed()).toBeUndefined();
+    expect(await code(notProbe((n) => gb(78_000_000 + n)))).toBe('sent');
+  });
+
+  it("probes checked at a quarter of the real users' rate (fake checks) do not lift it", async () => {
+    await closeGb();
+    const at = now();
+    const probes = Array.from({ length: 12 }, (_, i) => probe((n) => gb(60_000_000 + i * 1_000_000 + n)));
+    await consume(probes.map((e164) => sendEvent(e164, at)));
+    world.clock.advance(4 * MINUTE);
+    await consume(probes.slice(0, 1).map((e164) => conversionEvent(e164, at, at + 40_000)));
+    expect(closed()).toMatchObject({ reason: 'low_conversion' });
   });
 
   it('never renewed on volume alone: refused sends keep coming, no probe unchecked, the block ends', async () => {
-    await sequentialRun();
-    for (let minute = 0; minute < 61; minute += 5) {
+    await closeGb();
+    for (let minute = 0; minute < 31; minute += 5) {
       world.clock.advance(5 * MINUTE);
       await consume(
-        Array.from({ length: 30 }, (_, i) => ({ ...sendEvent(gb(9_999_300 + i)), accepted: false })),
+        Array.from({ length: 30 }, (_, i) => ({
+          ...sendEvent(gb(30_000_000 + minute * 100 + i)),
+          accepted: false,
+        })),
       );
     }
-    expect(world.store.guard.country(serviceSid, 'GB')!.state.blocks).toEqual([]);
+    expect(closed()).toBeUndefined();
   });
 
   it('renewed while its probes go unchecked', async () => {
-    await sequentialRun();
-    for (let minute = 0; minute < 55; minute += 5) {
+    await closeGb();
+    const until = closed()!.until;
+    for (let minute = 0; minute < 25; minute += 5) {
       world.clock.advance(5 * MINUTE);
-      await consume(Array.from({ length: 3 }, (_, i) => sendEvent(gb(9_999_500 + minute * 3 + i))));
+      await consume(
+        Array.from({ length: 6 }, (_, i) =>
+          sendEvent(probe((n) => gb(40_000_000 + (minute * 6 + i) * 100_000 + n))),
+        ),
+      );
     }
-    const block = world.store.guard.country(serviceSid, 'GB')!.state.blocks[0];
-    expect(block).toMatchObject({ prefix: '+447409999' });
-    expect(block!.until).toBeGreaterThan(now() + 30 * MINUTE);
+    expect(closed()!.until).toBeGreaterThan(until);
   });
 });
 
@@ -587,7 +630,7 @@ describe('blocks', () => {
     await sequentialRun();
     world.store.guard.editCountryState(serviceSid, 'GB', (state) => {
       state.blocks = [];
-      state.lifted = { '+447409999': now() + 60 * MINUTE };
+      state.lifted = { '+44740999': now() + 60 * MINUTE };
     });
     expect(await code(gb(9_999_700))).toBe('sent');
     await sequentialRun();

@@ -53,7 +53,10 @@ export const BASELINE = { conversions: 30, ageMs: DAY } as const;
 export const SCOPE_BASELINE = { conversions: 100, ageMs: DAY } as const;
 /** The conversion real users are assumed to reach at least where no baseline says otherwise. */
 export const LEGIT_FLOOR_CONVERSION = 0.3;
-/** Without a baseline: this many sends in 10 minutes, none of the country's last 30 minutes checked. */
+/**
+ * Without a baseline: this many unchecked sends in 10 minutes more than the codes checked in the last 30 (real
+ * users' checked codes vouch for as many unchecked sends).
+ */
 export const UNCHECKED_BURST = 20;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
 export const PROBE_PER_MILLE = 20;
@@ -80,6 +83,9 @@ export const LIMITS = {
   open: 200,
 } as const;
 
+/** A run this long blocks its parent (10,000 numbers) at once. */
+const WALKING_RUN = 8;
+
 /** A global block applies to a service when at least this many other services showed its signal. */
 export const GLOBAL_QUORUM = 3;
 
@@ -89,7 +95,7 @@ export const GLOBAL_QUORUM = 3;
  */
 const LOG_ALPHA = {
   start: { standard: Math.log(1e-5), strict: Math.log(1e-3) },
-  sequential: { standard: Math.log(1e-3), strict: Math.log(1e-2) },
+  sequential: { standard: Math.log(1e-2), strict: Math.log(5e-2) },
   renew: Math.log(1e-2),
 } as const;
 
@@ -298,7 +304,11 @@ const addTag = (tags: string[] | undefined, tag: string | undefined): string[] |
  */
 export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: string): EventFacts {
   const place = placeOf(event.e164, event.country);
-  decayCountry(stats, event.at);
+  // Totals are kept as of `base.t`: an event adds its weight at that time rather than decaying every range to
+  // each event's time (a batch touches one item many times; `pruneCountryStats` brings them all to the batch's
+  // time once). An event far ahead moves everything on first, so a weight stays near 1.
+  if (stats.base.t === 0 || event.at > stats.base.t + HOUR) decayCountry(stats, event.at);
+  const weight = Math.pow(2, (event.at - stats.base.t) / BASELINE_HALF_LIFE_MS);
   const novelRange = !isEstablishedRange(stats.ranges[place.range]);
   const minuteKey = String(minuteIndex(event.kind === 'send' ? event.at : event.sentAt));
   const rangeKey = String(rangeBucketIndex(event.kind === 'send' ? event.at : event.sentAt));
@@ -333,10 +343,10 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     if (suspect && tag && accepted) suspect.tags = addTag(suspect.tags, tag);
     if (accepted) {
       if (stats.base.since === 0) stats.base.since = event.at;
-      stats.base.s += 1;
-      if (novelRange) stats.base.n += 1;
+      stats.base.s += weight;
+      if (novelRange) stats.base.n += weight;
       const range = (stats.ranges[place.range] ??= [0, 0]);
-      range[0] += 1;
+      range[0] += weight;
       const caps = stats.caps;
       const hour = Math.floor(event.at / HOUR);
       const day = Math.floor(event.at / DAY);
@@ -361,9 +371,9 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     if (entry) entry[2] = 1;
     const suspect = stats.suspects[place.runPrefix];
     if (suspect) (suspect.m[minuteKey] ??= [0, 0])[1] += 1;
-    stats.base.c += 1;
-    const range = (stats.ranges[place.range] ??= [1, 0]);
-    range[1] += 1;
+    stats.base.c += weight;
+    const range = (stats.ranges[place.range] ??= [weight, 0]);
+    range[1] += weight;
   }
   return { novelRange };
 }
@@ -466,13 +476,15 @@ export function pruneCountryStats(stats: CountryStats, now: number): void {
     const last = Math.max(suspect.since, ...Object.keys(suspect.m).map((key) => Number(key) * MINUTE));
     if (last < now - SUSPECT_KEEP_MS) delete stats.suspects[prefix];
   }
-  stats.ranges = Object.fromEntries(
-    Object.entries(stats.ranges)
-      .filter(([, [s, c]]) => s >= 0.05 || c >= 0.05)
-      .sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1]))
-      .slice(0, LIMITS.ranges)
-      .map(([range, [s, c]]) => [range, [round3(s), round3(c)] as [number, number]]),
-  );
+  for (const [range, value] of Object.entries(stats.ranges)) {
+    if (value[0] < 0.05 && value[1] < 0.05) delete stats.ranges[range];
+    else stats.ranges[range] = [round3(value[0]), round3(value[1])];
+  }
+  const ranges = Object.entries(stats.ranges);
+  if (ranges.length > LIMITS.ranges)
+    stats.ranges = Object.fromEntries(
+      ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1])).slice(0, LIMITS.ranges),
+    );
 }
 
 const round3 = (value: number) => Math.round(value * 1000) / 1000;
@@ -495,8 +507,8 @@ export const THRESHOLDS = {
     strict: { shareOverBase: 2, minShare: 0.1 },
   },
   novelSurge: {
-    standard: { minFraction: 0.3 },
-    strict: { minFraction: 0.2 },
+    standard: { minFraction: 0.3, overUsual: 0.5 },
+    strict: { minFraction: 0.2, overUsual: 0.3 },
   },
   countrySurge: {
     standard: { overRate: 4 },
@@ -571,9 +583,21 @@ export function conversionEvidence(cohorts: Cohort[], conversion: number, now: n
 /** Whether the evidence starts (or renews) a block: unlikely enough, and well below what real users check. */
 const damning = (evidence: Evidence, logAlpha: number): boolean =>
   evidence.logChance < logAlpha && evidence.checked <= 0.5 * evidence.expected;
-/** Whether a block's probes show real users behind it: their codes checked as real users check theirs. */
+/**
+ * Whether a rule may start a block at `level` where `current` holds: none yet, or a strict one that standard
+ * evidence now upgrades (else a block started at strict would never refuse at standard while it lasts).
+ */
+const startsAt = (current: { level: BlockLevel } | undefined, level: BlockLevel): boolean =>
+  !current || (level === 'standard' && current.level === 'strict');
+
+/**
+ * Whether a block's probes show real users behind it: their codes checked at least as often as the rules assume
+ * real users check theirs (fake checks at a quarter of that, as a drip attack makes, do not).
+ */
 const vindicating = (evidence: Evidence): boolean =>
-  evidence.checked >= 2 && evidence.checked >= 0.5 * evidence.expected;
+  evidence.checked >= 2 && evidence.checked >= evidence.expected;
+/** After probes vindicated a destination, the rules leave it alone this long (its old evidence is spent). */
+const VINDICATED_MS = 30 * MINUTE;
 
 const minuteCohorts = (
   minutes: Record<string, MinuteBucket>,
@@ -673,11 +697,15 @@ function carry<T extends { since: number; until: number; probes?: ProbeCohorts; 
   conversion: number,
   hold: number,
   now: number,
+  onVindicated: () => void,
 ): T | undefined {
   if (block.until <= now) return undefined;
   const probes = cohortsOf(block.probes ?? {}, MINUTE, now - RECENT_MS);
   const evidence = conversionEvidence(probes, conversion, now);
-  if (vindicating(evidence)) return undefined;
+  if (vindicating(evidence)) {
+    onVindicated();
+    return undefined;
+  }
   const kept = { ...block, ...(block.probes && { probes: trimProbes(block.probes, now) }) };
   if (damning(evidence, LOG_ALPHA.renew) && block.until < now + hold / 2) {
     kept.until = now + hold;
@@ -702,7 +730,10 @@ function mergeBlock(
     if (found.services) existing.services = found.services;
     return undefined;
   }
-  const block: GuardBlock = { ...found, since: now, ...(found.reason !== 'country_cap' && { probes: {} }) };
+  // Caps take no probes; nor do sequences: a block there covers a thousand numbers that real users who check
+  // their codes never ran into (the rule needs their codes unchecked), and probes would be 2 % of the attack.
+  const probed = found.reason !== 'country_cap' && found.reason !== 'sequential_numbers';
+  const block: GuardBlock = { ...found, since: now, ...(probed && { probes: {} }) };
   blocks.push(block);
   return block;
 }
@@ -747,7 +778,9 @@ export function evaluateCountry(
       if (block.until > now) blocks.push({ ...block });
       continue;
     }
-    const kept = carry(block, conversion, BLOCK_HOLD_MS, now);
+    const kept = carry(block, conversion, BLOCK_HOLD_MS, now, () => {
+      lifted[block.prefix] = now + VINDICATED_MS;
+    });
     if (kept) blocks.push(kept);
   }
   const started: StartedBlock[] = [];
@@ -760,17 +793,21 @@ export function evaluateCountry(
 
   // Near-sequential runs: suspect run prefixes whose codes real users would have checked by now.
   const runParents = new Map<string, number>();
+  const walking = new Set<string>();
   for (const [prefix, suspect] of Object.entries(stats.suspects)) {
     const run = longestRun(
       (stats.runs[prefix] ?? [])
         .filter(([, sec]) => sec * 1000 > now - RUN_WINDOW_MS)
         .map(([suffix]) => suffix),
     );
-    const blocked = blocks.some((b) => b.prefix === prefix);
+    const blocked = blocks.find((b) => b.prefix === prefix);
     // Numbers in a sequence are people of one organisation (staff, a batch of SIMs): they check their codes.
     const evidence = conversionEvidence(cohortsOf(suspect.m, MINUTE), Math.max(conversion, 0.45), now);
     const level = levelOf(
-      (l) => !blocked && run >= THRESHOLDS.sequential[l].run && damning(evidence, LOG_ALPHA.sequential[l]),
+      (l) =>
+        startsAt(blocked, l) &&
+        run >= THRESHOLDS.sequential[l].run &&
+        damning(evidence, LOG_ALPHA.sequential[l]),
     );
     if (!level) continue;
     propose({
@@ -783,10 +820,12 @@ export function evaluateCountry(
     });
     const parent = prefix.slice(0, -1);
     runParents.set(parent, (runParents.get(parent) ?? 0) + 1);
+    // A long run walks the numbering: it will be in the next thousand within minutes.
+    if (run >= WALKING_RUN) walking.add(parent);
   }
   for (const [parent, count] of runParents) {
     const runs = blocks.filter((b) => b.reason === 'sequential_numbers' && b.prefix.slice(0, -1) === parent);
-    if (count >= 2 && runs.length >= 2 && !blocks.some((b) => b.prefix === parent))
+    if (((count >= 2 && runs.length >= 2) || walking.has(parent)) && !blocks.some((b) => b.prefix === parent))
       propose({
         prefix: parent,
         reason: 'sequential_numbers',
@@ -820,7 +859,7 @@ export function evaluateCountry(
       const baseRange = Math.max(0, (stats.ranges[range]?.[0] ?? 0) - accepted);
       const baseAll = Math.max(0, stats.base.s - accepted30);
       const baseShare = baseAll > 0 ? baseRange / baseAll : 0;
-      const blocked = blocks.some((b) => b.prefix === range);
+      const blocked = blocks.find((b) => b.prefix === range);
       const evidence = conversionEvidence(
         inWindow.map(([key, [, a, c]]) => ({
           at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
@@ -833,7 +872,7 @@ export function evaluateCountry(
       const level = levelOf((l) => {
         const t = THRESHOLDS.prefixSurge[l];
         const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
-        return !blocked && surging && damning(evidence, LOG_ALPHA.start[l]);
+        return startsAt(blocked, l) && surging && damning(evidence, LOG_ALPHA.start[l]);
       });
       if (level)
         propose({
@@ -857,9 +896,12 @@ export function evaluateCountry(
   let closed: CountryBlock | undefined;
   if (scope === 'service') {
     const countryPrefix = countryPrefixOf(country) ?? '+';
+    const vindicated = () => {
+      lifted[countryPrefix] = now + VINDICATED_MS;
+    };
+    novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicated);
+    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicated);
     const countryLifted = liftedPrefix(lifted, countryPrefix, now);
-    novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now);
-    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now);
     const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
       minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
     const all = conversionEvidence(
@@ -872,7 +914,9 @@ export function evaluateCountry(
       // Many sends to ranges not established in this country, their codes not checked.
       const recent = cohorts30((m) => [m.n, 0]);
       const novel = sum(recent.map((c) => c.sends));
-      const baseNovel = Math.min(0.1, stats.base.s > 0 ? stats.base.n / stats.base.s : 0);
+      // A country whose real users are spread over many ranges sends much to ranges not established every day:
+      // its novel share must rise well above its own usual share (half the way to all), not above a fixed one.
+      const baseNovel = stats.base.s > 0 ? stats.base.n / stats.base.s : 0;
       const fraction = country30 > 0 ? novel / country30 : 0;
       const evidence = conversionEvidence(
         cohorts30((m) => [m.na, m.nc]),
@@ -881,8 +925,12 @@ export function evaluateCountry(
       );
       const level = levelOf(
         (l) =>
-          !novelty &&
-          fraction >= Math.max(THRESHOLDS.novelSurge[l].minFraction, 3 * baseNovel) &&
+          startsAt(novelty, l) &&
+          fraction >=
+            Math.max(
+              THRESHOLDS.novelSurge[l].minFraction,
+              baseNovel + THRESHOLDS.novelSurge[l].overUsual * (1 - baseNovel),
+            ) &&
           damning(evidence, LOG_ALPHA.start[l]),
       );
       if (level) {
@@ -923,7 +971,7 @@ export function evaluateCountry(
       );
       const surgeLevel = levelOf(
         (l) =>
-          !closed &&
+          startsAt(closed, l) &&
           sends15 >= THRESHOLDS.countrySurge[l].overRate * Math.max(usual15, 2) &&
           damning(all, LOG_ALPHA.start[l]),
       );
@@ -942,10 +990,17 @@ export function evaluateCountry(
           .filter(([key]) => Number(key) * MINUTE >= now - 10 * MINUTE)
           .map(([, m]) => m.a),
       );
+      const checked10 = sum(
+        Object.entries(stats.minutes)
+          .filter(([key]) => Number(key) * MINUTE >= now - 10 * MINUTE)
+          .map(([, m]) => m.c),
+      );
       const checked30 = sum(cohorts30((m) => [m.c, 0]).map((c) => c.sends));
-      const bursting = burst >= UNCHECKED_BURST && checked30 === 0;
-      if (!closed && (level || bursting))
-        closed = closeCountry(stats, closed, 'low_conversion', level ?? 'standard', now, started, country, {
+      // Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for.
+      const bursting = burst - checked10 >= UNCHECKED_BURST + checked30;
+      const found = bursting ? 'standard' : level;
+      if (found && startsAt(closed, found))
+        closed = closeCountry(stats, closed, 'low_conversion', found, now, started, country, {
           sends_30m: all.sends,
           sends_10m: burst,
           checked: all.checked,
@@ -985,10 +1040,13 @@ export function evaluateCountry(
   };
 }
 
-/** The ranges that stay open while a country is closed: those whose codes were checked in the last 35 minutes. */
+/** Checked codes in the last 35 minutes that keep a range open while its country is closed. */
+const OPEN_CHECKED = 2;
+
+/** The ranges that stay open while a country is closed: those whose codes were checked lately. */
 function openRanges(stats: CountryStats): string[] {
   return Object.entries(stats.recentRanges)
-    .filter(([, buckets]) => Object.values(buckets).some(([, , checked]) => checked > 0))
+    .filter(([, buckets]) => sum(Object.values(buckets).map(([, , checked]) => checked)) >= OPEN_CHECKED)
     .map(([range]) => range)
     .sort()
     .slice(0, LIMITS.open);
@@ -1052,9 +1110,13 @@ export function evaluateScope(
   const lifted = Object.fromEntries(Object.entries(previous.lifted).filter(([, until]) => until > now));
   const started: StartedBlock[] = [];
   const conversion = LEGIT_FLOOR_CONVERSION;
+  const vindicated = () => {
+    lifted['*'] = now + VINDICATED_MS;
+  };
   let novelCountries =
-    previous.novelCountries && carry(previous.novelCountries, conversion, BLOCK_HOLD_MS, now);
-  let novelRanges = previous.novelRanges && carry(previous.novelRanges, conversion, BLOCK_HOLD_MS, now);
+    previous.novelCountries && carry(previous.novelCountries, conversion, BLOCK_HOLD_MS, now, vindicated);
+  let novelRanges =
+    previous.novelRanges && carry(previous.novelRanges, conversion, BLOCK_HOLD_MS, now, vindicated);
   const hour = Object.entries(stats.minutes).filter(([key]) => Number(key) * MINUTE >= now - 60 * MINUTE);
   const nCountries = new Set(hour.flatMap(([, m]) => m.nCountries));
   const rCountries = new Set(hour.flatMap(([, m]) => m.rCountries));
@@ -1077,7 +1139,7 @@ export function evaluateScope(
     );
     const countryLevel = levelOf(
       (l) =>
-        !novelCountries &&
+        startsAt(novelCountries, l) &&
         nCountries.size >= THRESHOLDS.novelCountries[l].countries &&
         damning(countryEvidence, LOG_ALPHA.start[l]),
     );
@@ -1093,7 +1155,7 @@ export function evaluateScope(
       now,
     );
     if (
-      !novelRanges &&
+      startsAt(novelRanges, 'strict') &&
       rCountries.size >= THRESHOLDS.novelSpread.strict.countries &&
       damning(rangeEvidence, LOG_ALPHA.start.strict)
     )

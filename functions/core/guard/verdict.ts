@@ -98,7 +98,7 @@ function findHit(
   // Caps and probes: a cap refuses every send past it; other blocks let a few probes through (their checked
   // codes lift the block early, their unchecked ones renew it).
   const probe = isProbe(place.e164, now);
-  const probing = (block: { reason: GuardReason }) => block.reason !== 'country_cap' && probe;
+  const probing = (block: GuardBlock) => block.probes !== undefined && probe;
 
   const own = view.service.country;
   const all = view.service.all;
