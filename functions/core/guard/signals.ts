@@ -825,11 +825,13 @@ export function evaluateCountry(
   }
   for (const [parent, count] of runParents) {
     const runs = blocks.filter((b) => b.reason === 'sequential_numbers' && b.prefix.slice(0, -1) === parent);
-    if (((count >= 2 && runs.length >= 2) || walking.has(parent)) && !blocks.some((b) => b.prefix === parent))
+    const level = runs.some((b) => b.level === 'standard') ? 'standard' : 'strict';
+    const current = blocks.find((b) => b.prefix === parent);
+    if (((count >= 2 && runs.length >= 2) || walking.has(parent)) && startsAt(current, level))
       propose({
         prefix: parent,
         reason: 'sequential_numbers',
-        level: runs.some((b) => b.level === 'standard') ? 'standard' : 'strict',
+        level,
         until: now + BLOCK_HOLD_MS,
         figures: { runs_blocked: runs.length },
         ...(scope === 'global' && { services: [...new Set(runs.flatMap((b) => b.services ?? []))] }),
