@@ -369,6 +369,24 @@ describe('probes', () => {
     expect(await code(notProbe((n) => gb(78_000_000 + n)))).toBe('sent');
   });
 
+  it('a country its probes vindicated lifts alone: a range block inside it keeps refusing', async () => {
+    await closeGb();
+    await sequentialRun();
+    const inRun = () => notProbe((n) => gb(9_999_700 + n));
+    expect(await code(inRun())).toBe('blocked_by_policy');
+    const at = now();
+    const probes = [0, 1, 2].map((i) => probe((n) => gb(60_000_000 + i * 1_000_000 + n)));
+    await consume(probes.map((e164) => sendEvent(e164, at)));
+    world.clock.advance(4 * MINUTE);
+    await consume(probes.map((e164) => conversionEvent(e164, at, at + 40_000)));
+    expect(closed()).toBeUndefined();
+    expect(await code(notProbe((n) => gb(78_000_000 + n)))).toBe('sent');
+    expect(await code(inRun())).toBe('blocked_by_policy');
+    // The closure's evidence is spent: the rules do not close the country again at once.
+    await consume([sendEvent(gb(79_000_000))]);
+    expect(closed()).toBeUndefined();
+  });
+
   it("probes checked at a quarter of the real users' rate (fake checks) do not lift it", async () => {
     await closeGb();
     const at = now();

@@ -120,6 +120,11 @@ export interface CountryGuardState {
   closed?: CountryBlock;
   /** Prefixes an operator lifted by hand, until (epoch ms): no block of them applies, none is made. */
   lifted: Record<string, number>;
+  /**
+   * Prefixes whose block the probes vindicated, until (epoch ms): the rules make no block of exactly that prefix
+   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply.
+   */
+  vindicated?: Record<string, number>;
 }
 
 /** What the send path reads for one scope across countries. */
@@ -131,6 +136,8 @@ export interface ScopeGuardState {
   /** Refuse numbers in ranges not established, in any country (strict). */
   novelRanges?: NoveltyBlock;
   lifted: Record<string, number>;
+  /** As the country state's: the scope's novelty blocks vindicated by their probes (`*`). */
+  vindicated?: Record<string, number>;
 }
 
 /** The guard's state for one destination, read with the send's own BatchGetItem. */

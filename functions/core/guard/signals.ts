@@ -634,6 +634,9 @@ function legitConversion(stats: CountryStats, now: number): number {
 const liftedPrefix = (lifted: Record<string, number>, prefix: string, now: number) =>
   Object.entries(lifted).some(([p, until]) => until > now && prefix.startsWith(p));
 
+const current = (marks: Record<string, number> | undefined, now: number): Record<string, number> =>
+  Object.fromEntries(Object.entries(marks ?? {}).filter(([, until]) => until > now));
+
 /** What a rule started (not renewed): for the owner's alert. */
 export interface StartedBlock {
   reason: GuardReason;
@@ -769,7 +772,8 @@ export function evaluateCountry(
   context: CountryContext,
 ): { state: CountryGuardState; started: StartedBlock[] } {
   const { country, now, scope } = context;
-  const lifted = Object.fromEntries(Object.entries(previous.lifted).filter(([, until]) => until > now));
+  const lifted = current(previous.lifted, now);
+  const vindicated = current(previous.vindicated, now);
   const conversion = legitConversion(stats, now);
   const baseline = scope === 'service' ? hasBaseline(stats, now) : stats.base.c >= BASELINE.conversions;
   const blocks: GuardBlock[] = [];
@@ -779,13 +783,13 @@ export function evaluateCountry(
       continue;
     }
     const kept = carry(block, conversion, BLOCK_HOLD_MS, now, () => {
-      lifted[block.prefix] = now + VINDICATED_MS;
+      vindicated[block.prefix] = now + VINDICATED_MS;
     });
     if (kept) blocks.push(kept);
   }
   const started: StartedBlock[] = [];
   const propose = (found: Omit<GuardBlock, 'since'>) => {
-    if (liftedPrefix(lifted, found.prefix, now)) return;
+    if (liftedPrefix(lifted, found.prefix, now) || (vindicated[found.prefix] ?? 0) > now) return;
     const made = mergeBlock(blocks, found, now);
     if (made)
       started.push({ reason: made.reason, prefix: made.prefix, level: made.level, figures: made.figures });
@@ -898,12 +902,12 @@ export function evaluateCountry(
   let closed: CountryBlock | undefined;
   if (scope === 'service') {
     const countryPrefix = countryPrefixOf(country) ?? '+';
-    const vindicated = () => {
-      lifted[countryPrefix] = now + VINDICATED_MS;
+    const vindicate = () => {
+      vindicated[countryPrefix] = now + VINDICATED_MS;
     };
-    novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicated);
-    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicated);
-    const countryLifted = liftedPrefix(lifted, countryPrefix, now);
+    novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
+    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicate);
+    const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
     const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
       minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
     const all = conversionEvidence(
@@ -1037,6 +1041,7 @@ export function evaluateCountry(
       ...(novelty && { novelty }),
       ...(closed && { closed }),
       lifted,
+      ...(Object.keys(vindicated).length > 0 && { vindicated }),
     },
     started,
   };
@@ -1109,16 +1114,17 @@ export function evaluateScope(
   previous: ScopeGuardState,
   now: number,
 ): { state: ScopeGuardState; started: StartedBlock[] } {
-  const lifted = Object.fromEntries(Object.entries(previous.lifted).filter(([, until]) => until > now));
+  const lifted = current(previous.lifted, now);
+  const vindicated = current(previous.vindicated, now);
   const started: StartedBlock[] = [];
   const conversion = LEGIT_FLOOR_CONVERSION;
-  const vindicated = () => {
-    lifted['*'] = now + VINDICATED_MS;
+  const vindicate = () => {
+    vindicated['*'] = now + VINDICATED_MS;
   };
   let novelCountries =
-    previous.novelCountries && carry(previous.novelCountries, conversion, BLOCK_HOLD_MS, now, vindicated);
+    previous.novelCountries && carry(previous.novelCountries, conversion, BLOCK_HOLD_MS, now, vindicate);
   let novelRanges =
-    previous.novelRanges && carry(previous.novelRanges, conversion, BLOCK_HOLD_MS, now, vindicated);
+    previous.novelRanges && carry(previous.novelRanges, conversion, BLOCK_HOLD_MS, now, vindicate);
   const hour = Object.entries(stats.minutes).filter(([key]) => Number(key) * MINUTE >= now - 60 * MINUTE);
   const nCountries = new Set(hour.flatMap(([, m]) => m.nCountries));
   const rCountries = new Set(hour.flatMap(([, m]) => m.rCountries));
@@ -1133,7 +1139,7 @@ export function evaluateScope(
     return merged.block;
   };
 
-  if (scopeHasBaseline(stats, now) && !liftedPrefix(lifted, '*', now)) {
+  if (scopeHasBaseline(stats, now) && !liftedPrefix({ ...lifted, ...vindicated }, '*', now)) {
     const countryEvidence = conversionEvidence(
       scopeCohorts(stats, now - 60 * MINUTE, (m) => [m.na, m.nc]),
       conversion,
@@ -1178,6 +1184,7 @@ export function evaluateScope(
       ...(novelCountries && { novelCountries }),
       ...(novelRanges && { novelRanges }),
       lifted,
+      ...(Object.keys(vindicated).length > 0 && { vindicated }),
     },
     started,
   };
