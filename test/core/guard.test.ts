@@ -644,6 +644,17 @@ describe('blocks', () => {
     expect(world.store.guard.country(serviceSid, 'GB')!.state.blocks).toEqual([]);
   });
 
+  it('a probe of a wider block does not pass a sequence block under it', async () => {
+    await sequentialRun();
+    world.store.guard.editCountryState(serviceSid, 'GB', (state) => {
+      const wider = { ...state.blocks[0]!, prefix: '+447409', reason: 'prefix_surge' as const, probes: {} };
+      state.blocks.unshift({ ...wider, until: now() + 90 * MINUTE });
+    });
+    expect(await code(probe((n) => gb(9_999_700 + n)))).toBe('blocked_by_policy');
+    // Outside the sequence, the wider block's probes go through.
+    expect(await code(probe((n) => gb(9_000_000 + n)))).toBe('sent');
+  });
+
   it('lifted by hand: no block applies and the rules do not make it again until the lift ends', async () => {
     await sequentialRun();
     world.store.guard.editCountryState(serviceSid, 'GB', (state) => {

@@ -95,7 +95,7 @@ export const GLOBAL_QUORUM = 3;
  */
 const LOG_ALPHA = {
   start: { standard: Math.log(1e-5), strict: Math.log(1e-3) },
-  sequential: { standard: Math.log(1e-2), strict: Math.log(5e-2) },
+  sequential: { standard: Math.log(5e-2), strict: Math.log(2e-1) },
   renew: Math.log(1e-2),
 } as const;
 

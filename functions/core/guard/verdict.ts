@@ -47,7 +47,10 @@ const isLifted = (lifted: Record<string, number> | undefined, e164: string, now:
 
 type Hit = { reason: GuardReason; prefix: string; scope: 'service' | 'global' | 'list'; figures: Figures };
 
-/** The first block of `state` covering the number, unless the service's operator lifted it (`lifted`). */
+/**
+ * The block of `state` covering the number, unless the service's operator lifted it (`lifted`): one that takes no
+ * probes first, so a probe of a wider block never passes a cap or a sequence under it.
+ */
 function prefixBlock(
   state: CountryGuardState | undefined,
   lifted: Record<string, number> | undefined,
@@ -56,9 +59,10 @@ function prefixBlock(
   now: number,
 ): GuardBlock | undefined {
   if (isLifted(lifted, place.e164, now)) return undefined;
-  return state?.blocks.find(
+  const covering = (state?.blocks ?? []).filter(
     (block) => block.until > now && applies(block.level, enforced) && place.e164.startsWith(block.prefix),
   );
+  return covering.find((block) => block.probes === undefined) ?? covering[0];
 }
 
 const active = <T extends NoveltyBlock>(
