@@ -1,6 +1,7 @@
 // @ts-check
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import coreBoundary from './eslint.core-boundary.cjs';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', '.cache/', 'coverage/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
@@ -32,4 +33,5 @@ export default tseslint.config(
       'no-restricted-globals': ['error', 'xit', 'xdescribe', 'fit', 'fdescribe'],
     },
   },
+  coreBoundary,
 );

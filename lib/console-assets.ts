@@ -4,7 +4,7 @@
  * its bundle (lib/constructs/console.ts), where functions/api/console.ts reads them.
  */
 import { buildSync } from 'esbuild';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ConsoleAssets } from '../functions/console/api';
 
@@ -38,11 +38,4 @@ export function buildConsoleAssets(): ConsoleAssets {
       'app.css': style.outputFiles[0]!.text,
     },
   };
-}
-
-/** Writes the files into `dir` (the console function's bundle directory gets them in `console/`). */
-export function writeConsoleAssets(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  for (const [name, content] of Object.entries(buildConsoleAssets().files))
-    writeFileSync(join(dir, name), content);
 }

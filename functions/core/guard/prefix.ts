@@ -48,6 +48,3 @@ export function placeOf(e164: string, country: string): NumberPlace {
     runSuffix: Number(national.slice(cut) || '0'),
   };
 }
-
-/** An E.164 prefix as an operator writes it: `+` and 1 to 15 digits. */
-export const isE164Prefix = (text: string): boolean => /^\+[1-9][0-9]{0,14}$/.test(text);
