@@ -74,8 +74,8 @@ export function validate<T extends z.ZodMiniType>(
 const CLIENT_CODE = /^[A-Za-z0-9]{4,10}$/;
 
 /*
- * zod's functional API (`zod/mini`): a bundle carries only the checks it uses (about 20 KB instead of 90, and a
- * fifth of the require time; docs/bench.md). The schemas are built in a pure call, so a bundle that never
+ * zod's functional API (`zod/mini`): a bundle carries only the checks it uses, a fraction of classic zod's size
+ * and require time (docs/bench.md). The schemas are built in a pure call, so a bundle that never
  * validates them (the fetch function's) drops them and zod with them: esbuild keeps a module-level call otherwise.
  */
 export const sendParamsSchema = /* @__PURE__ */ (() =>

@@ -142,7 +142,7 @@ export class OtpApi extends Grouping {
    * With that reservation, `otp:receiptFunctionUrl` moves the callbacks off the HTTP API onto the receipt
    * function's own URL (no authorization: the provider's signature is checked in the handler, as on the API),
    * where the reservation is the route's throttle: each callback then costs an invocation and no API Gateway
-   * request ($1.00 per million callbacks, and a provider sends two or three per message). Returns that URL.
+   * request (a provider sends two or three callbacks per message; docs/bench.md, "Cost model"). Returns that URL.
    */
   private separateReceipts({ config, functions }: OtpApiProps): lambda.FunctionUrl | undefined {
     if (config.receiptReservedConcurrency !== undefined) {

@@ -1,5 +1,5 @@
 /**
- * Concurrency (issue 6): real parallel HTTP requests against DynamoDB Local. Idempotency, the balance and
+ * Concurrency: real parallel HTTP requests against DynamoDB Local. Idempotency, the balance and
  * the per-number limits hold exactly under races; attempts are never overspent. (20 simultaneous checks of
  * the right code, and 20 wrong ones, are in test/integration/check.test.ts.)
  */

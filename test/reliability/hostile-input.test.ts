@@ -1,5 +1,5 @@
 /**
- * Hostile input (issue 6): property-based tests with fast-check over the bodies, headers and paths of every
+ * Hostile input: property-based tests with fast-check over the bodies, headers and paths of every
  * endpoint. Whatever comes in: no 500 (but the spec's own `not_priceable`), every error a JSON object with a
  * string `code`, no charge on any error, and every accepted `to` a clean E.164 number.
  */
