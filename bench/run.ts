@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     partDone('DynamoDB Local');
     const numbers = new NumberSource();
     const service = await startBenchService(db, {
-      // The spec's limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
+      // The default limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
       settings: { channelWaitSeconds: 1, keyRequestsPerMinute: 1_000_000_000 },
       modelCapacity: true,
     });

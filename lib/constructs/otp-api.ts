@@ -98,7 +98,7 @@ export class OtpApi extends Grouping {
         ...(authorizer && { authorizer }),
       });
     }
-    // A request that matches no route gets the JSON 404 or 405 with a `code` (spec 7.1) that the local stack
+    // A request that matches no route gets the JSON 404 or 405 with a `code` (docs/api.md) that the local stack
     // gives, not API Gateway's own `{"message":"Not Found"}`: the fetch function answers the `$default` route from
     // the route table below (functions/http/routes.ts), without reading anything.
     const fetchIntegration = integrations.get('fetch');

@@ -40,7 +40,7 @@ async function waitForCode(api: ApiClient, to: string): Promise<string> {
 it('50 simultaneous sends with one Idempotency-Key: all 201 with one sid, one verification, one charge', async () => {
   const account = await books.open();
   const api = harness.client(account);
-  // Each to another number (spec 4.1 rule 3: the key replays "even if To differs"), so that no per-number
+  // Each to another number (the key replays even if To differs: docs/api.md), so that no per-number
   // write orders them: only the idempotency item can.
   const numbers = Array.from({ length: 50 }, () => freshUsNumber());
   const headers = { 'idempotency-key': `same-${Math.random()}` };
