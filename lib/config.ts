@@ -16,7 +16,7 @@ import { readProviderDeployment, type ProviderDeployment } from './provider-conf
  * Values are validated at synth time: a bad value fails `cdk synth`, not the first request.
  */
 export interface OtpConfig {
-  /** Every setting of the service's limits, always passed to the functions (defaults included, so they are visible). */
+  /** Every limit setting, always passed to the functions (defaults included, so they are visible). */
   settings: Settings;
   /** Channels the deployment may use at all (a service's enabled channels are further limited by this). */
   allowedChannels: string[];

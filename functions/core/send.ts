@@ -177,8 +177,8 @@ type Verdict =
   | { ok: false; counted: boolean; error: OtpError; guard?: GuardDecision };
 
 /**
- * The send's refusals in the order they are checked (docs/api.md). Refusals about the number itself (from policy on) count
- * as sends to that number: the per-number limits count every send, refused ones included.
+ * The send's refusals in the order they are checked (docs/api.md). Refusals about the number itself (from
+ * policy on) count as sends to that number: the per-number limits count every send, refused ones included.
  */
 function decide(
   { settings, allowedChannels }: Pick<SendDeps, 'settings' | 'allowedChannels'>,
