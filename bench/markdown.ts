@@ -42,7 +42,7 @@ const PAGE_HEADER = [
   'Generated: do not edit by hand. `npm run bench -- --markdown` rewrites the first section (add',
   '`--from-results` to render the last run again without running), `npm run bench:guard -- --markdown` the',
   'second (`-- --report --markdown` without running). How to run the benches and what each figure means:',
-  '[bench.md](bench.md). Compare ratios, not milliseconds, between runs: the machine that ran them is shared.',
+  '[bench.md](bench.md). Compare ratios, not milliseconds, between runs: the machine may be shared.',
 ].join('\n');
 
 /** The cells of a Markdown table row (escaped pipes stay in their cell). */
