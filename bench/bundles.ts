@@ -135,7 +135,7 @@ export interface BundleResults {
   consoleAssets?: { file: string; kb: number; gzipKb: number }[];
 }
 
-/** The console's files as the browser downloads them (issue 15: "report its size in the bench"). */
+/** The console's files as the browser downloads them, reported beside the bundles. */
 export function consoleAssetSizes(): { file: string; kb: number; gzipKb: number }[] {
   return Object.entries(buildConsoleAssets().files).map(([file, content]) => ({
     file,

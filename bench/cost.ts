@@ -74,7 +74,7 @@ export const ASSUMPTIONS = {
   stepFunctionsLogLevel: 'ERROR' as 'ERROR' | 'ALL',
   /** X-Ray's default sampling at volume: 1 request a second, then 5 %. */
   xRaySampledShare: 0.05,
-  /** The channel wait on AWS: the spec's default. */
+  /** The channel wait on AWS: the default. */
   channelWaitSeconds: DEFAULT_SETTINGS.channelWaitSeconds,
   /** Receipt delays the `receiptDelays` table prices, s after the deliver task handed the message over. */
   receiptDelaysSeconds: [1, 2, 4, 8],
@@ -282,7 +282,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
 
   const apiGatewayRequests = api.reduce((total, entry) => total + entry.calls, 0) + path.receipts;
   // Time in receipt waits: a wait followed by its AfterWait task lasted the whole wait; one that ended at a
-  // status read (a receipt had settled the delivery), up to that read. The path ran with the spec's wait.
+  // status read (a receipt had settled the delivery), up to that read. The path ran with the default wait.
   const steps = receiptWaitSteps(path.waitSeconds);
   const readAt = (reads: number) => steps.slice(0, reads).reduce((total, seconds) => total + seconds, 0);
   const readsInEndedWait = path.statusReads - afterWaitRuns * (steps.length - 1);

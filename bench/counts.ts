@@ -270,7 +270,7 @@ interface PathSpec {
   prefix: string;
   behaviour: (channels: Channel[]) => Partial<Record<Channel, ChannelBehaviour>>;
   /**
-   * The channel wait to start the execution with, instead of the bench's short one: the spec's 8 s, cut in
+   * The channel wait to start the execution with, instead of the bench's short one: the default 8 s, cut in
    * its real steps (1, 1, 2, 4 s), for a path whose receipt ends it at the first status read.
    */
   waitSeconds?: number;

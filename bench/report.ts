@@ -61,7 +61,7 @@ function sdkChoiceOf(bundle: BundleResult) {
   return { bundledMs, runtimeMs };
 }
 
-/** Issue 13: the projected AWS bill of one million verifications (the cost model's "projected" column). */
+/** The target for the projected AWS bill of one million verifications (the cost model's "projected" column). */
 export const BILL_TARGET_USD = 20;
 
 export function evaluateTargets(
@@ -146,7 +146,7 @@ export function evaluateTargets(
   const overall = `the ${measuredSdk.length} functions measured start in ${fmt(round(sdkTotals.bundledMs, 0))} ms bundled vs ${fmt(round(sdkTotals.runtimeMs, 0))} ms with the runtime's SDK (sum of medians)`;
   for (const bundle of bundles?.results ?? []) {
     if (bundle.error || bundle.entry === BASELINE_ENTRY) continue;
-    // Issue 13: a cold start near a bare function's (the baseline: a document client and one GetItem).
+    // Target: a cold start near a bare function's (the baseline: a document client and one GetItem).
     const deployed = deployedRun(bundle);
     if (deployed?.spawnToResponseMs) {
       const max = bundle.entry === 'functions/api/send.ts' ? 1.3 : 1.1;
@@ -161,7 +161,7 @@ export function evaluateTargets(
         note: `require ${fmt(deployed.requireMs ?? Number.NaN)} ms, first invoke ${fmt(deployed.firstInvokeMs ?? Number.NaN)} ms`,
       });
     }
-    // Issue 13: under 400 KB, unless bundling the AWS SDK (which takes a bundle past it) measurably starts faster
+    // Target: under 400 KB, unless bundling the AWS SDK (which takes a bundle past it) measurably starts faster
     // than the runtime's SDK: then the cold start wins. Judged over every measured function (above); the stream
     // and queue consumers, with no cold start here, take the same setting.
     const sdk = sdkChoiceOf(bundle);

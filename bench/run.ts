@@ -5,8 +5,8 @@
  *
  *   npm run bench                 the full run (within 10 minutes on 2 cores)
  *   npm run bench -- --quick      fewer iterations, to try the bench itself
- *   npm run bench -- --markdown   print the tables as Markdown (for docs/bench.md)
- *   npm run bench -- --markdown --from-results   print the last run's tables again, without running
+ *   npm run bench -- --markdown   print the tables as Markdown and write them to docs/bench-results.md
+ *   npm run bench -- --markdown --from-results   the same from the last run's results, without running
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { measureBundles } from './bundles';
 import { costModel } from './cost';
 import { countOperations } from './counts';
 import { measureLatency } from './latency';
+import { benchSection, writeSection } from './markdown';
 import { evaluateTargets, renderReport, type BenchResults, type Machine } from './report';
 import { startBenchService } from './service';
 import { NumberSource, createAccount, startBenchDb } from './setup';
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
     partDone('DynamoDB Local');
     const numbers = new NumberSource();
     const service = await startBenchService(db, {
-      // The spec's limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
+      // The default limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
       settings: { channelWaitSeconds: 1, keyRequestsPerMinute: 1_000_000_000 },
       modelCapacity: true,
     });
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
   const file = RESULTS_FILE;
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${renderReport(results, args.has('--markdown'))}\n`);
+  if (args.has('--markdown')) await writeSection('bench', benchSection(results));
   log(
     `wrote ${file}; ${results.targets.filter((target) => !target.met).length} of ${results.targets.length} targets missed (see docs/bench.md)`,
   );
@@ -177,6 +179,7 @@ async function main(): Promise<void> {
 if (args.has('--from-results')) {
   const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as BenchResults;
   process.stdout.write(`${renderReport(saved, args.has('--markdown'))}\n`);
+  if (args.has('--markdown')) void writeSection('bench', benchSection(saved));
 } else {
   main().catch((error: unknown) => {
     process.stderr.write(

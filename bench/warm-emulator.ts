@@ -1,8 +1,8 @@
 /**
  * Warms a fresh DynamoDB Local before cold starts are measured on it. DynamoDB in a region is a warm service;
  * a fresh emulator is a JVM whose request paths have not been compiled yet, and a transaction is the slowest
- * of them: a fresh process's first `TransactWriteItems` took 40 to 120 ms here against 3.5 ms after a few
- * hundred (the latency part's raw figure). Without this, a cold function's first invoke measured the emulator's
+ * of them: a fresh process's first `TransactWriteItems` are many times slower than after a few hundred (the
+ * latency part's raw figure). Without this, a cold function's first invoke measured the emulator's
  * warm-up, and the send (the only entry with a transaction) carried most of it. The warm-up runs on a table of
  * its own, so the tables the cold starts use stay empty.
  */

@@ -12,11 +12,11 @@ import { readProviderDeployment, type ProviderDeployment } from './provider-conf
 
 /**
  * Deployment settings, read from CDK context (`cdk.json` or `-c key=value`). Every key is optional; the
- * defaults are the spec's values (imported from the handlers' own settings module, so the two cannot drift).
+ * defaults are the service's (imported from the handlers' own settings module, so the two cannot drift).
  * Values are validated at synth time: a bad value fails `cdk synth`, not the first request.
  */
 export interface OtpConfig {
-  /** Every setting of spec part 8, always passed to the functions (defaults included, so they are visible). */
+  /** Every limit setting, always passed to the functions (defaults included, so they are visible). */
   settings: Settings;
   /** Channels the deployment may use at all (a service's enabled channels are further limited by this). */
   allowedChannels: string[];

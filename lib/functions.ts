@@ -366,12 +366,11 @@ export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
  * the environment's in the SDK's default chain (Lambda puts the role's credentials in the environment, which the
  * chain tries first, and the stack sets no `AWS_PROFILE`), and the event-stream serde (no operation the functions
  * call streams). The SDK reaches each through `import()`. Bundled, each such target made esbuild wrap every module
- * it shares with the rest (most of `@smithy/core`, 463 modules in the send) in a lazy initializer, compiled apart
- * at its first call, and brought 126 to 149 KB of SSO, STS, sign-in and OIDC clients into each bundle: 9 to 13 ms
- * of each function's `require` here (docs/bench.md, "The SDK's dynamic imports"). Left out, the `import()` stays
- * and would fail if reached rather than run another copy of the SDK; test/unit/bundles.test.ts checks that no
- * bundle holds a dynamically imported module, and that a bundled client gets its credentials from the environment
- * with these absent. A runtime that hands credentials over its container endpoint instead of the environment (as
+ * it shares with the rest (most of `@smithy/core`) in a lazy initializer, compiled apart at its first call, and
+ * brought the SSO, STS, sign-in and OIDC clients into each bundle (what that cost:
+ * docs/adr/0004-bundled-aws-sdk.md). Left out, the `import()` stays and would fail if reached rather than run
+ * another copy of the SDK; test/unit/bundles.test.ts checks that no bundle holds a dynamically imported module,
+ * and that a bundled client gets its credentials from the environment with these absent. A runtime that hands credentials over its container endpoint instead of the environment (as
  * SnapStart does for the runtimes it serves) needs `@aws-sdk/credential-provider-http` back in the bundle.
  */
 export const SDK_PARTS_NEVER_LOADED_ON_LAMBDA: readonly string[] = [
@@ -399,10 +398,10 @@ export const BUNDLING = {
   // Prefer ESM entry points so esbuild can tree-shake the AWS SDK, zod and middy.
   mainFields: ['module', 'main'],
   // Bundle the AWS SDK, tree-shaken and minified, rather than load the one the runtime ships: one file to read
-  // and compile, where the runtime's SDK is dozens of packages Node resolves one by one. In `npm run bench` every
-  // function answers its first event 15 to 30 ms sooner this way (docs/bench.md, "Bundles and cold start"); the
-  // bundles pass 400 KB, which issue 13 allows when the cold start wins. The SDK is also the version the tests
-  // ran, not whatever the runtime holds.
+  // and compile, where the runtime's SDK is dozens of packages Node resolves one by one. `npm run bench` measures
+  // both choices for every function (docs/bench.md, "Bundles and cold start"); the decision and its figures:
+  // docs/adr/0004-bundled-aws-sdk.md.
+  // The SDK is also the version the tests ran, not whatever the runtime holds.
   bundleAwsSDK: true,
   // CDK takes this list over what `bundleAwsSDK` implies: to use the runtime's SDK, set RUNTIME_AWS_SDK_EXTERNAL
   // here as well.

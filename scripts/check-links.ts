@@ -1,5 +1,6 @@
 /**
- * `npx tsx scripts/check-links.ts`: checks every relative link of README.md and docs/*.md. A link is broken when
+ * `npx tsx scripts/check-links.ts`: checks every relative link of README.md, docs/*.md and the decision records
+ * (docs/adr/*.md). A link is broken when
  * its file does not exist, or when its `#anchor` names no heading of the target Markdown file (GitHub's anchors:
  * the heading's text lower-cased, punctuation dropped, spaces as hyphens, `-1`, `-2`... for repeats). Links inside
  * code blocks and code spans are not links; absolute URLs (`https:`, `mailto:`...) are not checked. Prints the
@@ -18,13 +19,16 @@ export interface BrokenLink {
   reason: string;
 }
 
-/** README.md and every docs/*.md, relative to the root. */
+/** README.md, every docs/*.md and docs/adr/*.md, relative to the root. */
 export function markdownFiles(root: string = REPO_ROOT): string[] {
-  const docs = readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`);
-  return ['README.md', ...docs];
+  const pages = (folder: string) =>
+    existsSync(join(root, folder))
+      ? readdirSync(join(root, folder))
+          .filter((name) => name.endsWith('.md'))
+          .sort()
+          .map((name) => `${folder}/${name}`)
+      : [];
+  return ['README.md', ...pages('docs'), ...pages('docs/adr')];
 }
 
 /** The lines of a Markdown text with fenced code blocks blanked (kept as empty lines, so numbers stay right). */
@@ -106,7 +110,7 @@ export function linksOf(text: string): Link[] {
 const isExternal = (target: string): boolean =>
   /^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//');
 
-/** The broken relative links of README.md and docs/*.md (an empty list when all resolve). */
+/** The broken relative links of the files markdownFiles lists (an empty list when all resolve). */
 export function findBrokenLinks(
   root: string = REPO_ROOT,
   files: string[] = markdownFiles(root),

@@ -9,13 +9,15 @@
  *   --seeds 1,2,3       these seeds
  *   --scenarios a,b     these scenarios only
  *   --jobs N            child processes (default 2)
- *   --markdown          print a markdown section (commit, seed split, run time, tables)
+ *   --markdown          print a markdown section (commit, seed split, run time, tables) and write it to
+ *                       docs/bench-results.md
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
  *   --report            print the tables of the last run again, from bench/guard/results.json
  * The raw figures go to bench/guard/results.json.
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { writeSection } from '../markdown';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
@@ -326,11 +328,11 @@ async function main(): Promise<void> {
       summaries: ScenarioSummary[];
     };
     if (last.partial) last.split += ` (partial: ${last.runs.length} runs)`;
-    console.log(
-      args.includes('--markdown')
-        ? markdown(last.summaries, { ...last, jobs: last.jobs ?? 2 })
-        : plain(last.summaries, last.seconds),
-    );
+    const text = args.includes('--markdown')
+      ? markdown(last.summaries, { ...last, jobs: last.jobs ?? 2 })
+      : plain(last.summaries, last.seconds);
+    console.log(text);
+    if (args.includes('--markdown')) await writeSection('guard', text);
     return;
   }
   const seedsArg = option('--seeds');
@@ -368,11 +370,11 @@ async function main(): Promise<void> {
   // Written after every run too (marked partial), so an interrupted matrix still has its figures.
   const results = await matrix(seeds, scenarios, jobs, (soFar) => write(soFar, true));
   const { summaries, seconds } = write(results, false);
-  console.log(
-    args.includes('--markdown')
-      ? markdown(summaries, { commit, seeds, split, seconds, jobs })
-      : plain(summaries, seconds),
-  );
+  const text = args.includes('--markdown')
+    ? markdown(summaries, { commit, seeds, split, seconds, jobs })
+    : plain(summaries, seconds);
+  console.log(text);
+  if (args.includes('--markdown')) await writeSection('guard', text);
 }
 
 main().catch((error: unknown) => {

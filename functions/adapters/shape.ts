@@ -1,8 +1,8 @@
 /**
  * Small checks of parsed JSON, for the delivery side's parsers: the provider configuration, the providers'
  * answers, receipts and secrets, the webhook queue's messages. Their shapes are a few flat fields, and zod (which
- * the HTTP request schemas keep) costs a bundle that loads it about 90 KB and 20 ms of require at every cold start
- * (docs/bench.md), so the functions that validate no HTTP request do without it.
+ * the HTTP request schemas keep) adds to a bundle's size and to its require time at every cold start
+ * (docs/bench.md, "Bundles and cold start"), so the functions that validate no HTTP request do without it.
  */
 
 /** A JSON object: not null, not an array. */

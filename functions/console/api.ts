@@ -146,8 +146,8 @@ const WEBHOOK_SID = /^WH[0-9a-f]{32}$/;
 const KEY_ID = /^[0-9a-f]{12}$/;
 
 /*
- * zod's functional API (`zod/mini`): the console's bundle carries only the checks it uses (about 20 KB instead of
- * 90, and a fraction of the require time; docs/bench.md). Its messages are answered to the page, so the English
+ * zod's functional API (`zod/mini`): the console's bundle carries only the checks it uses (a fraction of classic
+ * zod's size and require time; docs/bench.md). Its messages are answered to the page, so the English
  * ones classic zod sets by default are set here too.
  */
 z.config(en());

@@ -18,7 +18,7 @@ export interface CheckDeps {
 }
 
 /**
- * The outcomes of spec 4.2: `verified` is the only one that means the code is correct (HTTP 200);
+ * The check's outcomes: `verified` is the only one that means the code is correct (HTTP 200);
  * `wrong_code` is 422; the rest are 409 with the verification, which must not be used to log anyone in.
  */
 export type CheckOutcome = 'verified' | 'wrong_code' | 'locked' | 'expired' | 'already_verified';

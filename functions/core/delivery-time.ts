@@ -50,7 +50,7 @@ export function deliveryTimeBudget(channels: number, waitSeconds: number): Deliv
  * and end the execution as soon as the delivery is settled (a receipt said DELIVERED), so Express bills
  * about the receipt's delay, not the whole wait; the steps add up to `waitSeconds`, so without a receipt the
  * AfterWait task (the next channel) runs when it did with one Wait state, later only by the reads' own latency.
- * The spec's 8 s: `[1, 1, 2, 4]`, reads at 1, 2 and 4 s (3 at most), AfterWait at 8 s.
+ * The default 8 s: `[1, 1, 2, 4]`, reads at 1, 2 and 4 s (3 at most), AfterWait at 8 s.
  */
 export function receiptWaitSteps(waitSeconds: number): number[] {
   const steps: number[] = [];

@@ -1,5 +1,5 @@
 /**
- * Every refusal the API can give, by the spec's `code`. The core raises these; the HTTP layer alone
+ * Every refusal the API can give, by its `code`. The core raises these; the HTTP layer alone
  * knows which status each one maps to (functions/http/errors.ts).
  */
 export type ErrorCode =
@@ -17,7 +17,7 @@ export type ErrorCode =
   | 'burst'
   | 'rate_limited'
   | 'not_priceable'
-  // Not in the spec's tables (spec 5.5 and 7.4 leave them open): authentication and the generic ones.
+  // The service's own (docs/api.md, Choices): authentication and the generic ones.
   | 'unauthorized'
   | 'forbidden'
   | 'route_not_found'
@@ -30,7 +30,7 @@ export class OtpError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    /** Set only for the per-key request limit: the spec sends `Retry-After` there and nowhere else. */
+    /** Set only for the per-key request limit: `Retry-After` is sent there and nowhere else. */
     readonly retryAfterSeconds?: number,
   ) {
     super(message);

@@ -1,5 +1,5 @@
 /**
- * Money is held as integer units of 0.0001 USD (the spec's four decimals), so sums and balance
+ * Money is held as integer units of 0.0001 USD (the API's four decimals), so sums and balance
  * conditions in DynamoDB are exact.
  */
 export const UNITS_PER_USD = 10_000;

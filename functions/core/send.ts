@@ -50,7 +50,7 @@ export interface SendResult {
 /** Conflicting writes (other sends to the same number at the same moment) are decided again this often. */
 const MAX_DECISIONS = 25;
 
-/** `HJ…` SIDs belong to another provider's template format; the spec says to ignore them. */
+/** `HJ…` SIDs belong to another provider's template format; the API ignores them. */
 const FOREIGN_TEMPLATE_PREFIX = 'HJ';
 
 export async function sendVerification(deps: SendDeps, request: SendRequest): Promise<SendResult> {
@@ -177,8 +177,8 @@ type Verdict =
   | { ok: false; counted: boolean; error: OtpError; guard?: GuardDecision };
 
 /**
- * The spec's refusals in the order they are checked. Refusals about the number itself (from policy on) count
- * as sends to that number: the per-number limits count every send, refused ones included.
+ * The send's refusals in the order they are checked (docs/api.md). Refusals about the number itself (from
+ * policy on) count as sends to that number: the per-number limits count every send, refused ones included.
  */
 function decide(
   { settings, allowedChannels }: Pick<SendDeps, 'settings' | 'allowedChannels'>,

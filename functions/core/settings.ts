@@ -1,4 +1,4 @@
-/** Every limit and duration of spec part 8. Defaults equal the spec; tests and the local stack shorten them. */
+/** Every limit and duration of the service (docs/configuration.md). Tests and the local stack shorten them. */
 export interface Settings {
   codeTtlSeconds: number;
   maxCheckAttempts: number;

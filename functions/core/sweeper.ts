@@ -21,8 +21,8 @@ import type { Settings } from './settings';
  * by the settle half, or claimed too late to be due yet) is kept in the cursor's `deferred`, a short list.
  *
  * Why not an index of pending deliveries: putting a verification in a sparse index and taking it out when its
- * delivery ends cost 2 write units per send ($1.25 per million); these two eventually consistent reads cost 1
- * read unit ($0.125), and the ledger already holds what the index held.
+ * delivery ends cost 2 write units per send, these two eventually consistent reads 1 read unit, and the ledger
+ * already holds what the index held (docs/adr/0002-ledger-as-outbox.md).
  */
 export interface SweeperDeps {
   store: DeliverySweepStore & Pick<DeliveryStore, 'getVerification'>;

@@ -3,7 +3,7 @@ import { formatUnits } from './money';
 import type { CodeStatus, Verification } from './model';
 import type { Channel } from './routing';
 
-/** The verification object of spec part 2, exactly its fields. */
+/** The verification object of the API (docs/api.md), exactly its fields. */
 export interface VerificationView {
   sid: string;
   to: string;
@@ -29,7 +29,7 @@ export function settledStatus(verification: Verification): CodeStatus {
   return 'PENDING';
 }
 
-/** The code's state at `now`: a PENDING code past `expires_at` is EXPIRED (spec 3), whether or not written back. */
+/** The code's state at `now`: a PENDING code past `expires_at` is EXPIRED, whether or not written back. */
 export function effectiveStatus(verification: Verification, now: Date): CodeStatus {
   const settled = settledStatus(verification);
   if (settled !== 'PENDING') return settled;

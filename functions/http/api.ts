@@ -151,7 +151,7 @@ export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard
 }
 
 /**
- * `POST /v2/Services/{ServiceSid}/VerificationCheck`. Checks by outcome: the five of spec 4.2 here, an error
+ * `POST /v2/Services/{ServiceSid}/VerificationCheck`. Checks by outcome: the check's five here, an error
  * answer (not found, client_code, ...) by its code.
  */
 export function buildCheckHandler(deps: CheckEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
@@ -182,7 +182,7 @@ export function buildFetchHandler(deps: FetchEndpointDeps, guard = new ApiKeyGua
   });
 }
 
-/** The three endpoints of the spec in one process (the local stack, the bench, tests), sharing one key guard. */
+/** The three endpoints of the API in one process (the local stack, the bench, tests), sharing one key guard. */
 export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
   const guard = new ApiKeyGuard();
   return {

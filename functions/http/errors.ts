@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../core/errors';
 
-/** The HTTP status of every error code, in one place (spec part 7, plus the codes the spec leaves open). */
+/** The HTTP status of every error code, in one place (docs/api.md and docs/openapi.json). */
 export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   invalid_parameter: 400,
   invalid_code: 400,

@@ -176,7 +176,7 @@ export class ApiKeyGuard {
 const MAX_API_KEY_LENGTH = 200;
 
 /**
- * `X-API-Key` auth and the per-key limit of spec 8 in one write on the key's own item (the key must exist,
+ * `X-API-Key` auth and the per-key limit (docs/api.md) in one write on the key's own item (the key must exist,
  * not be revoked, and belong to the service in the path), so a revocation takes effect at the next request.
  * A fixed one-minute window, refused with 429 `rate_limited` and a `Retry-After` that reaches the next
  * window, so waiting that long succeeds.

@@ -1,8 +1,8 @@
 /**
- * The OpenAPI 3.1 document of the public API (spec part 4), generated from the zod schemas the handlers validate
- * requests with (`./params.ts`) and the response schemas (`./schemas.ts`); the HTTP status of every error code
- * comes from the one table in `./errors.ts`, so neither can drift from the document. `npm run openapi` writes it
- * to docs/openapi.json and `npm start` serves it at `/openapi.json`. Only the local stack, scripts and tests
+ * The OpenAPI 3.1 document of the public API (docs/api.md says the rest), generated from the zod schemas the
+ * handlers validate requests with (`./params.ts`) and the response schemas (`./schemas.ts`); the HTTP status of
+ * every error code comes from the one table in `./errors.ts`, so neither can drift from the document.
+ * `npm run openapi` writes it to docs/openapi.json and `npm start` serves it at `/openapi.json`. Only the local stack, scripts and tests
  * import this module: no Lambda bundle does.
  *
  * The receipt callback (`POST /v2/Callbacks/{Provider}`) is left out: its callers are the delivery providers,
@@ -23,7 +23,7 @@ export type OperationName = 'send' | 'check' | 'fetch';
 /** Codes every endpoint can answer, whatever its parameters: the API key, the per-key limit, a bug. */
 const EVERY_ENDPOINT: readonly ErrorCode[] = ['unauthorized', 'forbidden', 'rate_limited', 'internal_error'];
 
-/** The error codes of each endpoint: spec 4.1, 4.2 and 4.3, then the service's own (docs/api.md, Choices). */
+/** The error codes of each endpoint: the API's, then the service's own (docs/api.md, Choices). */
 export const OPERATION_ERRORS: Readonly<Record<OperationName, readonly ErrorCode[]>> = {
   send: [
     'invalid_parameter',
@@ -105,7 +105,7 @@ const ref = (kind: 'schemas' | 'parameters' | 'headers' | 'responses', name: str
 
 const json = (schema: Json) => ({ content: { 'application/json': { schema } } });
 
-/** A verification whose `status` is one of `statuses` (the check's answers, spec 4.2). */
+/** A verification whose `status` is one of `statuses` (the check's answers). */
 const verificationWithStatus = (...statuses: (typeof CODE_STATUSES)[number][]): Json => ({
   allOf: [
     ref('schemas', 'Verification'),
@@ -133,7 +133,7 @@ function errorResponses(codes: readonly ErrorCode[]): Record<string, Json> {
 
 const DEFAULT_RESPONSE = {
   description:
-    'Any other status is an error and says nothing about the code (spec 4.2). On AWS, API Gateway answers a few requests itself with `{"message": "..."}` and no `code`: a path or method of no route (404), a body over its limit (413), the stage throttling (429, no `Retry-After`).',
+    'Any other status is an error and says nothing about the code. On AWS, API Gateway answers a few requests itself with `{"message": "..."}` and no `code`: a path or method of no route (404), a body over its limit (413), the stage throttling (429, no `Retry-After`).',
   ...json(ref('schemas', 'Error')),
 };
 
@@ -159,7 +159,7 @@ export function buildOpenApiDocument(): Json {
     tags: ['Verifications'],
     summary: 'Send OTP',
     description:
-      'Sends a one-time code to a phone number and returns a new verification (spec 4.1). Each 201 is charged, including a repeat send to the same number; an error is never charged. 201 means the send was accepted, not that the message arrived: follow delivery by fetching the verification or by webhooks.',
+      'Sends a one-time code to a phone number and returns a new verification. Each 201 is charged, including a repeat send to the same number; an error is never charged. 201 means the send was accepted, not that the message arrived: follow delivery by fetching the verification or by webhooks.',
     parameters: [ref('parameters', 'ServiceSid'), ref('parameters', 'IdempotencyKey')],
     requestBody: requestBody(
       'SendParams',
@@ -184,7 +184,7 @@ export function buildOpenApiDocument(): Json {
     tags: ['Verifications'],
     summary: 'Verify OTP',
     description:
-      "Checks the code the user typed (spec 4.2). Only 200 means the code is correct; take the verified number from `to` in that response. Each 200 or 422 uses one of the code's attempts; a 409 uses none. Free.",
+      "Checks the code the user typed. Only 200 means the code is correct; take the verified number from `to` in that response. Each 200 or 422 uses one of the code's attempts; a 409 uses none. Free.",
     parameters: [ref('parameters', 'ServiceSid')],
     requestBody: requestBody('CheckParams', 'The SID returned by send and the code the user typed.'),
     responses: {
@@ -215,7 +215,7 @@ export function buildOpenApiDocument(): Json {
     tags: ['Verifications'],
     summary: 'Get OTP status',
     description:
-      'The current state of a verification in any state (spec 4.3). Free; uses no attempt. Poll at most once a second; stop when `delivery_status` is DELIVERED or FAILED or `expires_at` has passed (SENT can be final).',
+      'The current state of a verification in any state. Free; uses no attempt. Poll at most once a second; stop when `delivery_status` is DELIVERED or FAILED or `expires_at` has passed (SENT can be final).',
     parameters: [ref('parameters', 'ServiceSid'), ref('parameters', 'VerificationSid')],
     responses: {
       '200': { description: 'The verification.', ...json(ref('schemas', 'Verification')) },
@@ -262,7 +262,7 @@ export function buildOpenApiDocument(): Json {
           in: 'header',
           name: 'X-API-Key',
           description:
-            "The service's API key, from `npm run admin` (spec part 5). Missing, unknown or revoked: 401 `unauthorized`; a key of another service: 403 `forbidden`.",
+            "The service's API key, from `npm run admin`. Missing, unknown or revoked: 401 `unauthorized`; a key of another service: 403 `forbidden`.",
         },
       },
       parameters: {
@@ -311,7 +311,7 @@ export function buildOpenApiDocument(): Json {
   };
 }
 
-/** Responses in status order (2xx first, `default` last), so the document reads as the spec does. */
+/** Responses in status order (2xx first, `default` last), as API references list them. */
 function sortResponses<T extends { responses: Record<string, unknown> }>(operation: T): T {
   const order = (status: string) => (status === 'default' ? 1000 : Number(status));
   const responses = Object.fromEntries(

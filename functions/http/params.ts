@@ -14,7 +14,7 @@ const header = (event: APIGatewayProxyEventV2, name: string): string | undefined
 export { header };
 
 /**
- * The request's parameters from a form-encoded or JSON body (spec 1, Conventions). JSON needs
+ * The request's parameters from a form-encoded or JSON body (docs/api.md). JSON needs
  * `Content-Type: application/json`; a body without a content type is read as a form.
  */
 export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, unknown> {
@@ -49,7 +49,7 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
 }
 
 /**
- * Validates parameters with a zod schema. A failed rule answers with the code the spec gives that field
+ * Validates parameters with a zod schema. A failed rule answers with the code the API gives that field
  * (`fieldCodes`), a missing or mistyped value with `invalid_parameter`; the message names the field only.
  */
 export function validate<T extends z.ZodMiniType>(
@@ -70,12 +70,12 @@ export function validate<T extends z.ZodMiniType>(
   throw new OtpError(code, message);
 }
 
-/** `Code` as the spec defines a caller-supplied one: 4 to 10 ASCII letters or digits. */
+/** `Code` as the API defines a caller-supplied one: 4 to 10 ASCII letters or digits. */
 const CLIENT_CODE = /^[A-Za-z0-9]{4,10}$/;
 
 /*
- * zod's functional API (`zod/mini`): a bundle carries only the checks it uses (about 20 KB instead of 90, and a
- * fifth of the require time; docs/bench.md). The schemas are built in a pure call, so a bundle that never
+ * zod's functional API (`zod/mini`): a bundle carries only the checks it uses, a fraction of classic zod's size
+ * and require time (docs/bench.md). The schemas are built in a pure call, so a bundle that never
  * validates them (the fetch function's) drops them and zod with them: esbuild keeps a module-level call otherwise.
  */
 export const sendParamsSchema = /* @__PURE__ */ (() =>

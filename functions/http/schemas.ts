@@ -1,6 +1,6 @@
 /**
  * The response bodies of the public API as zod schemas, next to the request schemas in `./params.ts`: the
- * verification object of spec part 2 (`toView` in the core) and the error object the error middleware writes.
+ * verification object (`toView` in the core) and the error object the error middleware writes.
  * The OpenAPI document (`./openapi.ts`) is generated from them and the tests parse real responses with them.
  * No handler imports this module, so it adds nothing to a Lambda bundle.
  */
@@ -67,7 +67,7 @@ export const verificationSchema = z
     expires_at: timestamp('When the code stops working.'),
     date_created: timestamp('When the send was accepted.'),
   })
-  .describe('A verification (spec part 2). Every field is always present.');
+  .describe('A verification. Every field is always present.');
 
 /** The error object: a `code` of the given codes and a human `message` (never an echo of the input). */
 export const errorSchema = (codes: readonly [ErrorCode, ...ErrorCode[]] = ERROR_CODES) =>

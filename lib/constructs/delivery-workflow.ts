@@ -48,8 +48,8 @@ export class DeliveryWorkflow extends Grouping {
         TableName: props.table.tableName,
         ...verificationKeySubstitutions(),
       },
-      // ERROR, not ALL: every execution's state transitions would cost about $3.50 per million verifications
-      // in log ingestion; the delivery outcome is on the record and in the task logs anyway. Never the
+      // ERROR, not ALL: every execution's state transitions would be billed as log ingestion (docs/deploy.md,
+      // "Design choices"); the delivery outcome is on the record and in the task logs anyway. Never the
       // execution data: history must not hold anything sensitive.
       logs: { destination: logGroup, level: sfn.LogLevel.ERROR, includeExecutionData: false },
       tracingEnabled: true,

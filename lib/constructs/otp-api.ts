@@ -98,7 +98,7 @@ export class OtpApi extends Grouping {
         ...(authorizer && { authorizer }),
       });
     }
-    // A request that matches no route gets the JSON 404 or 405 with a `code` (spec 7.1) that the local stack
+    // A request that matches no route gets the JSON 404 or 405 with a `code` (docs/api.md) that the local stack
     // gives, not API Gateway's own `{"message":"Not Found"}`: the fetch function answers the `$default` route from
     // the route table below (functions/http/routes.ts), without reading anything.
     const fetchIntegration = integrations.get('fetch');
@@ -142,7 +142,7 @@ export class OtpApi extends Grouping {
    * With that reservation, `otp:receiptFunctionUrl` moves the callbacks off the HTTP API onto the receipt
    * function's own URL (no authorization: the provider's signature is checked in the handler, as on the API),
    * where the reservation is the route's throttle: each callback then costs an invocation and no API Gateway
-   * request ($1.00 per million callbacks, and a provider sends two or three per message). Returns that URL.
+   * request (a provider sends two or three callbacks per message; docs/bench.md, "Cost model"). Returns that URL.
    */
   private separateReceipts({ config, functions }: OtpApiProps): lambda.FunctionUrl | undefined {
     if (config.receiptReservedConcurrency !== undefined) {

@@ -280,7 +280,7 @@ test('add a webhook endpoint: its secret shown once', async () => {
   await page.click('form button[type=submit]');
   await page.waitForSelector('#webhook-secret');
   expect(await text('#webhook-secret')).toMatch(/^whsec_/);
-  // The recent deliveries come from the table (issue 15): none yet for an endpoint just added.
+  // The recent deliveries come from the table: none yet for an endpoint just added.
   expect(await text('#webhook-deliveries')).toBe('No deliveries in the last 7 days.');
   await shot('webhooks');
 });

@@ -1,5 +1,5 @@
 /**
- * The delivery state machine's status read (issue 13 item 1): Step Functions' own DynamoDB GetItem during the
+ * The delivery state machine's status read: Step Functions' own DynamoDB GetItem during the
  * receipt wait. Its role may GetItem on the table only, verification items only, delivery_status only; the key
  * it builds is the one keys.ts builds. Synthesized without bundling: bundles and cdk-nag (over the whole app)
  * are checked in otp-stack.test.ts.

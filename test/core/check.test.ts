@@ -1,4 +1,4 @@
-/** Check and fetch (spec 4.2, 4.3, part 3) through the core with the memory store and a fake clock. */
+/** Check and fetch through the core with the memory store and a fake clock. */
 import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import { checkVerification, fetchVerification } from '../../functions/core/check';

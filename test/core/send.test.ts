@@ -1,4 +1,4 @@
-/** Send (spec 4.1) through the core with the memory store and a fake clock. */
+/** Send through the core with the memory store and a fake clock. */
 import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import { MemoryStore } from '../../functions/adapters/memory/store';

@@ -1,5 +1,5 @@
 /**
- * Issue 15: the webhook sender records every delivery attempt in the table (`SERVICE#<VA>` /
+ * The webhook sender records every delivery attempt in the table (`SERVICE#<VA>` /
  * `WEBHOOKDELIVERY#...`, 7-day TTL, never the payload or a secret), and the console shows them: the webhooks page
  * lists the service's recent deliveries and failures, a verification's timeline its own. Against DynamoDB Local,
  * through the local stack's real sender, its receiver (one endpoint answering 200, one answering 500) and the

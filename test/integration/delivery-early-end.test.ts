@@ -1,5 +1,5 @@
 /**
- * The receipt wait in steps (issue 13 item 1), on the local stack: the ASL under aws-local-stepfunctions, its
+ * The receipt wait in steps, on the local stack: the ASL under aws-local-stepfunctions, its
  * status reads (Step Functions' DynamoDB GetItem on AWS) done by the same GetItem against DynamoDB Local.
  * With a 4 s channel wait the steps are 1, 1 and 2 s: reads at 1 and 2 s, the AfterWait task at 4 s.
  * - A receipt ends the execution at the next read, not at the end of the wait, and nothing more is sent.

@@ -1,5 +1,5 @@
 /**
- * No delivery left PENDING forever (issue 16 item 2), on the local stack: the ASL under aws-local-stepfunctions
+ * No delivery left PENDING forever, on the local stack: the ASL under aws-local-stepfunctions
  * with the same task functions as on AWS, DynamoDB Local with injected faults, the sweeper run by hand.
  * - A task that still fails after its retries is caught: the settling step ends the delivery from the record,
  *   SENT when a channel accepted, FAILED otherwise; the `verification.delivery.*` webhook fires.

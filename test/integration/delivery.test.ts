@@ -1,5 +1,5 @@
 /**
- * Delivery (spec 3 `delivery_status`, DESIGN "Delivery"): the ASL file under aws-local-stepfunctions, the
+ * Delivery (`delivery_status`, docs/delivery.md): the ASL file under aws-local-stepfunctions, the
  * same task functions as on AWS, the simulated carrier posting signed receipts to the real callback route.
  */
 import { validateDefinition } from '../support/asl';
@@ -33,7 +33,7 @@ beforeAll(async () => {
 afterAll(() => harness.close());
 afterEach(() => harness.stack.carrier.clearRules());
 
-/** Polls fetch as spec 4.3 says a caller would, until delivery ends (DELIVERED or FAILED) or `status` holds. */
+/** Polls fetch as docs/api.md says a caller would, until delivery ends (DELIVERED or FAILED) or `status` holds. */
 async function pollUntil(
   sid: string,
   done: (body: Record<string, unknown>) => boolean,

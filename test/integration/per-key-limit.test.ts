@@ -1,5 +1,5 @@
 /**
- * The per-key limit of spec 8 as several function instances see it (issue 13): one write per request whatever
+ * The per-key limit as several function instances see it: one write per request whatever
  * the window's state, exact counts across instances, stale windows removed by the next write, old key items
  * migrated. Each instance is its own DynamoStore, API-key guard and fetch handler over DynamoDB Local, with a
  * call log on its own client (the reliability suite's fault middleware, no fault set).

@@ -1,5 +1,5 @@
 /**
- * Webhooks (spec part 6, docs/webhooks.md) on the local stack: endpoints registered with the admin command, events
+ * Webhooks (docs/webhooks.md) on the local stack: endpoints registered with the admin command, events
  * read from DynamoDB Local's change stream by the same handler as the events function, posted by the same sender
  * as on AWS with the retry schedule shortened (OTP_WEBHOOK_BACKOFF_SCALE), and checked with the recipe in the docs.
  */

@@ -1,5 +1,5 @@
 /**
- * Concurrency (issue 6): real parallel HTTP requests against DynamoDB Local. Idempotency, the balance and
+ * Concurrency: real parallel HTTP requests against DynamoDB Local. Idempotency, the balance and
  * the per-number limits hold exactly under races; attempts are never overspent. (20 simultaneous checks of
  * the right code, and 20 wrong ones, are in test/integration/check.test.ts.)
  */
@@ -40,7 +40,7 @@ async function waitForCode(api: ApiClient, to: string): Promise<string> {
 it('50 simultaneous sends with one Idempotency-Key: all 201 with one sid, one verification, one charge', async () => {
   const account = await books.open();
   const api = harness.client(account);
-  // Each to another number (spec 4.1 rule 3: the key replays "even if To differs"), so that no per-number
+  // Each to another number (the key replays even if To differs: docs/api.md), so that no per-number
   // write orders them: only the idempotency item can.
   const numbers = Array.from({ length: 50 }, () => freshUsNumber());
   const headers = { 'idempotency-key': `same-${Math.random()}` };

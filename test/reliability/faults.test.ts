@@ -1,5 +1,5 @@
 /**
- * Faults (issue 6): DynamoDB errors and throttling on every call of the send path, lost answers, stale
+ * Faults: DynamoDB errors and throttling on every call of the send path, lost answers, stale
  * reads, Step Functions start failures and provider errors and time-outs. A send answers 5xx or succeeds,
  * never half done; an error is never charged; an accepted send is always delivered.
  */

@@ -1,6 +1,6 @@
 /**
- * Hostile input (issue 6): property-based tests with fast-check over the bodies, headers and paths of every
- * endpoint. Whatever comes in: no 500 (but the spec's own `not_priceable`), every error a JSON object with a
+ * Hostile input: property-based tests with fast-check over the bodies, headers and paths of every
+ * endpoint. Whatever comes in: no 500 (but the API's own `not_priceable`), every error a JSON object with a
  * string `code`, no charge on any error, and every accepted `to` a clean E.164 number.
  */
 import fc from 'fast-check';
@@ -80,10 +80,10 @@ function expectWellFormed(response: RawResponse): Record<string, unknown> {
   expect(() => (body = JSON.parse(response.text))).not.toThrow();
   expect(typeof body === 'object' && body !== null && !Array.isArray(body)).toBe(true);
   const object = body as Record<string, unknown>;
-  // A check answers 422 and 409 with the verification (spec 4.2); every other 4xx or 5xx is an error object.
+  // A check answers 422 and 409 with the verification; every other 4xx or 5xx is an error object.
   const isCheckOutcome = [409, 422].includes(response.status) && typeof object.sid === 'string';
   if (response.status >= 400 && !isCheckOutcome) expect(typeof object.code).toBe('string');
-  // The one 500 the spec defines is `not_priceable`; anything else means a handler crashed.
+  // The one 500 the API defines is `not_priceable`; anything else means a handler crashed.
   if (response.status >= 500) expect(object.code).toBe('not_priceable');
   if (response.status === 201) expect(object.to).toMatch(/^\+[1-9][0-9]{6,14}$/);
   return object;
@@ -170,7 +170,7 @@ const plausible = {
     fc.constantFrom(
       '+447400123456', // UK mobile
       '+442079460000', // UK landline: no eligible channel
-      '+5352123456', // Cuba: served, not priceable (the spec's own 500)
+      '+5352123456', // Cuba: served, not priceable (the API's own 500)
       '+819012345678', // Japan: not served
       '+1 (415) 555-0100',
       lookAlike('+14155550100', 0xff10),

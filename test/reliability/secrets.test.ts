@@ -1,5 +1,5 @@
 /**
- * Secrets (issue 6): after a full run (sends with generated and caller-supplied codes, checks, receipts, a
+ * Secrets: after a full run (sends with generated and caller-supplied codes, checks, receipts, a
  * DynamoDB fault, a failed workflow start and the sweeper), no plaintext code is anywhere in the table or the
  * logs, except encrypted in `sealed_code` while delivery runs, and no API key at all. Codes are uniform, SIDs
  * carry 128 random bits, comparisons of secrets are constant-time, and one service cannot reach another's

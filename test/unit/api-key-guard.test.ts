@@ -1,4 +1,4 @@
-/** The per-instance guard in front of the API-key write (issue 10 item 9), on a wall clock the test moves. */
+/** The per-instance guard in front of the API-key write, on a wall clock the test moves. */
 import type { KeyRequestOutcome } from '../../functions/core/ports';
 import { API_KEY_GUARD_DEFAULTS, ApiKeyGuard } from '../../functions/http/middleware';
 

@@ -157,8 +157,8 @@ test("a bundled client gets the role's credentials from the environment, as on L
 });
 
 /**
- * zod costs a bundle about 90 KB and 20 ms of require at every cold start in its classic API, about 15 to 20 KB
- * and a few ms in its functional one (`zod/mini`); docs/bench.md. Only the functions that validate HTTP requests
+ * zod costs a bundle size and require time at every cold start, far more in its classic API than in its
+ * functional one (`zod/mini`); docs/bench.md. Only the functions that validate HTTP requests
  * hold it (send, check, console), as zod/mini; the delivery side parses its few flat shapes by hand.
  */
 const VALIDATES_HTTP_REQUESTS: readonly string[] = ['send', 'check', 'console'];

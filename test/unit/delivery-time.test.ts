@@ -1,5 +1,5 @@
 /**
- * The delivery's time budget against the five-minute Express limit (issue 16 item 2): `readConfig` refuses a
+ * The delivery's time budget against the five-minute Express limit: `readConfig` refuses a
  * channel wait that cannot fit, naming the setting and the numbers, and accepts one that does.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document (functions/http/openapi.ts): the committed docs/openapi.json is the generated one, it is
- * valid OpenAPI 3.1 (Redocly lint with the repository's config), and it names every error code of spec part 7
+ * valid OpenAPI 3.1 (Redocly lint with the repository's config), and it names every error code of the API
  * under the right endpoint and status, and every code of the status table in functions/http/errors.ts.
  */
 import { spawnSync } from 'node:child_process';

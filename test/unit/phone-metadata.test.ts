@@ -3,7 +3,7 @@
  * must type the numbers of every served country (functions/core/routing.ts ROUTES). `/max` does: `/min` leaves
  * most mobiles untyped (DE, FR, ES, NL, IN, BR, MX, CU: no channel would reach them), and `/mobile` holds only
  * mobile patterns, so a landline stops being a valid number at all and North American fixed lines read as
- * mobiles. Measured with the cold-start work of issue 13 (docs/bench.md).
+ * mobiles. See docs/bench.md, "Bundles and cold start".
  */
 import mobileExamples from 'libphonenumber-js/examples.mobile.json';
 import { getCountryCallingCode, type CountryCode } from 'libphonenumber-js/max';

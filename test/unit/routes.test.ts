@@ -1,6 +1,6 @@
 /**
  * A request no route takes: the local server and the deployed API's `$default` route (answered by the fetch
- * function) give the same JSON 404 or 405 with a `code` (spec 7.1), from the stack's own route table.
+ * function) give the same JSON 404 or 405 with a `code`, from the stack's own route table.
  */
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import type { HttpResponse } from '../../functions/http/response';

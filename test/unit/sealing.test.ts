@@ -13,7 +13,7 @@ const VE = 'VE0123456789abcdef0123456789abcdef';
 const VA = 'VA0123456789abcdef0123456789abcdef';
 const WH = 'WH0123456789abcdef0123456789abcdef';
 
-/** Sealed by CryptoCodeVault.seal and WebhookSecretVault.seal before they shared the helper (commit 6db59f6). */
+/** Sealed by CryptoCodeVault.seal and WebhookSecretVault.seal before they shared the helper. */
 const SEALED_BY_OLD_CODE = {
   code: 'L2kHn3eUiFOVAjJC.4D9YcjSo.79jD0gKdZeIQpHXN3ZQZNA',
   webhookSecret: 'iCPqkDztmeUho-2K.fzebelCYxnnBLr7cXFMwXgKoOcJsdPOXUH_xGQMv.VSI28mFgZsrZg64uBFE7zg',

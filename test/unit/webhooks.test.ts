@@ -407,7 +407,7 @@ describe('webhook URL policy', () => {
     ['https://[fd00:ec2::254]/', 'private'],
     ['https://[::ffff:127.0.0.1]/', 'private'],
     ['https://[::ffff:a9fe:a9fe]/', 'private'],
-    // IPv6 forms of loopback and metadata addresses that the old deny-list let through (issue 10, item 3).
+    // IPv6 forms of loopback and metadata addresses that the old deny-list let through.
     ['https://[::7f00:1]/', 'private'],
     ['https://[::ffff:0:7f00:1]/', 'private'],
     ['https://[64:ff9b:1::7f00:1]/', 'private'],

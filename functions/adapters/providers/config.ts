@@ -24,7 +24,7 @@ export const PROVIDER_CHANNELS: Record<ProviderName, readonly Channel[]> = {
   'aws-sms': ['sms', 'rcs'],
   'aws-whatsapp': ['whatsapp'],
   // SNA is not offered by any of these: the device must open the provider's check URL over mobile data, which
-  // the spec's API (send a code, check a code) does not carry. It stays on http-carrier.
+  // the API (send a code, check a code) does not carry. It stays on http-carrier.
   vonage: ['sms', 'whatsapp', 'viber', 'rcs'],
 };
 

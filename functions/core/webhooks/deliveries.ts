@@ -1,5 +1,5 @@
 /**
- * What the sender keeps of each delivery attempt, for the console (issue 15): who, what, how it ended, never the
+ * What the sender keeps of each delivery attempt, for the console: who, what, how it ended, never the
  * payload or a secret. One small record per attempt, written only for services that have endpoints (nothing
  * else posts), kept 7 days.
  */

@@ -1,4 +1,4 @@
-/** Which changes of a verification are webhook events, and what an event carries (spec part 6). */
+/** Which changes of a verification are webhook events, and what an event carries (docs/webhooks.md). */
 import { createHash } from 'node:crypto';
 import type { CodeStatus, DeliveryStatus, Verification } from '../model';
 import { settledStatus, toView, type VerificationView } from '../verification';
@@ -22,7 +22,7 @@ export interface WebhookEvent {
   created_at: string;
   /** Increases with every event of one verification: a consumer ignores one lower than the last it applied. */
   sequence: number;
-  /** The verification as fetch (spec 4.3) returned it right after the change. Never the code. */
+  /** The verification as fetch returned it right after the change. Never the code. */
   data: VerificationView;
 }
 

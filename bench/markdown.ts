@@ -1,0 +1,142 @@
+/**
+ * docs/bench-results.md: the latest results of `npm run bench` and `npm run bench:guard`, written by
+ * `npm run bench -- --markdown` and `npm run bench:guard -- --markdown`. The page has one section per command,
+ * between markers; each command replaces only its own, so the page keeps the other's last results. A table cell
+ * longer than MAX_CELL_CHARS is moved into a numbered note under its table (one long cell makes prettier pad the
+ * whole table), and the page is formatted as `npm run lint` expects.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderReport, type BenchResults, type Target } from './report';
+
+export const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
+
+export type Section = 'bench' | 'guard';
+
+const SECTIONS: Record<Section, { heading: string; command: string }> = {
+  bench: { heading: 'Service', command: 'npm run bench -- --markdown' },
+  guard: { heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
+};
+
+export const MAX_CELL_CHARS = 40;
+
+const startMarker = (section: Section) => `<!-- ${section} results: start -->`;
+const endMarker = (section: Section) => `<!-- ${section} results: end -->`;
+
+function sectionSkeleton(section: Section): string {
+  const { heading, command } = SECTIONS[section];
+  return [
+    `## ${heading}`,
+    '',
+    startMarker(section),
+    '',
+    `Not run yet: \`${command}\`.`,
+    '',
+    endMarker(section),
+  ].join('\n');
+}
+
+const PAGE_HEADER = [
+  '# Benchmark results',
+  '',
+  'Generated: do not edit by hand. `npm run bench -- --markdown` rewrites the first section (add',
+  '`--from-results` to render the last run again without running), `npm run bench:guard -- --markdown` the',
+  'second (`-- --report --markdown` without running). How to run the benches and what each figure means:',
+  '[bench.md](bench.md). Compare ratios, not milliseconds, between runs: the machine may be shared.',
+].join('\n');
+
+/** The cells of a Markdown table row (escaped pipes stay in their cell). */
+function cellsOf(row: string): string[] {
+  return row
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split(/(?<!\\)\|/)
+    .map((cell) => cell.trim());
+}
+
+/**
+ * Every table cell longer than `maxChars`, but the row's label (first column), replaced by `note N`, its text in
+ * a numbered list under the table; a row of one cell in a wider table (a note printed right under a table)
+ * becomes a paragraph after it.
+ */
+export function moveLongCells(markdown: string, maxChars = MAX_CELL_CHARS): string {
+  const lines = markdown.split('\n');
+  const out: string[] = [];
+  let index = 0;
+  while (index < lines.length) {
+    if (!lines[index]!.trimStart().startsWith('|')) {
+      out.push(lines[index]!);
+      index += 1;
+      continue;
+    }
+    const block: string[] = [];
+    while (index < lines.length && lines[index]!.trimStart().startsWith('|')) block.push(lines[index++]!);
+    const columns = cellsOf(block[0]!).length;
+    const notes: string[] = [];
+    const paragraphs: string[] = [];
+    block.forEach((row, rowIndex) => {
+      if (rowIndex < 2) {
+        out.push(row);
+        return;
+      }
+      const cells = cellsOf(row);
+      if (cells.length === 1 && columns > 1) {
+        paragraphs.push(cells[0]!.replaceAll('\\|', '|'));
+        return;
+      }
+      const short = cells.map((cell, column) => {
+        if (column === 0 || cell.length <= maxChars) return cell;
+        notes.push(cell.replaceAll('\\|', '|'));
+        return `note ${notes.length}`;
+      });
+      out.push(`| ${short.join(' | ')} |`);
+    });
+    if (notes.length > 0) out.push('', ...notes.map((note, n) => `${n + 1}. ${note}`));
+    for (const paragraph of paragraphs) out.push('', paragraph);
+    if (notes.length > 0 || paragraphs.length > 0) out.push('');
+  }
+  return out.join('\n');
+}
+
+/** The targets as a list (as a table, their long names and notes made the page's widest table). */
+export function targetsList(targets: Target[]): string {
+  return targets
+    .map(
+      (target) =>
+        `- ${target.met ? 'met' : '**missed**'}: ${target.target}. Measured ${target.measured}, limit ${target.limit}.` +
+        (target.note ? ` ${target.note}.` : ''),
+    )
+    .join('\n');
+}
+
+/** The service bench's section: the run line and every table of `renderReport` (long cells as notes), targets. */
+export function benchSection(results: BenchResults): string {
+  const tables = renderReport({ ...results, targets: [] }, true);
+  const cut = tables.lastIndexOf('\n### Targets\n');
+  return `${moveLongCells(cut < 0 ? tables : tables.slice(0, cut))}\n\n### Targets\n\n${targetsList(results.targets)}\n`;
+}
+
+/** The page with `section` replaced by `body` (the page and the other section kept, or made when absent). */
+export function withSection(page: string | undefined, section: Section, body: string): string {
+  let text = page ?? [PAGE_HEADER, sectionSkeleton('bench'), sectionSkeleton('guard')].join('\n\n');
+  if (!text.includes(startMarker(section)) || !text.includes(endMarker(section)))
+    text = `${text.trimEnd()}\n\n${sectionSkeleton(section)}\n`;
+  const from = text.indexOf(startMarker(section)) + startMarker(section).length;
+  const to = text.indexOf(endMarker(section));
+  return `${text.slice(0, from)}\n\n${moveLongCells(body).trim()}\n\n${text.slice(to)}`;
+}
+
+/** Writes `body` as `section` of docs/bench-results.md, formatted by prettier with the repository's settings. */
+export async function writeSection(section: Section, body: string, file = RESULTS_PAGE): Promise<void> {
+  const page = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  // Loaded here: prettier's module imports its plugins dynamically, which Jest's runtime cannot (the tests need
+  // only the text functions above).
+  const prettier = await import('prettier');
+  const options = (await prettier.resolveConfig(file)) ?? {};
+  writeFileSync(
+    file,
+    await prettier.format(withSection(page, section, body), { ...options, filepath: file }),
+  );
+  process.stderr.write(`wrote the ${SECTIONS[section].heading} section of ${file}\n`);
+}

@@ -1,0 +1,100 @@
+/** The writer of docs/bench-results.md: long cells become notes, and each bench rewrites only its own section. */
+import { ASSUMPTIONS, PRICES } from '../../bench/cost';
+import { benchSection, moveLongCells, targetsList, withSection } from '../../bench/markdown';
+import type { BenchResults } from '../../bench/report';
+
+describe('moveLongCells', () => {
+  it('moves a long cell under its table and keeps the row label', () => {
+    const label = 'a row label longer than the limit, kept where it is';
+    const note = 'x'.repeat(50);
+    const text = ['| what | basis |', '|---|---|', `| ${label} | ${note} |`, '| short | ok |', 'after'].join(
+      '\n',
+    );
+    expect(moveLongCells(text, 40).split('\n')).toEqual([
+      '| what | basis |',
+      '|---|---|',
+      `| ${label} | note 1 |`,
+      '| short | ok |',
+      '',
+      `1. ${note}`,
+      '',
+      'after',
+    ]);
+  });
+
+  it('takes a one-cell row printed under a wider table out as a paragraph', () => {
+    const text = ['| a | b |', '|---|---|', '| 1 | 2 |', '| A note right under the table |'].join('\n');
+    expect(moveLongCells(text).split('\n')).toEqual([
+      '| a | b |',
+      '|---|---|',
+      '| 1 | 2 |',
+      '',
+      'A note right under the table',
+      '',
+    ]);
+  });
+});
+
+describe('withSection', () => {
+  it('makes the page, then replaces one section and keeps the other', () => {
+    const first = withSection(undefined, 'guard', 'guard tables v1');
+    expect(first).toContain('# Benchmark results');
+    expect(first).toContain('Not run yet: `npm run bench -- --markdown`.');
+    const second = withSection(withSection(first, 'bench', 'bench tables'), 'guard', 'guard tables v2');
+    expect(second).toContain('bench tables');
+    expect(second).toContain('guard tables v2');
+    expect(second).not.toContain('guard tables v1');
+    expect(second.indexOf('## Service')).toBeLessThan(second.indexOf('## Pumping guard'));
+  });
+});
+
+describe('targetsList', () => {
+  it('says met or missed, what was measured, the limit and the note', () => {
+    expect(
+      targetsList([
+        { target: 'fetch: 1 round trip', limit: '<= 1', measured: '2', met: false, note: 'the key write' },
+      ]),
+    ).toBe('- **missed**: fetch: 1 round trip. Measured 2, limit <= 1. the key write.');
+  });
+});
+
+describe('benchSection', () => {
+  it('renders a run as the run line, its tables and the targets as a list', () => {
+    const money = { measured: 1, projected: 2 };
+    const results = {
+      machine: {
+        date: '2026-11-26T00:00:00.000Z',
+        nproc: 2,
+        cpu: 'cpu',
+        node: 'v20',
+        platform: 'linux x64',
+        memoryGb: 8,
+        loadAverageAtStart: [1, 1, 1],
+        loadAverageAtEnd: [1, 1, 1],
+        commit: 'abc1234',
+      },
+      runSeconds: 1,
+      partSeconds: { counts: 1 },
+      counts: { operations: [], paths: [] },
+      latency: { iterations: 10, warmup: 1, operations: [], raw: [], tasks: [] },
+      cost: {
+        prices: PRICES,
+        assumptions: ASSUMPTIONS,
+        lines: [{ service: 'DynamoDB on-demand', measured: 1, projected: 2, basis: 'b'.repeat(80) }],
+        totalFourServices: money,
+        totalWithOther: money,
+        receiptDelays: [],
+      },
+      targets: [{ target: 'fetch: 1 round trip', limit: '<= 1', measured: '2', met: false, note: '' }],
+    } as unknown as BenchResults;
+    const section = benchSection(results);
+    expect(section).toContain('commit abc1234');
+    expect(section).toContain('### AWS bill per 1,000,000 verifications');
+    expect(section).toContain('| DynamoDB on-demand | 1.00 | 2.00 | note 1 |');
+    expect(section).toContain(`1. ${'b'.repeat(80)}`);
+    expect(section.trimEnd().endsWith('- **missed**: fetch: 1 round trip. Measured 2, limit <= 1.')).toBe(
+      true,
+    );
+    expect(section.match(/### Targets/g)).toHaveLength(1);
+  });
+});
