@@ -19,6 +19,7 @@ import {
   type ProviderName,
 } from '../functions/adapters/providers/config';
 import { CHANNELS, type Channel } from '../functions/core/routing';
+import { DEFAULT_META_API_VERSION } from '../functions/adapters/providers/whatsapp-template';
 
 export const PROVIDER_CONTEXT_KEYS = {
   providersFile: 'otp:providersFile',
@@ -58,7 +59,8 @@ export interface AwsWhatsAppSettings {
   phoneNumberId: string;
   templateName: string;
   templateLanguage: string | undefined;
-  metaApiVersion: string | undefined;
+  /** The Meta API version AWS is asked to use: the context's, or the adapter's default; checked at synth. */
+  metaApiVersion: string;
 }
 
 export interface VonageSettings {
@@ -93,8 +95,44 @@ const ARN = {
   /** The RCS agent, or a pool holding that agent alone (a pool is a resource type of SendTextMessage). */
   rcsAgent: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:(rcs-agent|pool)\/[\w-]+$/,
   configurationSet: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:configuration-set\/[\w-]{1,64}$/,
-  whatsAppPhoneNumber: /^arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]+$/,
+  /**
+   * The model's own pattern (`WhatsAppPhoneNumberId`: `arn:.*:phone-number-id/[0-9a-zA-Z]+`): the resource part is
+   * the id without its `phone-number-id-` prefix.
+   */
+  whatsAppPhoneNumber: /^arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[0-9a-zA-Z]+$/,
 };
+
+/** The prefix of a WhatsApp phone number id (`phone-number-id-0123…`), which its ARN does not carry. */
+const WHATSAPP_PHONE_NUMBER_ID_PREFIX = 'phone-number-id-';
+
+/**
+ * Meta Graph API versions and the day Meta stops serving each (Meta, "Graph API changelog: versions", read
+ * 2026-11-26). Synth refuses a version Meta has retired: AWS passes `metaApiVersion` on to Meta, so every
+ * WhatsApp send would fail. A version newer than this table is accepted (Meta has not announced its end).
+ */
+export const META_API_VERSION_ENDS: Readonly<Record<string, string | undefined>> = {
+  'v19.0': '2026-05-21',
+  'v20.0': '2026-09-24',
+  'v21.0': '2027-01-21',
+  'v22.0': '2027-05-20',
+  'v23.0': '2027-10-08',
+  'v24.0': '2028-02-18',
+  'v25.0': '2028-07-29',
+  'v26.0': undefined,
+};
+
+/** Why `version` cannot be used on `now`, or undefined when it can. */
+export function metaApiVersionProblem(version: string, now: Date): string | undefined {
+  const match = /^v(\d{1,3})\.0$/.exec(version);
+  if (!match) return 'must be like v24.0 (Meta versions are v<major>.0)';
+  const known = Object.keys(META_API_VERSION_ENDS);
+  const oldest = Math.min(...known.map((v) => Number(v.slice(1, -2))));
+  if (Number(match[1]) < oldest) return `is older than ${known[0]}, which Meta has retired`;
+  const end = META_API_VERSION_ENDS[version];
+  if (end !== undefined && Date.parse(`${end}T00:00:00Z`) <= now.getTime())
+    return `was retired by Meta on ${end}`;
+  return undefined;
+}
 
 /** Reads `otp:*` keys from context, then from `otp:providersFile`. */
 class ContextReader {
@@ -173,7 +211,7 @@ const carries = (config: ProviderConfig, provider: ProviderName, channel: Channe
   Object.values(config.countries).some((map) => map[channel] === provider);
 
 /** The deployment's providers; undefined when `otp:providers` is not set (every channel on http-carrier). */
-export function readProviderDeployment(node: Node): ProviderDeployment | undefined {
+export function readProviderDeployment(node: Node, now: Date = new Date()): ProviderDeployment | undefined {
   const ctx = new ContextReader(node);
   const providers = ctx.object(K.providers);
   if (providers === undefined) {
@@ -266,8 +304,8 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
   if (inUse.includes('aws-whatsapp')) {
     const phoneNumberId = ctx.text(
       K.awsWhatsAppPhoneNumberId,
-      /^(phone-number-id-[0-9a-zA-Z]{1,100}|arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]{1,120})$/,
-      'a WhatsApp phone number id (phone-number-id-...) or its ARN',
+      /^(phone-number-id-[0-9a-zA-Z]{1,99}|arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[0-9a-zA-Z]{1,99})$/,
+      'a WhatsApp phone number id (phone-number-id-0123…) or its ARN (…:phone-number-id/0123…, without the id’s phone-number-id- prefix)',
     );
     const templateName = ctx.text(K.awsWhatsAppTemplateName, /^[a-z0-9_]{1,512}$/, 'a template name');
     if (!phoneNumberId || !templateName)
@@ -278,7 +316,7 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
       phoneNumberId,
       templateName,
       templateLanguage: ctx.text(K.awsWhatsAppTemplateLanguage, /^[a-z]{2,3}(_[A-Z]{2})?$/, 'like en_US'),
-      metaApiVersion: ctx.text(K.awsWhatsAppMetaApiVersion, /^v\d{1,3}\.\d{1,3}$/, 'like v20.0'),
+      metaApiVersion: metaApiVersion(ctx.text(K.awsWhatsAppMetaApiVersion) ?? DEFAULT_META_API_VERSION, now),
     };
   } else unused('aws-whatsapp', whatsAppKeys);
 
@@ -330,7 +368,22 @@ export function configurationSetArn(nameOrArn: string, arn: (resource: string) =
   return ARN.configurationSet.test(nameOrArn) ? nameOrArn : arn(`configuration-set/${nameOrArn}`);
 }
 
-/** The ARN of a WhatsApp phone number given by id or ARN. */
+/**
+ * The ARN of a WhatsApp phone number given by id or ARN. The id `phone-number-id-0123…` is the ARN's
+ * `phone-number-id/0123…`: the resource type already says what the prefix said (the socialmessaging model's
+ * pattern, and its own example `…:phone-number-id/45c1973a7577`).
+ */
 export function whatsAppPhoneNumberArn(idOrArn: string, arn: (resource: string) => string): string {
-  return ARN.whatsAppPhoneNumber.test(idOrArn) ? idOrArn : arn(`phone-number-id/${idOrArn}`);
+  if (ARN.whatsAppPhoneNumber.test(idOrArn)) return idOrArn;
+  const id = idOrArn.startsWith(WHATSAPP_PHONE_NUMBER_ID_PREFIX)
+    ? idOrArn.slice(WHATSAPP_PHONE_NUMBER_ID_PREFIX.length)
+    : idOrArn;
+  return arn(`phone-number-id/${id}`);
+}
+
+/** `otp:awsWhatsAppMetaApiVersion`, checked against Meta's retirement dates as of `now` (synth time). */
+function metaApiVersion(version: string, now: Date): string {
+  const problem = metaApiVersionProblem(version, now);
+  if (problem) throw new Error(`Context ${K.awsWhatsAppMetaApiVersion} "${version}" ${problem}`);
+  return version;
 }

@@ -222,6 +222,8 @@ async function sendOnce(
       channel,
       to: verification.to,
       body: renderMessage(verification.message, code),
+      code,
+      ...(verification.country !== undefined && { country: verification.country }),
       reference: messageReference(verification.sid, channelIndex),
       expiresAt: verification.expiresAt,
     });

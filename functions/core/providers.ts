@@ -4,7 +4,17 @@ import type { Channel } from './routing';
 export interface OutboundMessage {
   channel: Channel;
   to: string;
+  /** The message as the service's template renders it, the code in it. */
   body: string;
+  /**
+   * The code itself, as data: a provider that fills a template of its own (WhatsApp's authentication template, a
+   * country's registered SMS template) takes it from here, never by reading it back out of `body`, whose other
+   * digits (an order number) or a caller's alphanumeric code would defeat any pattern. In memory only, never
+   * logged or stored.
+   */
+  code: string;
+  /** The number's ISO country (kept on the verification), for country rules such as India's registered SMS. */
+  country?: string;
   reference: string;
   /**
    * When the code expires (ISO 8601): a provider's message time-to-live must not outlast it. The delivery task

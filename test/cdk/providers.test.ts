@@ -13,7 +13,8 @@ import type { IConstruct } from 'constructs';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { FUNCTION_NAMES, PROVIDER_FUNCTIONS, PROVIDER_FUNCTION_NAMES } from '../../lib/functions';
-import { PROVIDER_CONTEXT_KEYS as K } from '../../lib/provider-config';
+import { PROVIDER_CONTEXT_KEYS as K, metaApiVersionProblem } from '../../lib/provider-config';
+import { DEFAULT_META_API_VERSION } from '../../functions/adapters/providers/whatsapp-template';
 import { OtpStack } from '../../lib/otp-stack';
 import { CDK_CONTEXT } from '../support/cdk';
 
@@ -185,9 +186,12 @@ describe('the example provider configuration', () => {
       actionsOf(statement).includes('social-messaging:SendWhatsAppMessage'),
     )!;
     expect(actionsOf(whatsApp.statement)).toEqual(['social-messaging:SendWhatsAppMessage']);
-    expect(JSON.stringify(whatsApp.statement.Resource)).toContain(
-      `:phone-number-id/${EXAMPLE[K.awsWhatsAppPhoneNumberId] as string}`,
-    );
+    // The id `phone-number-id-0123…` is the ARN `…:phone-number-id/0123…` (the socialmessaging model's pattern
+    // `arn:.*:phone-number-id/[0-9a-zA-Z]+`): a grant on `…/phone-number-id-0123…` names no resource.
+    const bareId = (EXAMPLE[K.awsWhatsAppPhoneNumberId] as string).replace(/^phone-number-id-/, '');
+    const granted = JSON.stringify(whatsApp.statement.Resource);
+    expect(granted).toContain(`:phone-number-id/${bareId}"`);
+    expect(granted).not.toContain('phone-number-id/phone-number-id-');
     for (const { statement } of sending) expect(JSON.stringify(statement.Resource)).not.toContain('*');
   });
 
@@ -417,6 +421,34 @@ describe('provider settings are checked at synth time', () => {
       /gives aws-whatsapp no channel/,
     ],
     [{ [K.awsSmsMaxPrice]: '0.05' }, /set without otp:providers/],
+    [
+      {
+        [K.providers]: { whatsapp: 'aws-whatsapp' },
+        [K.awsWhatsAppTemplateName]: 'otp',
+        // The prefixed id inside an ARN: the model's pattern refuses it, and IAM would match nothing.
+        [K.awsWhatsAppPhoneNumberId]:
+          'arn:aws:social-messaging:us-east-1:111122223333:phone-number-id/phone-number-id-0123abcd',
+      },
+      /otp:awsWhatsAppPhoneNumberId must be a WhatsApp phone number id/,
+    ],
+    [
+      {
+        [K.providers]: { whatsapp: 'aws-whatsapp' },
+        [K.awsWhatsAppTemplateName]: 'otp',
+        [K.awsWhatsAppPhoneNumberId]: 'phone-number-id-0123abcd',
+        [K.awsWhatsAppMetaApiVersion]: 'v20.0',
+      },
+      /otp:awsWhatsAppMetaApiVersion "v20.0" was retired by Meta on 2026-09-24/,
+    ],
+    [
+      {
+        [K.providers]: { whatsapp: 'aws-whatsapp' },
+        [K.awsWhatsAppTemplateName]: 'otp',
+        [K.awsWhatsAppPhoneNumberId]: 'phone-number-id-0123abcd',
+        [K.awsWhatsAppMetaApiVersion]: '20',
+      },
+      /otp:awsWhatsAppMetaApiVersion "20" must be like v24.0/,
+    ],
     [{ [K.providersFile]: 'no-such-file.json' }, /cannot read "no-such-file.json"/],
   ])('%j fails with a clear error', (context, message) => {
     expect(() => synth(context)).toThrow(message);
@@ -458,6 +490,35 @@ describe('provider settings are checked at synth time', () => {
         },
       ]),
     );
+  });
+
+  test('WhatsApp given by ARN: granted as given; the Meta API version defaults to a current one', () => {
+    const phoneArn = 'arn:aws:social-messaging:eu-west-1:111122223333:phone-number-id/0123abcd';
+    const { resources } = synth({
+      [K.providers]: JSON.stringify({ whatsapp: 'aws-whatsapp' }),
+      [K.awsWhatsAppPhoneNumberId]: phoneArn,
+      [K.awsWhatsAppTemplateName]: 'otp',
+    });
+    const statement = statements(resources).find(({ statement: s }) =>
+      actionsOf(s).includes('social-messaging:SendWhatsAppMessage'),
+    )!.statement;
+    expect(statement.Resource).toEqual(phoneArn);
+    const env = (
+      Object.values(resources).find(
+        (r) =>
+          r.Type === 'AWS::Lambda::Function' &&
+          JSON.stringify(r.Properties).includes('OTP_AWS_WHATSAPP_PHONE_NUMBER_ID'),
+      )!.Properties.Environment as { Variables: Record<string, string> }
+    ).Variables;
+    expect(env.OTP_AWS_WHATSAPP_META_API_VERSION).toBe(DEFAULT_META_API_VERSION);
+    expect(metaApiVersionProblem(DEFAULT_META_API_VERSION, new Date())).toBeUndefined();
+  });
+
+  test("Meta's retirement dates decide which versions synth takes", () => {
+    expect(metaApiVersionProblem('v21.0', new Date('2027-01-20T12:00:00Z'))).toBeUndefined();
+    expect(metaApiVersionProblem('v21.0', new Date('2027-01-21T00:00:00Z'))).toMatch(/retired/);
+    expect(metaApiVersionProblem('v18.0', new Date('2020-01-01T00:00:00Z'))).toMatch(/older than v19.0/);
+    expect(metaApiVersionProblem('v27.0', new Date('2030-01-01T00:00:00Z'))).toBeUndefined();
   });
 
   test('an existing configuration set by name: IAM on its ARN in the stack account', () => {

@@ -22,6 +22,7 @@ const message = (overrides: Partial<OutboundMessage> = {}): OutboundMessage => (
   channel: 'sms',
   to: '+14155550100',
   body: 'Your code is 482913.',
+  code: '482913',
   reference: 'VE0123456789abcdef0123456789abcdef.0',
   // 4 min 10 s of life left
   expiresAt: '2026-03-01T12:04:10Z',
@@ -166,6 +167,26 @@ describe('aws-whatsapp', () => {
         ],
       },
     });
+  });
+
+  test('the code fills the template as data: other digits in the text and a caller’s letters do not matter', async () => {
+    server.answer = { status: 200, body: { messageId: 'wa-3' } };
+    for (const [body, code] of [
+      ['Order 20261126: your code is 482913.', '482913'],
+      ['Your code is AB12CD.', 'AB12CD'],
+    ] as const)
+      await provider().send(message({ channel: 'whatsapp', body, code }));
+    const parameters = server.requests.map((request) => {
+      const sent = JSON.parse(request.body) as { message: string };
+      const whatsApp = JSON.parse(Buffer.from(sent.message, 'base64').toString('utf8')) as {
+        template: { components: { parameters: { text: string }[] }[] };
+      };
+      return whatsApp.template.components.map((component) => component.parameters[0]!.text);
+    });
+    expect(parameters).toEqual([
+      ['482913', '482913'],
+      ['AB12CD', 'AB12CD'],
+    ]);
   });
 
   // Meta, "Configure message time-to-live": an authentication template's TTL (`message_send_ttl_seconds`) is set

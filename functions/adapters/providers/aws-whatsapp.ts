@@ -6,7 +6,6 @@ import {
   DEFAULT_TEMPLATE_LANGUAGE,
   assertWhatsAppSendable,
   authenticationTemplateMessage,
-  codeIn,
 } from './whatsapp-template';
 
 /**
@@ -52,7 +51,7 @@ export class AwsWhatsAppProvider implements Provider {
     assertWhatsAppSendable(message.expiresAt, this.options.now?.() ?? new Date());
     const payload = authenticationTemplateMessage({
       to: message.to,
-      code: codeIn(message.body),
+      code: message.code,
       templateName,
       language: this.options.templateLanguage ?? DEFAULT_TEMPLATE_LANGUAGE,
       reference: message.reference,

@@ -7,7 +7,7 @@ import type {
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
 import { isObject, isOptionalText, isText } from '../shape';
-import { assertWhatsAppSendable, authenticationTemplateMessage, codeIn } from './whatsapp-template';
+import { assertWhatsAppSendable, authenticationTemplateMessage } from './whatsapp-template';
 import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
 
 /**
@@ -46,7 +46,7 @@ export interface VonageOptions {
   baseUrl?: string;
   /** Read once per cold start, on first use (a function that only sends or only takes receipts asks once). */
   credentials: () => Promise<VonageCredentials>;
-  /** The sender per channel: a number, an alphanumeric id, the Viber service message id, the RCS agent. */
+  /** The sender per channel: a number, an alphanumeric id, the numeric Viber Business Message ID, the RCS agent. */
   from: Partial<Record<Channel, string>>;
   /** WhatsApp through Vonage: the approved authentication template. */
   whatsappTemplate?: { name: string; language: string };
@@ -112,9 +112,10 @@ export class VonageProvider implements Provider {
           channel: 'viber_service',
           message_type: 'text',
           text: message.body,
+          // No `type`: Vonage documents it for Viber templates only, which it sets up per account; a text
+          // message is `message_type: text` (Messages API reference; the Node SDK's ViberService says the same).
           viber_service: {
             ttl: remainingSeconds(message.expiresAt, this.now(), VIBER_TTL),
-            type: 'text',
             category: 'transaction',
           },
         };
@@ -132,7 +133,7 @@ export class VonageProvider implements Provider {
         assertWhatsAppSendable(message.expiresAt, this.now());
         const { type, template: content } = authenticationTemplateMessage({
           to: message.to,
-          code: codeIn(message.body),
+          code: message.code,
           templateName: template.name,
           language: template.language,
           reference: message.reference,

@@ -9,15 +9,12 @@
  * (docs/providers.md); a message carries none, and a code with less than the minimum left is not sent.
  */
 const MIN_TTL_SECONDS = 30;
-export const DEFAULT_META_API_VERSION = 'v20.0';
+/**
+ * The Meta Graph API version SendWhatsAppMessage is asked for when the deployment names none. Meta serves v24.0
+ * until 2028-02-18 (its versions changelog); synth refuses a retired one (lib/provider-config.ts).
+ */
+export const DEFAULT_META_API_VERSION = 'v24.0';
 export const DEFAULT_TEMPLATE_LANGUAGE = 'en_US';
-
-/** The code in a rendered message: the verification code is the run of 4 to 10 digits in it. */
-export function codeIn(body: string): string {
-  const match = /\b(\d{4,10})\b/.exec(body);
-  if (!match) throw new Error('No code in the message body');
-  return match[1]!;
-}
 
 /**
  * A WhatsApp Cloud API authentication-template message: the code fills the body's one parameter and the
