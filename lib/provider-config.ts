@@ -30,7 +30,6 @@ export const PROVIDER_CONTEXT_KEYS = {
   awsSmsCreateConfigurationSet: 'otp:awsSmsCreateConfigurationSet',
   awsSmsProtectConfigurationId: 'otp:awsSmsProtectConfigurationId',
   awsSmsMaxPrice: 'otp:awsSmsMaxPrice',
-  awsSmsSuccessfulMeans: 'otp:awsSmsSuccessfulMeans',
   awsWhatsAppPhoneNumberId: 'otp:awsWhatsAppPhoneNumberId',
   awsWhatsAppTemplateName: 'otp:awsWhatsAppTemplateName',
   awsWhatsAppTemplateLanguage: 'otp:awsWhatsAppTemplateLanguage',
@@ -42,6 +41,13 @@ export const PROVIDER_CONTEXT_KEYS = {
 } as const;
 const K = PROVIDER_CONTEXT_KEYS;
 
+/** Keys that once meant something, and why they are refused now rather than silently ignored. */
+const REMOVED_CONTEXT_KEYS: Readonly<Record<string, string>> = {
+  'otp:awsSmsSuccessfulMeans':
+    'was removed: an SMS attempt settles on final events only (isFinal), and a final TEXT_SUCCESSFUL ' +
+    'settles it as delivered (docs/providers.md); delete the key',
+};
+
 export interface AwsSmsSettings {
   /** ARN of the pool, phone number or sender id that sends `sms`; undefined when aws-sms carries no sms. */
   originationIdentityArn: string | undefined;
@@ -51,7 +57,6 @@ export interface AwsSmsSettings {
   configurationSet: { existing: string } | 'create';
   protectConfigurationId: string | undefined;
   maxPrice: string | undefined;
-  successfulMeans: 'delivered' | 'accepted' | undefined;
 }
 
 export interface AwsWhatsAppSettings {
@@ -155,6 +160,8 @@ class ContextReader {
       throw new Error(`Context ${K.providersFile}: "${fileName}" must hold a JSON object of otp:* keys`);
     const known = new Set<string>(Object.values(K));
     for (const key of Object.keys(json)) {
+      const removed = REMOVED_CONTEXT_KEYS[key];
+      if (removed) throw new Error(`Context ${K.providersFile}: "${fileName}" has ${key}, which ${removed}`);
       if (!known.has(key) && !key.startsWith('//'))
         throw new Error(
           `Context ${K.providersFile}: "${fileName}" has an unknown key ${key} (known: ${[...known].join(', ')})`,
@@ -213,6 +220,10 @@ const carries = (config: ProviderConfig, provider: ProviderName, channel: Channe
 /** The deployment's providers; undefined when `otp:providers` is not set (every channel on http-carrier). */
 export function readProviderDeployment(node: Node, now: Date = new Date()): ProviderDeployment | undefined {
   const ctx = new ContextReader(node);
+  for (const [key, removed] of Object.entries(REMOVED_CONTEXT_KEYS)) {
+    const value: unknown = node.tryGetContext(key);
+    if (value !== undefined && value !== null) throw new Error(`Context ${key} ${removed}`);
+  }
   const providers = ctx.object(K.providers);
   if (providers === undefined) {
     const stray = Object.values(K).filter(
@@ -244,7 +255,6 @@ export function readProviderDeployment(node: Node, now: Date = new Date()): Prov
     K.awsSmsCreateConfigurationSet,
     K.awsSmsProtectConfigurationId,
     K.awsSmsMaxPrice,
-    K.awsSmsSuccessfulMeans,
   ];
   if (inUse.includes('aws-sms')) {
     const originationIdentityArn = ctx.text(
@@ -287,11 +297,6 @@ export function readProviderDeployment(node: Node, now: Date = new Date()): Prov
         'a protect configuration id',
       ),
       maxPrice: ctx.text(K.awsSmsMaxPrice, /^\d{1,4}(\.\d{1,6})?$/, 'a price in USD, e.g. 0.05'),
-      successfulMeans: ctx.text(
-        K.awsSmsSuccessfulMeans,
-        /^(delivered|accepted)$/,
-        'delivered or accepted',
-      ) as AwsSmsSettings['successfulMeans'] | undefined,
     };
   } else unused('aws-sms', smsKeys);
 

@@ -35,7 +35,11 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { KeyGroup } from '../../functions/adapters/keyring';
-import { SMS_DELIVERED, SMS_FAILED } from '../../functions/adapters/providers/aws-events';
+import {
+  SMS_DELIVERED,
+  SMS_FAILED,
+  SMS_SETTLED_ON_SUCCESS,
+} from '../../functions/adapters/providers/aws-events';
 import {
   FUNCTIONS,
   FUNCTION_NAMES,
@@ -49,14 +53,13 @@ import { Grouping } from './logical-ids';
 import { OtpFunction } from './otp-function';
 
 /**
- * The SMS and RCS events the configuration set publishes: the ones the receipt parser acts on (aws-events.ts).
- * `TEXT_SUCCESSFUL` only where it settles an attempt (`otp:awsSmsSuccessfulMeans` `delivered`, the default): with
- * `accepted` it changes nothing, and every event published is an SNS request and a receipt function invocation
- * (in countries where AWS sends both events, half of an SMS's receipt traffic).
+ * The SMS and RCS events the configuration set publishes: the ones the receipt parser may act on (aws-events.ts),
+ * `TEXT_SUCCESSFUL` among them (final in countries that report no delivery). Each event published is an SNS
+ * request and a receipt function invocation.
  */
-export const smsReceiptEventTypes = (successfulMeans: 'delivered' | 'accepted' | undefined): string[] => [
+export const SMS_RECEIPT_EVENT_TYPES: readonly string[] = [
   ...SMS_DELIVERED,
-  ...(successfulMeans === 'accepted' ? [] : ['TEXT_SUCCESSFUL']),
+  SMS_SETTLED_ON_SUCCESS,
   ...SMS_FAILED,
 ];
 
@@ -139,7 +142,7 @@ export class Providers extends Grouping {
             {
               eventDestinationName: 'otp-receipts',
               enabled: true,
-              matchingEventTypes: smsReceiptEventTypes(providers.awsSms.successfulMeans),
+              matchingEventTypes: [...SMS_RECEIPT_EVENT_TYPES],
               snsDestination: { topicArn: topic.topicArn },
             },
           ],
@@ -293,17 +296,13 @@ export class Providers extends Grouping {
     }
   }
 
-  /** A receipt function of the manifest's PROVIDER_FUNCTIONS, with what tells TEXT_SUCCESSFUL's meaning. */
+  /** A receipt function of the manifest's PROVIDER_FUNCTIONS. */
   private receiptFunction(name: ProviderFunctionName, props: ProvidersProps): OtpFunction {
-    const successfulMeans = props.providers.awsSms?.successfulMeans;
     const fn = new OtpFunction(this, {
       spec: PROVIDER_FUNCTIONS[name],
       table: props.table,
       keySecrets: props.keySecrets,
-      environment: {
-        ...props.environment,
-        ...(successfulMeans && { OTP_AWS_SMS_SUCCESSFUL_MEANS: successfulMeans }),
-      },
+      environment: props.environment,
       logRetention: props.logRetention,
       providersInUse: props.providers.inUse,
     });

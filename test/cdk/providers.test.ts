@@ -131,20 +131,9 @@ describe('the example provider configuration', () => {
     });
   });
 
-  test('with TEXT_SUCCESSFUL meaning accepted (no receipt), the configuration set does not publish it', () => {
-    /** The event types the stack's configuration set publishes to the topic. */
-    const published = (template: Template) => {
-      const sets = Object.values(template.findResources('AWS::SMSVOICE::ConfigurationSet')) as {
-        Properties: { EventDestinations: { MatchingEventTypes: string[] }[] };
-      }[];
-      expect(sets).toHaveLength(1);
-      return sets[0]!.Properties.EventDestinations[0]!.MatchingEventTypes;
-    };
-    const accepted = synth({ [K.providersFile]: EXAMPLE_FILE, [K.awsSmsSuccessfulMeans]: 'accepted' });
-    // Each published event is an SNS request and an invocation; this one would change nothing.
-    expect(published(built.template)).toContain('TEXT_SUCCESSFUL');
-    expect(published(accepted.template)).toEqual(
-      published(built.template).filter((type) => type !== 'TEXT_SUCCESSFUL'),
+  test('the removed otp:awsSmsSuccessfulMeans is refused with the reason, not silently ignored', () => {
+    expect(() => synth({ [K.providersFile]: EXAMPLE_FILE, 'otp:awsSmsSuccessfulMeans': 'accepted' })).toThrow(
+      /otp:awsSmsSuccessfulMeans was removed: an SMS attempt settles on final events only/,
     );
   });
 

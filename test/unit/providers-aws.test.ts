@@ -272,9 +272,21 @@ describe('AWS receipts', () => {
     expect(parseSmsEvent({ nonsense: true })).toBeUndefined();
   });
 
-  test('TEXT_SUCCESSFUL is delivered by default, no receipt when set to mean accepted', () => {
-    expect(parseSmsEvent(smsSample)?.status).toBe('delivered');
-    expect(parseSmsEvent(smsSample, 'accepted')).toBeUndefined();
+  // AWS marks intermediate events `isFinal: false`; receipts only move forward, so settling on one would hide
+  // the failure that follows (the user never gets the code and no fallback runs).
+  test('only a final event settles: a non-final TEXT_SUCCESSFUL or failure is no receipt', () => {
+    for (const eventType of ['TEXT_SUCCESSFUL', 'TEXT_DELIVERED', 'TEXT_CARRIER_UNREACHABLE', 'TEXT_BLOCKED'])
+      expect(parseSmsEvent({ ...smsSample, eventType, isFinal: false })).toBeUndefined();
+    const { isFinal: _final, ...withoutIsFinal } = smsSample;
+    expect(parseSmsEvent(withoutIsFinal)).toBeUndefined();
+  });
+
+  test('a final TEXT_SUCCESSFUL (countries whose carriers report no delivery) settles as delivered', () => {
+    expect(parseSmsEvent(smsSample)).toEqual({
+      reference,
+      messageId: smsSample.messageId,
+      status: 'delivered',
+    });
   });
 
   test('an SNS Message is the event JSON', () => {
@@ -327,8 +339,9 @@ describe('AWS receipts', () => {
     const messageId = '6d69f07a-c317-4278-9d5c-6a84078419ec';
     const snsMessage = (status: 'sent' | 'delivered' | 'read' | 'failed') =>
       JSON.stringify(whatsAppSnsEvent({ status, reference, messageId }));
+    // Named by reference: the header's messageId is not compared (handlers.ts takes the recorded one).
     const receipt = (status: 'delivered' | 'failed') => [
-      { provider: 'aws-whatsapp', receipt: { reference, messageId, status } },
+      { provider: 'aws-whatsapp', receipt: { reference, messageId: undefined, status } },
     ];
     expect(parseAwsSnsMessage(snsMessage('delivered'))).toEqual(receipt('delivered'));
     expect(parseAwsSnsMessage(snsMessage('read'))).toEqual(receipt('delivered'));
@@ -336,7 +349,7 @@ describe('AWS receipts', () => {
     expect(parseAwsSnsMessage(snsMessage('sent'))).toEqual([]);
   });
 
-  test("a WhatsApp status is named by its reference, not by WhatsApp's wamid; AWS's message id may be absent", () => {
+  test("a WhatsApp status is named by its reference, not by WhatsApp's wamid nor AWS's header id", () => {
     const wamid = 'wamid.HBgLMTQxNTU1NTAxMDAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA';
     const withoutId = parseAwsSnsMessage(
       JSON.stringify(whatsAppSnsEvent({ status: 'delivered', reference, messageId: undefined, wamid })),
