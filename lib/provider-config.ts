@@ -20,6 +20,7 @@ import {
 } from '../functions/adapters/providers/config';
 import { CHANNELS, type Channel } from '../functions/core/routing';
 import { DEFAULT_META_API_VERSION } from '../functions/adapters/providers/whatsapp-template';
+import { readRegisteredTemplates } from '../functions/adapters/providers/registered-templates';
 
 export const PROVIDER_CONTEXT_KEYS = {
   providersFile: 'otp:providersFile',
@@ -30,6 +31,7 @@ export const PROVIDER_CONTEXT_KEYS = {
   awsSmsCreateConfigurationSet: 'otp:awsSmsCreateConfigurationSet',
   awsSmsProtectConfigurationId: 'otp:awsSmsProtectConfigurationId',
   awsSmsMaxPrice: 'otp:awsSmsMaxPrice',
+  awsSmsRegisteredTemplates: 'otp:awsSmsRegisteredTemplates',
   awsWhatsAppPhoneNumberId: 'otp:awsWhatsAppPhoneNumberId',
   awsWhatsAppTemplateName: 'otp:awsWhatsAppTemplateName',
   awsWhatsAppTemplateLanguage: 'otp:awsWhatsAppTemplateLanguage',
@@ -57,6 +59,8 @@ export interface AwsSmsSettings {
   configurationSet: { existing: string } | 'create';
   protectConfigurationId: string | undefined;
   maxPrice: string | undefined;
+  /** Per country, the SMS template registered with its regulator (India's DLT), as `OTP_AWS_SMS_REGISTERED_TEMPLATES`. */
+  registeredTemplates: string | undefined;
 }
 
 export interface AwsWhatsAppSettings {
@@ -255,6 +259,7 @@ export function readProviderDeployment(node: Node, now: Date = new Date()): Prov
     K.awsSmsCreateConfigurationSet,
     K.awsSmsProtectConfigurationId,
     K.awsSmsMaxPrice,
+    K.awsSmsRegisteredTemplates,
   ];
   if (inUse.includes('aws-sms')) {
     const originationIdentityArn = ctx.text(
@@ -296,7 +301,14 @@ export function readProviderDeployment(node: Node, now: Date = new Date()): Prov
         /^[\w-]{1,256}$/,
         'a protect configuration id',
       ),
-      maxPrice: ctx.text(K.awsSmsMaxPrice, /^\d{1,4}(\.\d{1,6})?$/, 'a price in USD, e.g. 0.05'),
+      // The model's MaxPrice: 2 to 8 characters matching [0-9]{0,2}\.[0-9]{1,5}; AWS refuses any other value with
+      // a ValidationException on every send.
+      maxPrice: ctx.text(
+        K.awsSmsMaxPrice,
+        /^(?=.{2,8}$)[0-9]{0,2}\.[0-9]{1,5}$/,
+        'a price in USD per message part as AWS takes it: up to 2 digits, a point, 1 to 5 decimals (e.g. 0.05)',
+      ),
+      registeredTemplates: registeredTemplates(ctx.object(K.awsSmsRegisteredTemplates)),
     };
   } else unused('aws-sms', smsKeys);
 
@@ -384,6 +396,15 @@ export function whatsAppPhoneNumberArn(idOrArn: string, arn: (resource: string) 
     ? idOrArn.slice(WHATSAPP_PHONE_NUMBER_ID_PREFIX.length)
     : idOrArn;
   return arn(`phone-number-id/${id}`);
+}
+
+/**
+ * `otp:awsSmsRegisteredTemplates`, checked as the deliver function will read it: the JSON it gets, or undefined.
+ */
+function registeredTemplates(value: Record<string, unknown> | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  readRegisteredTemplates(value, `Context ${K.awsSmsRegisteredTemplates}`);
+  return JSON.stringify(value);
 }
 
 /** `otp:awsWhatsAppMetaApiVersion`, checked against Meta's retirement dates as of `now` (synth time). */

@@ -10,7 +10,8 @@
 export const EXPRESS_EXECUTION_LIMIT_SECONDS = 300;
 
 /**
- * A conservative budget for one task run: the carrier call's 3 s time-out, a cold start that reads the
+ * A conservative budget for one task run: a provider call's time-out (3 s for the HTTP carrier, 5 s for the
+ * AWS messaging clients and Vonage: aws-errors.ts), a cold start that reads the
  * master key, a handful of DynamoDB round trips, and the first retry's 1 s pause with a fast second run.
  * A task slower than this (more retries, a 30 s Lambda time-out) may push the execution past the limit;
  * the sweeper then settles the delivery (see UNSETTLED_DEADLINE_SECONDS).

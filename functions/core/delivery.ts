@@ -3,6 +3,7 @@ import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
 import type { ChannelAnswer, DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { AnsweredAttempts, Clock, CodeVault, DeliveryStore } from './ports';
 import {
+  ProviderError,
   messageReference,
   parseMessageReference,
   type ProviderRegistry,
@@ -232,7 +233,11 @@ async function sendOnce(
       : { channel, outcome: 'rejected', reason: answer.reason, at };
   } catch (error) {
     // A provider error or time-out moves delivery to the next channel, like a rejection; but it says nothing
-    // about the number, so it does not count towards `unreachable`.
+    // about the number, so it does not count towards `unreachable`. Its code is counted: some (the SMS sandbox,
+    // a grant on the wrong ARN) fail every send until the operator acts.
+    (deps.metrics ?? noMetrics).count(METRIC.providerErrors, {
+      code: error instanceof ProviderError ? error.code : 'provider_error',
+    });
     return {
       channel,
       outcome: 'failed',

@@ -27,6 +27,30 @@ export interface OutboundMessage {
 export type ProviderAnswer =
   { status: 'accepted'; messageId: string } | { status: 'rejected'; reason: string };
 
+/**
+ * Why a provider failed a send, when the reason is about this deployment and not the number (low-cardinality:
+ * the `ProviderErrors` metric's `code`). `provider_error` is anything not classified.
+ */
+export type ProviderErrorCode =
+  | 'sandbox_destination_not_verified'
+  | 'price_over_threshold'
+  | 'access_denied'
+  | 'invalid_request'
+  | 'throttled'
+  | 'timeout'
+  | 'provider_error';
+
+/** A send the provider failed for a reason of ours (its configuration, limits, availability): thrown. */
+export class ProviderError extends Error {
+  constructor(
+    readonly code: ProviderErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
 /** A delivery receipt, believed only after the provider's signature on it was verified. */
 export interface Receipt {
   reference: string;

@@ -243,6 +243,7 @@ export class Providers extends Grouping {
           OTP_AWS_SMS_CONFIGURATION_SET: configurationSet,
           OTP_AWS_SMS_PROTECT_CONFIGURATION_ID: sms.protectConfigurationId,
           OTP_AWS_SMS_MAX_PRICE: sms.maxPrice,
+          OTP_AWS_SMS_REGISTERED_TEMPLATES: sms.registeredTemplates,
         };
         addEnvironment(fn, environment);
         // The Service Authorization Reference lists SendTextMessage's resource types as configuration-set,

@@ -410,6 +410,19 @@ describe('provider settings are checked at synth time', () => {
       /gives aws-whatsapp no channel/,
     ],
     [{ [K.awsSmsMaxPrice]: '0.05' }, /set without otp:providers/],
+    // The model's MaxPrice: 2 to 8 characters matching [0-9]{0,2}\.[0-9]{1,5}. AWS refuses any other value on
+    // every send, so synth does.
+    ...['1', '100.5', '0.123456', '.'].map((price): [Record<string, unknown>, RegExp] => [
+      { [K.providersFile]: EXAMPLE_FILE, [K.awsSmsMaxPrice]: price },
+      /otp:awsSmsMaxPrice must be a price in USD per message part as AWS takes it/,
+    ]),
+    [
+      {
+        [K.providersFile]: EXAMPLE_FILE,
+        [K.awsSmsRegisteredTemplates]: { IN: { entityId: '1101', templateId: '1107', text: 'Your code' } },
+      },
+      /otp:awsSmsRegisteredTemplates is not valid: IN.text/,
+    ],
     [
       {
         [K.providers]: { whatsapp: 'aws-whatsapp' },
@@ -508,6 +521,42 @@ describe('provider settings are checked at synth time', () => {
     expect(metaApiVersionProblem('v21.0', new Date('2027-01-21T00:00:00Z'))).toMatch(/retired/);
     expect(metaApiVersionProblem('v18.0', new Date('2020-01-01T00:00:00Z'))).toMatch(/older than v19.0/);
     expect(metaApiVersionProblem('v27.0', new Date('2030-01-01T00:00:00Z'))).toBeUndefined();
+  });
+
+  test('a valid MaxPrice and India’s registered template reach the deliver function', () => {
+    const template = {
+      IN: {
+        entityId: '1101456789012345678',
+        templateId: '1107161234567890123',
+        text: '{code} is your code.',
+      },
+    };
+    const { stack, template: synthesized } = synth({
+      [K.providersFile]: EXAMPLE_FILE,
+      [K.awsSmsMaxPrice]: '.05',
+      [K.awsSmsRegisteredTemplates]: JSON.stringify(template),
+    });
+    const deliver = stack.resolve(
+      (stack.functions.deliver.node.defaultChild as CfnElement).logicalId,
+    ) as string;
+    const env = (
+      synthesized.toJSON() as {
+        Resources: Record<string, { Properties: { Environment: { Variables: Record<string, string> } } }>;
+      }
+    ).Resources[deliver]!.Properties.Environment.Variables;
+    expect(env.OTP_AWS_SMS_MAX_PRICE).toBe('.05');
+    expect(JSON.parse(env.OTP_AWS_SMS_REGISTERED_TEMPLATES!)).toEqual(template);
+  });
+
+  test('with real providers, the errors only an operator fixes raise alarms (sandbox, access denied, MaxPrice)', () => {
+    const { template } = synth({ [K.providersFile]: EXAMPLE_FILE });
+    for (const code of ['sandbox_destination_not_verified', 'access_denied', 'price_over_threshold'])
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ProviderErrors',
+        Namespace: 'OtpVerify',
+        Dimensions: Match.arrayWith([{ Name: 'code', Value: code }]),
+        Threshold: 0,
+      });
   });
 
   test('an existing configuration set by name: IAM on its ARN in the stack account', () => {

@@ -19,6 +19,8 @@ import {
   sweepDeliveries,
 } from '../../functions/core/sweeper';
 import type { Verification } from '../../functions/core/model';
+import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
+import { ProviderError } from '../../functions/core/providers';
 import type { TimeSpan } from '../../functions/core/ports';
 import {
   CORE_MASTER_KEY,
@@ -224,6 +226,24 @@ it('treats a provider error like a rejection for delivery, but not for the numbe
     'sms',
     'viber',
   ]);
+});
+
+it('counts a provider error by its code: the ones an operator must fix are alarmed on', async () => {
+  const metrics = new InMemoryMetrics();
+  const deps = { ...world.deliveryDeps, metrics };
+  const send = world.provider.send.bind(world.provider);
+  world.provider.send = (message) =>
+    message.channel === 'sna'
+      ? Promise.reject(new ProviderError('sandbox_destination_not_verified', 'not verified'))
+      : message.channel === 'viber'
+        ? Promise.reject(new Error('socket hang up'))
+        : send(message);
+  const sid = await sendOne();
+  await deliverOverChannel(deps, input(sid));
+  await deliverOverChannel(deps, input(sid, 1));
+  expect(metrics.total(METRIC.providerErrors, { code: 'sandbox_destination_not_verified' })).toBe(1);
+  expect(metrics.total(METRIC.providerErrors, { code: 'provider_error' })).toBe(1);
+  expect((await stored(sid)).deliveries['0']).toMatchObject({ outcome: 'failed', reason: 'not verified' });
 });
 
 it('sends once when a task runs twice', async () => {

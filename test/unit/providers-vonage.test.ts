@@ -114,6 +114,32 @@ describe('sending', () => {
     ]);
   });
 
+  test('errors of ours carry a code; a send with no answer is given up as a timeout', async () => {
+    server.answer = { status: 401, body: { title: 'Unauthorized' } };
+    await expect(provider().send(message())).rejects.toMatchObject({ code: 'access_denied' });
+    server.answer = { status: 429, body: { title: 'Too Many Requests' } };
+    await expect(provider().send(message())).rejects.toMatchObject({ code: 'throttled' });
+    server.answer = { status: 202, body: { message_uuid: 'late' }, delayMs: 5_000 };
+    const slow = new VonageProvider({
+      baseUrl: server.url,
+      credentials: () => Promise.resolve(credentials),
+      from: { viber: '16273' },
+      timeoutMs: 200,
+      now: () => now,
+    });
+    await expect(slow.send(message())).rejects.toMatchObject({ code: 'timeout' });
+  });
+
+  // A send given up while Vonage is still taking it may be delivered anyway: the next channel would be a second
+  // message, paid. The limit sits below the 8 s channel switch but well above Vonage's usual answer.
+  test('a slow but accepted send (4 s) is not abandoned', async () => {
+    server.answer = { status: 202, body: { message_uuid: 'slow-but-fine' }, delayMs: 4_000 };
+    await expect(provider().send(message())).resolves.toEqual({
+      status: 'accepted',
+      messageId: 'slow-but-fine',
+    });
+  }, 10_000);
+
   test('sms, rcs and whatsapp bodies', async () => {
     for (const channel of ['sms', 'rcs', 'whatsapp'] as const) await provider().send(message({ channel }));
     const [sms, rcs, whatsapp] = server.requests.map(

@@ -1,9 +1,11 @@
-import type {
-  OutboundMessage,
-  Provider,
-  ProviderAnswer,
-  Receipt,
-  ReceiptRequest,
+import {
+  ProviderError,
+  type OutboundMessage,
+  type Provider,
+  type ProviderAnswer,
+  type ProviderErrorCode,
+  type Receipt,
+  type ReceiptRequest,
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
 import { isObject, isOptionalText, isText } from '../shape';
@@ -54,6 +56,23 @@ export interface VonageOptions {
   timeoutMs?: number;
   now?: () => Date;
 }
+
+/**
+ * How long a send may take in all, ms. A time-out moves delivery to the next channel at once, though Vonage may
+ * have taken the message (then the user gets two, both paid): long enough that a slow but accepted send is
+ * rarely abandoned, and shorter than the 8 s a silent channel is given, so giving up never comes later than the
+ * channel switch would. The same limit as the AWS clients' (aws-errors.ts).
+ */
+export const VONAGE_TIMEOUT_MS = 5_000;
+
+/** HTTP statuses of the Messages API that say what is wrong on our side. */
+const STATUS_CODES: Readonly<Record<number, ProviderErrorCode>> = {
+  400: 'invalid_request',
+  401: 'access_denied',
+  403: 'access_denied',
+  422: 'invalid_request',
+  429: 'throttled',
+};
 
 /** Viber and RCS TTL bounds (seconds). */
 const VIBER_TTL = { min: 30, max: 259_200 };
@@ -153,16 +172,25 @@ export class VonageProvider implements Provider {
   async send(message: OutboundMessage): Promise<ProviderAnswer> {
     const body = this.body(message);
     const { applicationId, privateKey } = await this.options.credentials();
-    const response = await fetch(`${this.options.baseUrl ?? DEFAULT_VONAGE_BASE_URL}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json',
-        authorization: `Bearer ${applicationJwt(applicationId, privateKey, this.now())}`,
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 3000),
-    });
+    let response: Response;
+    try {
+      response = await fetch(`${this.options.baseUrl ?? DEFAULT_VONAGE_BASE_URL}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          authorization: `Bearer ${applicationJwt(applicationId, privateKey, this.now())}`,
+        },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? VONAGE_TIMEOUT_MS),
+      });
+    } catch (error) {
+      const timedOut = (error as { name?: unknown }).name === 'TimeoutError';
+      throw new ProviderError(
+        timedOut ? 'timeout' : 'provider_error',
+        `Vonage: ${error instanceof Error ? error.message : 'request failed'}`,
+      );
+    }
     const answer = (await response.json().catch(() => ({}))) as {
       message_uuid?: unknown;
       title?: unknown;
@@ -178,7 +206,10 @@ export class VonageProvider implements Provider {
       (answer.invalid_parameters ?? []).some((parameter) => parameter.name === 'to');
     const reason = typeof answer.title === 'string' ? answer.title.slice(0, 200) : `HTTP ${response.status}`;
     if (refusesNumber) return { status: 'rejected', reason };
-    throw new Error(`Vonage answered HTTP ${response.status}: ${reason}`);
+    throw new ProviderError(
+      STATUS_CODES[response.status] ?? 'provider_error',
+      `Vonage answered HTTP ${response.status}: ${reason}`,
+    );
   }
 
   async parseReceipt(request: ReceiptRequest, now: Date): Promise<Receipt | undefined> {
