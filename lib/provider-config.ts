@@ -350,6 +350,12 @@ export function readProviderDeployment(node: Node, now: Date = new Date()): Prov
         throw new Error(`Context ${K.vonageFrom}: "${channel}" is not a channel Vonage carries`);
       if (typeof sender !== 'string' || !/^[\w +.-]{1,50}$/.test(sender))
         throw new Error(`Context ${K.vonageFrom}.${channel} must be a sender name or number`);
+      // Viber's sender is the Viber Business Message ID Vonage assigns, a number (Vonage's Messages API guide;
+      // its sandbox's is 16273), not a brand name: Vonage refuses any other `from` for viber_service.
+      if (channel === 'viber' && !/^\d{1,20}$/.test(sender))
+        throw new Error(
+          `Context ${K.vonageFrom}.viber must be your Viber Business Message ID (digits, from Vonage), got "${sender}"`,
+        );
     }
     for (const channel of ['sms', 'viber', 'whatsapp', 'rcs'] as const) {
       if (carries(config, 'vonage', channel) && !from[channel])

@@ -10,6 +10,7 @@ import {
   type Receipt,
   type ReceiptRequest,
 } from './providers';
+import type { Channel } from './routing';
 import type { Settings } from './settings';
 import { effectiveStatus, renderMessage } from './verification';
 
@@ -90,6 +91,35 @@ export async function deliverOverChannel(
 
   const attempt = verification.deliveries[String(input.channelIndex)];
   if (!attempt) {
+    // `channel` names the channel the message was handed to. It is written as channels[0] at send; when the
+    // channels before this one were all skipped (nothing sent), this claim or skip corrects it.
+    const noneHandedBefore = verification.channels
+      .slice(0, input.channelIndex)
+      .every((_, index) => verification.deliveries[String(index)]?.skipped === true);
+    const minimum = minimumLifeSeconds(deps, channel, verification.country);
+    const remaining = Math.floor((Date.parse(verification.expiresAt) - deps.clock.now().getTime()) / 1000);
+    if (remaining < minimum) {
+      const skip: DeliveryAttempt = {
+        channel,
+        outcome: 'failed',
+        reason: `skipped: the code expires in ${remaining} s, below the channel's ${minimum} s minimum`,
+        skipped: true,
+        at: deps.clock.now().toISOString(),
+      };
+      const answered = answeredAttempts(verification, input.answers);
+      if (
+        !(await deps.store.claimChannel(
+          input.sid,
+          input.channelIndex,
+          skip,
+          answered,
+          noneHandedBefore ? null : undefined,
+        ))
+      )
+        return waitForReceipt(input, []);
+      (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, 'failed'));
+      return nextChannel(deps, verification, { ...input, answers: [] });
+    }
     // Claim the channel before calling its provider, so that a task or an execution run twice (Express runs
     // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
     // `sending`: it is waited on like an accepted one and the workflow moves on after the wait. The claim
@@ -98,7 +128,8 @@ export async function deliverOverChannel(
     const answered = answeredAttempts(verification, input.answers);
     // Channels are tried from 0: the claim of channel 0 is the delivery's first, whose time sets the deadline
     // by which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
-    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, answered))) {
+    const correctChannel = input.channelIndex > 0 && noneHandedBefore ? channel : undefined;
+    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, answered, correctChannel))) {
       return waitForReceipt(input, []);
     }
     const sent = await sendOnce(deps, verification, input.channelIndex);
@@ -113,6 +144,16 @@ export async function deliverOverChannel(
   }
   if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return waitForReceipt(input, []);
   return nextChannel(deps, verification, input);
+}
+
+/** The channel's provider's floor on the code's remaining life (0 when it has none, or none is configured). */
+function minimumLifeSeconds(deps: DeliveryDeps, channel: Channel, country: string | undefined): number {
+  try {
+    return deps.providers.forChannel(channel, country).minimumLifeSeconds?.(channel) ?? 0;
+  } catch {
+    // No provider for the channel: sendOnce fails it as it always has.
+    return 0;
+  }
 }
 
 const waitForReceipt = (input: DeliveryTaskInput, answers: ChannelAnswer[]): DeliveryTaskOutput => ({

@@ -68,6 +68,11 @@ export interface Provider {
   readonly name: string;
   send(message: OutboundMessage): Promise<ProviderAnswer>;
   /**
+   * The least life the code must have left for this provider to send on `channel` (its message TTL's floor),
+   * seconds; none when absent. Below it the channel is skipped before anything is claimed or sent.
+   */
+  minimumLifeSeconds?(channel: Channel): number;
+  /**
    * The receipt in a callback, or undefined when its signature, timestamp or shape is not valid. A provider
    * whose signature scheme needs a look-up (a replayed token id) answers asynchronously; a provider whose
    * receipts never come over HTTP (AWS: SNS or EventBridge, see acceptProviderReceipt) answers undefined.

@@ -111,6 +111,20 @@ export class Providers extends Grouping {
         masterKey: key,
         enforceSSL: true,
       }));
+      // A receipt on this topic is believed (it can mark a verification delivered): no principal of the account
+      // may publish, whatever its own IAM policy allows; only the messaging services below. An explicit deny in
+      // the resource policy wins over any allow (IAM policy evaluation); aws:PrincipalIsAWSService is false for
+      // every IAM user and role, and true for a service principal calling on its own behalf.
+      topic.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: 'OnlyTheMessagingServicesPublish',
+          effect: iam.Effect.DENY,
+          actions: ['sns:Publish'],
+          principals: [new iam.AnyPrincipal()],
+          resources: [topic.topicArn],
+          conditions: { Bool: { 'aws:PrincipalIsAWSService': 'false' } },
+        }),
+      );
       for (const service of PUBLISHERS) {
         const principal = new iam.ServicePrincipal(service);
         const fromThisAccount = { StringEquals: { 'aws:SourceAccount': stack.account } };

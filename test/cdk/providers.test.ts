@@ -111,6 +111,16 @@ describe('the example provider configuration', () => {
       ]),
     );
     expect(topicStatements.filter((s) => s.Effect === 'Allow')).toHaveLength(1);
+    // Any principal of the account that may publish could otherwise mark a verification delivered.
+    expect(topicStatements).toContainEqual(
+      expect.objectContaining({
+        Effect: 'Deny',
+        Action: 'sns:Publish',
+        Principal: { AWS: '*' },
+        Resource: { Ref: topic },
+        Condition: { Bool: { 'aws:PrincipalIsAWSService': 'false' } },
+      }),
+    );
   });
 
   test('the SMS configuration set publishes its final events to the topic', () => {
@@ -405,6 +415,10 @@ describe('provider settings are checked at synth time', () => {
     ],
     [{ [K.providers]: { whatsapp: 'aws-whatsapp' } }, /set otp:awsWhatsAppPhoneNumberId/],
     [{ [K.providers]: { viber: 'vonage' } }, /set otp:vonageFrom.viber/],
+    [
+      { [K.providers]: { viber: 'vonage' }, [K.vonageFrom]: { viber: 'Acme' } },
+      /otp:vonageFrom.viber must be your Viber Business Message ID \(digits, from Vonage\), got "Acme"/,
+    ],
     [
       { [K.providers]: { viber: 'vonage' }, [K.awsWhatsAppTemplateName]: 'otp' },
       /gives aws-whatsapp no channel/,

@@ -246,6 +246,27 @@ it('counts a provider error by its code: the ones an operator must fix are alarm
   expect((await stored(sid)).deliveries['0']).toMatchObject({ outcome: 'failed', reason: 'not verified' });
 });
 
+it('skips a channel the code cannot live long enough for, sends nothing on it, and never names it', async () => {
+  // sna's provider needs more life than the code has: it is skipped, viber carries the message.
+  world.provider.minimumLifeSeconds = (channel) => (channel === 'sna' ? 10_000 : 0);
+  const sid = await sendOne();
+  expect((await stored(sid)).channel).toBe('sna');
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toMatchObject({
+    channelIndex: 1,
+    next: 'deliver',
+  });
+  expect((await stored(sid)).deliveries['0']).toMatchObject({
+    channel: 'sna',
+    outcome: 'failed',
+    skipped: true,
+  });
+  // Nothing handed over yet: no channel to name.
+  expect((await stored(sid)).channel).toBeNull();
+  await deliverOverChannel(world.deliveryDeps, input(sid, 1));
+  expect(world.provider.sent.map((message) => message.channel)).toEqual(['viber']);
+  expect((await stored(sid)).channel).toBe('viber');
+});
+
 it('sends once when a task runs twice', async () => {
   const sid = await sendOne();
   await deliverOverChannel(world.deliveryDeps, input(sid));

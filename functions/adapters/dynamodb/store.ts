@@ -476,9 +476,14 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     index: number,
     claim: DeliveryAttempt,
     answered: AnsweredAttempts = {},
+    channel?: Channel | null,
   ): Promise<boolean> {
     const sets = ['#deliveries.#index = :claim'];
     const values: Record<string, unknown> = { ':claim': claim, ':pending': 'PENDING' };
+    if (channel !== undefined) {
+      sets.push('#channel = :channel');
+      values[':channel'] = channel;
+    }
     // The channels before it that the workflow carried an answer for are recorded by the same write.
     const answeredNames = deliveriesEntries(answered, sets, values);
     return this.updateIfConditionHolds({
@@ -490,6 +495,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       ExpressionAttributeNames: {
         '#deliveries': VERIFICATION_ATTR.deliveries,
         '#index': String(index),
+        ...(channel !== undefined && { '#channel': VERIFICATION_ATTR.channel }),
         ...answeredNames,
       },
       ExpressionAttributeValues: values,

@@ -234,11 +234,13 @@ export class MemoryStore
     index: number,
     claim: DeliveryAttempt,
     answered: AnsweredAttempts = {},
+    channel?: Channel | null,
   ): Promise<boolean> {
     const stored = this.verifications.get(sid);
     if (!stored || stored.deliveries[String(index)] || stored.deliveryStatus !== 'PENDING') return false;
     stored.deliveries[String(index)] = clone(claim);
     Object.assign(stored.deliveries, clone(answered));
+    if (channel !== undefined) stored.channel = channel;
     return true;
   }
 

@@ -140,6 +140,10 @@ export class AwsSmsProvider implements Provider {
     return { status: 'accepted', messageId: output.MessageId };
   }
 
+  minimumLifeSeconds(): number {
+    return MIN_TTL_SECONDS;
+  }
+
   parseReceipt(): undefined {
     return undefined;
   }

@@ -5,6 +5,7 @@ import { awsClientTimeouts, awsProviderError } from './aws-errors';
 import {
   DEFAULT_META_API_VERSION,
   DEFAULT_TEMPLATE_LANGUAGE,
+  WHATSAPP_MIN_TTL_SECONDS,
   assertWhatsAppSendable,
   authenticationTemplateMessage,
 } from './whatsapp-template';
@@ -80,6 +81,10 @@ export class AwsWhatsAppProvider implements Provider {
     }
     if (!output.messageId) throw new Error('SendWhatsAppMessage answered no messageId');
     return { status: 'accepted', messageId: output.messageId };
+  }
+
+  minimumLifeSeconds(): number {
+    return WHATSAPP_MIN_TTL_SECONDS;
   }
 
   parseReceipt(): undefined {

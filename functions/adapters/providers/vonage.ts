@@ -9,7 +9,11 @@ import {
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
 import { isObject, isOptionalText, isText } from '../shape';
-import { assertWhatsAppSendable, authenticationTemplateMessage } from './whatsapp-template';
+import {
+  WHATSAPP_MIN_TTL_SECONDS,
+  assertWhatsAppSendable,
+  authenticationTemplateMessage,
+} from './whatsapp-template';
 import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
 
 /**
@@ -167,6 +171,16 @@ export class VonageProvider implements Provider {
       default:
         throw new Error(`vonage does not carry ${message.channel}`);
     }
+  }
+
+  minimumLifeSeconds(channel: Channel): number {
+    return channel === 'viber'
+      ? VIBER_TTL.min
+      : channel === 'rcs'
+        ? RCS_TTL.min
+        : channel === 'whatsapp'
+          ? WHATSAPP_MIN_TTL_SECONDS
+          : 0;
   }
 
   async send(message: OutboundMessage): Promise<ProviderAnswer> {

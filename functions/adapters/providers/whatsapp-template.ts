@@ -8,7 +8,7 @@
  * message: Meta's "Configure message time-to-live" page. The operator sets it at or under the code's life
  * (docs/providers.md); a message carries none, and a code with less than the minimum left is not sent.
  */
-const MIN_TTL_SECONDS = 30;
+export const WHATSAPP_MIN_TTL_SECONDS = 30;
 /**
  * The Meta Graph API version SendWhatsAppMessage is asked for when the deployment names none. Meta serves v24.0
  * until 2028-02-18 (its versions changelog); synth refuses a retired one (lib/provider-config.ts).
@@ -51,6 +51,8 @@ export function authenticationTemplateMessage(options: {
 export function assertWhatsAppSendable(expiresAt: string | undefined, now: Date): void {
   if (!expiresAt) throw new Error('WhatsApp needs the code expiry');
   const remaining = Math.floor((Date.parse(expiresAt) - now.getTime()) / 1000);
-  if (!(remaining >= MIN_TTL_SECONDS))
-    throw new Error(`The code expires in ${remaining} s, below WhatsApp's ${MIN_TTL_SECONDS} s minimum`);
+  if (!(remaining >= WHATSAPP_MIN_TTL_SECONDS))
+    throw new Error(
+      `The code expires in ${remaining} s, below WhatsApp's ${WHATSAPP_MIN_TTL_SECONDS} s minimum`,
+    );
 }
