@@ -74,3 +74,10 @@ export const UNSETTLED_DEADLINE_SECONDS = EXPRESS_EXECUTION_LIMIT_SECONDS + 60;
 /** When a delivery whose first channel was claimed at `claimedAt` must have been settled. */
 export const settleDeadline = (claimedAt: Date): Date =>
   new Date(claimedAt.getTime() + UNSETTLED_DEADLINE_SECONDS * 1000);
+
+/**
+ * The verification item's attribute that a failure receipt sets to its channel index (a string), and that the
+ * state machine's status read projects with `delivery_status`: when it names the channel being waited on, the
+ * wait ends at that read and the next channel is tried, rather than after the whole channel wait.
+ */
+export const RECEIPT_FAILED_ATTRIBUTE = 'receipt_failed';

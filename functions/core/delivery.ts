@@ -234,8 +234,13 @@ export async function acceptProviderReceipt(
       ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
       : deps.providers.forChannel(channel, verification.country).name === providerName;
   if (!known) return 'unknown';
-  // A failure receipt changes nothing: the workflow moves on after the wait anyway.
-  if (receipt.status !== 'delivered') return 'duplicate';
+  // A failure receipt ends the channel's wait: the state machine's next status read sees the mark and moves to
+  // the next channel at once. A later delivered receipt for the same attempt still settles it.
+  if (receipt.status !== 'delivered') {
+    return (await deps.store.markReceiptFailed(verification.sid, reference.channelIndex))
+      ? 'applied'
+      : 'duplicate';
+  }
   const now = deps.clock.now();
   // A channel still `sending` gets the receipt's message id in the same write (the workflow may never record it).
   const answered = answeredAttempts(verification, [

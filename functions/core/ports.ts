@@ -164,6 +164,12 @@ export interface DeliveryStore {
     answered?: AnsweredAttempts,
     channel?: Channel | null,
   ): Promise<boolean>;
+  /**
+   * Marks that a failure receipt came for channel `index`, while delivery runs: the state machine's status reads
+   * see it and move to the next channel without waiting out the channel (`RECEIPT_FAILED_ATTRIBUTE`). False when
+   * delivery has ended.
+   */
+  markReceiptFailed(sid: string, index: number): Promise<boolean>;
   /** Records a refusal or failure of the provider on the claimed channel (an acceptance rides a later write). */
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */

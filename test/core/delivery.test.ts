@@ -352,7 +352,7 @@ it('tries no further channel once the code is verified', async () => {
 });
 
 describe('receipts move delivery forward only', () => {
-  it('ignores forged, unknown, mismatched and failure receipts', async () => {
+  it('ignores forged, unknown and mismatched receipts; a failure receipt only marks its channel', async () => {
     const sid = await sendOne();
     const first = await deliverOverChannel(world.deliveryDeps, input(sid));
     // The provider's answer is on the record once the workflow's next write took it (here the next claim).
@@ -370,6 +370,9 @@ describe('receipts move delivery forward only', () => {
     expect(await receipt(sid, 2, 'msg-1')).toBe('unknown'); // channel 2 never tried
     expect(await receipt(sid, 0, 'msg-2')).toBe('unknown'); // not the message sent
     expect(await receipt(`VE${'0'.repeat(31)}f`, 0, 'msg-1')).toBe('unknown');
+    // A failure receipt leaves the mark that ends its channel's wait (the state machine reads it), once.
+    expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('applied');
+    expect(world.store.receiptFailed.get(sid)).toBe(0);
     expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('duplicate');
     expect((await stored(sid)).deliveryStatus).toBe('PENDING');
     expect(await receipt(sid, 0, 'msg-1')).toBe('applied');

@@ -145,12 +145,13 @@ test('SNS: TEXT_DELIVERED for the reference makes it DELIVERED over sms', async 
   ).resolves.toEqual(['duplicate']);
 });
 
-test('SNS: a failure event, a receipt for another message or for an attempt never made change nothing', async () => {
+test('SNS: a failure event settles nothing; a receipt for another message or an attempt never made is unknown', async () => {
   const verification = await sendAccepted('sms-msg-2');
   const handler = buildSnsReceiptHandler(deps);
+  // A failure ends the channel's wait (the state machine's next read moves on), and settles nothing.
   await expect(
     handler(snsEvent(smsEvent('TEXT_BLOCKED', 'sms-msg-2', `${verification.sid}.0`))),
-  ).resolves.toEqual(['duplicate']);
+  ).resolves.toEqual(['applied']);
   await expect(
     handler(snsEvent(smsEvent('TEXT_DELIVERED', 'other-msg', `${verification.sid}.0`))),
   ).resolves.toEqual(['unknown']);
@@ -173,7 +174,8 @@ test('SNS: a non-final TEXT_SUCCESSFUL settles nothing, so the failure after it 
     handler(snsEvent({ ...smsEvent('TEXT_SUCCESSFUL', 'sms-msg-5', reference), isFinal: false })),
   ).resolves.toEqual([]);
   expect((await api.fetch(verification.sid)).body.delivery_status).not.toBe('DELIVERED');
-  await expect(handler(snsEvent(smsEvent('TEXT_BLOCKED', 'sms-msg-5', reference)))).resolves.not.toEqual([
+  // The final failure is taken: it ends the channel's wait (provider-failure-receipt.test.ts).
+  await expect(handler(snsEvent(smsEvent('TEXT_BLOCKED', 'sms-msg-5', reference)))).resolves.toEqual([
     'applied',
   ]);
   expect((await api.fetch(verification.sid)).body.delivery_status).not.toBe('DELIVERED');
@@ -302,14 +304,14 @@ test("SNS: a WhatsApp status is matched by its reference, whatever AWS's header 
   });
 });
 
-test('SNS: a WhatsApp failure, an SMS attempt or an attempt never made change nothing', async () => {
+test('SNS: a WhatsApp failure settles nothing; an SMS attempt or an attempt never made is unknown', async () => {
   const messageId = 'a1b2c3d4-0000-4000-8000-000000000003';
   const verification = await sendWhatsAppAccepted(messageId);
   const reference = `${verification.sid}.0`;
   const handler = buildSnsReceiptHandler(deps);
   await expect(
     handler(snsEvent(whatsAppSnsEvent({ status: 'failed', reference, messageId }))),
-  ).resolves.toEqual(['duplicate']);
+  ).resolves.toEqual(['applied']);
   await expect(
     handler(
       snsEvent(

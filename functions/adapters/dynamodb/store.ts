@@ -30,6 +30,7 @@ import type {
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
+import { RECEIPT_FAILED_ATTRIBUTE } from '../../core/delivery-time';
 import {
   IDEMPOTENCY_RETENTION_SECONDS,
   guardDecisionToItem,
@@ -499,6 +500,19 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
         ...answeredNames,
       },
       ExpressionAttributeValues: values,
+    });
+  }
+
+  async markReceiptFailed(sid: string, index: number): Promise<boolean> {
+    // A string: the state machine compares it with the channel index it formats (statemachine/delivery.asl.json).
+    return this.updateIfConditionHolds({
+      Key: keys.verification(sid),
+      UpdateExpression: 'SET #failed = :index',
+      // A repeated failure receipt is a duplicate.
+      ConditionExpression:
+        'attribute_exists(pk) AND delivery_status = :pending AND (attribute_not_exists(#failed) OR #failed <> :index)',
+      ExpressionAttributeNames: { '#failed': RECEIPT_FAILED_ATTRIBUTE },
+      ExpressionAttributeValues: { ':index': String(index), ':pending': 'PENDING' },
     });
   }
 

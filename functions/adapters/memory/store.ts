@@ -244,6 +244,16 @@ export class MemoryStore
     return true;
   }
 
+  /** The channel index a failure receipt named, per verification (the item attribute `receipt_failed`). */
+  readonly receiptFailed = new Map<string, number>();
+
+  async markReceiptFailed(sid: string, index: number): Promise<boolean> {
+    const stored = this.verifications.get(sid);
+    if (!stored || stored.deliveryStatus !== 'PENDING' || this.receiptFailed.get(sid) === index) return false;
+    this.receiptFailed.set(sid, index);
+    return true;
+  }
+
   async recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void> {
     const stored = this.verifications.get(sid);
     if (!stored) throw new Error(`No verification ${sid} to record a channel outcome on`);
