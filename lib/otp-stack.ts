@@ -170,6 +170,7 @@ export class OtpStack extends Stack {
       receiptFunctions: this.providers?.receiptLambdas,
       failedReceiptQueue: this.providers?.failedReceiptQueue,
       receiptReservedConcurrency: config.receiptReservedConcurrency,
+      realProviders: this.providers !== undefined,
     });
     new OtpDashboard(this, 'Dashboard', {
       service: this,

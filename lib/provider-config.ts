@@ -19,6 +19,8 @@ import {
   type ProviderName,
 } from '../functions/adapters/providers/config';
 import { CHANNELS, type Channel } from '../functions/core/routing';
+import { DEFAULT_META_API_VERSION } from '../functions/adapters/providers/whatsapp-template';
+import { readRegisteredTemplates } from '../functions/adapters/providers/registered-templates';
 
 export const PROVIDER_CONTEXT_KEYS = {
   providersFile: 'otp:providersFile',
@@ -29,7 +31,7 @@ export const PROVIDER_CONTEXT_KEYS = {
   awsSmsCreateConfigurationSet: 'otp:awsSmsCreateConfigurationSet',
   awsSmsProtectConfigurationId: 'otp:awsSmsProtectConfigurationId',
   awsSmsMaxPrice: 'otp:awsSmsMaxPrice',
-  awsSmsSuccessfulMeans: 'otp:awsSmsSuccessfulMeans',
+  awsSmsRegisteredTemplates: 'otp:awsSmsRegisteredTemplates',
   awsWhatsAppPhoneNumberId: 'otp:awsWhatsAppPhoneNumberId',
   awsWhatsAppTemplateName: 'otp:awsWhatsAppTemplateName',
   awsWhatsAppTemplateLanguage: 'otp:awsWhatsAppTemplateLanguage',
@@ -41,6 +43,13 @@ export const PROVIDER_CONTEXT_KEYS = {
 } as const;
 const K = PROVIDER_CONTEXT_KEYS;
 
+/** Keys that once meant something, and why they are refused now rather than silently ignored. */
+const REMOVED_CONTEXT_KEYS: Readonly<Record<string, string>> = {
+  'otp:awsSmsSuccessfulMeans':
+    'was removed: an SMS attempt settles on final events only (isFinal), and a final TEXT_SUCCESSFUL ' +
+    'settles it as delivered (docs/providers.md); delete the key',
+};
+
 export interface AwsSmsSettings {
   /** ARN of the pool, phone number or sender id that sends `sms`; undefined when aws-sms carries no sms. */
   originationIdentityArn: string | undefined;
@@ -50,7 +59,8 @@ export interface AwsSmsSettings {
   configurationSet: { existing: string } | 'create';
   protectConfigurationId: string | undefined;
   maxPrice: string | undefined;
-  successfulMeans: 'delivered' | 'accepted' | undefined;
+  /** Per country, the SMS template registered with its regulator (India's DLT), as `OTP_AWS_SMS_REGISTERED_TEMPLATES`. */
+  registeredTemplates: string | undefined;
 }
 
 export interface AwsWhatsAppSettings {
@@ -58,7 +68,8 @@ export interface AwsWhatsAppSettings {
   phoneNumberId: string;
   templateName: string;
   templateLanguage: string | undefined;
-  metaApiVersion: string | undefined;
+  /** The Meta API version AWS is asked to use: the context's, or the adapter's default; checked at synth. */
+  metaApiVersion: string;
 }
 
 export interface VonageSettings {
@@ -93,8 +104,44 @@ const ARN = {
   /** The RCS agent, or a pool holding that agent alone (a pool is a resource type of SendTextMessage). */
   rcsAgent: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:(rcs-agent|pool)\/[\w-]+$/,
   configurationSet: /^arn:aws[\w-]*:sms-voice:[a-z0-9-]+:\d{12}:configuration-set\/[\w-]{1,64}$/,
-  whatsAppPhoneNumber: /^arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]+$/,
+  /**
+   * The model's own pattern (`WhatsAppPhoneNumberId`: `arn:.*:phone-number-id/[0-9a-zA-Z]+`): the resource part is
+   * the id without its `phone-number-id-` prefix.
+   */
+  whatsAppPhoneNumber: /^arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[0-9a-zA-Z]+$/,
 };
+
+/** The prefix of a WhatsApp phone number id (`phone-number-id-0123…`), which its ARN does not carry. */
+const WHATSAPP_PHONE_NUMBER_ID_PREFIX = 'phone-number-id-';
+
+/**
+ * Meta Graph API versions and the day Meta stops serving each (Meta, "Graph API changelog: versions", read
+ * 2026-11-26). Synth refuses a version Meta has retired: AWS passes `metaApiVersion` on to Meta, so every
+ * WhatsApp send would fail. A version newer than this table is accepted (Meta has not announced its end).
+ */
+export const META_API_VERSION_ENDS: Readonly<Record<string, string | undefined>> = {
+  'v19.0': '2026-05-21',
+  'v20.0': '2026-09-24',
+  'v21.0': '2027-01-21',
+  'v22.0': '2027-05-20',
+  'v23.0': '2027-10-08',
+  'v24.0': '2028-02-18',
+  'v25.0': '2028-07-29',
+  'v26.0': undefined,
+};
+
+/** Why `version` cannot be used on `now`, or undefined when it can. */
+export function metaApiVersionProblem(version: string, now: Date): string | undefined {
+  const match = /^v(\d{1,3})\.0$/.exec(version);
+  if (!match) return 'must be like v24.0 (Meta versions are v<major>.0)';
+  const known = Object.keys(META_API_VERSION_ENDS);
+  const oldest = Math.min(...known.map((v) => Number(v.slice(1, -2))));
+  if (Number(match[1]) < oldest) return `is older than ${known[0]}, which Meta has retired`;
+  const end = META_API_VERSION_ENDS[version];
+  if (end !== undefined && Date.parse(`${end}T00:00:00Z`) <= now.getTime())
+    return `was retired by Meta on ${end}`;
+  return undefined;
+}
 
 /** Reads `otp:*` keys from context, then from `otp:providersFile`. */
 class ContextReader {
@@ -117,6 +164,8 @@ class ContextReader {
       throw new Error(`Context ${K.providersFile}: "${fileName}" must hold a JSON object of otp:* keys`);
     const known = new Set<string>(Object.values(K));
     for (const key of Object.keys(json)) {
+      const removed = REMOVED_CONTEXT_KEYS[key];
+      if (removed) throw new Error(`Context ${K.providersFile}: "${fileName}" has ${key}, which ${removed}`);
       if (!known.has(key) && !key.startsWith('//'))
         throw new Error(
           `Context ${K.providersFile}: "${fileName}" has an unknown key ${key} (known: ${[...known].join(', ')})`,
@@ -173,8 +222,12 @@ const carries = (config: ProviderConfig, provider: ProviderName, channel: Channe
   Object.values(config.countries).some((map) => map[channel] === provider);
 
 /** The deployment's providers; undefined when `otp:providers` is not set (every channel on http-carrier). */
-export function readProviderDeployment(node: Node): ProviderDeployment | undefined {
+export function readProviderDeployment(node: Node, now: Date = new Date()): ProviderDeployment | undefined {
   const ctx = new ContextReader(node);
+  for (const [key, removed] of Object.entries(REMOVED_CONTEXT_KEYS)) {
+    const value: unknown = node.tryGetContext(key);
+    if (value !== undefined && value !== null) throw new Error(`Context ${key} ${removed}`);
+  }
   const providers = ctx.object(K.providers);
   if (providers === undefined) {
     const stray = Object.values(K).filter(
@@ -206,7 +259,7 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
     K.awsSmsCreateConfigurationSet,
     K.awsSmsProtectConfigurationId,
     K.awsSmsMaxPrice,
-    K.awsSmsSuccessfulMeans,
+    K.awsSmsRegisteredTemplates,
   ];
   if (inUse.includes('aws-sms')) {
     const originationIdentityArn = ctx.text(
@@ -248,12 +301,14 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
         /^[\w-]{1,256}$/,
         'a protect configuration id',
       ),
-      maxPrice: ctx.text(K.awsSmsMaxPrice, /^\d{1,4}(\.\d{1,6})?$/, 'a price in USD, e.g. 0.05'),
-      successfulMeans: ctx.text(
-        K.awsSmsSuccessfulMeans,
-        /^(delivered|accepted)$/,
-        'delivered or accepted',
-      ) as AwsSmsSettings['successfulMeans'] | undefined,
+      // The model's MaxPrice: 2 to 8 characters matching [0-9]{0,2}\.[0-9]{1,5}; AWS refuses any other value with
+      // a ValidationException on every send.
+      maxPrice: ctx.text(
+        K.awsSmsMaxPrice,
+        /^(?=.{2,8}$)[0-9]{0,2}\.[0-9]{1,5}$/,
+        'a price in USD per message part as AWS takes it: up to 2 digits, a point, 1 to 5 decimals (e.g. 0.05)',
+      ),
+      registeredTemplates: registeredTemplates(ctx.object(K.awsSmsRegisteredTemplates)),
     };
   } else unused('aws-sms', smsKeys);
 
@@ -266,8 +321,8 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
   if (inUse.includes('aws-whatsapp')) {
     const phoneNumberId = ctx.text(
       K.awsWhatsAppPhoneNumberId,
-      /^(phone-number-id-[0-9a-zA-Z]{1,100}|arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[\w-]{1,120})$/,
-      'a WhatsApp phone number id (phone-number-id-...) or its ARN',
+      /^(phone-number-id-[0-9a-zA-Z]{1,99}|arn:aws[\w-]*:social-messaging:[a-z0-9-]+:\d{12}:phone-number-id\/[0-9a-zA-Z]{1,99})$/,
+      'a WhatsApp phone number id (phone-number-id-0123…) or its ARN (…:phone-number-id/0123…, without the id’s phone-number-id- prefix)',
     );
     const templateName = ctx.text(K.awsWhatsAppTemplateName, /^[a-z0-9_]{1,512}$/, 'a template name');
     if (!phoneNumberId || !templateName)
@@ -278,7 +333,7 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
       phoneNumberId,
       templateName,
       templateLanguage: ctx.text(K.awsWhatsAppTemplateLanguage, /^[a-z]{2,3}(_[A-Z]{2})?$/, 'like en_US'),
-      metaApiVersion: ctx.text(K.awsWhatsAppMetaApiVersion, /^v\d{1,3}\.\d{1,3}$/, 'like v20.0'),
+      metaApiVersion: metaApiVersion(ctx.text(K.awsWhatsAppMetaApiVersion) ?? DEFAULT_META_API_VERSION, now),
     };
   } else unused('aws-whatsapp', whatsAppKeys);
 
@@ -295,6 +350,12 @@ export function readProviderDeployment(node: Node): ProviderDeployment | undefin
         throw new Error(`Context ${K.vonageFrom}: "${channel}" is not a channel Vonage carries`);
       if (typeof sender !== 'string' || !/^[\w +.-]{1,50}$/.test(sender))
         throw new Error(`Context ${K.vonageFrom}.${channel} must be a sender name or number`);
+      // Viber's sender is the Viber Business Message ID Vonage assigns, a number (Vonage's Messages API guide;
+      // its sandbox's is 16273), not a brand name: Vonage refuses any other `from` for viber_service.
+      if (channel === 'viber' && !/^\d{1,20}$/.test(sender))
+        throw new Error(
+          `Context ${K.vonageFrom}.viber must be your Viber Business Message ID (digits, from Vonage), got "${sender}"`,
+        );
     }
     for (const channel of ['sms', 'viber', 'whatsapp', 'rcs'] as const) {
       if (carries(config, 'vonage', channel) && !from[channel])
@@ -330,7 +391,31 @@ export function configurationSetArn(nameOrArn: string, arn: (resource: string) =
   return ARN.configurationSet.test(nameOrArn) ? nameOrArn : arn(`configuration-set/${nameOrArn}`);
 }
 
-/** The ARN of a WhatsApp phone number given by id or ARN. */
+/**
+ * The ARN of a WhatsApp phone number given by id or ARN. The id `phone-number-id-0123…` is the ARN's
+ * `phone-number-id/0123…`: the resource type already says what the prefix said (the socialmessaging model's
+ * pattern, and its own example `…:phone-number-id/45c1973a7577`).
+ */
 export function whatsAppPhoneNumberArn(idOrArn: string, arn: (resource: string) => string): string {
-  return ARN.whatsAppPhoneNumber.test(idOrArn) ? idOrArn : arn(`phone-number-id/${idOrArn}`);
+  if (ARN.whatsAppPhoneNumber.test(idOrArn)) return idOrArn;
+  const id = idOrArn.startsWith(WHATSAPP_PHONE_NUMBER_ID_PREFIX)
+    ? idOrArn.slice(WHATSAPP_PHONE_NUMBER_ID_PREFIX.length)
+    : idOrArn;
+  return arn(`phone-number-id/${id}`);
+}
+
+/**
+ * `otp:awsSmsRegisteredTemplates`, checked as the deliver function will read it: the JSON it gets, or undefined.
+ */
+function registeredTemplates(value: Record<string, unknown> | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  readRegisteredTemplates(value, `Context ${K.awsSmsRegisteredTemplates}`);
+  return JSON.stringify(value);
+}
+
+/** `otp:awsWhatsAppMetaApiVersion`, checked against Meta's retirement dates as of `now` (synth time). */
+function metaApiVersion(version: string, now: Date): string {
+  const problem = metaApiVersionProblem(version, now);
+  if (problem) throw new Error(`Context ${K.awsWhatsAppMetaApiVersion} "${version}" ${problem}`);
+  return version;
 }

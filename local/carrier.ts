@@ -5,7 +5,8 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import * as z from 'zod';
-import type { OutboundMessage, ProviderAnswer } from '../functions/core/providers';
+import type { ProviderAnswer } from '../functions/core/providers';
+import type { CarrierWireMessage } from '../functions/adapters/providers/http-carrier';
 import { CHANNELS, type Channel } from '../functions/core/routing';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
 import { SimulatedTimers } from './timers';
@@ -88,7 +89,7 @@ export class SimulatedCarrier {
   }
 
   /** The HTTP answer to `POST /messages`: 200 with `accept`'s answer, or 500 for `error` and `hang`. */
-  async respond(message: OutboundMessage): Promise<{ status: number; body: unknown }> {
+  async respond(message: CarrierWireMessage): Promise<{ status: number; body: unknown }> {
     const behaviour = this.answers.has(message.reference)
       ? undefined
       : this.behaviourFor(message.to, message.channel);
@@ -106,7 +107,7 @@ export class SimulatedCarrier {
   }
 
   /** Takes a message. The same reference twice (a task run twice) carries it once and answers the same. */
-  accept(message: OutboundMessage): ProviderAnswer {
+  accept(message: CarrierWireMessage): ProviderAnswer {
     // Counted before deduplication: tests use it to prove the service itself sends once.
     this.requestsByReference.set(
       message.reference,

@@ -28,7 +28,7 @@ import { LocalWorkflow } from './workflow';
 import { ProviderSimulator } from './provider-simulator';
 import type { SNSEvent } from 'aws-lambda';
 import { buildSnsReceiptHandler } from '../functions/receipts/handlers';
-import { providersFromEnv, smsSuccessfulMeansFromEnv } from '../functions/wiring/providers';
+import { providersFromEnv } from '../functions/wiring/providers';
 import { awsSendersFromEnv } from '../functions/wiring/provider-senders';
 import { DynamoReplayGuard } from '../functions/adapters/dynamodb/receipt-tokens';
 import type { Env } from '../functions/wiring/env';
@@ -168,8 +168,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const deps = { ...base } as Deps;
   simulated.carrier = carrier;
   // The SNS receipt function (functions/receipts/sns.ts), invoked as a topic subscription invokes it.
-  const smsSuccessfulMeans = smsSuccessfulMeansFromEnv(env);
-  simulated.sns = (event) => buildSnsReceiptHandler({ ...deps, smsSuccessfulMeans })(event);
+  simulated.sns = (event) => buildSnsReceiptHandler(deps)(event);
   const workflow = new LocalWorkflow(deps, logger, table);
   deps.workflow = options.wrapWorkflow ? options.wrapWorkflow(workflow) : workflow;
   const webhooks = await startLocalWebhooks({

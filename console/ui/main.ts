@@ -726,6 +726,12 @@ async function templatesPage(sid: string): Promise<void> {
       ]),
       'No templates.',
     ),
+    h(
+      'p',
+      {},
+      "SMS to India carries the deployment's DLT-registered text instead of these when the deployment " +
+        'registered one (otp:awsSmsRegisteredTemplates, docs/providers.md): carriers there drop any other text.',
+    ),
     h('h2', {}, 'Add a template'),
     h(
       'form',

@@ -230,9 +230,11 @@ export function timeline(
         ? `accepted by the provider${attempt.messageId ? ` (message ${attempt.messageId})` : ''}`
         : attempt.outcome === 'rejected'
           ? `rejected by the provider${attempt.reason ? `: ${attempt.reason}` : ''}`
-          : attempt.outcome === 'failed'
-            ? `provider error${attempt.reason ? `: ${attempt.reason}` : ''}`
-            : 'handed to the provider, answer not recorded yet';
+          : attempt.skipped
+            ? `not sent (${attempt.reason ?? 'skipped'})`
+            : attempt.outcome === 'failed'
+              ? `provider error${attempt.reason ? `: ${attempt.reason}` : ''}`
+              : 'handed to the provider, answer not recorded yet';
     entries.push(
       entry({
         kind: 'attempt',

@@ -10,7 +10,8 @@
 export const EXPRESS_EXECUTION_LIMIT_SECONDS = 300;
 
 /**
- * A conservative budget for one task run: the carrier call's 3 s time-out, a cold start that reads the
+ * A conservative budget for one task run: a provider call's time-out (3 s for the HTTP carrier, 5 s for the
+ * AWS messaging clients and Vonage: aws-errors.ts), a cold start that reads the
  * master key, a handful of DynamoDB round trips, and the first retry's 1 s pause with a fast second run.
  * A task slower than this (more retries, a 30 s Lambda time-out) may push the execution past the limit;
  * the sweeper then settles the delivery (see UNSETTLED_DEADLINE_SECONDS).
@@ -73,3 +74,10 @@ export const UNSETTLED_DEADLINE_SECONDS = EXPRESS_EXECUTION_LIMIT_SECONDS + 60;
 /** When a delivery whose first channel was claimed at `claimedAt` must have been settled. */
 export const settleDeadline = (claimedAt: Date): Date =>
   new Date(claimedAt.getTime() + UNSETTLED_DEADLINE_SECONDS * 1000);
+
+/**
+ * The verification item's attribute that a failure receipt sets to its channel index (a string), and that the
+ * state machine's status read projects with `delivery_status`: when it names the channel being waited on, the
+ * wait ends at that read and the next channel is tried, rather than after the whole channel wait.
+ */
+export const RECEIPT_FAILED_ATTRIBUTE = 'receipt_failed';

@@ -3,12 +3,14 @@ import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
 import type { ChannelAnswer, DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { AnsweredAttempts, Clock, CodeVault, DeliveryStore } from './ports';
 import {
+  ProviderError,
   messageReference,
   parseMessageReference,
   type ProviderRegistry,
   type Receipt,
   type ReceiptRequest,
 } from './providers';
+import type { Channel } from './routing';
 import type { Settings } from './settings';
 import { effectiveStatus, renderMessage } from './verification';
 
@@ -89,6 +91,35 @@ export async function deliverOverChannel(
 
   const attempt = verification.deliveries[String(input.channelIndex)];
   if (!attempt) {
+    // `channel` names the channel the message was handed to. It is written as channels[0] at send; when the
+    // channels before this one were all skipped (nothing sent), this claim or skip corrects it.
+    const noneHandedBefore = verification.channels
+      .slice(0, input.channelIndex)
+      .every((_, index) => verification.deliveries[String(index)]?.skipped === true);
+    const minimum = minimumLifeSeconds(deps, channel, verification.country);
+    const remaining = Math.floor((Date.parse(verification.expiresAt) - deps.clock.now().getTime()) / 1000);
+    if (remaining < minimum) {
+      const skip: DeliveryAttempt = {
+        channel,
+        outcome: 'failed',
+        reason: `skipped: the code expires in ${remaining} s, below the channel's ${minimum} s minimum`,
+        skipped: true,
+        at: deps.clock.now().toISOString(),
+      };
+      const answered = answeredAttempts(verification, input.answers);
+      if (
+        !(await deps.store.claimChannel(
+          input.sid,
+          input.channelIndex,
+          skip,
+          answered,
+          noneHandedBefore ? null : undefined,
+        ))
+      )
+        return waitForReceipt(input, []);
+      (deps.metrics ?? noMetrics).count(METRIC.deliveries, deliveryDimensions(channel, 'failed'));
+      return nextChannel(deps, verification, { ...input, answers: [] });
+    }
     // Claim the channel before calling its provider, so that a task or an execution run twice (Express runs
     // both at least once) sends one message, not two. A run that dies after its claim leaves the channel
     // `sending`: it is waited on like an accepted one and the workflow moves on after the wait. The claim
@@ -97,7 +128,8 @@ export async function deliverOverChannel(
     const answered = answeredAttempts(verification, input.answers);
     // Channels are tried from 0: the claim of channel 0 is the delivery's first, whose time sets the deadline
     // by which it must be settled (after it, the sweeper settles it; see core/delivery-time.ts).
-    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, answered))) {
+    const correctChannel = input.channelIndex > 0 && noneHandedBefore ? channel : undefined;
+    if (!(await deps.store.claimChannel(input.sid, input.channelIndex, claim, answered, correctChannel))) {
       return waitForReceipt(input, []);
     }
     const sent = await sendOnce(deps, verification, input.channelIndex);
@@ -112,6 +144,16 @@ export async function deliverOverChannel(
   }
   if (attempt.outcome === 'accepted' || attempt.outcome === 'sending') return waitForReceipt(input, []);
   return nextChannel(deps, verification, input);
+}
+
+/** The channel's provider's floor on the code's remaining life (0 when it has none, or none is configured). */
+function minimumLifeSeconds(deps: DeliveryDeps, channel: Channel, country: string | undefined): number {
+  try {
+    return deps.providers.forChannel(channel, country).minimumLifeSeconds?.(channel) ?? 0;
+  } catch {
+    // No provider for the channel: sendOnce fails it as it always has.
+    return 0;
+  }
 }
 
 const waitForReceipt = (input: DeliveryTaskInput, answers: ChannelAnswer[]): DeliveryTaskOutput => ({
@@ -192,8 +234,13 @@ export async function acceptProviderReceipt(
       ? attempt.messageId === receipt.messageId && attempt.outcome === 'accepted'
       : deps.providers.forChannel(channel, verification.country).name === providerName;
   if (!known) return 'unknown';
-  // A failure receipt changes nothing: the workflow moves on after the wait anyway.
-  if (receipt.status !== 'delivered') return 'duplicate';
+  // A failure receipt ends the channel's wait: the state machine's next status read sees the mark and moves to
+  // the next channel at once. A later delivered receipt for the same attempt still settles it.
+  if (receipt.status !== 'delivered') {
+    return (await deps.store.markReceiptFailed(verification.sid, reference.channelIndex))
+      ? 'applied'
+      : 'duplicate';
+  }
   const now = deps.clock.now();
   // A channel still `sending` gets the receipt's message id in the same write (the workflow may never record it).
   const answered = answeredAttempts(verification, [
@@ -222,6 +269,8 @@ async function sendOnce(
       channel,
       to: verification.to,
       body: renderMessage(verification.message, code),
+      code,
+      ...(verification.country !== undefined && { country: verification.country }),
       reference: messageReference(verification.sid, channelIndex),
       expiresAt: verification.expiresAt,
     });
@@ -230,7 +279,11 @@ async function sendOnce(
       : { channel, outcome: 'rejected', reason: answer.reason, at };
   } catch (error) {
     // A provider error or time-out moves delivery to the next channel, like a rejection; but it says nothing
-    // about the number, so it does not count towards `unreachable`.
+    // about the number, so it does not count towards `unreachable`. Its code is counted: some (the SMS sandbox,
+    // a grant on the wrong ARN) fail every send until the operator acts.
+    (deps.metrics ?? noMetrics).count(METRIC.providerErrors, {
+      code: error instanceof ProviderError ? error.code : 'provider_error',
+    });
     return {
       channel,
       outcome: 'failed',

@@ -28,6 +28,12 @@ export const METRIC = {
   fallbacks: 'Fallbacks',
   /** Milliseconds from a channel's send to its delivered receipt, dimension `channel`. */
   receiptLatency: 'ReceiptLatency',
+  /**
+   * A provider refused or failed a send for a reason about us, not the number, dimension `code`
+   * (ProviderErrorCode: e.g. `sandbox_destination_not_verified`, `access_denied`, `price_over_threshold`).
+   * Delivery moves on to the next channel; the alarms read the codes an operator must act on.
+   */
+  providerErrors: 'ProviderErrors',
   /** A delivery ended FAILED: no channel accepted the message. No dimension. The failed-delivery alarm reads it. */
   deliveriesFailed: 'DeliveriesFailed',
   /** A delivery ended, dimension `status` (`SENT`: accepted but unconfirmed; `FAILED`). */

@@ -56,6 +56,8 @@ export interface DeliveryAttempt {
   outcome: DeliveryOutcome;
   messageId?: string;
   reason?: string;
+  /** Nothing was handed to the provider: the code's remaining life was below the channel's minimum. */
+  skipped?: true;
   at: string;
 }
 

@@ -154,14 +154,22 @@ export interface DeliveryStore {
    * Claims channel `index` before its provider is called (outcome `sending`); false when another run of the
    * task claimed it first, or when delivery already ended. Express may run a task, or a whole execution,
    * twice: only the claimant sends. The claim of channel 0 dates the delivery's start: the sweeper settles a
-   * delivery still PENDING past `settleDeadline` of it (core/delivery-time.ts).
+   * delivery still PENDING past `settleDeadline` of it (core/delivery-time.ts). `channel`, when given, is
+   * written as the verification's `channel` by the same write (null: no channel was handed the message yet).
    */
   claimChannel(
     sid: string,
     index: number,
     claim: DeliveryAttempt,
     answered?: AnsweredAttempts,
+    channel?: Channel | null,
   ): Promise<boolean>;
+  /**
+   * Marks that a failure receipt came for channel `index`, while delivery runs: the state machine's status reads
+   * see it and move to the next channel without waiting out the channel (`RECEIPT_FAILED_ATTRIBUTE`). False when
+   * delivery has ended.
+   */
+  markReceiptFailed(sid: string, index: number): Promise<boolean>;
   /** Records a refusal or failure of the provider on the claimed channel (an acceptance rides a later write). */
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */

@@ -3,14 +3,10 @@ import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
 import { buildDeps } from '../wiring/deps';
 import { coldStart, observed } from '../wiring/entries';
-import { smsSuccessfulMeansFromEnv } from '../wiring/providers';
 import { buildEventBridgeReceiptHandler } from './handlers';
 
 const handle = coldStart(async () =>
-  buildEventBridgeReceiptHandler({
-    ...buildDeps(process.env, groupKeyRing({})),
-    smsSuccessfulMeans: smsSuccessfulMeansFromEnv(process.env),
-  }),
+  buildEventBridgeReceiptHandler(buildDeps(process.env, groupKeyRing({}))),
 );
 
 export const handler = (event: EventBridgeEvent<string, unknown>, context?: Context) =>

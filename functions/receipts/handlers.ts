@@ -13,12 +13,10 @@ import {
   parseAwsSnsMessage,
   parseEventBridgeEvent,
   type AwsEventReceipt,
-  type SmsSuccessfulMeans,
 } from '../adapters/providers/aws-events';
 
 export type EventReceiptDeps = Pick<DeliveryDeps, 'store' | 'providers' | 'clock' | 'metrics'> & {
   logger: Logger;
-  smsSuccessfulMeans: SmsSuccessfulMeans;
 };
 
 /** Each record's receipts, applied one by one; an error (DynamoDB) is thrown so that SNS retries the batch. */
@@ -26,7 +24,7 @@ export function buildSnsReceiptHandler(deps: EventReceiptDeps) {
   return async (event: SNSEvent): Promise<ReceiptResult[]> => {
     const results: ReceiptResult[] = [];
     for (const record of event.Records ?? []) {
-      const receipts = parseAwsSnsMessage(record.Sns?.Message ?? '', deps.smsSuccessfulMeans);
+      const receipts = parseAwsSnsMessage(record.Sns?.Message ?? '');
       if (receipts.length === 0) deps.logger.log('info', 'receipt', { source: 'sns', result: 'ignored' });
       for (const { provider, receipt: parsed } of receipts) {
         const receipt = await withMessageId(deps, provider, parsed);
@@ -40,12 +38,12 @@ export function buildSnsReceiptHandler(deps: EventReceiptDeps) {
 }
 
 /**
- * A receipt whose event named no message (a WhatsApp status without AWS's `messageId` in its header: AWS puts it
- * on some events only) is for the message recorded on the attempt its reference names. The reference travelled in
- * `biz_opaque_callback_data`, set on our message alone and returned with its statuses, and the event came from
- * AWS through the topic only AWS may publish to: the same trust as a receipt that beats the send's own write
- * (acceptProviderReceipt). No attempt, or one on another provider's channel: unknown. An attempt still
- * `sending` (no id recorded yet): acceptProviderReceipt takes it by the channel's provider, as for every receipt.
+ * A receipt that names its attempt by reference only (a WhatsApp status: see parseWhatsAppSnsEvent) is for the
+ * message recorded on that attempt. The reference travelled in `biz_opaque_callback_data`, set on our message
+ * alone and returned with its statuses, and the event came from AWS through the topic only AWS may publish to:
+ * the same trust as a receipt that beats the send's own write (acceptProviderReceipt). No attempt, or one on
+ * another provider's channel: unknown. An attempt still `sending` (no id recorded yet): acceptProviderReceipt
+ * takes it by the channel's provider, as for every receipt.
  */
 async function withMessageId(
   deps: Pick<EventReceiptDeps, 'store' | 'providers'>,
@@ -65,7 +63,7 @@ async function withMessageId(
 
 export function buildEventBridgeReceiptHandler(deps: EventReceiptDeps) {
   return async (event: EventBridgeEvent<string, unknown>): Promise<ReceiptResult | 'ignored'> => {
-    const parsed = parseEventBridgeEvent(event, deps.smsSuccessfulMeans);
+    const parsed = parseEventBridgeEvent(event);
     if (!parsed) {
       deps.logger.log('info', 'receipt', { source: 'eventbridge', result: 'ignored' });
       return 'ignored';

@@ -3,15 +3,9 @@ import type { Context, SNSEvent } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
 import { buildDeps } from '../wiring/deps';
 import { coldStart, observed } from '../wiring/entries';
-import { smsSuccessfulMeansFromEnv } from '../wiring/providers';
 import { buildSnsReceiptHandler } from './handlers';
 
-const handle = coldStart(async () =>
-  buildSnsReceiptHandler({
-    ...buildDeps(process.env, groupKeyRing({})),
-    smsSuccessfulMeans: smsSuccessfulMeansFromEnv(process.env),
-  }),
-);
+const handle = coldStart(async () => buildSnsReceiptHandler(buildDeps(process.env, groupKeyRing({}))));
 
 export const handler = (event: SNSEvent, context?: Context) =>
   observed(context, async () => (await handle())(event));

@@ -3,6 +3,7 @@ import type { Provider } from '../core/providers';
 import { parseProviderConfig, providersInUse } from '../adapters/providers/config';
 import { AwsSmsProvider } from '../adapters/providers/aws-sms';
 import { AwsWhatsAppProvider } from '../adapters/providers/aws-whatsapp';
+import { readRegisteredTemplates } from '../adapters/providers/registered-templates';
 import type { Env } from './env';
 
 /** The AWS providers `OTP_PROVIDERS` names, built from their settings (wiring/providers.ts lists them). */
@@ -25,6 +26,12 @@ export function awsSendersFromEnv(env: Env): Partial<Record<'aws-sms' | 'aws-wha
       configurationSetName: env.OTP_AWS_SMS_CONFIGURATION_SET,
       protectConfigurationId: env.OTP_AWS_SMS_PROTECT_CONFIGURATION_ID,
       maxPrice: env.OTP_AWS_SMS_MAX_PRICE,
+      ...(env.OTP_AWS_SMS_REGISTERED_TEMPLATES && {
+        registeredTemplates: readRegisteredTemplates(
+          JSON.parse(env.OTP_AWS_SMS_REGISTERED_TEMPLATES),
+          'OTP_AWS_SMS_REGISTERED_TEMPLATES',
+        ),
+      }),
       endpoint: env.OTP_AWS_SMS_ENDPOINT,
       region,
     });

@@ -8,9 +8,9 @@
  * - `OTP_PROVIDERS`: JSON, the provider of each channel and per-country overrides (config.ts).
  * - aws-sms: `OTP_AWS_SMS_ORIGINATION_IDENTITY` (sms), `OTP_AWS_SMS_RCS_ORIGINATION_IDENTITY` (rcs: the RCS agent
  *   alone), `OTP_AWS_SMS_CONFIGURATION_SET`, `OTP_AWS_SMS_PROTECT_CONFIGURATION_ID`, `OTP_AWS_SMS_MAX_PRICE`,
- *   `OTP_AWS_SMS_ENDPOINT`, `OTP_AWS_SMS_SUCCESSFUL_MEANS` (`delivered` | `accepted`, default delivered).
+ *   `OTP_AWS_SMS_REGISTERED_TEMPLATES` (JSON, per country: registered-templates.ts), `OTP_AWS_SMS_ENDPOINT`.
  * - aws-whatsapp: `OTP_AWS_WHATSAPP_PHONE_NUMBER_ID`, `OTP_AWS_WHATSAPP_TEMPLATE_NAME`,
- *   `OTP_AWS_WHATSAPP_TEMPLATE_LANGUAGE` (en_US), `OTP_AWS_WHATSAPP_META_API_VERSION` (v20.0),
+ *   `OTP_AWS_WHATSAPP_TEMPLATE_LANGUAGE` (en_US), `OTP_AWS_WHATSAPP_META_API_VERSION` (v24.0),
  *   `OTP_AWS_WHATSAPP_ENDPOINT`.
  * - vonage: `OTP_VONAGE_SECRET_ARN` (Secrets Manager JSON `{applicationId, privateKey, signatureSecret}`, read
  *   once per cold start by the functions that send or take its receipts), or locally `OTP_VONAGE_CREDENTIALS`
@@ -18,12 +18,7 @@
  *   e.g. `{"viber":"Acme","sms":"Acme"}`); `OTP_VONAGE_WHATSAPP_TEMPLATE_NAME` / `_LANGUAGE` (en_US).
  */
 import type { Provider, ProviderRegistry } from '../core/providers';
-import {
-  AWS_SMS_PROVIDER_NAME,
-  AWS_WHATSAPP_PROVIDER_NAME,
-  DEFAULT_SMS_SUCCESSFUL_MEANS,
-  type SmsSuccessfulMeans,
-} from '../adapters/providers/aws-events';
+import { AWS_SMS_PROVIDER_NAME, AWS_WHATSAPP_PROVIDER_NAME } from '../adapters/providers/aws-events';
 import { parseProviderConfig, type ProviderName } from '../adapters/providers/config';
 import { HttpCarrierProvider } from '../adapters/providers/http-carrier';
 import { buildProviderRegistry } from '../adapters/providers/registry';
@@ -103,13 +98,4 @@ export function providersFromEnv(env: Env, keys: KeySource, wiring: ProviderWiri
     }),
   };
   return buildProviderRegistry(config, providers);
-}
-
-/** `OTP_AWS_SMS_SUCCESSFUL_MEANS` (see aws-events.ts for the trade-off of the default). */
-export function smsSuccessfulMeansFromEnv(env: Env): SmsSuccessfulMeans {
-  const value = env.OTP_AWS_SMS_SUCCESSFUL_MEANS;
-  if (value === undefined || value === '') return DEFAULT_SMS_SUCCESSFUL_MEANS;
-  if (value !== 'delivered' && value !== 'accepted')
-    throw new Error(`OTP_AWS_SMS_SUCCESSFUL_MEANS must be delivered or accepted, not "${value}"`);
-  return value;
 }

@@ -35,6 +35,8 @@ export interface OtpAlarmsProps {
   failedReceiptQueue?: sqs.IQueue;
   /** Concurrency reserved for the receipt callbacks' function (`otp:receiptReservedConcurrency`), if any. */
   receiptReservedConcurrency?: number;
+  /** The deployment sends through real providers (`otp:providers`): alarm on the errors only an operator fixes. */
+  realProviders?: boolean;
 }
 
 /** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
@@ -126,6 +128,34 @@ export class OtpAlarms extends Grouping {
       props.stateMachine.metricTimedOut({ period, statistic: cloudwatch.Stats.SUM }),
       'A delivery workflow execution hit the Express five-minute limit: its delivery may be left PENDING.',
     );
+
+    // Provider errors that fail every send until the operator acts; delivery falls through to the next channel
+    // meanwhile, so nothing else would show them (functions/core/delivery.ts counts them).
+    if (props.realProviders) {
+      alarmOn(
+        'SmsSandboxAlarm',
+        serviceMetric(
+          props.stackName,
+          METRIC.providerErrors,
+          { code: 'sandbox_destination_not_verified' },
+          { period },
+        ),
+        'AWS refused an SMS with DESTINATION_PHONE_NUMBER_NOT_VERIFIED: the account is in the SMS sandbox (verified ' +
+          'numbers only). Request production access (docs/providers.md, section 1).',
+      );
+      alarmOn(
+        'ProviderAccessDeniedAlarm',
+        serviceMetric(props.stackName, METRIC.providerErrors, { code: 'access_denied' }, { period }),
+        'A provider refused a send as not permitted (AccessDenied, or Vonage 401/403): a grant on the wrong ARN, ' +
+          "a revoked key. Every send on that channel falls through to the next. See the deliver function's log group.",
+      );
+      alarmOn(
+        'SmsMaxPriceAlarm',
+        serviceMetric(props.stackName, METRIC.providerErrors, { code: 'price_over_threshold' }, { period }),
+        'AWS refused an SMS dearer than otp:awsSmsMaxPrice (PRICE_OVER_THRESHOLD): that destination never gets SMS ' +
+          'until the cap is raised.',
+      );
+    }
 
     // FAILED deliveries are a business outcome, not an error: the delivery core counts each one where it ends
     // (the deliver and after-wait tasks, and the sweeper's settling), as an EMF metric (functions/core/metrics.ts).

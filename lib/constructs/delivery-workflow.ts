@@ -9,6 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { PARTITION_FAMILY, TABLE_SCHEMA } from '../../functions/adapters/dynamodb/keys';
+import { RECEIPT_FAILED_ATTRIBUTE } from '../../functions/core/delivery-time';
 import { verificationKeySubstitutions } from '../delivery-definition';
 import { FUNCTIONS, FUNCTION_NAMES, type FunctionName } from '../functions';
 import { Grouping } from './logical-ids';
@@ -70,7 +71,12 @@ export class DeliveryWorkflow extends Grouping {
         conditions: {
           'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${PARTITION_FAMILY.verification}*`] },
           'ForAllValues:StringEquals': {
-            'dynamodb:Attributes': [TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey, 'delivery_status'],
+            'dynamodb:Attributes': [
+              TABLE_SCHEMA.partitionKey,
+              TABLE_SCHEMA.sortKey,
+              'delivery_status',
+              RECEIPT_FAILED_ATTRIBUTE,
+            ],
           },
           StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
         },

@@ -35,7 +35,11 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { KeyGroup } from '../../functions/adapters/keyring';
-import { SMS_DELIVERED, SMS_FAILED } from '../../functions/adapters/providers/aws-events';
+import {
+  SMS_DELIVERED,
+  SMS_FAILED,
+  SMS_SETTLED_ON_SUCCESS,
+} from '../../functions/adapters/providers/aws-events';
 import {
   FUNCTIONS,
   FUNCTION_NAMES,
@@ -49,14 +53,13 @@ import { Grouping } from './logical-ids';
 import { OtpFunction } from './otp-function';
 
 /**
- * The SMS and RCS events the configuration set publishes: the ones the receipt parser acts on (aws-events.ts).
- * `TEXT_SUCCESSFUL` only where it settles an attempt (`otp:awsSmsSuccessfulMeans` `delivered`, the default): with
- * `accepted` it changes nothing, and every event published is an SNS request and a receipt function invocation
- * (in countries where AWS sends both events, half of an SMS's receipt traffic).
+ * The SMS and RCS events the configuration set publishes: the ones the receipt parser may act on (aws-events.ts),
+ * `TEXT_SUCCESSFUL` among them (final in countries that report no delivery). Each event published is an SNS
+ * request and a receipt function invocation.
  */
-export const smsReceiptEventTypes = (successfulMeans: 'delivered' | 'accepted' | undefined): string[] => [
+export const SMS_RECEIPT_EVENT_TYPES: readonly string[] = [
   ...SMS_DELIVERED,
-  ...(successfulMeans === 'accepted' ? [] : ['TEXT_SUCCESSFUL']),
+  SMS_SETTLED_ON_SUCCESS,
   ...SMS_FAILED,
 ];
 
@@ -108,6 +111,20 @@ export class Providers extends Grouping {
         masterKey: key,
         enforceSSL: true,
       }));
+      // A receipt on this topic is believed (it can mark a verification delivered): no principal of the account
+      // may publish, whatever its own IAM policy allows; only the messaging services below. An explicit deny in
+      // the resource policy wins over any allow (IAM policy evaluation); aws:PrincipalIsAWSService is false for
+      // every IAM user and role, and true for a service principal calling on its own behalf.
+      topic.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: 'OnlyTheMessagingServicesPublish',
+          effect: iam.Effect.DENY,
+          actions: ['sns:Publish'],
+          principals: [new iam.AnyPrincipal()],
+          resources: [topic.topicArn],
+          conditions: { Bool: { 'aws:PrincipalIsAWSService': 'false' } },
+        }),
+      );
       for (const service of PUBLISHERS) {
         const principal = new iam.ServicePrincipal(service);
         const fromThisAccount = { StringEquals: { 'aws:SourceAccount': stack.account } };
@@ -139,7 +156,7 @@ export class Providers extends Grouping {
             {
               eventDestinationName: 'otp-receipts',
               enabled: true,
-              matchingEventTypes: smsReceiptEventTypes(providers.awsSms.successfulMeans),
+              matchingEventTypes: [...SMS_RECEIPT_EVENT_TYPES],
               snsDestination: { topicArn: topic.topicArn },
             },
           ],
@@ -240,6 +257,7 @@ export class Providers extends Grouping {
           OTP_AWS_SMS_CONFIGURATION_SET: configurationSet,
           OTP_AWS_SMS_PROTECT_CONFIGURATION_ID: sms.protectConfigurationId,
           OTP_AWS_SMS_MAX_PRICE: sms.maxPrice,
+          OTP_AWS_SMS_REGISTERED_TEMPLATES: sms.registeredTemplates,
         };
         addEnvironment(fn, environment);
         // The Service Authorization Reference lists SendTextMessage's resource types as configuration-set,
@@ -293,17 +311,13 @@ export class Providers extends Grouping {
     }
   }
 
-  /** A receipt function of the manifest's PROVIDER_FUNCTIONS, with what tells TEXT_SUCCESSFUL's meaning. */
+  /** A receipt function of the manifest's PROVIDER_FUNCTIONS. */
   private receiptFunction(name: ProviderFunctionName, props: ProvidersProps): OtpFunction {
-    const successfulMeans = props.providers.awsSms?.successfulMeans;
     const fn = new OtpFunction(this, {
       spec: PROVIDER_FUNCTIONS[name],
       table: props.table,
       keySecrets: props.keySecrets,
-      environment: {
-        ...props.environment,
-        ...(successfulMeans && { OTP_AWS_SMS_SUCCESSFUL_MEANS: successfulMeans }),
-      },
+      environment: props.environment,
       logRetention: props.logRetention,
       providersInUse: props.providers.inUse,
     });

@@ -44,7 +44,7 @@ function stateMachineStatements(): Statement[] {
     .flatMap((resource) => (resource.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 }
 
-test('the state machine may GetItem verification items on the table, their delivery_status only', () => {
+test('the state machine may GetItem verification items on the table, their delivery_status and receipt_failed only', () => {
   const onTable = stateMachineStatements().filter(
     (statement) =>
       JSON.stringify(statement.Resource) ===
@@ -57,7 +57,9 @@ test('the state machine may GetItem verification items on the table, their deliv
       Resource: { 'Fn::GetAtt': [logicalId(stack.table), 'Arn'] },
       Condition: {
         'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${PARTITION_FAMILY.verification}*`] },
-        'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', 'delivery_status'] },
+        'ForAllValues:StringEquals': {
+          'dynamodb:Attributes': ['pk', 'sk', 'delivery_status', 'receipt_failed'],
+        },
         StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
       },
     },
@@ -83,7 +85,7 @@ test('the status read asks for what the role allows, with the key keys.ts builds
     ProjectionExpression: string;
     ConsistentRead: boolean;
   };
-  expect(parameters.ProjectionExpression).toBe('delivery_status');
+  expect(parameters.ProjectionExpression).toBe('delivery_status, receipt_failed');
   expect(parameters.ConsistentRead).toBe(false);
   // States.Format('<template>', $.sid) with the SID in place of {}: the key keys.ts builds.
   const template = /^States\.Format\('(.*)', \$\.sid\)$/.exec(parameters.Key.pk['S.$'])![1]!;

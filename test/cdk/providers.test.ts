@@ -13,7 +13,8 @@ import type { IConstruct } from 'constructs';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { FUNCTION_NAMES, PROVIDER_FUNCTIONS, PROVIDER_FUNCTION_NAMES } from '../../lib/functions';
-import { PROVIDER_CONTEXT_KEYS as K } from '../../lib/provider-config';
+import { PROVIDER_CONTEXT_KEYS as K, metaApiVersionProblem } from '../../lib/provider-config';
+import { DEFAULT_META_API_VERSION } from '../../functions/adapters/providers/whatsapp-template';
 import { OtpStack } from '../../lib/otp-stack';
 import { CDK_CONTEXT } from '../support/cdk';
 
@@ -110,6 +111,16 @@ describe('the example provider configuration', () => {
       ]),
     );
     expect(topicStatements.filter((s) => s.Effect === 'Allow')).toHaveLength(1);
+    // Any principal of the account that may publish could otherwise mark a verification delivered.
+    expect(topicStatements).toContainEqual(
+      expect.objectContaining({
+        Effect: 'Deny',
+        Action: 'sns:Publish',
+        Principal: { AWS: '*' },
+        Resource: { Ref: topic },
+        Condition: { Bool: { 'aws:PrincipalIsAWSService': 'false' } },
+      }),
+    );
   });
 
   test('the SMS configuration set publishes its final events to the topic', () => {
@@ -130,20 +141,9 @@ describe('the example provider configuration', () => {
     });
   });
 
-  test('with TEXT_SUCCESSFUL meaning accepted (no receipt), the configuration set does not publish it', () => {
-    /** The event types the stack's configuration set publishes to the topic. */
-    const published = (template: Template) => {
-      const sets = Object.values(template.findResources('AWS::SMSVOICE::ConfigurationSet')) as {
-        Properties: { EventDestinations: { MatchingEventTypes: string[] }[] };
-      }[];
-      expect(sets).toHaveLength(1);
-      return sets[0]!.Properties.EventDestinations[0]!.MatchingEventTypes;
-    };
-    const accepted = synth({ [K.providersFile]: EXAMPLE_FILE, [K.awsSmsSuccessfulMeans]: 'accepted' });
-    // Each published event is an SNS request and an invocation; this one would change nothing.
-    expect(published(built.template)).toContain('TEXT_SUCCESSFUL');
-    expect(published(accepted.template)).toEqual(
-      published(built.template).filter((type) => type !== 'TEXT_SUCCESSFUL'),
+  test('the removed otp:awsSmsSuccessfulMeans is refused with the reason, not silently ignored', () => {
+    expect(() => synth({ [K.providersFile]: EXAMPLE_FILE, 'otp:awsSmsSuccessfulMeans': 'accepted' })).toThrow(
+      /otp:awsSmsSuccessfulMeans was removed: an SMS attempt settles on final events only/,
     );
   });
 
@@ -185,9 +185,12 @@ describe('the example provider configuration', () => {
       actionsOf(statement).includes('social-messaging:SendWhatsAppMessage'),
     )!;
     expect(actionsOf(whatsApp.statement)).toEqual(['social-messaging:SendWhatsAppMessage']);
-    expect(JSON.stringify(whatsApp.statement.Resource)).toContain(
-      `:phone-number-id/${EXAMPLE[K.awsWhatsAppPhoneNumberId] as string}`,
-    );
+    // The id `phone-number-id-0123…` is the ARN `…:phone-number-id/0123…` (the socialmessaging model's pattern
+    // `arn:.*:phone-number-id/[0-9a-zA-Z]+`): a grant on `…/phone-number-id-0123…` names no resource.
+    const bareId = (EXAMPLE[K.awsWhatsAppPhoneNumberId] as string).replace(/^phone-number-id-/, '');
+    const granted = JSON.stringify(whatsApp.statement.Resource);
+    expect(granted).toContain(`:phone-number-id/${bareId}"`);
+    expect(granted).not.toContain('phone-number-id/phone-number-id-');
     for (const { statement } of sending) expect(JSON.stringify(statement.Resource)).not.toContain('*');
   });
 
@@ -413,10 +416,55 @@ describe('provider settings are checked at synth time', () => {
     [{ [K.providers]: { whatsapp: 'aws-whatsapp' } }, /set otp:awsWhatsAppPhoneNumberId/],
     [{ [K.providers]: { viber: 'vonage' } }, /set otp:vonageFrom.viber/],
     [
+      { [K.providers]: { viber: 'vonage' }, [K.vonageFrom]: { viber: 'Acme' } },
+      /otp:vonageFrom.viber must be your Viber Business Message ID \(digits, from Vonage\), got "Acme"/,
+    ],
+    [
       { [K.providers]: { viber: 'vonage' }, [K.awsWhatsAppTemplateName]: 'otp' },
       /gives aws-whatsapp no channel/,
     ],
     [{ [K.awsSmsMaxPrice]: '0.05' }, /set without otp:providers/],
+    // The model's MaxPrice: 2 to 8 characters matching [0-9]{0,2}\.[0-9]{1,5}. AWS refuses any other value on
+    // every send, so synth does.
+    ...['1', '100.5', '0.123456', '.'].map((price): [Record<string, unknown>, RegExp] => [
+      { [K.providersFile]: EXAMPLE_FILE, [K.awsSmsMaxPrice]: price },
+      /otp:awsSmsMaxPrice must be a price in USD per message part as AWS takes it/,
+    ]),
+    [
+      {
+        [K.providersFile]: EXAMPLE_FILE,
+        [K.awsSmsRegisteredTemplates]: { IN: { entityId: '1101', templateId: '1107', text: 'Your code' } },
+      },
+      /otp:awsSmsRegisteredTemplates is not valid: IN.text/,
+    ],
+    [
+      {
+        [K.providers]: { whatsapp: 'aws-whatsapp' },
+        [K.awsWhatsAppTemplateName]: 'otp',
+        // The prefixed id inside an ARN: the model's pattern refuses it, and IAM would match nothing.
+        [K.awsWhatsAppPhoneNumberId]:
+          'arn:aws:social-messaging:us-east-1:111122223333:phone-number-id/phone-number-id-0123abcd',
+      },
+      /otp:awsWhatsAppPhoneNumberId must be a WhatsApp phone number id/,
+    ],
+    [
+      {
+        [K.providers]: { whatsapp: 'aws-whatsapp' },
+        [K.awsWhatsAppTemplateName]: 'otp',
+        [K.awsWhatsAppPhoneNumberId]: 'phone-number-id-0123abcd',
+        [K.awsWhatsAppMetaApiVersion]: 'v20.0',
+      },
+      /otp:awsWhatsAppMetaApiVersion "v20.0" was retired by Meta on 2026-09-24/,
+    ],
+    [
+      {
+        [K.providers]: { whatsapp: 'aws-whatsapp' },
+        [K.awsWhatsAppTemplateName]: 'otp',
+        [K.awsWhatsAppPhoneNumberId]: 'phone-number-id-0123abcd',
+        [K.awsWhatsAppMetaApiVersion]: '20',
+      },
+      /otp:awsWhatsAppMetaApiVersion "20" must be like v24.0/,
+    ],
     [{ [K.providersFile]: 'no-such-file.json' }, /cannot read "no-such-file.json"/],
   ])('%j fails with a clear error', (context, message) => {
     expect(() => synth(context)).toThrow(message);
@@ -458,6 +506,71 @@ describe('provider settings are checked at synth time', () => {
         },
       ]),
     );
+  });
+
+  test('WhatsApp given by ARN: granted as given; the Meta API version defaults to a current one', () => {
+    const phoneArn = 'arn:aws:social-messaging:eu-west-1:111122223333:phone-number-id/0123abcd';
+    const { resources } = synth({
+      [K.providers]: JSON.stringify({ whatsapp: 'aws-whatsapp' }),
+      [K.awsWhatsAppPhoneNumberId]: phoneArn,
+      [K.awsWhatsAppTemplateName]: 'otp',
+    });
+    const statement = statements(resources).find(({ statement: s }) =>
+      actionsOf(s).includes('social-messaging:SendWhatsAppMessage'),
+    )!.statement;
+    expect(statement.Resource).toEqual(phoneArn);
+    const env = (
+      Object.values(resources).find(
+        (r) =>
+          r.Type === 'AWS::Lambda::Function' &&
+          JSON.stringify(r.Properties).includes('OTP_AWS_WHATSAPP_PHONE_NUMBER_ID'),
+      )!.Properties.Environment as { Variables: Record<string, string> }
+    ).Variables;
+    expect(env.OTP_AWS_WHATSAPP_META_API_VERSION).toBe(DEFAULT_META_API_VERSION);
+    expect(metaApiVersionProblem(DEFAULT_META_API_VERSION, new Date())).toBeUndefined();
+  });
+
+  test("Meta's retirement dates decide which versions synth takes", () => {
+    expect(metaApiVersionProblem('v21.0', new Date('2027-01-20T12:00:00Z'))).toBeUndefined();
+    expect(metaApiVersionProblem('v21.0', new Date('2027-01-21T00:00:00Z'))).toMatch(/retired/);
+    expect(metaApiVersionProblem('v18.0', new Date('2020-01-01T00:00:00Z'))).toMatch(/older than v19.0/);
+    expect(metaApiVersionProblem('v27.0', new Date('2030-01-01T00:00:00Z'))).toBeUndefined();
+  });
+
+  test('a valid MaxPrice and India’s registered template reach the deliver function', () => {
+    const template = {
+      IN: {
+        entityId: '1101456789012345678',
+        templateId: '1107161234567890123',
+        text: '{code} is your code.',
+      },
+    };
+    const { stack, template: synthesized } = synth({
+      [K.providersFile]: EXAMPLE_FILE,
+      [K.awsSmsMaxPrice]: '.05',
+      [K.awsSmsRegisteredTemplates]: JSON.stringify(template),
+    });
+    const deliver = stack.resolve(
+      (stack.functions.deliver.node.defaultChild as CfnElement).logicalId,
+    ) as string;
+    const env = (
+      synthesized.toJSON() as {
+        Resources: Record<string, { Properties: { Environment: { Variables: Record<string, string> } } }>;
+      }
+    ).Resources[deliver]!.Properties.Environment.Variables;
+    expect(env.OTP_AWS_SMS_MAX_PRICE).toBe('.05');
+    expect(JSON.parse(env.OTP_AWS_SMS_REGISTERED_TEMPLATES!)).toEqual(template);
+  });
+
+  test('with real providers, the errors only an operator fixes raise alarms (sandbox, access denied, MaxPrice)', () => {
+    const { template } = synth({ [K.providersFile]: EXAMPLE_FILE });
+    for (const code of ['sandbox_destination_not_verified', 'access_denied', 'price_over_threshold'])
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ProviderErrors',
+        Namespace: 'OtpVerify',
+        Dimensions: Match.arrayWith([{ Name: 'code', Value: code }]),
+        Threshold: 0,
+      });
   });
 
   test('an existing configuration set by name: IAM on its ARN in the stack account', () => {

@@ -498,6 +498,18 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.claimChannel(cryptoRandom.sid('VE'), 0, claim('sna'))).toBe(false);
       });
 
+      it("writes the verification's channel with a claim when told, null included", async () => {
+        const v = await accepted();
+        expect((await read(v.sid)).channel).not.toBeNull();
+        expect(await store.claimChannel(v.sid, 0, claim('sna'), {}, null)).toBe(true);
+        expect((await read(v.sid)).channel).toBeNull();
+        expect(await store.claimChannel(v.sid, 1, claim('viber'), {}, 'viber')).toBe(true);
+        expect((await read(v.sid)).channel).toBe('viber');
+        // Without it, the channel is left as it is.
+        expect(await store.claimChannel(v.sid, 2, claim('sms'))).toBe(true);
+        expect((await read(v.sid)).channel).toBe('viber');
+      });
+
       it('records the provider answer on a claimed channel', async () => {
         const v = await accepted();
         await store.claimChannel(v.sid, 0, claim('sna'));

@@ -19,6 +19,8 @@ import {
   sweepDeliveries,
 } from '../../functions/core/sweeper';
 import type { Verification } from '../../functions/core/model';
+import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
+import { ProviderError } from '../../functions/core/providers';
 import type { TimeSpan } from '../../functions/core/ports';
 import {
   CORE_MASTER_KEY,
@@ -226,6 +228,45 @@ it('treats a provider error like a rejection for delivery, but not for the numbe
   ]);
 });
 
+it('counts a provider error by its code: the ones an operator must fix are alarmed on', async () => {
+  const metrics = new InMemoryMetrics();
+  const deps = { ...world.deliveryDeps, metrics };
+  const send = world.provider.send.bind(world.provider);
+  world.provider.send = (message) =>
+    message.channel === 'sna'
+      ? Promise.reject(new ProviderError('sandbox_destination_not_verified', 'not verified'))
+      : message.channel === 'viber'
+        ? Promise.reject(new Error('socket hang up'))
+        : send(message);
+  const sid = await sendOne();
+  await deliverOverChannel(deps, input(sid));
+  await deliverOverChannel(deps, input(sid, 1));
+  expect(metrics.total(METRIC.providerErrors, { code: 'sandbox_destination_not_verified' })).toBe(1);
+  expect(metrics.total(METRIC.providerErrors, { code: 'provider_error' })).toBe(1);
+  expect((await stored(sid)).deliveries['0']).toMatchObject({ outcome: 'failed', reason: 'not verified' });
+});
+
+it('skips a channel the code cannot live long enough for, sends nothing on it, and never names it', async () => {
+  // sna's provider needs more life than the code has: it is skipped, viber carries the message.
+  world.provider.minimumLifeSeconds = (channel) => (channel === 'sna' ? 10_000 : 0);
+  const sid = await sendOne();
+  expect((await stored(sid)).channel).toBe('sna');
+  expect(await deliverOverChannel(world.deliveryDeps, input(sid))).toMatchObject({
+    channelIndex: 1,
+    next: 'deliver',
+  });
+  expect((await stored(sid)).deliveries['0']).toMatchObject({
+    channel: 'sna',
+    outcome: 'failed',
+    skipped: true,
+  });
+  // Nothing handed over yet: no channel to name.
+  expect((await stored(sid)).channel).toBeNull();
+  await deliverOverChannel(world.deliveryDeps, input(sid, 1));
+  expect(world.provider.sent.map((message) => message.channel)).toEqual(['viber']);
+  expect((await stored(sid)).channel).toBe('viber');
+});
+
 it('sends once when a task runs twice', async () => {
   const sid = await sendOne();
   await deliverOverChannel(world.deliveryDeps, input(sid));
@@ -311,7 +352,7 @@ it('tries no further channel once the code is verified', async () => {
 });
 
 describe('receipts move delivery forward only', () => {
-  it('ignores forged, unknown, mismatched and failure receipts', async () => {
+  it('ignores forged, unknown and mismatched receipts; a failure receipt only marks its channel', async () => {
     const sid = await sendOne();
     const first = await deliverOverChannel(world.deliveryDeps, input(sid));
     // The provider's answer is on the record once the workflow's next write took it (here the next claim).
@@ -329,6 +370,9 @@ describe('receipts move delivery forward only', () => {
     expect(await receipt(sid, 2, 'msg-1')).toBe('unknown'); // channel 2 never tried
     expect(await receipt(sid, 0, 'msg-2')).toBe('unknown'); // not the message sent
     expect(await receipt(`VE${'0'.repeat(31)}f`, 0, 'msg-1')).toBe('unknown');
+    // A failure receipt leaves the mark that ends its channel's wait (the state machine reads it), once.
+    expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('applied');
+    expect(world.store.receiptFailed.get(sid)).toBe(0);
     expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('duplicate');
     expect((await stored(sid)).deliveryStatus).toBe('PENDING');
     expect(await receipt(sid, 0, 'msg-1')).toBe('applied');

@@ -624,15 +624,13 @@ describe('each function runs with exactly its template grants', () => {
   }
 
   /** The receipt functions' dependencies: their own client and key ring, the providers by name as deployed. */
-  const receiptDepsFor = (name: ProviderFunctionName): EventReceiptDeps => ({
-    ...buildDeps(
+  const receiptDepsFor = (name: ProviderFunctionName): EventReceiptDeps =>
+    buildDeps(
       { ...env, OTP_PROVIDERS: '{"sms":"aws-sms","whatsapp":"aws-whatsapp"}' },
       ringFor(name),
       quiet,
       clientFor(name),
-    ),
-    smsSuccessfulMeans: 'delivered',
-  });
+    );
   const snsEvent = (message: unknown) =>
     ({ Records: [{ Sns: { Message: JSON.stringify(message) } }] }) as unknown as SNSEvent;
 
@@ -643,6 +641,7 @@ describe('each function runs with exactly its template grants', () => {
     expect(sms.channel).toBe('sms');
     const smsEvent = {
       eventType: 'TEXT_DELIVERED',
+      isFinal: true,
       messageId: sms.messageId,
       context: { otpReference: sms.reference },
     };
@@ -664,6 +663,7 @@ describe('each function runs with exactly its template grants', () => {
     const sms = await sentOnFirstChannel('+919812345602');
     const event = smsVoiceEventBridgeEvent({
       eventType: 'TEXT_DELIVERED',
+      isFinal: true,
       messageId: sms.messageId,
       context: { otpReference: sms.reference },
     });

@@ -62,7 +62,7 @@ beforeAll(async () => {
     'aws-sms': sms,
     'aws-whatsapp': whatsApp,
   });
-  deps = { ...harness.stack.deps, smsSuccessfulMeans: 'delivered' };
+  deps = harness.stack.deps;
   api = harness.client(await harness.createAccount());
 });
 afterAll(async () => {
@@ -145,12 +145,13 @@ test('SNS: TEXT_DELIVERED for the reference makes it DELIVERED over sms', async 
   ).resolves.toEqual(['duplicate']);
 });
 
-test('SNS: a failure event, a receipt for another message or for an attempt never made change nothing', async () => {
+test('SNS: a failure event settles nothing; a receipt for another message or an attempt never made is unknown', async () => {
   const verification = await sendAccepted('sms-msg-2');
   const handler = buildSnsReceiptHandler(deps);
+  // A failure ends the channel's wait (the state machine's next read moves on), and settles nothing.
   await expect(
     handler(snsEvent(smsEvent('TEXT_BLOCKED', 'sms-msg-2', `${verification.sid}.0`))),
-  ).resolves.toEqual(['duplicate']);
+  ).resolves.toEqual(['applied']);
   await expect(
     handler(snsEvent(smsEvent('TEXT_DELIVERED', 'other-msg', `${verification.sid}.0`))),
   ).resolves.toEqual(['unknown']);
@@ -163,6 +164,33 @@ test('SNS: a failure event, a receipt for another message or for an attempt neve
   ).resolves.toEqual([]);
   const fetched = await api.fetch(verification.sid);
   expect(fetched.body.delivery_status).not.toBe('DELIVERED');
+});
+
+test('SNS: a non-final TEXT_SUCCESSFUL settles nothing, so the failure after it is not hidden', async () => {
+  const verification = await sendAccepted('sms-msg-5');
+  const reference = `${verification.sid}.0`;
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(snsEvent({ ...smsEvent('TEXT_SUCCESSFUL', 'sms-msg-5', reference), isFinal: false })),
+  ).resolves.toEqual([]);
+  expect((await api.fetch(verification.sid)).body.delivery_status).not.toBe('DELIVERED');
+  // The final failure is taken: it ends the channel's wait (provider-failure-receipt.test.ts).
+  await expect(handler(snsEvent(smsEvent('TEXT_BLOCKED', 'sms-msg-5', reference)))).resolves.toEqual([
+    'applied',
+  ]);
+  expect((await api.fetch(verification.sid)).body.delivery_status).not.toBe('DELIVERED');
+});
+
+test('SNS: a final TEXT_SUCCESSFUL (no delivery report in that country) makes it DELIVERED', async () => {
+  const verification = await sendAccepted('sms-msg-6');
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(snsEvent(smsEvent('TEXT_SUCCESSFUL', 'sms-msg-6', `${verification.sid}.0`))),
+  ).resolves.toEqual(['applied']);
+  expect((await api.fetch(verification.sid)).body).toMatchObject({
+    delivery_status: 'DELIVERED',
+    channel: 'sms',
+  });
 });
 
 test('EventBridge: an aws.sms-voice delivery event makes it DELIVERED', async () => {
@@ -254,17 +282,36 @@ test("SNS: a WhatsApp status without AWS's message id is for the message recorde
   });
 });
 
-test('SNS: a WhatsApp failure, another message, an SMS attempt or an attempt never made change nothing', async () => {
+// No AWS document promises that the event header's `messageId` is the id SendWhatsAppMessage answered; the status's
+// `biz_opaque_callback_data` is ours and names the attempt, so the header's id is not what matches.
+test("SNS: a WhatsApp status is matched by its reference, whatever AWS's header messageId says", async () => {
+  const verification = await sendWhatsAppAccepted('a1b2c3d4-0000-4000-8000-000000000004');
+  const handler = buildSnsReceiptHandler(deps);
+  await expect(
+    handler(
+      snsEvent(
+        whatsAppSnsEvent({
+          status: 'delivered',
+          reference: `${verification.sid}.0`,
+          messageId: 'a-header-id-that-is-not-the-send-answer',
+        }),
+      ),
+    ),
+  ).resolves.toEqual(['applied']);
+  expect((await api.fetch(verification.sid)).body).toMatchObject({
+    delivery_status: 'DELIVERED',
+    channel: 'whatsapp',
+  });
+});
+
+test('SNS: a WhatsApp failure settles nothing; an SMS attempt or an attempt never made is unknown', async () => {
   const messageId = 'a1b2c3d4-0000-4000-8000-000000000003';
   const verification = await sendWhatsAppAccepted(messageId);
   const reference = `${verification.sid}.0`;
   const handler = buildSnsReceiptHandler(deps);
   await expect(
     handler(snsEvent(whatsAppSnsEvent({ status: 'failed', reference, messageId }))),
-  ).resolves.toEqual(['duplicate']);
-  await expect(
-    handler(snsEvent(whatsAppSnsEvent({ status: 'delivered', reference, messageId: 'another-message' }))),
-  ).resolves.toEqual(['unknown']);
+  ).resolves.toEqual(['applied']);
   await expect(
     handler(
       snsEvent(

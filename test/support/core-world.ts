@@ -61,6 +61,8 @@ export class ScriptedProvider implements Provider, ProviderRegistry {
   readonly name = 'carrier';
   readonly sent: OutboundMessage[] = [];
   readonly behaviour: Partial<Record<Channel, ProviderBehaviour>> = {};
+  /** The code life each channel needs (none unless a test sets it). */
+  minimumLifeSeconds?: (channel: Channel) => number;
 
   async send(message: OutboundMessage): Promise<ProviderAnswer> {
     const behaviour = this.behaviour[message.channel] ?? 'accept';

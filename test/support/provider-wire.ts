@@ -12,7 +12,8 @@ export interface WireRequest {
 export interface WireServer {
   url: string;
   requests: WireRequest[];
-  answer: { status: number; headers?: Record<string, string>; body: unknown };
+  /** `delayMs`: hold the answer that long (a slow provider); the request is recorded when it arrives. */
+  answer: { status: number; headers?: Record<string, string>; body: unknown; delayMs?: number };
   close(): Promise<void>;
 }
 
@@ -29,11 +30,14 @@ export async function startWireServer(answer: WireServer['answer']): Promise<Wir
         headers: request.headers,
         body: Buffer.concat(chunks).toString('utf8'),
       });
-      response.writeHead(state.answer.status, {
-        'content-type': 'application/json',
-        ...state.answer.headers,
-      });
-      response.end(JSON.stringify(state.answer.body));
+      const { status, headers, body, delayMs } = state.answer;
+      const answer = () => {
+        if (response.destroyed) return;
+        response.writeHead(status, { 'content-type': 'application/json', ...headers });
+        response.end(JSON.stringify(body));
+      };
+      if (delayMs) setTimeout(answer, delayMs).unref();
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -47,6 +51,10 @@ export async function startWireServer(answer: WireServer['answer']): Promise<Wir
     set answer(value) {
       state.answer = value;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -12,6 +12,8 @@ import {
   parseSmsEvent,
 } from '../../functions/adapters/providers/aws-events';
 import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
+import { AWS_REQUEST_TIMEOUT_MS } from '../../functions/adapters/providers/aws-errors';
+import { readRegisteredTemplates } from '../../functions/adapters/providers/registered-templates';
 import { AwsWhatsAppProvider } from '../../functions/adapters/providers/aws-whatsapp';
 import type { OutboundMessage } from '../../functions/core/providers';
 import { startWireServer, type WireServer } from '../support/provider-wire';
@@ -22,6 +24,7 @@ const message = (overrides: Partial<OutboundMessage> = {}): OutboundMessage => (
   channel: 'sms',
   to: '+14155550100',
   body: 'Your code is 482913.',
+  code: '482913',
   reference: 'VE0123456789abcdef0123456789abcdef.0',
   // 4 min 10 s of life left
   expiresAt: '2026-03-01T12:04:10Z',
@@ -113,6 +116,103 @@ describe('aws-sms', () => {
     await expect(provider().send(message())).rejects.toThrow(/Rate exceeded/);
   });
 
+  const conflict = (Reason: string) => ({
+    status: 400,
+    headers: { 'content-type': 'application/x-amz-json-1.0' },
+    body: { __type: 'ConflictException', Message: 'refused', Reason },
+  });
+
+  // ConflictExceptionReason (@aws-sdk/client-pinpoint-sms-voice-v2's enums, from the service model).
+  test('a number blocked by a protect-number override is a rejection of the number, like an opt-out', async () => {
+    server.answer = conflict('DESTINATION_PHONE_NUMBER_BLOCKED_BY_PROTECT_NUMBER_OVERRIDE');
+    await expect(provider().send(message())).resolves.toEqual({
+      status: 'rejected',
+      reason: 'DESTINATION_PHONE_NUMBER_BLOCKED_BY_PROTECT_NUMBER_OVERRIDE',
+    });
+  });
+
+  test('the sandbox, MaxPrice, permissions and throttling are provider errors with a code', async () => {
+    server.answer = conflict('DESTINATION_PHONE_NUMBER_NOT_VERIFIED');
+    await expect(provider().send(message())).rejects.toMatchObject({
+      name: 'ProviderError',
+      code: 'sandbox_destination_not_verified',
+    });
+    server.answer = {
+      status: 400,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: { __type: 'ValidationException', Message: 'too dear', Reason: 'PRICE_OVER_THRESHOLD' },
+    };
+    await expect(provider().send(message())).rejects.toMatchObject({ code: 'price_over_threshold' });
+    server.answer = {
+      status: 400,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: { __type: 'AccessDeniedException', Message: 'not authorized' },
+    };
+    await expect(provider().send(message())).rejects.toMatchObject({ code: 'access_denied' });
+  });
+
+  test('India: the registered DLT text with the code, and its ids as DestinationCountryParameters', () => {
+    const registered = new AwsSmsProvider({
+      originationIdentity: 'pool-0123456789abcdef',
+      rcsOriginationIdentity: 'arn:aws:sms-voice:us-east-1:111122223333:rcs-agent/agent-1',
+      registeredTemplates: readRegisteredTemplates(
+        {
+          IN: {
+            entityId: '1101456789012345678',
+            templateId: '1107161234567890123',
+            text: '{code} is your Acme verification code. Do not share it.',
+          },
+        },
+        'test',
+      ),
+      now: () => now,
+    });
+    const india = message({ to: '+919812345678', country: 'IN', body: 'Your code is 482913.' });
+    expect(registered.request(india)).toMatchObject({
+      MessageBody: '482913 is your Acme verification code. Do not share it.',
+      DestinationCountryParameters: {
+        IN_ENTITY_ID: '1101456789012345678',
+        IN_TEMPLATE_ID: '1107161234567890123',
+      },
+    });
+    // Elsewhere, and for RCS (no carrier SMS), the service's own message.
+    for (const other of [message({ country: 'GB' }), { ...india, channel: 'rcs' as const }]) {
+      const request = registered.request(other);
+      expect(request.MessageBody).toBe('Your code is 482913.');
+      expect(request).not.toHaveProperty('DestinationCountryParameters');
+    }
+  });
+
+  test('a registered template must be for a country AWS takes parameters for, with {code} once', () => {
+    const read = (json: unknown) => () => readRegisteredTemplates(json, 'X');
+    expect(read({ GB: { entityId: 'a', templateId: 'b', text: '{code}' } })).toThrow(/IN only/);
+    expect(read({ IN: { entityId: 'a', templateId: 'b', text: 'Your code' } })).toThrow(/\{code\} once/);
+    expect(read({ IN: { entityId: 'a b', templateId: 'b', text: '{code}' } })).toThrow(/entityId/);
+    expect(read({ IN: { entityId: 'a', templateId: 'x'.repeat(65), text: '{code}' } })).toThrow(/templateId/);
+  });
+
+  // The client's own limits (aws-errors.ts): a send AWS does not answer in 5 s is given up, before the 8 s switch.
+  test('a send that gets no answer is given up after the request time-out, as a timeout', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret' });
+    server.answer = { status: 200, body: { MessageId: 'late' }, delayMs: 20_000 };
+    const own = new AwsSmsProvider({
+      originationIdentity: 'pool-0123456789abcdef',
+      endpoint: server.url,
+      region: 'us-east-1',
+      now: () => now,
+    });
+    const started = Date.now();
+    try {
+      await expect(own.send(message())).rejects.toMatchObject({ code: 'timeout' });
+    } finally {
+      process.env = saved;
+    }
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(AWS_REQUEST_TIMEOUT_MS - 100);
+    expect(took).toBeLessThan(8_000);
+  }, 15_000);
+
   test('a code about to expire is not sent (TTL below AWS’s 5 s)', async () => {
     await expect(provider().send(message({ expiresAt: '2026-03-01T12:00:03Z' }))).rejects.toThrow(/too soon/);
     expect(server.requests).toHaveLength(0);
@@ -166,6 +266,26 @@ describe('aws-whatsapp', () => {
         ],
       },
     });
+  });
+
+  test('the code fills the template as data: other digits in the text and a caller’s letters do not matter', async () => {
+    server.answer = { status: 200, body: { messageId: 'wa-3' } };
+    for (const [body, code] of [
+      ['Order 20261126: your code is 482913.', '482913'],
+      ['Your code is AB12CD.', 'AB12CD'],
+    ] as const)
+      await provider().send(message({ channel: 'whatsapp', body, code }));
+    const parameters = server.requests.map((request) => {
+      const sent = JSON.parse(request.body) as { message: string };
+      const whatsApp = JSON.parse(Buffer.from(sent.message, 'base64').toString('utf8')) as {
+        template: { components: { parameters: { text: string }[] }[] };
+      };
+      return whatsApp.template.components.map((component) => component.parameters[0]!.text);
+    });
+    expect(parameters).toEqual([
+      ['482913', '482913'],
+      ['AB12CD', 'AB12CD'],
+    ]);
   });
 
   // Meta, "Configure message time-to-live": an authentication template's TTL (`message_send_ttl_seconds`) is set
@@ -251,9 +371,21 @@ describe('AWS receipts', () => {
     expect(parseSmsEvent({ nonsense: true })).toBeUndefined();
   });
 
-  test('TEXT_SUCCESSFUL is delivered by default, no receipt when set to mean accepted', () => {
-    expect(parseSmsEvent(smsSample)?.status).toBe('delivered');
-    expect(parseSmsEvent(smsSample, 'accepted')).toBeUndefined();
+  // AWS marks intermediate events `isFinal: false`; receipts only move forward, so settling on one would hide
+  // the failure that follows (the user never gets the code and no fallback runs).
+  test('only a final event settles: a non-final TEXT_SUCCESSFUL or failure is no receipt', () => {
+    for (const eventType of ['TEXT_SUCCESSFUL', 'TEXT_DELIVERED', 'TEXT_CARRIER_UNREACHABLE', 'TEXT_BLOCKED'])
+      expect(parseSmsEvent({ ...smsSample, eventType, isFinal: false })).toBeUndefined();
+    const { isFinal: _final, ...withoutIsFinal } = smsSample;
+    expect(parseSmsEvent(withoutIsFinal)).toBeUndefined();
+  });
+
+  test('a final TEXT_SUCCESSFUL (countries whose carriers report no delivery) settles as delivered', () => {
+    expect(parseSmsEvent(smsSample)).toEqual({
+      reference,
+      messageId: smsSample.messageId,
+      status: 'delivered',
+    });
   });
 
   test('an SNS Message is the event JSON', () => {
@@ -306,8 +438,9 @@ describe('AWS receipts', () => {
     const messageId = '6d69f07a-c317-4278-9d5c-6a84078419ec';
     const snsMessage = (status: 'sent' | 'delivered' | 'read' | 'failed') =>
       JSON.stringify(whatsAppSnsEvent({ status, reference, messageId }));
+    // Named by reference: the header's messageId is not compared (handlers.ts takes the recorded one).
     const receipt = (status: 'delivered' | 'failed') => [
-      { provider: 'aws-whatsapp', receipt: { reference, messageId, status } },
+      { provider: 'aws-whatsapp', receipt: { reference, messageId: undefined, status } },
     ];
     expect(parseAwsSnsMessage(snsMessage('delivered'))).toEqual(receipt('delivered'));
     expect(parseAwsSnsMessage(snsMessage('read'))).toEqual(receipt('delivered'));
@@ -315,7 +448,7 @@ describe('AWS receipts', () => {
     expect(parseAwsSnsMessage(snsMessage('sent'))).toEqual([]);
   });
 
-  test("a WhatsApp status is named by its reference, not by WhatsApp's wamid; AWS's message id may be absent", () => {
+  test("a WhatsApp status is named by its reference, not by WhatsApp's wamid nor AWS's header id", () => {
     const wamid = 'wamid.HBgLMTQxNTU1NTAxMDAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA';
     const withoutId = parseAwsSnsMessage(
       JSON.stringify(whatsAppSnsEvent({ status: 'delivered', reference, messageId: undefined, wamid })),

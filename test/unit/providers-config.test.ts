@@ -5,7 +5,7 @@ import {
 } from '../../functions/adapters/providers/config';
 import { buildProviderRegistry } from '../../functions/adapters/providers/registry';
 import type { Provider } from '../../functions/core/providers';
-import { providersFromEnv, smsSuccessfulMeansFromEnv, vonageFromEnv } from '../../functions/wiring/providers';
+import { providersFromEnv, vonageFromEnv } from '../../functions/wiring/providers';
 
 const named = (name: string): Provider => ({
   name,
@@ -54,12 +54,6 @@ test.each([
 
 test('the registry needs an adapter for every provider named', () => {
   expect(() => buildProviderRegistry(parseProviderConfig('{"sms":"aws-sms"}'), {})).toThrow(/aws-sms/);
-});
-
-test('OTP_AWS_SMS_SUCCESSFUL_MEANS', () => {
-  expect(smsSuccessfulMeansFromEnv({})).toBe('delivered');
-  expect(smsSuccessfulMeansFromEnv({ OTP_AWS_SMS_SUCCESSFUL_MEANS: 'accepted' })).toBe('accepted');
-  expect(() => smsSuccessfulMeansFromEnv({ OTP_AWS_SMS_SUCCESSFUL_MEANS: 'maybe' })).toThrow();
 });
 
 test('OTP_VONAGE_FROM names senders for some channels only, as the stack sets it (providers.example.json)', () => {

@@ -20,6 +20,7 @@ const message = (overrides: Partial<OutboundMessage> = {}): OutboundMessage => (
   channel: 'viber',
   to: '+447700900123',
   body: 'Your code is 482913.',
+  code: '482913',
   reference,
   expiresAt: '2026-03-01T12:04:10Z',
   ...overrides,
@@ -51,7 +52,7 @@ const provider = (replays: ReplayGuard = new MemoryReplays()) =>
   new VonageProvider({
     baseUrl: server.url,
     credentials: () => Promise.resolve(credentials),
-    from: { viber: 'AcmeViber', sms: 'Acme', rcs: 'acme_agent', whatsapp: '447700900000' },
+    from: { viber: '16273', sms: 'Acme', rcs: 'acme_agent', whatsapp: '447700900000' },
     whatsappTemplate: { name: 'otp_code', language: 'en_GB' },
     replays,
     now: () => now,
@@ -90,14 +91,54 @@ describe('sending', () => {
     });
     expect(JSON.parse(request!.body)).toEqual({
       to: '447700900123',
-      from: 'AcmeViber',
+      from: '16273',
       client_ref: reference,
       channel: 'viber_service',
       message_type: 'text',
       text: 'Your code is 482913.',
-      viber_service: { ttl: 250, type: 'text', category: 'transaction' },
+      // Vonage documents `viber_service.type` for templates only (set up with Vonage): a text message has none.
+      viber_service: { ttl: 250, category: 'transaction' },
     });
   });
+
+  test('whatsapp: the code fills the template as data, whatever else the text holds', async () => {
+    await provider().send(
+      message({ channel: 'whatsapp', body: 'Order 20261126: your code is AB12CD.', code: 'AB12CD' }),
+    );
+    const sent = JSON.parse(server.requests[0]!.body) as {
+      custom: { template: { components: { parameters: { text: string }[] }[] } };
+    };
+    expect(sent.custom.template.components.map((component) => component.parameters[0]!.text)).toEqual([
+      'AB12CD',
+      'AB12CD',
+    ]);
+  });
+
+  test('errors of ours carry a code; a send with no answer is given up as a timeout', async () => {
+    server.answer = { status: 401, body: { title: 'Unauthorized' } };
+    await expect(provider().send(message())).rejects.toMatchObject({ code: 'access_denied' });
+    server.answer = { status: 429, body: { title: 'Too Many Requests' } };
+    await expect(provider().send(message())).rejects.toMatchObject({ code: 'throttled' });
+    server.answer = { status: 202, body: { message_uuid: 'late' }, delayMs: 5_000 };
+    const slow = new VonageProvider({
+      baseUrl: server.url,
+      credentials: () => Promise.resolve(credentials),
+      from: { viber: '16273' },
+      timeoutMs: 200,
+      now: () => now,
+    });
+    await expect(slow.send(message())).rejects.toMatchObject({ code: 'timeout' });
+  });
+
+  // A send given up while Vonage is still taking it may be delivered anyway: the next channel would be a second
+  // message, paid. The limit sits below the 8 s channel switch but well above Vonage's usual answer.
+  test('a slow but accepted send (4 s) is not abandoned', async () => {
+    server.answer = { status: 202, body: { message_uuid: 'slow-but-fine' }, delayMs: 4_000 };
+    await expect(provider().send(message())).resolves.toEqual({
+      status: 'accepted',
+      messageId: 'slow-but-fine',
+    });
+  }, 10_000);
 
   test('sms, rcs and whatsapp bodies', async () => {
     for (const channel of ['sms', 'rcs', 'whatsapp'] as const) await provider().send(message({ channel }));
@@ -156,7 +197,7 @@ describe('signed status callbacks', () => {
     JSON.stringify({
       message_uuid: 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab',
       to: '447700900123',
-      from: 'AcmeViber',
+      from: '16273',
       timestamp: '2026-03-01T12:00:01Z',
       status: value,
       channel: 'viber_service',

@@ -30,6 +30,7 @@ import type {
   VerificationStore,
 } from '../../core/ports';
 import type { Channel } from '../../core/routing';
+import { RECEIPT_FAILED_ATTRIBUTE } from '../../core/delivery-time';
 import {
   IDEMPOTENCY_RETENTION_SECONDS,
   guardDecisionToItem,
@@ -476,9 +477,14 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
     index: number,
     claim: DeliveryAttempt,
     answered: AnsweredAttempts = {},
+    channel?: Channel | null,
   ): Promise<boolean> {
     const sets = ['#deliveries.#index = :claim'];
     const values: Record<string, unknown> = { ':claim': claim, ':pending': 'PENDING' };
+    if (channel !== undefined) {
+      sets.push('#channel = :channel');
+      values[':channel'] = channel;
+    }
     // The channels before it that the workflow carried an answer for are recorded by the same write.
     const answeredNames = deliveriesEntries(answered, sets, values);
     return this.updateIfConditionHolds({
@@ -490,9 +496,23 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
       ExpressionAttributeNames: {
         '#deliveries': VERIFICATION_ATTR.deliveries,
         '#index': String(index),
+        ...(channel !== undefined && { '#channel': VERIFICATION_ATTR.channel }),
         ...answeredNames,
       },
       ExpressionAttributeValues: values,
+    });
+  }
+
+  async markReceiptFailed(sid: string, index: number): Promise<boolean> {
+    // A string: the state machine compares it with the channel index it formats (statemachine/delivery.asl.json).
+    return this.updateIfConditionHolds({
+      Key: keys.verification(sid),
+      UpdateExpression: 'SET #failed = :index',
+      // A repeated failure receipt is a duplicate.
+      ConditionExpression:
+        'attribute_exists(pk) AND delivery_status = :pending AND (attribute_not_exists(#failed) OR #failed <> :index)',
+      ExpressionAttributeNames: { '#failed': RECEIPT_FAILED_ATTRIBUTE },
+      ExpressionAttributeValues: { ':index': String(index), ':pending': 'PENDING' },
     });
   }
 

@@ -234,11 +234,23 @@ export class MemoryStore
     index: number,
     claim: DeliveryAttempt,
     answered: AnsweredAttempts = {},
+    channel?: Channel | null,
   ): Promise<boolean> {
     const stored = this.verifications.get(sid);
     if (!stored || stored.deliveries[String(index)] || stored.deliveryStatus !== 'PENDING') return false;
     stored.deliveries[String(index)] = clone(claim);
     Object.assign(stored.deliveries, clone(answered));
+    if (channel !== undefined) stored.channel = channel;
+    return true;
+  }
+
+  /** The channel index a failure receipt named, per verification (the item attribute `receipt_failed`). */
+  readonly receiptFailed = new Map<string, number>();
+
+  async markReceiptFailed(sid: string, index: number): Promise<boolean> {
+    const stored = this.verifications.get(sid);
+    if (!stored || stored.deliveryStatus !== 'PENDING' || this.receiptFailed.get(sid) === index) return false;
+    this.receiptFailed.set(sid, index);
     return true;
   }
 

@@ -13,15 +13,14 @@ export const AWS_WHATSAPP_PROVIDER_NAME = 'aws-whatsapp';
 export const REFERENCE_CONTEXT_KEY = 'otpReference';
 
 /**
- * What `TEXT_SUCCESSFUL` ("accepted by the carrier") means here, `OTP_AWS_SMS_SUCCESSFUL_MEANS`. Default
- * `delivered`: AWS says TEXT_SUCCESSFUL and TEXT_DELIVERED are used interchangeably depending on the country, and
- * where no TEXT_DELIVERED ever follows, reading it as `accepted` would make every SMS there wait out the channel
- * and send the code again on the next channel (a second message, paid). The price of the default: a message the
- * carrier accepted but never delivered is not followed by our fallback (the customer can resend). `accepted`:
- * TEXT_SUCCESSFUL is no receipt; only TEXT_DELIVERED settles.
+ * Only a final event settles an attempt. AWS marks every SMS and RCS event with `isFinal`; an intermediate one
+ * (`isFinal: false`: a `TEXT_SUCCESSFUL` "accepted by the carrier" that a `TEXT_DELIVERED` or a failure may
+ * follow, a temporary `TEXT_CARRIER_UNREACHABLE` the carrier retries) is no receipt: receipts only move an
+ * attempt forward, so taking it would hide the failure that follows. A final `TEXT_SUCCESSFUL` is the last word
+ * in countries whose carriers never report delivery (AWS uses the two "interchangeably depending on the
+ * country"): it settles the attempt as delivered, so the code is not sent again on the next channel.
  */
-export type SmsSuccessfulMeans = 'delivered' | 'accepted';
-export const DEFAULT_SMS_SUCCESSFUL_MEANS: SmsSuccessfulMeans = 'delivered';
+export const SMS_SETTLED_ON_SUCCESS = 'TEXT_SUCCESSFUL';
 
 export const SMS_DELIVERED = new Set(['TEXT_DELIVERED', 'RCS_DELIVERED', 'RCS_READ']);
 /** Final failures. Pending (TEXT_QUEUED, TEXT_PENDING, RCS_QUEUED, RCS_SENT) and RCS_FALLEN_BACK_TO_SMS: none. */
@@ -44,21 +43,18 @@ export const SMS_FAILED = new Set([
 /**
  * An AWS End User Messaging SMS event (the configuration set's SNS destination carries it as the notification's
  * `Message`; EventBridge, source `aws.sms-voice`, as `detail`), as a receipt: undefined when it is not final for
- * us, or carries no reference of ours.
+ * us (not final, or a pending status), or carries no reference of ours.
  */
-export function parseSmsEvent(
-  event: unknown,
-  successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
-): Receipt | undefined {
+export function parseSmsEvent(event: unknown): Receipt | undefined {
   if (!isObject(event)) return undefined;
-  const { eventType, messageId, context } = event;
+  const { eventType, messageId, context, isFinal } = event;
+  if (isFinal !== true) return undefined;
   if (!isText(eventType, 100) || !isText(messageId, 200, 1)) return undefined;
   if (context !== undefined && !isObject(context)) return undefined;
   const reference = context?.[REFERENCE_CONTEXT_KEY];
   if (typeof reference !== 'string') return undefined;
-  const delivered =
-    SMS_DELIVERED.has(eventType) || (eventType === 'TEXT_SUCCESSFUL' && successfulMeans === 'delivered');
-  if (delivered) return { reference, messageId, status: 'delivered' };
+  if (SMS_DELIVERED.has(eventType) || eventType === SMS_SETTLED_ON_SUCCESS)
+    return { reference, messageId, status: 'delivered' };
   if (SMS_FAILED.has(eventType)) return { reference, messageId, status: 'failed' };
   return undefined;
 }
@@ -71,8 +67,8 @@ const whatsappStatus = (status: string): Receipt['status'] | undefined =>
   status === 'delivered' || status === 'read' ? 'delivered' : status === 'failed' ? 'failed' : undefined;
 
 /**
- * A receipt from an AWS event, whose message id may be missing: a WhatsApp status event carries AWS's message id
- * (what SendWhatsAppMessage answered) in its header only on some events; see parseWhatsAppSnsEvent.
+ * A receipt from an AWS event that names its attempt by reference only: a WhatsApp status. The handler takes the
+ * message id recorded on that attempt (functions/receipts/handlers.ts).
  */
 export type AwsEventReceipt = Omit<Receipt, 'messageId'> & { messageId: string | undefined };
 
@@ -98,21 +94,19 @@ function statusesIn(entry: unknown): { status: string; reference: string | undef
 
 /**
  * A WhatsApp event from the WhatsApp Business Account's SNS event destination (AWS End User Messaging Social user
- * guide, "Message and event format"): the AWS header (`context`, `aws_account_id`, `message_timestamp`, and on
- * some events `messageId`, AWS's id of the message, the one SendWhatsAppMessage answered) and Meta's webhook
- * entry as a JSON string. Its `statuses[].id` is WhatsApp's own `wamid.…`, NOT the id SendWhatsAppMessage
- * answered, so it cannot name the attempt; the status's `biz_opaque_callback_data`, which Meta returns with every
- * status of the message, is our reference (aws-whatsapp.ts sets it), and finds the attempt. AWS's `messageId`,
- * when the header has it, must then equal the one recorded at send; without it the reference alone names the
- * attempt (the handler takes the recorded id). The EventBridge events of `aws.social-messaging` carry AWS's
- * message id and the status but no reference and no wamid, so they cannot be tied to an attempt without a
- * message-id index; the SNS destination is the receipt path for WhatsApp.
+ * guide, "Message and event format"): the AWS header (`context`, `aws_account_id`, `message_timestamp`, on some
+ * events `messageId`) and Meta's webhook entry as a JSON string. The attempt is named by the status's
+ * `biz_opaque_callback_data`: our reference, set on the message (aws-whatsapp.ts) and returned by Meta with every
+ * status of it. Nothing else can name it: `statuses[].id` is WhatsApp's own `wamid.…`, and no AWS document
+ * promises that the header's `messageId` equals the id SendWhatsAppMessage answered, so it is not compared (a
+ * mismatch would drop every receipt and send the code again on the next channel). The handler ties the status
+ * to the attempt its reference names, on an aws-whatsapp channel only. The EventBridge events of
+ * `aws.social-messaging` carry AWS's message id and the status but no reference and no wamid, so they cannot be
+ * tied to an attempt; the SNS destination is the receipt path for WhatsApp.
  */
 export function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
   if (!isObject(event)) return [];
-  const { messageId, whatsAppWebhookEntry } = event;
-  // AWS's message id, on some events only.
-  if (!isOptionalText(messageId, 200) || messageId === '') return [];
+  const { whatsAppWebhookEntry } = event;
   if (!isText(whatsAppWebhookEntry, 100_000)) return [];
   let entry: unknown;
   try {
@@ -122,7 +116,7 @@ export function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
   }
   return (statusesIn(entry) ?? []).flatMap(({ status, reference }): AwsEventReceipt[] => {
     const outcome = whatsappStatus(status);
-    return outcome && reference ? [{ reference, messageId, status: outcome }] : [];
+    return outcome && reference ? [{ reference, messageId: undefined, status: outcome }] : [];
   });
 }
 
@@ -130,23 +124,17 @@ export function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
  * An EventBridge event: `aws.sms-voice` "Text Message Delivery Status Updated" (its detail is the SMS event, with
  * our context) → an aws-sms receipt. `aws.social-messaging` events are recognised but give none (see above).
  */
-export function parseEventBridgeEvent(
-  event: unknown,
-  successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
-): { provider: string; receipt: Receipt } | undefined {
+export function parseEventBridgeEvent(event: unknown): { provider: string; receipt: Receipt } | undefined {
   if (!isObject(event)) return undefined;
   if (event.source === 'aws.sms-voice' && event['detail-type'] === 'Text Message Delivery Status Updated') {
-    const receipt = parseSmsEvent(event.detail, successfulMeans);
+    const receipt = parseSmsEvent(event.detail);
     return receipt && { provider: AWS_SMS_PROVIDER_NAME, receipt };
   }
   return undefined;
 }
 
 /** An SNS notification's `Message` from either AWS provider's event destination, as receipts. */
-export function parseAwsSnsMessage(
-  message: string,
-  successfulMeans: SmsSuccessfulMeans = DEFAULT_SMS_SUCCESSFUL_MEANS,
-): { provider: string; receipt: AwsEventReceipt }[] {
+export function parseAwsSnsMessage(message: string): { provider: string; receipt: AwsEventReceipt }[] {
   let event: unknown;
   try {
     event = JSON.parse(message);
@@ -156,6 +144,6 @@ export function parseAwsSnsMessage(
   if (typeof event === 'object' && event !== null && 'whatsAppWebhookEntry' in event) {
     return parseWhatsAppSnsEvent(event).map((receipt) => ({ provider: AWS_WHATSAPP_PROVIDER_NAME, receipt }));
   }
-  const receipt = parseSmsEvent(event, successfulMeans);
+  const receipt = parseSmsEvent(event);
   return receipt ? [{ provider: AWS_SMS_PROVIDER_NAME, receipt }] : [];
 }

@@ -2,8 +2,15 @@ import type {
   PinpointSMSVoiceV2Client,
   SendTextMessageCommandInput,
 } from '@aws-sdk/client-pinpoint-sms-voice-v2';
-import type { OutboundMessage, Provider, ProviderAnswer } from '../../core/providers';
+import {
+  ProviderError,
+  type OutboundMessage,
+  type Provider,
+  type ProviderAnswer,
+} from '../../core/providers';
 import { AWS_SMS_PROVIDER_NAME, REFERENCE_CONTEXT_KEY } from './aws-events';
+import { awsClientTimeouts, awsProviderError } from './aws-errors';
+import { renderRegistered, type RegisteredSmsTemplate } from './registered-templates';
 
 /**
  * AWS End User Messaging SMS (`pinpoint-sms-voice-v2` SendTextMessage) for `sms` and `rcs`.
@@ -30,6 +37,11 @@ export interface AwsSmsOptions {
   protectConfigurationId?: string;
   /** Max price per message part, USD as AWS takes it (e.g. "0.20"). */
   maxPrice?: string;
+  /**
+   * Per ISO country, the SMS template registered with that country's regulator (India's DLT): sent instead of
+   * the service's message, with its ids in `DestinationCountryParameters` (registered-templates.ts).
+   */
+  registeredTemplates?: Readonly<Record<string, RegisteredSmsTemplate>>;
   /** A local simulator's endpoint; unset: the region's. */
   endpoint?: string;
   region?: string;
@@ -52,8 +64,16 @@ const loadSmsClient = (): typeof import('@aws-sdk/client-pinpoint-sms-voice-v2')
 const MIN_TTL_SECONDS = 5;
 const MAX_TTL_SECONDS = 259_200;
 
-/** Refusals that are about the destination number, not about us or AWS: a rejection of the number. */
-const NUMBER_REFUSALS = new Set(['DESTINATION_PHONE_NUMBER_OPTED_OUT']);
+/**
+ * Refusals that are about the destination number, not about us or AWS: a rejection of the number
+ * (ConflictExceptionReason). Opted out: the number sent STOP. Blocked by a protect-number override: the operator
+ * blocked this very number in its protect configuration. `DESTINATION_PHONE_NUMBER_NOT_VERIFIED` is not one: it
+ * is the account's SMS sandbox refusing every unverified number (aws-errors.ts makes it a ProviderError).
+ */
+const NUMBER_REFUSALS = new Set([
+  'DESTINATION_PHONE_NUMBER_OPTED_OUT',
+  'DESTINATION_PHONE_NUMBER_BLOCKED_BY_PROTECT_NUMBER_OVERRIDE',
+]);
 
 export class AwsSmsProvider implements Provider {
   readonly name = AWS_SMS_PROVIDER_NAME;
@@ -76,10 +96,16 @@ export class AwsSmsProvider implements Provider {
     );
     if (!(remaining >= MIN_TTL_SECONDS))
       throw new Error(`The code expires in ${remaining} s: too soon to send`);
+    // RCS is no carrier SMS: the registered-template rules are the SMS regulators'.
+    const registered =
+      message.channel === 'sms' && message.country !== undefined
+        ? this.options.registeredTemplates?.[message.country]
+        : undefined;
     return {
       DestinationPhoneNumber: message.to,
       OriginationIdentity: identity,
-      MessageBody: message.body,
+      MessageBody: registered ? renderRegistered(registered, message.code) : message.body,
+      ...(registered && { DestinationCountryParameters: registered.parameters }),
       MessageType: 'TRANSACTIONAL',
       TimeToLive: Math.min(remaining, MAX_TTL_SECONDS),
       Context: { [REFERENCE_CONTEXT_KEY]: message.reference },
@@ -98,18 +124,24 @@ export class AwsSmsProvider implements Provider {
       ...(this.options.endpoint && { endpoint: this.options.endpoint }),
       ...(this.options.region && { region: this.options.region }),
       maxAttempts: 1,
+      requestHandler: awsClientTimeouts,
     });
+    let output;
     try {
-      const output = await this.client.send(new sdk.SendTextMessageCommand(input));
-      if (!output.MessageId) throw new Error('SendTextMessage answered no MessageId');
-      return { status: 'accepted', messageId: output.MessageId };
+      output = await this.client.send(new sdk.SendTextMessageCommand(input));
     } catch (error) {
-      // Throttling, AWS errors and our own misconfiguration (no permission, unknown pool) are thrown: the workflow
-      // moves on without holding them against the number.
+      // Throttling, AWS errors and our own misconfiguration (no permission, unknown pool, the sandbox, MaxPrice)
+      // are thrown: the workflow moves on without holding them against the number.
       const reason = (error as { Reason?: unknown }).Reason;
       if (typeof reason === 'string' && NUMBER_REFUSALS.has(reason)) return { status: 'rejected', reason };
-      throw error;
+      throw awsProviderError(error);
     }
+    if (!output.MessageId) throw new ProviderError('provider_error', 'SendTextMessage answered no MessageId');
+    return { status: 'accepted', messageId: output.MessageId };
+  }
+
+  minimumLifeSeconds(): number {
+    return MIN_TTL_SECONDS;
   }
 
   parseReceipt(): undefined {

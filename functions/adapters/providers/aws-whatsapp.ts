@@ -1,12 +1,13 @@
 import type { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
 import type { OutboundMessage, Provider, ProviderAnswer } from '../../core/providers';
 import { AWS_WHATSAPP_PROVIDER_NAME } from './aws-events';
+import { awsClientTimeouts, awsProviderError } from './aws-errors';
 import {
   DEFAULT_META_API_VERSION,
   DEFAULT_TEMPLATE_LANGUAGE,
+  WHATSAPP_MIN_TTL_SECONDS,
   assertWhatsAppSendable,
   authenticationTemplateMessage,
-  codeIn,
 } from './whatsapp-template';
 
 /**
@@ -52,7 +53,7 @@ export class AwsWhatsAppProvider implements Provider {
     assertWhatsAppSendable(message.expiresAt, this.options.now?.() ?? new Date());
     const payload = authenticationTemplateMessage({
       to: message.to,
-      code: codeIn(message.body),
+      code: message.code,
       templateName,
       language: this.options.templateLanguage ?? DEFAULT_TEMPLATE_LANGUAGE,
       reference: message.reference,
@@ -62,18 +63,28 @@ export class AwsWhatsAppProvider implements Provider {
       ...(this.options.endpoint && { endpoint: this.options.endpoint }),
       ...(this.options.region && { region: this.options.region }),
       maxAttempts: 1,
+      requestHandler: awsClientTimeouts,
     });
     // Errors (throttling, a template not approved, no permission) are thrown: WhatsApp tells about the number
     // only later, in a `failed` status (a failure receipt), so there is no synchronous rejection here.
-    const output = await this.client.send(
-      new sdk.SendWhatsAppMessageCommand({
-        originationPhoneNumberId,
-        metaApiVersion: this.options.metaApiVersion ?? DEFAULT_META_API_VERSION,
-        message: Buffer.from(JSON.stringify(payload), 'utf8'),
-      }),
-    );
+    let output;
+    try {
+      output = await this.client.send(
+        new sdk.SendWhatsAppMessageCommand({
+          originationPhoneNumberId,
+          metaApiVersion: this.options.metaApiVersion ?? DEFAULT_META_API_VERSION,
+          message: Buffer.from(JSON.stringify(payload), 'utf8'),
+        }),
+      );
+    } catch (error) {
+      throw awsProviderError(error);
+    }
     if (!output.messageId) throw new Error('SendWhatsAppMessage answered no messageId');
     return { status: 'accepted', messageId: output.messageId };
+  }
+
+  minimumLifeSeconds(): number {
+    return WHATSAPP_MIN_TTL_SECONDS;
   }
 
   parseReceipt(): undefined {

@@ -47,6 +47,9 @@ export interface HttpCarrierOptions {
   timeoutMs?: number;
 }
 
+/** What the carrier protocol posts: the rendered message, not the code as data nor the country. */
+export type CarrierWireMessage = Pick<OutboundMessage, 'channel' | 'to' | 'body' | 'reference' | 'expiresAt'>;
+
 export class HttpCarrierProvider implements Provider {
   readonly name = CARRIER_PROVIDER_NAME;
 
@@ -60,7 +63,13 @@ export class HttpCarrierProvider implements Provider {
         'content-type': 'application/json',
         authorization: `Bearer ${this.options.keys.key('carrier-token').toString('base64url')}`,
       },
-      body: JSON.stringify(message),
+      body: JSON.stringify({
+        channel: message.channel,
+        to: message.to,
+        body: message.body,
+        reference: message.reference,
+        ...(message.expiresAt !== undefined && { expiresAt: message.expiresAt }),
+      } satisfies CarrierWireMessage),
       signal: AbortSignal.timeout(this.options.timeoutMs ?? 3000),
     });
     if (!response.ok) throw new Error(`Carrier answered HTTP ${response.status}`);

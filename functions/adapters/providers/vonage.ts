@@ -1,13 +1,19 @@
-import type {
-  OutboundMessage,
-  Provider,
-  ProviderAnswer,
-  Receipt,
-  ReceiptRequest,
+import {
+  ProviderError,
+  type OutboundMessage,
+  type Provider,
+  type ProviderAnswer,
+  type ProviderErrorCode,
+  type Receipt,
+  type ReceiptRequest,
 } from '../../core/providers';
 import type { Channel } from '../../core/routing';
 import { isObject, isOptionalText, isText } from '../shape';
-import { assertWhatsAppSendable, authenticationTemplateMessage, codeIn } from './whatsapp-template';
+import {
+  WHATSAPP_MIN_TTL_SECONDS,
+  assertWhatsAppSendable,
+  authenticationTemplateMessage,
+} from './whatsapp-template';
 import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
 
 /**
@@ -46,7 +52,7 @@ export interface VonageOptions {
   baseUrl?: string;
   /** Read once per cold start, on first use (a function that only sends or only takes receipts asks once). */
   credentials: () => Promise<VonageCredentials>;
-  /** The sender per channel: a number, an alphanumeric id, the Viber service message id, the RCS agent. */
+  /** The sender per channel: a number, an alphanumeric id, the numeric Viber Business Message ID, the RCS agent. */
   from: Partial<Record<Channel, string>>;
   /** WhatsApp through Vonage: the approved authentication template. */
   whatsappTemplate?: { name: string; language: string };
@@ -54,6 +60,23 @@ export interface VonageOptions {
   timeoutMs?: number;
   now?: () => Date;
 }
+
+/**
+ * How long a send may take in all, ms. A time-out moves delivery to the next channel at once, though Vonage may
+ * have taken the message (then the user gets two, both paid): long enough that a slow but accepted send is
+ * rarely abandoned, and shorter than the 8 s a silent channel is given, so giving up never comes later than the
+ * channel switch would. The same limit as the AWS clients' (aws-errors.ts).
+ */
+export const VONAGE_TIMEOUT_MS = 5_000;
+
+/** HTTP statuses of the Messages API that say what is wrong on our side. */
+const STATUS_CODES: Readonly<Record<number, ProviderErrorCode>> = {
+  400: 'invalid_request',
+  401: 'access_denied',
+  403: 'access_denied',
+  422: 'invalid_request',
+  429: 'throttled',
+};
 
 /** Viber and RCS TTL bounds (seconds). */
 const VIBER_TTL = { min: 30, max: 259_200 };
@@ -112,9 +135,10 @@ export class VonageProvider implements Provider {
           channel: 'viber_service',
           message_type: 'text',
           text: message.body,
+          // No `type`: Vonage documents it for Viber templates only, which it sets up per account; a text
+          // message is `message_type: text` (Messages API reference; the Node SDK's ViberService says the same).
           viber_service: {
             ttl: remainingSeconds(message.expiresAt, this.now(), VIBER_TTL),
-            type: 'text',
             category: 'transaction',
           },
         };
@@ -132,7 +156,7 @@ export class VonageProvider implements Provider {
         assertWhatsAppSendable(message.expiresAt, this.now());
         const { type, template: content } = authenticationTemplateMessage({
           to: message.to,
-          code: codeIn(message.body),
+          code: message.code,
           templateName: template.name,
           language: template.language,
           reference: message.reference,
@@ -149,19 +173,38 @@ export class VonageProvider implements Provider {
     }
   }
 
+  minimumLifeSeconds(channel: Channel): number {
+    return channel === 'viber'
+      ? VIBER_TTL.min
+      : channel === 'rcs'
+        ? RCS_TTL.min
+        : channel === 'whatsapp'
+          ? WHATSAPP_MIN_TTL_SECONDS
+          : 0;
+  }
+
   async send(message: OutboundMessage): Promise<ProviderAnswer> {
     const body = this.body(message);
     const { applicationId, privateKey } = await this.options.credentials();
-    const response = await fetch(`${this.options.baseUrl ?? DEFAULT_VONAGE_BASE_URL}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json',
-        authorization: `Bearer ${applicationJwt(applicationId, privateKey, this.now())}`,
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 3000),
-    });
+    let response: Response;
+    try {
+      response = await fetch(`${this.options.baseUrl ?? DEFAULT_VONAGE_BASE_URL}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          authorization: `Bearer ${applicationJwt(applicationId, privateKey, this.now())}`,
+        },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? VONAGE_TIMEOUT_MS),
+      });
+    } catch (error) {
+      const timedOut = (error as { name?: unknown }).name === 'TimeoutError';
+      throw new ProviderError(
+        timedOut ? 'timeout' : 'provider_error',
+        `Vonage: ${error instanceof Error ? error.message : 'request failed'}`,
+      );
+    }
     const answer = (await response.json().catch(() => ({}))) as {
       message_uuid?: unknown;
       title?: unknown;
@@ -177,7 +220,10 @@ export class VonageProvider implements Provider {
       (answer.invalid_parameters ?? []).some((parameter) => parameter.name === 'to');
     const reason = typeof answer.title === 'string' ? answer.title.slice(0, 200) : `HTTP ${response.status}`;
     if (refusesNumber) return { status: 'rejected', reason };
-    throw new Error(`Vonage answered HTTP ${response.status}: ${reason}`);
+    throw new ProviderError(
+      STATUS_CODES[response.status] ?? 'provider_error',
+      `Vonage answered HTTP ${response.status}: ${reason}`,
+    );
   }
 
   async parseReceipt(request: ReceiptRequest, now: Date): Promise<Receipt | undefined> {

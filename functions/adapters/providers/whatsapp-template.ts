@@ -8,16 +8,13 @@
  * message: Meta's "Configure message time-to-live" page. The operator sets it at or under the code's life
  * (docs/providers.md); a message carries none, and a code with less than the minimum left is not sent.
  */
-const MIN_TTL_SECONDS = 30;
-export const DEFAULT_META_API_VERSION = 'v20.0';
+export const WHATSAPP_MIN_TTL_SECONDS = 30;
+/**
+ * The Meta Graph API version SendWhatsAppMessage is asked for when the deployment names none. Meta serves v24.0
+ * until 2028-02-18 (its versions changelog); synth refuses a retired one (lib/provider-config.ts).
+ */
+export const DEFAULT_META_API_VERSION = 'v24.0';
 export const DEFAULT_TEMPLATE_LANGUAGE = 'en_US';
-
-/** The code in a rendered message: the verification code is the run of 4 to 10 digits in it. */
-export function codeIn(body: string): string {
-  const match = /\b(\d{4,10})\b/.exec(body);
-  if (!match) throw new Error('No code in the message body');
-  return match[1]!;
-}
 
 /**
  * A WhatsApp Cloud API authentication-template message: the code fills the body's one parameter and the
@@ -54,6 +51,8 @@ export function authenticationTemplateMessage(options: {
 export function assertWhatsAppSendable(expiresAt: string | undefined, now: Date): void {
   if (!expiresAt) throw new Error('WhatsApp needs the code expiry');
   const remaining = Math.floor((Date.parse(expiresAt) - now.getTime()) / 1000);
-  if (!(remaining >= MIN_TTL_SECONDS))
-    throw new Error(`The code expires in ${remaining} s, below WhatsApp's ${MIN_TTL_SECONDS} s minimum`);
+  if (!(remaining >= WHATSAPP_MIN_TTL_SECONDS))
+    throw new Error(
+      `The code expires in ${remaining} s, below WhatsApp's ${WHATSAPP_MIN_TTL_SECONDS} s minimum`,
+    );
 }

@@ -1,0 +1,50 @@
+/** The console's timeline of a verification: how each delivery attempt reads. */
+import { timeline, type TimelineRecord } from '../../functions/console/views';
+
+const record = (deliveries: TimelineRecord['deliveries']): TimelineRecord =>
+  ({
+    sid: 'VE0123456789abcdef0123456789abcdef',
+    accountSid: 'AC0123456789abcdef0123456789abcdef',
+    serviceSid: 'VA0123456789abcdef0123456789abcdef',
+    to: '+447400123456',
+    country: 'GB',
+    status: 'PENDING',
+    deliveryStatus: 'PENDING',
+    channel: 'sms',
+    price: 500,
+    attemptsRemaining: 5,
+    expiresAt: '2026-11-26T12:05:00.000Z',
+    dateCreated: '2026-11-26T12:00:00.000Z',
+    clientCode: false,
+    channels: ['whatsapp', 'sms'],
+    message: 'Your code is {code}.',
+    deliveries,
+    eventCount: 1,
+  }) as unknown as TimelineRecord;
+
+test('a skipped channel reads as not sent, not as a provider error; a provider error keeps its reason', () => {
+  const { entries } = timeline(
+    record({
+      0: {
+        channel: 'whatsapp',
+        outcome: 'failed',
+        reason: "skipped: the code expires in 20 s, below the channel's 30 s minimum",
+        skipped: true,
+        at: '2026-11-26T12:04:40.000Z',
+      },
+      1: {
+        channel: 'sms',
+        outcome: 'failed',
+        reason: 'User is not authorized to perform sms-voice:SendTextMessage (AccessDeniedException)',
+        at: '2026-11-26T12:04:41.000Z',
+      },
+    }),
+    { maxCheckAttempts: 5, channelWaitSeconds: 8 },
+    new Date('2026-11-26T12:04:42.000Z'),
+  );
+  const attempts = entries.filter((entry) => entry.kind === 'attempt').map((entry) => entry.text);
+  expect(attempts).toEqual([
+    "whatsapp: not sent (skipped: the code expires in 20 s, below the channel's 30 s minimum)",
+    'sms: provider error: User is not authorized to perform sms-voice:SendTextMessage (AccessDeniedException)',
+  ]);
+});
