@@ -32,10 +32,7 @@ function sourcesHash(context: object): string {
 }
 
 /** The deliver role's statements in the stack synthesized with `context` (merged over cdk.json's) for `scope`. */
-export async function deliverGrants(
-  context: Record<string, unknown>,
-  scope: IamScope,
-): Promise<IamStatement[]> {
+export function deliverGrants(context: Record<string, unknown>, scope: IamScope): IamStatement[] {
   const key = sourcesHash({ context, scope });
   const cacheDir = path.join(tmpdir(), 'otp-provider-grants');
   const cacheFile = path.join(cacheDir, `${key}.json`);
@@ -44,12 +41,13 @@ export async function deliverGrants(
   } catch {
     // Not synthesized yet for these sources.
   }
-  // Loaded here: the CDK is needed only when the simulator runs, and only on a cache miss.
-  const [{ App }, { Template }, { OtpStack }] = await Promise.all([
-    import('aws-cdk-lib'),
-    import('aws-cdk-lib/assertions'),
-    import('../lib/otp-stack'),
-  ]);
+  // Loaded here, with `require` (jest runs no dynamic import): the CDK only when the simulator runs, and only on
+  // a cache miss.
+  /* eslint-disable @typescript-eslint/no-require-imports -- see above */
+  const { App } = require('aws-cdk-lib') as typeof import('aws-cdk-lib');
+  const { Template } = require('aws-cdk-lib/assertions') as typeof import('aws-cdk-lib/assertions');
+  const { OtpStack } = require('../lib/otp-stack') as typeof import('../lib/otp-stack');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const cdkContext = (JSON.parse(readFileSync(path.join(ROOT, 'cdk.json'), 'utf8')) as { context: object })
     .context;
   const app = new App({ context: { ...cdkContext, 'aws:cdk:bundling-stacks': [], ...context } });

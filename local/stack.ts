@@ -136,7 +136,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         ? {}
         : undefined;
   const synthesized = simulatorOptions
-    ? await deliverGrants(ProviderSimulator.cdkContext(), ProviderSimulator.scope)
+    ? deliverGrants(ProviderSimulator.cdkContext(), ProviderSimulator.scope)
     : [];
   const grants = simulatorOptions?.grants?.(synthesized) ?? synthesized;
   const simulator = simulatorOptions
