@@ -1,24 +1,29 @@
 /**
  * The provider simulator of the local stack (`npm start -- --providers`): one HTTP server on 127.0.0.1 that speaks
- * the wire format of each real provider, so the real adapters (functions/adapters/providers/) run end to end:
+ * the wire format of each real provider and checks requests as the provider does, so the real adapters
+ * (functions/adapters/providers/) run end to end and are judged by the providers' contracts, not by ours:
  *
  * - AWS End User Messaging SMS (`pinpoint-sms-voice-v2`, awsJson1_0): `POST /` with
  *   `X-Amz-Target: PinpointSMSVoiceV2.SendTextMessage`; answers `{ MessageId }`; an opted-out number is the
- *   `ConflictException` with `Reason: DESTINATION_PHONE_NUMBER_OPTED_OUT` (what aws-sms.ts maps to a rejection).
- *   Its receipts are the configuration set's events (TEXT_DELIVERED, RCS_DELIVERED, TEXT_TTL_EXPIRED...) as SNS
- *   notifications, handed to the SNS receipt function in-process, as SNS invokes that Lambda.
- * - AWS End User Messaging Social (restJson): `POST /v1/whatsapp/send`; answers `{ messageId }`. Its receipts are
- *   the WhatsApp Business Account's events (Meta's webhook entry with `statuses[]`) as SNS notifications, the
- *   same way. WhatsApp refuses a number only later, so a `reject` rule is a `failed` status.
+ *   `ConflictException` with `Reason: DESTINATION_PHONE_NUMBER_OPTED_OUT`. Its receipts are the configuration
+ *   set's events as SNS notifications, handed to the SNS receipt function in-process, as SNS invokes that Lambda.
+ * - AWS End User Messaging Social (restJson1): `POST /v1/whatsapp/send` answers `{ messageId }`;
+ *   `GET /v1/whatsapp/waba/phone/details` the phone number. Its receipts are the WhatsApp Business Account's
+ *   events (Meta's webhook entry with `statuses[]`) as SNS notifications, the same way.
+ * - Both AWS services: each request is checked against AWS's own service model (local/smithy.ts) and then
+ *   authorized by the caller's IAM statements (local/iam.ts: the deliver function's, as synthesized), answering
+ *   `ValidationException` or `AccessDeniedException` as AWS does. SigV4 signatures are not verified (fake local
+ *   credentials).
  * - Vonage Messages API v1: `POST /v1/messages` with the RS256 application JWT, verified with the public key of
- *   the configured private key; answers `202 { message_uuid }`; a refused number is the 422 with
- *   `invalid_parameters: [{ name: "to" }]`. Its receipts are message-status webhooks posted over HTTP to the
- *   stack's `POST /v2/Callbacks/vonage`, signed as Vonage signs them (HS256 with the signature secret,
- *   `payload_hash`, `iat`, `jti`).
+ *   the configured private key; the body checked against Vonage's SDK types; answers `202 { message_uuid }`; a
+ *   refused number is the 422 with `invalid_parameters: [{ name: "to" }]`. Its receipts are message-status
+ *   webhooks posted to the stack's `POST /v2/Callbacks/vonage`, signed as Vonage signs them (HS256 with the
+ *   signature secret, `payload_hash`, `iat`, `jti`).
  *
- * The simulated carrier's rules (`deliver` after N ms, `silent`, `reject`, `error`, `hang`, per number prefix and
- * channel) decide what happens to each message, and the messages go to the carrier's inbox
- * (`GET /_local/messages`) with the provider's name. SigV4 signatures are not verified (fake local credentials).
+ * The simulated carrier's rules (`deliver` or `undeliverable` after N ms, `silent`, `reject`, `error`, `hang`,
+ * per number prefix and channel) decide what happens to each message; receipts come as providers send them
+ * (non-final events first, some twice, some out of order: ReceiptNoise). The messages go to the carrier's inbox
+ * (`GET /_local/messages`) with the provider's name.
  */
 import type { SNSEvent } from 'aws-lambda';
 import {

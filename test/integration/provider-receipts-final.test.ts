@@ -23,7 +23,8 @@ describe.each([
       providerSimulator: { receiptNoise },
       settings: { channelWaitSeconds: 2 },
     });
-  });
+    // The first start after a change to lib/ synthesizes the stack for the simulator's grants.
+  }, 180_000);
   afterAll(() => harness.close());
 
   test('TEXT_SUCCESSFUL (not final) then TEXT_UNREACHABLE: not delivered over sms; rcs carries the code', async () => {

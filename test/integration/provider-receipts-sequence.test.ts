@@ -20,7 +20,8 @@ beforeAll(async () => {
     providerSimulator: { receiptNoise: { duplicate: 1, reorder: 1 } },
     settings: { channelWaitSeconds: 2 },
   });
-});
+  // The first start after a change to lib/ synthesizes the stack for the simulator's grants.
+}, 180_000);
 afterAll(() => harness.close());
 afterEach(() => harness.stack.carrier.clearRules());
 
