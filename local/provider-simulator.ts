@@ -138,6 +138,8 @@ export interface SimulatorRequest {
   errorMessage?: string;
 }
 
+let vonageKey: string | undefined;
+
 export class ProviderSimulator {
   readonly requests: SimulatorRequest[] = [];
   private readonly timers = new SimulatedTimers();
@@ -184,10 +186,13 @@ export class ProviderSimulator {
   static readonly scope: IamScope = SCOPE;
 
   static async start(options: ProviderSimulatorOptions): Promise<ProviderSimulator> {
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    // One key pair per process: generating one takes a noticeable part of a second, and tests start many.
+    vonageKey ??= generateKeyPairSync('rsa', { modulusLength: 2048 })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     const credentials: VonageSimulatorCredentials = {
       applicationId: randomUUID(),
-      privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      privateKey: vonageKey,
       signatureSecret: randomBytes(24).toString('base64url'),
     };
     // The server exists before the simulator that serves it.

@@ -1,7 +1,8 @@
 /**
  * AWS SMS settles only on final events: the carrier's `TEXT_SUCCESSFUL` with `isFinal: false` is no receipt,
  * so a later `TEXT_UNREACHABLE` still fails the channel and the next one carries the code; and a non-final
- * event that arrives after the final one (SNS does not keep order) changes nothing.
+ * event that arrives after the final one (SNS does not keep order) changes nothing. And WhatsApp over AWS,
+ * with its statuses sent, delivered and read, each twice, settles once on whatsapp.
  */
 import { eventually, startHarness, type ApiClient, type Harness } from '../support/harness';
 
@@ -48,5 +49,19 @@ describe.each([
       ['sms', 'undelivered'],
       ['rcs', 'delivered'],
     ]);
+  });
+
+  test('WhatsApp over AWS: sent, delivered, read: DELIVERED on whatsapp, and it stays', async () => {
+    const api = await harness.client(await harness.createAccount({ channels: ['whatsapp', 'rcs'] }));
+    const to = indianMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { whatsapp: { deliver: 200 } } });
+    const sent = await api.send({ To: to });
+    const sid = sent.body.sid as string;
+    await eventually(
+      async () => ((await statusOf(api, sid)).delivery_status === 'DELIVERED' ? true : undefined),
+      15_000,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await statusOf(api, sid)).toMatchObject({ delivery_status: 'DELIVERED', channel: 'whatsapp' });
   });
 });

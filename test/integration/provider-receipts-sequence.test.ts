@@ -12,7 +12,7 @@ let harness: Harness;
 let counter = 0;
 /** Indian mobiles: sms (aws-sms) first. */
 const indianMobile = () => `+9198766${String(100_000 + ++counter).slice(1)}`;
-/** French mobiles: sms, whatsapp and rcs on vonage. */
+/** French mobiles: sms, whatsapp and rcs on vonage; rcs comes before sms in France's plan. */
 const frenchMobile = () => `+33613${String(1_000_000 + ++counter).slice(1)}`;
 
 beforeAll(async () => {
@@ -53,7 +53,7 @@ test('AWS SMS: each event twice, TEXT_SUCCESSFUL last: DELIVERED once, on sms, a
 });
 
 test('Vonage: submitted after delivered, each twice: DELIVERED once, and it stays', async () => {
-  const api = await client(['sms', 'rcs']);
+  const api = await client(['sms']);
   const to = frenchMobile();
   harness.stack.carrier.setRule({ prefix: to, channels: { sms: { deliver: 200 } } });
   const sent = await api.send({ To: to });
@@ -65,12 +65,12 @@ test('Vonage: submitted after delivered, each twice: DELIVERED once, and it stay
   expect(await statusOf(api, sid)).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sms' });
 });
 
-test('Vonage: undeliverable after submitted moves to the next channel, which delivers', async () => {
+test('Vonage: undeliverable after submitted moves rcs on to sms, which delivers', async () => {
   const api = await client(['sms', 'rcs']);
   const to = frenchMobile();
   harness.stack.carrier.setRule({
     prefix: to,
-    channels: { sms: { undeliverable: 200 }, rcs: { deliver: 200 } },
+    channels: { rcs: { undeliverable: 200 }, sms: { deliver: 200 } },
   });
   const sent = await api.send({ To: to });
   const sid = sent.body.sid as string;
@@ -79,10 +79,10 @@ test('Vonage: undeliverable after submitted moves to the next channel, which del
     15_000,
   );
   await quiet(600);
-  expect(await statusOf(api, sid)).toMatchObject({ delivery_status: 'DELIVERED', channel: 'rcs' });
+  expect(await statusOf(api, sid)).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sms' });
   const messages = (await api.messages(to)).reverse();
   expect(messages.map((m) => [m.channel, m.outcome])).toEqual([
-    ['sms', 'undelivered'],
-    ['rcs', 'delivered'],
+    ['rcs', 'undelivered'],
+    ['sms', 'delivered'],
   ]);
 });
