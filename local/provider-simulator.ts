@@ -121,6 +121,8 @@ export interface ProviderSimulatorOptions {
   /** The service models requests are checked against; unset: test/fixtures/aws-models/. */
   models?: { sms?: SmithyModel; social?: SmithyModel };
   receiptNoise?: Partial<ReceiptNoise>;
+  /** Told of each request refused as AWS refuses one outside its model or the caller's grants. */
+  onRefusal?: (request: SimulatorRequest) => void;
 }
 
 export interface VonageSimulatorCredentials {
@@ -268,13 +270,17 @@ export class ProviderSimulator {
     } catch (error) {
       answer = { status: 500, body: { message: `Simulator error: ${String(error)}` } };
     }
-    if (provider)
-      this.requests.push({
+    if (provider) {
+      const taken: SimulatorRequest = {
         provider,
         status: answer.status,
         ...(answer.errorType && { errorType: answer.errorType }),
         ...(answer.errorMessage && { errorMessage: answer.errorMessage }),
-      });
+      };
+      this.requests.push(taken);
+      if (taken.errorType === 'ValidationException' || taken.errorType === 'AccessDeniedException')
+        this.options.onRefusal?.(taken);
+    }
     response.writeHead(answer.status, {
       'content-type': answer.contentType ?? 'application/json',
       ...answer.headers,

@@ -27,7 +27,7 @@ import { startLocalGuard, type LocalGuard } from './guard';
 import { LocalWorkflow } from './workflow';
 import { deliverGrants } from './provider-grants';
 import type { IamStatement } from './iam';
-import { ProviderSimulator, type ReceiptNoise } from './provider-simulator';
+import { ProviderSimulator, type ReceiptNoise, type SimulatorRequest } from './provider-simulator';
 import type { SNSEvent } from 'aws-lambda';
 import { buildSnsReceiptHandler } from '../functions/receipts/handlers';
 import { providersFromEnv, smsSuccessfulMeansFromEnv } from '../functions/wiring/providers';
@@ -102,6 +102,8 @@ export interface LocalProviderSimulatorOptions {
   receiptNoise?: Partial<ReceiptNoise>;
   /** Changes the synthesized grants the AWS calls are authorized by (a test taking one away). */
   grants?: (synthesized: IamStatement[]) => IamStatement[];
+  /** Told of each request the simulator refused as invalid or unauthorized. */
+  onRefusal?: (request: SimulatorRequest) => void;
 }
 
 export interface LocalStack {
@@ -147,6 +149,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         now: () => deps.clock.now(),
         grants: () => grants,
         ...(simulatorOptions.receiptNoise && { receiptNoise: simulatorOptions.receiptNoise }),
+        ...(simulatorOptions.onRefusal && { onRefusal: simulatorOptions.onRefusal }),
       })
     : undefined;
   if (simulator) {
