@@ -47,13 +47,16 @@ export interface ValidationIssue {
 }
 
 /**
- * Where the models are: `OTP_AWS_MODELS_DIR`, else `aws-models/` in the shared folder beside the repository
- * (test/fixtures/aws-models/README.md says why they are not in the repository, and where they come from).
+ * Where the models are looked for, in order: `OTP_AWS_MODELS_DIR`, `aws-models/` in the shared folder beside the
+ * repository, and test/fixtures/aws-models/ (whose README says where they come from and why they are kept
+ * outside the repository for now).
  */
 export const modelDirectories = (): string[] =>
-  [process.env.OTP_AWS_MODELS_DIR, path.join(__dirname, '..', '..', 'shared', 'aws-models')].filter(
-    (dir): dir is string => dir !== undefined && dir !== '',
-  );
+  [
+    process.env.OTP_AWS_MODELS_DIR,
+    path.join(__dirname, '..', '..', 'shared', 'aws-models'),
+    path.join(__dirname, '..', 'test', 'fixtures', 'aws-models'),
+  ].filter((dir): dir is string => dir !== undefined && dir !== '');
 
 const cache = new Map<string, SmithyModel>();
 
