@@ -16,7 +16,12 @@ import { SimulatedTimers } from './timers';
  * `error`: the carrier answers HTTP 500; `hang`: it answers nothing for that many ms (the service's time-out
  * fires first), then 500. An error or a hang carries nothing.
  */
-export type ChannelBehaviour = 'silent' | 'reject' | 'error' | { deliver: number } | { hang: number };
+/**
+ * `deliver`: accepted, delivered after N ms; `undeliverable`: accepted, reported undeliverable after N ms (the
+ * handset is off or the number unreachable: the provider learns it from the network, not at the send).
+ */
+export type ChannelBehaviour =
+  'silent' | 'reject' | 'error' | { deliver: number } | { undeliverable: number } | { hang: number };
 
 const fails = (behaviour: ChannelBehaviour): boolean =>
   behaviour === 'error' || (typeof behaviour === 'object' && 'hang' in behaviour);
@@ -31,6 +36,7 @@ const behaviourSchema = z.union([
   z.literal('reject'),
   z.literal('error'),
   z.object({ deliver: z.number().int().min(0).max(600_000) }),
+  z.object({ undeliverable: z.number().int().min(0).max(600_000) }),
   z.object({ hang: z.number().int().min(0).max(600_000) }),
 ]);
 
@@ -48,7 +54,7 @@ export interface CarriedMessage {
   /** The provider that carried it under the provider simulator (local/provider-simulator.ts); unset: this carrier. */
   provider?: string;
   /** `delivered` once the receipt was posted; `accepted` while (or if forever) unconfirmed; `rejected`. */
-  outcome: 'accepted' | 'delivered' | 'rejected';
+  outcome: 'accepted' | 'delivered' | 'rejected' | 'undelivered';
   time: string;
 }
 
@@ -132,7 +138,9 @@ export class SimulatedCarrier {
       record.messageId = `SM${randomUUID().replaceAll('-', '')}`;
       answer = { status: 'accepted', messageId: record.messageId };
       if (typeof behaviour === 'object' && 'deliver' in behaviour)
-        this.timers.later(behaviour.deliver, () => this.postReceipt(record));
+        this.timers.later(behaviour.deliver, () => this.postReceipt(record, 'delivered'));
+      if (typeof behaviour === 'object' && 'undeliverable' in behaviour)
+        this.timers.later(behaviour.undeliverable, () => this.postReceipt(record, 'failed'));
     }
     this.carried.push(record);
     this.answers.set(message.reference, answer);
@@ -162,12 +170,8 @@ export class SimulatedCarrier {
     return rule?.channels[channel] ?? this.options.defaultBehaviour ?? { deliver: 200 };
   }
 
-  private async postReceipt(record: CarriedMessage): Promise<void> {
-    const body = JSON.stringify({
-      reference: record.reference,
-      messageId: record.messageId,
-      status: 'delivered',
-    });
+  private async postReceipt(record: CarriedMessage, status: 'delivered' | 'failed'): Promise<void> {
+    const body = JSON.stringify({ reference: record.reference, messageId: record.messageId, status });
     try {
       const response = await fetch(this.options.receiptUrl(), {
         method: 'POST',
@@ -177,7 +181,7 @@ export class SimulatedCarrier {
         },
         body,
       });
-      if (response.ok) record.outcome = 'delivered';
+      if (response.ok) record.outcome = status === 'delivered' ? 'delivered' : 'undelivered';
     } catch {
       // The service is down: a real carrier would retry; the simulated one leaves the message unconfirmed.
     }

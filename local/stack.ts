@@ -25,7 +25,9 @@ import { startHttpServer, type LocalRoute, type Route } from './server';
 import { startLocalWebhooks, type LocalWebhooks } from './webhooks';
 import { startLocalGuard, type LocalGuard } from './guard';
 import { LocalWorkflow } from './workflow';
-import { ProviderSimulator } from './provider-simulator';
+import { deliverGrants } from './provider-grants';
+import type { IamStatement } from './iam';
+import { ProviderSimulator, type ReceiptNoise, type SimulatorRequest } from './provider-simulator';
 import type { SNSEvent } from 'aws-lambda';
 import { buildSnsReceiptHandler } from '../functions/receipts/handlers';
 import { providersFromEnv } from '../functions/wiring/providers';
@@ -84,7 +86,7 @@ export interface LocalStackOptions {
    * Runs the real provider adapters (aws-sms for sms and rcs, aws-whatsapp, vonage for viber; sna stays on the
    * carrier) against the provider simulator (local/provider-simulator.ts), which follows the carrier's rules.
    */
-  providerSimulator?: boolean;
+  providerSimulator?: boolean | LocalProviderSimulatorOptions;
   /**
    * Runs the pumping guard's stream consumer (local/guard.ts), as the GuardSignals Lambda does on AWS: the rules
    * (sequential numbers, surges, novelty) block. Off by default here (tests and benches that send many made-up
@@ -92,6 +94,16 @@ export interface LocalStackOptions {
    * idle stream is read (default 1 s).
    */
   guardConsumer?: boolean | { intervalMs: number };
+}
+
+/** What tests may change in the provider simulator. */
+export interface LocalProviderSimulatorOptions {
+  /** Duplicates and reordering of the receipts (local/provider-simulator.ts ReceiptNoise). */
+  receiptNoise?: Partial<ReceiptNoise>;
+  /** Changes the synthesized grants the AWS calls are authorized by (a test taking one away). */
+  grants?: (synthesized: IamStatement[]) => IamStatement[];
+  /** Told of each request the simulator refused as invalid or unauthorized. */
+  onRefusal?: (request: SimulatorRequest) => void;
 }
 
 export interface LocalStack {
@@ -118,12 +130,26 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
   // The provider simulator's objects are bound late: it starts first, since its settings are part of the env.
   const simulated: { carrier?: SimulatedCarrier; sns?: (event: SNSEvent) => Promise<unknown> } = {};
-  const simulator = options.providerSimulator
+  // The AWS calls are authorized as on AWS: by the deliver function's statements in the synthesized stack.
+  const simulatorOptions =
+    typeof options.providerSimulator === 'object'
+      ? options.providerSimulator
+      : options.providerSimulator
+        ? {}
+        : undefined;
+  const synthesized = simulatorOptions
+    ? deliverGrants(ProviderSimulator.cdkContext(), ProviderSimulator.scope)
+    : [];
+  const grants = simulatorOptions?.grants?.(synthesized) ?? synthesized;
+  const simulator = simulatorOptions
     ? await ProviderSimulator.start({
         carrier: () => simulated.carrier!,
         deliverSns: (event) => simulated.sns!(event),
         stackUrl: () => url,
         now: () => deps.clock.now(),
+        grants: () => grants,
+        ...(simulatorOptions.receiptNoise && { receiptNoise: simulatorOptions.receiptNoise }),
+        ...(simulatorOptions.onRefusal && { onRefusal: simulatorOptions.onRefusal }),
       })
     : undefined;
   if (simulator) {

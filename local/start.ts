@@ -20,6 +20,7 @@ import { createDocumentClient, createDynamoClient } from '../functions/adapters/
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { startDynamoLocal } from './dynamodb-local';
+import type { SimulatorRequest } from './provider-simulator';
 import { guardConsumerFromEnv } from './guard';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from './seed';
 import { LOCAL_STACK_STATE_FILE, startLocalStack, writeLocalStackState } from './stack';
@@ -67,7 +68,16 @@ async function main(): Promise<void> {
     tableName: LOCAL_TABLE_NAME,
     masterKey,
     port,
-    providerSimulator: values.providers || process.env.OTP_LOCAL_PROVIDERS === '1',
+    // The simulator's refusals (a request outside AWS's model or the synthesized grants) on stderr: the channel
+    // falls through to the next, as on AWS, and this says why.
+    ...((values.providers || process.env.OTP_LOCAL_PROVIDERS === '1') && {
+      providerSimulator: {
+        onRefusal: (refusal: SimulatorRequest) =>
+          console.error(
+            `provider simulator: ${refusal.provider} answered ${refusal.status} ${refusal.errorType}: ${refusal.errorMessage}`,
+          ),
+      },
+    }),
     // As on AWS, the guard's rules act (its consumer reads the table's stream every second).
     guardConsumer: guardConsumerFromEnv(process.env),
     // Request logs go to stderr so that `--json` leaves stdout to the one ready line.

@@ -23,7 +23,8 @@ beforeAll(async () => {
   // A 2 s channel wait: the simulated receipts come 200 ms after the send, but a loaded machine (the whole suite on
   // two cores) once took over 1 s to hand WhatsApp's to the SNS receipt function, and the fallback test moved on.
   harness = await startHarness({ providerSimulator: true, settings: { channelWaitSeconds: 2 } });
-});
+  // The first start after a change to lib/ synthesizes the stack for the simulator's grants.
+}, 180_000);
 afterAll(() => harness.close());
 afterEach(() => harness.stack.carrier.clearRules());
 

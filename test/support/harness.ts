@@ -16,7 +16,7 @@ import type { DeliveryWorkflow } from '../../functions/core/ports';
 import { CHANNELS, type Channel } from '../../functions/core/routing';
 import { SETTING_ENV, type Settings } from '../../functions/core/settings';
 import type { ChannelBehaviour } from '../../local/carrier';
-import { startLocalStack, type LocalStack } from '../../local/stack';
+import { startLocalStack, type LocalProviderSimulatorOptions, type LocalStack } from '../../local/stack';
 import { createTable } from '../../local/table';
 import { FakeClock } from './fake-clock';
 
@@ -54,7 +54,7 @@ export interface HarnessOptions {
   /** Where the handlers and delivery tasks write their metrics (none by default), e.g. the EMF adapter. */
   metrics?: Metrics;
   /** The real provider adapters against the local provider simulator (local/provider-simulator.ts). */
-  providerSimulator?: boolean;
+  providerSimulator?: boolean | LocalProviderSimulatorOptions;
   /** Runs the pumping guard's stream consumer on the table's stream (off by default: tests send made-up numbers). */
   guardConsumer?: boolean | { intervalMs: number };
   /** Runs the sweeper on its own timer, as `npm start` does every minute (off by default: tests run it by hand). */
@@ -101,7 +101,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // Tests run the sweeper themselves when they need it, unless they ask for its timer.
     sweepIntervalMs: options.sweepIntervalMs ?? 0,
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
-    ...(options.providerSimulator && { providerSimulator: true }),
+    ...(options.providerSimulator && { providerSimulator: options.providerSimulator }),
     ...(options.guardConsumer && { guardConsumer: options.guardConsumer }),
   });
 
