@@ -49,7 +49,7 @@ import {
   type IamScope,
   type IamStatement,
 } from './iam';
-import { loadModel, SmithyValidator, type SmithyModel, type ValidationIssue } from './smithy';
+import { findModel, SmithyValidator, type SmithyModel, type ValidationIssue } from './smithy';
 import { SimulatedTimers } from './timers';
 
 /** The providers of each channel under the simulator; `sna` stays on the simulated carrier (http-carrier). */
@@ -83,7 +83,8 @@ const META_PHONE_NUMBER_ID = '110000000000000';
 const WHATSAPP_TEMPLATE = 'otp_authentication';
 const WABA_ID = '100000000000000';
 const WABA_LOCAL_ID = 'fedcba9876543210fedcba9876543210';
-const VONAGE_FROM = { viber: 'OTPLocal', sms: 'OTPLocal', rcs: 'otplocal', whatsapp: '14155550000' };
+// Viber's sender is the numeric Business Message ID (16273 is Vonage's sandbox one), never a brand name.
+const VONAGE_FROM = { viber: '16273', sms: 'OTPLocal', rcs: 'otplocal', whatsapp: '14155550000' };
 
 const isWhatsAppPhoneNumber = (idOrArn: string) =>
   idOrArn === WHATSAPP_PHONE_NUMBER_ID || idOrArn === WHATSAPP_PHONE_NUMBER_ARN;
@@ -146,7 +147,8 @@ export class ProviderSimulator {
   readonly requests: SimulatorRequest[] = [];
   private readonly timers = new SimulatedTimers();
   private readonly vonagePublicKey: KeyObject;
-  private readonly validators: { sms: SmithyValidator; social: SmithyValidator };
+  /** Absent where AWS's models are not on this machine: requests are then checked by IAM only. */
+  private readonly validators: { sms?: SmithyValidator; social?: SmithyValidator };
   private readonly noise: ReceiptNoise;
   private readonly random: () => number;
   private closed = false;
@@ -159,9 +161,11 @@ export class ProviderSimulator {
     readonly vonage: VonageSimulatorCredentials,
   ) {
     this.vonagePublicKey = createPublicKey(vonage.privateKey);
+    const sms = options.models?.sms ?? findModel('pinpoint-sms-voice-v2');
+    const social = options.models?.social ?? findModel('socialmessaging');
     this.validators = {
-      sms: new SmithyValidator(options.models?.sms ?? loadModel('pinpoint-sms-voice-v2')),
-      social: new SmithyValidator(options.models?.social ?? loadModel('socialmessaging')),
+      ...(sms && { sms: new SmithyValidator(sms) }),
+      ...(social && { social: new SmithyValidator(social) }),
     };
     this.noise = { ...DEFAULT_RECEIPT_NOISE, ...options.receiptNoise };
     this.random = mulberry32(this.noise.seed);
@@ -303,12 +307,17 @@ export class ProviderSimulator {
     const validator = this.validators[service];
     const namespace =
       service === 'sms' ? 'com.amazonaws.pinpointsmsvoicev2' : 'com.amazonaws.socialmessaging';
-    const issues = validator.validate(validator.inputOf(`${namespace}#${operation}`), input);
+    const issues = validator?.validate(validator.inputOf(`${namespace}#${operation}`), input) ?? [];
     if (issues.length > 0) return { validation: issues };
     const action = `${service === 'sms' ? 'sms-voice' : 'social-messaging'}:${operation}`;
     const decision = authorize(this.grants(), action, resources(input as Record<string, unknown>));
     if (!decision.allowed) return { denied: decision.resource, action };
     return undefined;
+  }
+
+  /** Whether AWS requests are checked against AWS's service models (absent models: IAM only). */
+  get checksModels(): boolean {
+    return this.validators.sms !== undefined && this.validators.social !== undefined;
   }
 
   private grants(): IamStatement[] {

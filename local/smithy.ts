@@ -62,6 +62,16 @@ const cache = new Map<string, SmithyModel>();
 
 /** A service model by its file name (`pinpoint-sms-voice-v2`, `socialmessaging`), read once. */
 export function loadModel(name: string): SmithyModel {
+  const model = findModel(name);
+  if (model) return model;
+  throw new Error(
+    `The AWS service model ${name}.json is in none of ${modelDirectories().join(', ')}: ` +
+      'see test/fixtures/aws-models/README.md',
+  );
+}
+
+/** The model, or undefined when no directory has it. */
+export function findModel(name: string): SmithyModel | undefined {
   const known = cache.get(name);
   if (known) return known;
   for (const dir of modelDirectories()) {
@@ -75,10 +85,7 @@ export function loadModel(name: string): SmithyModel {
     cache.set(name, model);
     return model;
   }
-  throw new Error(
-    `The AWS service model ${name}.json is in none of ${modelDirectories().join(', ')}: ` +
-      'see test/fixtures/aws-models/README.md',
-  );
+  return undefined;
 }
 
 /** The prelude's simple shapes (`smithy.api#String`…): no constraint but their type. */

@@ -108,7 +108,7 @@ OTP service running (local stack)
   DynamoDB     ${dynamo.endpoint} (table ${LOCAL_TABLE_NAME}${persistDir ? `, data in ${persistDir}` : ', in memory'})
   Messages     ${stack.url}/_local/messages?to=%2B14155550100
   Console      ${stack.url}/console (local sign-in, loopback only: ${DEMO_CONSOLE_USER})
-  Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage (France: sms, whatsapp, rcs vonage too); sna carrier` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
+  Providers    ${stack.providerSimulator ? `simulated real adapters at ${stack.providerSimulator.url}: sms, rcs aws-sms; whatsapp aws-whatsapp; viber vonage (France: sms, whatsapp, rcs vonage too); sna carrier${stack.providerSimulator.checksModels ? '' : '\n               AWS requests checked by IAM only: no AWS service models here (test/fixtures/aws-models/README.md)'}` : 'simulated carrier (http-carrier) on every channel; --providers for the real adapters'}
   Guard        ${stack.guard ? `rules on (level standard), about a second after each send; OTP_GUARD_CONSUMER=off for the high-risk list only` : 'high-risk list only (OTP_GUARD_CONSUMER=off)'}
   Webhooks     npm run admin -- webhook add ${account.serviceSid} ${stack.url}/_local/webhooks/receiver
                then ${stack.url}/_local/webhooks

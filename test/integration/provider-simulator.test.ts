@@ -1,275 +1,34 @@
 /**
  * The provider simulator answers as AWS and Vonage do, judged by their own contracts and never by our adapters:
- * requests go through AWS's own SDK clients (or plain HTTP for Vonage), and the expectations come from the
- * service models (test/fixtures/aws-models/README.md), IAM's rules with the Service Authorization Reference's
- * ARN formats, and the providers' documented receipt sequences. Changing one grant or one model pattern shows
- * the failure AWS would answer.
+ * requests go through AWS's own SDK clients (or plain HTTP for Vonage), and the expectations come from IAM's
+ * rules with the Service Authorization Reference's ARN formats and the providers' documented receipt sequences.
+ * Changing one grant shows the failure AWS would answer. The checks against AWS's service models are in
+ * test/models/provider-simulator-models.test.ts.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import {
-  PinpointSMSVoiceV2Client,
-  SendTextMessageCommand,
-  type SendTextMessageCommandInput,
-} from '@aws-sdk/client-pinpoint-sms-voice-v2';
-import {
-  GetLinkedWhatsAppBusinessAccountPhoneNumberCommand,
-  SendWhatsAppMessageCommand,
-  SocialMessagingClient,
-} from '@aws-sdk/client-socialmessaging';
-import type { SNSEvent } from 'aws-lambda';
+import { SendTextMessageCommand } from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import { SendWhatsAppMessageCommand } from '@aws-sdk/client-socialmessaging';
 import { applicationJwt } from '../../functions/adapters/providers/vonage-jwt';
-import { SimulatedCarrier } from '../../local/carrier';
-import type { IamStatement } from '../../local/iam';
 import { deliverGrants } from '../../local/provider-grants';
-import { ProviderSimulator, type ReceiptNoise } from '../../local/provider-simulator';
-import { loadModel, type SmithyModel } from '../../local/smithy';
+import { ProviderSimulator } from '../../local/provider-simulator';
+import {
+  ACCOUNT,
+  POOL,
+  PHONE_NUMBER_ID,
+  PHONE_NUMBER_ARN,
+  type Running,
+  start,
+  smsClient,
+  socialClient,
+  allow,
+  textMessage,
+  whatsAppMessage,
+  failure,
+  events,
+  eventually,
+  stopAll,
+} from '../support/provider-simulator';
 
-const ACCOUNT = '000000000000';
-const POOL = `arn:aws:sms-voice:us-east-1:${ACCOUNT}:pool/pool-0123456789abcdef0123456789abcdef`;
-const PHONE_NUMBER_ID = 'phone-number-id-0123456789abcdef0123456789abcdef';
-const PHONE_NUMBER_ARN = `arn:aws:social-messaging:us-east-1:${ACCOUNT}:phone-number-id/0123456789abcdef0123456789abcdef`;
-
-interface Running {
-  simulator: ProviderSimulator;
-  carrier: SimulatedCarrier;
-  sns: SNSEvent[];
-  webhooks: Record<string, unknown>[];
-  close(): Promise<void>;
-}
-
-const started: Running[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((running) => running.close()));
-});
-
-/** A simulator with these grants (and models), its SNS notifications and Vonage webhooks collected. */
-async function start(
-  options: {
-    grants?: IamStatement[];
-    models?: { sms?: SmithyModel; social?: SmithyModel };
-    noise?: Partial<ReceiptNoise>;
-  } = {},
-): Promise<Running> {
-  const webhooks: Record<string, unknown>[] = [];
-  const receiver: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      webhooks.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
-      response.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  const carrier = new SimulatedCarrier({
-    receiptUrl: () => `${receiverUrl}/carrier`,
-    receiptSecret: Buffer.alloc(32),
-    token: 'local',
-  });
-  const sns: SNSEvent[] = [];
-  const simulator = await ProviderSimulator.start({
-    carrier: () => carrier,
-    deliverSns: async (event) => {
-      sns.push(event);
-    },
-    stackUrl: () => receiverUrl,
-    grants: () => options.grants ?? [],
-    ...(options.models && { models: options.models }),
-    receiptNoise: { duplicate: 0, reorder: 0, ...options.noise },
-  });
-  const running: Running = {
-    simulator,
-    carrier,
-    sns,
-    webhooks,
-    close: async () => {
-      await simulator.close();
-      await carrier.close();
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
-    },
-  };
-  started.push(running);
-  return running;
-}
-
-const credentials = { accessKeyId: 'AKIALOCALSIMULATOR00', secretAccessKey: 'local' };
-const smsClient = (url: string) =>
-  new PinpointSMSVoiceV2Client({ endpoint: url, region: 'us-east-1', credentials, maxAttempts: 1 });
-const socialClient = (url: string) =>
-  new SocialMessagingClient({ endpoint: url, region: 'us-east-1', credentials, maxAttempts: 1 });
-
-const allow = (action: string, ...resources: string[]): IamStatement => ({
-  effect: 'Allow',
-  actions: [action],
-  resources,
-});
-
-const textMessage = (extra: Partial<SendTextMessageCommandInput> = {}): SendTextMessageCommandInput => ({
-  DestinationPhoneNumber: '+447400123456',
-  OriginationIdentity: POOL,
-  MessageBody: 'Your code is 123456.',
-  MessageType: 'TRANSACTIONAL',
-  TimeToLive: 300,
-  ...extra,
-});
-
-const whatsAppMessage = (to = '447400123456') =>
-  new TextEncoder().encode(
-    JSON.stringify({
-      messaging_product: 'whatsapp',
-      to,
-      type: 'template',
-      biz_opaque_callback_data: 'ref-1',
-      template: {
-        name: 'otp_authentication',
-        language: { code: 'en_US' },
-        components: [{ type: 'body', parameters: [{ type: 'text', text: '123456' }] }],
-      },
-    }),
-  );
-
-/** The error an SDK call threw: its name (the modeled shape), message and HTTP status. */
-async function failure(call: Promise<unknown>) {
-  const error = (await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  )) as
-    | { name: string; message: string; $metadata: { httpStatusCode?: number }; [key: string]: unknown }
-    | undefined;
-  if (!error) throw new Error('The call succeeded');
-  return error;
-}
-
-const events = (running: Running) =>
-  running.sns.map((event) => JSON.parse(event.Records[0]!.Sns.Message) as Record<string, unknown>);
-
-const eventually = async <T>(read: () => T | undefined, timeoutMs = 5000): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('Timed out');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
-
-describe('the service models', () => {
-  test('a request within the model is taken; DryRun is checked and carried nowhere', async () => {
-    const running = await start({ grants: [allow('sms-voice:SendTextMessage', POOL)] });
-    const client = smsClient(running.simulator.url);
-    expect((await client.send(new SendTextMessageCommand(textMessage()))).MessageId).toBeDefined();
-    await client.send(
-      new SendTextMessageCommand(textMessage({ DestinationPhoneNumber: '+447400999999', DryRun: true })),
-    );
-    expect(running.carrier.messagesTo('+447400999999')).toEqual([]);
-  });
-
-  test.each([
-    [
-      'MaxPrice under its 2 characters',
-      { MaxPrice: '1' },
-      'MaxPrice',
-      'have length greater than or equal to 2',
-    ],
-    [
-      'MaxPrice outside its pattern',
-      { MaxPrice: '0.123456' },
-      'MaxPrice',
-      'satisfy regular expression pattern',
-    ],
-    ['TimeToLive under 5 s', { TimeToLive: 4 }, 'TimeToLive', 'have value greater than or equal to 5'],
-    [
-      'a number outside E.164',
-      { DestinationPhoneNumber: '00447400123456' },
-      'DestinationPhoneNumber',
-      'pattern',
-    ],
-    ['a message type not in the enum', { MessageType: 'OTP' as never }, 'MessageType', 'enum value set'],
-    [
-      'an India parameter not in the enum',
-      { DestinationCountryParameters: { IN_TEMPLATE: '1' } as never },
-      'DestinationCountryParameters/IN_TEMPLATE',
-      'enum value set',
-    ],
-  ])('SendTextMessage: %s is a ValidationException', async (_name, extra, field, constraint) => {
-    const running = await start({ grants: [allow('sms-voice:SendTextMessage', POOL)] });
-    const error = await failure(
-      smsClient(running.simulator.url).send(new SendTextMessageCommand(textMessage(extra))),
-    );
-    expect(error.name).toBe('ValidationException');
-    expect(error.$metadata.httpStatusCode).toBe(400);
-    expect(error.Reason).toBe('FIELD_VALIDATION_FAILED');
-    expect(error.Fields).toEqual([{ Name: field, Message: expect.stringContaining(constraint) as string }]);
-    expect(error.message).toMatch(/^1 validation error detected: /);
-    expect(running.carrier.messagesTo(undefined)).toEqual([]);
-  });
-
-  test('SendWhatsAppMessage: the phone number ARN with its phone-number-id- prefix kept is refused', async () => {
-    const prefixKept = `arn:aws:social-messaging:us-east-1:${ACCOUNT}:phone-number-id/${PHONE_NUMBER_ID}`;
-    const running = await start({
-      grants: [allow('social-messaging:SendWhatsAppMessage', prefixKept, PHONE_NUMBER_ARN)],
-    });
-    const client = socialClient(running.simulator.url);
-    const error = await failure(
-      client.send(
-        new SendWhatsAppMessageCommand({
-          originationPhoneNumberId: prefixKept,
-          message: whatsAppMessage(),
-          metaApiVersion: 'v23.0',
-        }),
-      ),
-    );
-    expect(error.name).toBe('ValidationException');
-    expect(error.$metadata.httpStatusCode).toBe(400);
-    expect(error.message).toContain("at '/originationPhoneNumberId' failed to satisfy constraint");
-    // The id and the real ARN are both within the pattern.
-    for (const originationPhoneNumberId of [PHONE_NUMBER_ID, PHONE_NUMBER_ARN])
-      await client.send(
-        new SendWhatsAppMessageCommand({
-          originationPhoneNumberId,
-          message: whatsAppMessage(),
-          metaApiVersion: 'v23.0',
-        }),
-      );
-  });
-
-  test('changing one pattern of the model changes the answer', async () => {
-    const social = structuredClone(loadModel('socialmessaging'));
-    social.shapes['com.amazonaws.socialmessaging#WhatsAppPhoneNumberId']!.traits!['smithy.api#pattern'] =
-      '^arn:.*$';
-    const running = await start({
-      grants: [allow('social-messaging:SendWhatsAppMessage', PHONE_NUMBER_ARN)],
-      models: { social },
-    });
-    const error = await failure(
-      socialClient(running.simulator.url).send(
-        new SendWhatsAppMessageCommand({
-          originationPhoneNumberId: PHONE_NUMBER_ID,
-          message: whatsAppMessage(),
-          metaApiVersion: 'v23.0',
-        }),
-      ),
-    );
-    expect(error.name).toBe('ValidationException');
-    expect(error.message).toContain('Member must satisfy regular expression pattern: ^arn:.*$');
-  });
-
-  test('GetLinkedWhatsAppBusinessAccountPhoneNumber: checked and authorized like a send', async () => {
-    const running = await start({
-      grants: [allow('social-messaging:GetLinkedWhatsAppBusinessAccountPhoneNumber', PHONE_NUMBER_ARN)],
-    });
-    const client = socialClient(running.simulator.url);
-    const found = await client.send(
-      new GetLinkedWhatsAppBusinessAccountPhoneNumberCommand({ id: PHONE_NUMBER_ID }),
-    );
-    expect(found.phoneNumber?.arn).toBe(PHONE_NUMBER_ARN);
-    const error = await failure(
-      client.send(new GetLinkedWhatsAppBusinessAccountPhoneNumberCommand({ id: 'waba-1' })),
-    );
-    expect(error.name).toBe('ValidationException');
-  });
-});
+afterEach(stopAll);
 
 describe('IAM', () => {
   test('the deliver role as synthesized may send SMS from its pool; without that one grant, AccessDenied', async () => {
