@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { measureBundles } from './bundles';
 import { costModel } from './cost';
 import { countOperations } from './counts';
+import { countGuardConsumer } from './guard-consumer';
 import { measureLatency } from './latency';
 import { evaluateTargets, renderReport, type BenchResults, type Machine } from './report';
 import { startBenchService } from './service';
@@ -35,6 +36,7 @@ const PLAN = quick
       levels: [1, 8],
       durationS: 2,
       coldRuns: 3,
+      guard: { sendsPerSecond: 10, warmupSeconds: 60, measuredSeconds: 10 },
     }
   : {
       countRuns: 5,
@@ -44,6 +46,7 @@ const PLAN = quick
       levels: [1, 8, 32],
       durationS: 5,
       coldRuns: 20,
+      guard: { sendsPerSecond: 10, warmupSeconds: 900, measuredSeconds: 30 },
     };
 
 const RESULTS_FILE = join(__dirname, 'results.json');
@@ -112,6 +115,12 @@ async function main(): Promise<void> {
       log('counting DynamoDB requests per operation and per delivery path');
       counts = await countOperations(service, caller, broke, numbers, PLAN.countRuns);
       partDone('counts');
+      const guard = PLAN.guard;
+      log(
+        `the guard's stream consumer: ${guard.sendsPerSecond} sends/s, ${guard.warmupSeconds} s warm-up, ${guard.measuredSeconds} s metered`,
+      );
+      counts.guardConsumer = await countGuardConsumer(db, guard);
+      partDone('guard consumer');
 
       // Latency runs without the capacity probes (they read items around every write).
       for (const meter of Object.values(service.meters)) meter.probe = undefined;
