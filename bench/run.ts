@@ -46,7 +46,7 @@ const PLAN = quick
       levels: [1, 8, 32],
       durationS: 5,
       coldRuns: 20,
-      guard: { sendsPerSecond: 10, warmupSeconds: 900, measuredSeconds: 30 },
+      guard: { sendsPerSecond: 10, warmupSeconds: 600, measuredSeconds: 30 },
     };
 
 const RESULTS_FILE = join(__dirname, 'results.json');
