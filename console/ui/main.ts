@@ -343,6 +343,11 @@ async function settingsPage(sid: string): Promise<void> {
     return { c, box };
   });
   const err = formError();
+  const riskCheck = h('input', {
+    type: 'checkbox',
+    id: 'risk-check-opt-out',
+    checked: s.riskCheckOptOut === true,
+  }) as HTMLInputElement;
   const template = s.defaultTemplate as Json | null;
   show(
     'Settings',
@@ -398,6 +403,29 @@ async function settingsPage(sid: string): Promise<void> {
         }),
       ),
       err,
+    ),
+    h('h2', {}, 'Pumping guard'),
+    h(
+      'div',
+      { class: 'card' },
+      h(
+        'div',
+        { class: 'row' },
+        riskCheck,
+        h(
+          'label',
+          { for: 'risk-check-opt-out', class: 'inline' },
+          "Let a send's RiskCheck=disable skip the guard (off: every send is judged, and the answer is the same)",
+        ),
+      ),
+      h(
+        'p',
+        {},
+        action('Save guard setting', async () => {
+          await api('PUT', `/services/${sid}/guard`, { riskCheckOptOut: riskCheck.checked });
+          await settingsPage(sid);
+        }),
+      ),
     ),
   );
 }

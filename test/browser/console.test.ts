@@ -10,7 +10,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { hashApiKey } from '../../functions/adapters/crypto';
+import { cryptoRandom, hashApiKey } from '../../functions/adapters/crypto';
+import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
@@ -81,6 +82,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  accountsClient?.destroy();
   await browser?.close();
   await stack?.close();
   if (downloads) rmSync(downloads, { recursive: true, force: true });
@@ -92,6 +94,14 @@ afterEach(() => {
   expect(problems.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
 });
 
+/** The account store on the run's table, to see what the console wrote. */
+let accountsClient: ReturnType<typeof createDocumentClient> | undefined;
+const stackAccounts = () =>
+  new AccountStore(
+    (accountsClient ??= createDocumentClient({ endpoint: dynamoEndpoint() })),
+    tableName,
+    cryptoRandom,
+  );
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png` });
 const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
 const go = async (hash: string, ready: string) => {
@@ -303,6 +313,21 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   await go(`/s/${demo.serviceSid}/settings`, '#allowed-summary');
   // A service made as a new one is: every served country but the high-risk ones, named where it is described.
   expect(await text('#allowed-summary')).toContain('NG Nigeria');
+  // The RiskCheck permission, off by default, saved on the service.
+  expect(await page.$eval('#risk-check-opt-out', (el) => (el as HTMLInputElement).checked)).toBe(false);
+  await page.click('#risk-check-opt-out');
+  await clickButton('Save guard setting');
+  await eventually(async () =>
+    (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? true : undefined,
+  );
+  await page.waitForFunction(
+    () => (document.querySelector('#risk-check-opt-out') as HTMLInputElement)?.checked,
+  );
+  await page.click('#risk-check-opt-out');
+  await clickButton('Save guard setting');
+  await eventually(async () =>
+    (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? undefined : true,
+  );
 
   await go(`/s/${demo.serviceSid}/rules`, '#allow-list');
   expect(await text('#allowed-countries')).toMatch(/^Allowed: .*\bGB\b/);
