@@ -152,6 +152,8 @@ export interface CostResults {
     logBytes: number;
     /** Of `rru` and `wru`: the sweeper's look at the send (absent from results of before it walked the ledger). */
     sweeper?: { rru: number; wru: number; requests: number };
+    /** The guard consumer's share, per send at its measured rate, and its DynamoDB USD per million. */
+    guardConsumer?: { rru: number; wru: number; requests: number; usd: number };
   };
   lines: CostLine[];
   /**
@@ -280,6 +282,15 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
     reported += sweeper.reportedCapacity;
   }
 
+  // The pumping guard's stream consumer: its reads and transactional rewrites of the aggregates, per send at
+  // the rate it was measured (bench/guard-consumer.ts). Its Lambda time (a batch a second) is not priced.
+  const guard = counts.guardConsumer?.perSend;
+  if (guard) {
+    rru += guard.rru;
+    wru += guard.wru;
+    reported += guard.reportedCapacity;
+  }
+
   const apiGatewayRequests = api.reduce((total, entry) => total + entry.calls, 0) + path.receipts;
   // Time in receipt waits: a wait followed by its AfterWait task lasted the whole wait; one that ended at a
   // status read (a receipt had settled the delivery), up to that read. The path ran with the default wait.
@@ -339,7 +350,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       service: 'DynamoDB on-demand',
       measured: dynamo,
       projected: dynamo,
-      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s)${sweeper ? `, ${round(sweeper.rru, 2)} RRU + ${round(sweeper.wru, 2)} WRU the sweeper's two reads and ledger share` : ''})`,
+      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s)${sweeper ? `, ${round(sweeper.rru, 2)} RRU + ${round(sweeper.wru, 2)} WRU the sweeper's two reads and ledger share` : ''}${guard ? `, ${round(guard.wru, 2)} WRU + ${round(guard.rru, 2)} RRU the guard consumer's at ${counts.guardConsumer!.sendsPerSecond} sends/s` : ''})`,
     },
     {
       service: 'Step Functions Express',
@@ -425,6 +436,14 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       logBytes: Math.round(logTotal),
       ...(sweeper && {
         sweeper: { rru: sweeper.rru, wru: sweeper.wru, requests: sweeper.requests },
+      }),
+      ...(guard && {
+        guardConsumer: {
+          rru: guard.rru,
+          wru: guard.wru,
+          requests: guard.requests,
+          usd: round(dynamoUsd(guard.wru, guard.rru) * 1_000_000, 2),
+        },
       }),
     },
     lines: lines.map((line) => ({

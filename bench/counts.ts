@@ -9,6 +9,7 @@ import { keys } from '../functions/adapters/dynamodb/keys';
 import { parsePhone } from '../functions/core/phone';
 import { CHANNELS, planRoute, type Channel } from '../functions/core/routing';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
+import type { GuardConsumerCount } from './guard-consumer';
 import { SETTLE_AGE_SECONDS, STALL_SECONDS, type SweepResult } from '../functions/core/sweeper';
 import type { ChannelBehaviour } from '../local/carrier';
 import { checkEvent, fetchEvent, lambdaContext, sendEvent, type Caller } from './events';
@@ -95,6 +96,8 @@ export interface CountResults {
   paths: PathCount[];
   /** Absent from results of before the sweeper walked the ledger. */
   sweeper?: SweeperCount;
+  /** The pumping guard's stream consumer (bench/guard-consumer.ts); absent from results of before it was counted. */
+  guardConsumer?: GuardConsumerCount;
 }
 
 type Api = BenchService['quietApi'];

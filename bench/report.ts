@@ -3,6 +3,7 @@ import type { BundleResult, BundleResults } from './bundles';
 import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } from './bundles';
 import type { CostResults } from './cost';
 import type { CountResults, OperationCount, SweeperCount } from './counts';
+import type { GuardConsumerCount } from './guard-consumer';
 import type { LatencyResults } from './latency';
 import { SETTLE_AGE_SECONDS, STALL_SECONDS } from '../functions/core/sweeper';
 import { fmt, markdownTable, round, table } from './stats';
@@ -218,6 +219,17 @@ const sweeperRows = (sweeper: SweeperCount | undefined): (string | number)[][] =
         ],
       ]
     : [];
+
+/** What the guard consumer adds to the DynamoDB line, and the traffic it was measured on. */
+export function guardConsumerLine(guard: GuardConsumerCount): string {
+  return (
+    `The guard's stream consumer in the DynamoDB line: ${fmt(guard.perSend.wru)} WRU + ${fmt(guard.perSend.rru)} RRU per send ` +
+    `(${fmt(guard.perSend.wru * 1_000_000)} WRU + ${fmt(guard.perSend.rru * 1_000_000)} RRU per million sends), ` +
+    `one service at ${guard.sendsPerSecond} sends/s over ${guard.countries.length} countries (${guard.checkedShare * 100} % checked), ` +
+    `a batch a second, after ${guard.warmupSeconds} s of warm-up; largest guard item ${fmt(Math.round(guard.largestItemBytes / 1024))} KB. ` +
+    'It rewrites the items a batch touches whole: per send it shrinks as the rate grows and grows with the item sizes.'
+  );
+}
 
 export function renderReport(results: BenchResults, markdown = false): string {
   const render: Render = markdown ? markdownTable : table;
@@ -522,6 +534,8 @@ export function renderReport(results: BenchResults, markdown = false): string {
       ],
     ),
   );
+
+  if (results.counts.guardConsumer) out.push(guardConsumerLine(results.counts.guardConsumer));
 
   if (cost.sweeperPerRun) {
     const runs = cost.sweeperPerRun;

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { measureBundles } from './bundles';
 import { costModel } from './cost';
 import { countOperations } from './counts';
+import { countGuardConsumer } from './guard-consumer';
 import { measureLatency } from './latency';
 import { benchSection, writeSection } from './markdown';
 import { evaluateTargets, renderReport, type BenchResults, type Machine } from './report';
@@ -36,6 +37,7 @@ const PLAN = quick
       levels: [1, 8],
       durationS: 2,
       coldRuns: 3,
+      guard: { sendsPerSecond: 10, warmupSeconds: 60, measuredSeconds: 10 },
     }
   : {
       countRuns: 5,
@@ -45,6 +47,7 @@ const PLAN = quick
       levels: [1, 8, 32],
       durationS: 5,
       coldRuns: 20,
+      guard: { sendsPerSecond: 10, warmupSeconds: 600, measuredSeconds: 30 },
     };
 
 const RESULTS_FILE = join(__dirname, 'results.json');
@@ -113,6 +116,12 @@ async function main(): Promise<void> {
       log('counting DynamoDB requests per operation and per delivery path');
       counts = await countOperations(service, caller, broke, numbers, PLAN.countRuns);
       partDone('counts');
+      const guard = PLAN.guard;
+      log(
+        `the guard's stream consumer: ${guard.sendsPerSecond} sends/s, ${guard.warmupSeconds} s warm-up, ${guard.measuredSeconds} s metered`,
+      );
+      counts.guardConsumer = await countGuardConsumer(db, guard);
+      partDone('guard consumer');
 
       // Latency runs without the capacity probes (they read items around every write).
       for (const meter of Object.values(service.meters)) meter.probe = undefined;

@@ -302,6 +302,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       { actions: ['dynamodb:GetItem', 'dynamodb:Query'], families: ['member'] },
       // The webhooks page's and the timeline's delivery records.
       { actions: ['dynamodb:Query'], families: ['webhookDelivery'] },
+      // The caps reached now: the guard consumer's blocks of the service (read only).
+      { actions: ['dynamodb:Query'], families: ['guard'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'], families: ['verification'] },
     ],
     // Seals the signing secret of a webhook endpoint added or rotated in the console.

@@ -68,6 +68,8 @@ export class OtpStack extends Stack {
   readonly console: OtpConsole;
   readonly webhookQueue: sqs.Queue;
   readonly webhookDeadLetterQueue: sqs.Queue;
+  /** The guard consumer's batches dropped after their retries (lib/constructs/guard-signals.ts). */
+  readonly guardDroppedBatches: sqs.Queue;
   /** The real delivery providers' resources, when the deployment configures some (lib/constructs/providers.ts). */
   readonly providers?: Providers;
 
@@ -142,11 +144,12 @@ export class OtpStack extends Stack {
       functions: this.functions,
     });
     this.webhookQueue = webhooks.queue;
-    new GuardSignals(this, 'GuardSignalsStream', {
+    const guardSignals = new GuardSignals(this, 'GuardSignalsStream', {
       table: this.table,
       consumer: this.functions.guardSignals,
     });
     this.webhookDeadLetterQueue = webhooks.deadLetterQueue;
+    this.guardDroppedBatches = guardSignals.droppedBatches;
     let signIn: OtpConsole | undefined;
     const publicApi = new OtpApi(this, 'OtpApi', {
       config,
@@ -167,6 +170,7 @@ export class OtpStack extends Stack {
       logGroups: this.logGroups,
       stateMachine: this.stateMachine,
       webhookDeadLetterQueue: this.webhookDeadLetterQueue,
+      guardDroppedBatches: this.guardDroppedBatches,
       receiptFunctions: this.providers?.receiptLambdas,
       failedReceiptQueue: this.providers?.failedReceiptQueue,
       receiptReservedConcurrency: config.receiptReservedConcurrency,

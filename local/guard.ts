@@ -7,8 +7,9 @@
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../functions/adapters/dynamodb/guard';
 import type { Logger } from '../functions/adapters/logger';
+import type { Metrics } from '../functions/core/metrics';
 import type { Clock } from '../functions/core/ports';
-import { handleGuardStream, reportBlockStarted } from '../functions/adapters/guard/stream';
+import { handleGuardStream, reportBlockStarted, reportOverBudget } from '../functions/adapters/guard/stream';
 import { StreamPoller } from './stream-poller';
 
 export interface LocalGuardOptions {
@@ -16,6 +17,8 @@ export interface LocalGuardOptions {
   tableName: string;
   clock: Clock;
   logger: Logger;
+  /** The consumer's metrics (blocks, caps reached, its own health); none by default. */
+  metrics?: Metrics;
   /** Pause between reads of an idle stream; default 1 s (the Lambda event source's batching window). */
   intervalMs?: number;
 }
@@ -32,16 +35,19 @@ export async function startLocalGuard(options: LocalGuardOptions): Promise<Local
   // Its own client, as its own Lambda has: the service's client (and the tests' fault injection) stays apart.
   const client = createDocumentClient({ endpoint: options.dynamoEndpoint });
   const deps = {
-    store: new DynamoGuardStore(client, options.tableName),
+    store: new DynamoGuardStore(client, options.tableName, {
+      onOverBudget: reportOverBudget(options.logger, options.metrics),
+    }),
     clock: options.clock,
-    onBlockStarted: reportBlockStarted(options.logger),
+    onBlockStarted: reportBlockStarted(options.logger, options.metrics),
   };
   const poller = new StreamPoller({
     endpoint: options.dynamoEndpoint,
     tableName: options.tableName,
     logger: options.logger,
     intervalMs: options.intervalMs ?? 1000,
-    handle: (event, shardId) => handleGuardStream(deps, { ...event, shardId }),
+    handle: (event, shardId) =>
+      handleGuardStream(deps, { ...event, shardId }, { logger: options.logger, metrics: options.metrics }),
   });
   await poller.start();
   return {

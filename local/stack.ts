@@ -213,6 +213,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         tableName: options.tableName,
         clock: deps.clock,
         logger,
+        metrics: deps.metrics,
         ...(typeof options.guardConsumer === 'object' && { intervalMs: options.guardConsumer.intervalMs }),
       })
     : undefined;

@@ -343,6 +343,11 @@ async function settingsPage(sid: string): Promise<void> {
     return { c, box };
   });
   const err = formError();
+  const riskCheck = h('input', {
+    type: 'checkbox',
+    id: 'risk-check-opt-out',
+    checked: s.riskCheckOptOut === true,
+  }) as HTMLInputElement;
   const template = s.defaultTemplate as Json | null;
   show(
     'Settings',
@@ -365,6 +370,18 @@ async function settingsPage(sid: string): Promise<void> {
       ),
       h('dt', {}, 'Created'),
       h('dd', {}, when(s.createdAt)),
+      h('dt', {}, 'Sends to'),
+      h(
+        'dd',
+        { id: 'allowed-summary' },
+        s.allowedCountries === null
+          ? 'every served country'
+          : (s.excludedHighRiskCountries as HighRisk[]).length > 0
+            ? `the countries of its allow-list; left out as high risk for SMS pumping: ${(s.excludedHighRiskCountries as HighRisk[]).map((e) => `${e.country} ${e.name}`).join(', ')}`
+            : 'the countries of its allow-list',
+        ' ',
+        h('a', { href: `#/s/${sid}/rules` }, '(delivery rules)'),
+      ),
     ),
     h('h2', {}, 'Enabled channels'),
     h(
@@ -386,6 +403,29 @@ async function settingsPage(sid: string): Promise<void> {
         }),
       ),
       err,
+    ),
+    h('h2', {}, 'Pumping guard'),
+    h(
+      'div',
+      { class: 'card' },
+      h(
+        'div',
+        { class: 'row' },
+        riskCheck,
+        h(
+          'label',
+          { for: 'risk-check-opt-out', class: 'inline' },
+          "Let a send's RiskCheck=disable skip the guard (off: every send is judged, and the answer is the same)",
+        ),
+      ),
+      h(
+        'p',
+        {},
+        action('Save guard setting', async () => {
+          await api('PUT', `/services/${sid}/guard`, { riskCheckOptOut: riskCheck.checked });
+          await settingsPage(sid);
+        }),
+      ),
     ),
   );
 }
@@ -753,8 +793,189 @@ async function templatesPage(sid: string): Promise<void> {
   );
 }
 
+interface HighRisk {
+  country: string;
+  name: string;
+  reason: string;
+  sources: { publisher: string; title: string; url: string }[];
+}
+
+/** The country allow-list beside the blocked lists: a deny entry wins; no list is every served country. */
+function allowListSection(sid: string, r: Json): HTMLElement {
+  const allowed = r.allowedCountries as string[] | null;
+  const served = r.servedCountries as string[];
+  const highRisk = r.highRiskCountries as HighRisk[];
+  const excluded = (r.excludedHighRiskCountries as HighRisk[]).map((e) => e.country);
+  const err = formError();
+  const saveAllowed = (next: string[] | null) =>
+    api('PUT', `/services/${sid}/rules`, {
+      blockedCountries: r.blockedCountries,
+      blockedPrefixes: r.blockedPrefixes,
+      allowedCountries: next,
+    }).then(() => rulesPage(sid));
+  const addable = served.filter((c) => allowed !== null && !allowed.includes(c));
+  const add = h(
+    'select',
+    { id: 'allow-country', 'aria-label': 'Country to allow' },
+    addable.map((c) => h('option', { value: c }, c)),
+  ) as HTMLSelectElement;
+  return h(
+    'section',
+    { id: 'allow-list', 'aria-label': 'Country allow-list' },
+    h('h2', {}, 'Country allow-list'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Sends to a served country not on the list are refused with 403 blocked_by_policy. A blocked country or prefix is refused even when listed.',
+    ),
+    h(
+      'p',
+      { id: 'allowed-countries' },
+      allowed === null
+        ? 'No allow-list: every served country, high-risk ones included.'
+        : allowed.length === 0
+          ? 'Empty: every send is refused.'
+          : `Allowed: ${allowed.join(', ')}`,
+    ),
+    excluded.length > 0 &&
+      h('p', {}, `Left out as high risk for SMS pumping: ${excluded.join(', ')} (see below).`),
+    h(
+      'div',
+      { class: 'row card' },
+      allowed !== null &&
+        addable.length > 0 &&
+        h(
+          'span',
+          { class: 'row' },
+          add,
+          action('Allow country', () => saveAllowed([...allowed, add.value])),
+        ),
+      allowed !== null &&
+        allowed.length > 0 &&
+        h(
+          'span',
+          { class: 'row' },
+          (() => {
+            const remove = h(
+              'select',
+              { id: 'disallow-country', 'aria-label': 'Country to take off' },
+              allowed.map((c) => h('option', { value: c }, c)),
+            ) as HTMLSelectElement;
+            return h(
+              'span',
+              { class: 'row' },
+              remove,
+              action('Take off', () => saveAllowed(allowed.filter((c) => c !== remove.value)), 'secondary'),
+            );
+          })(),
+        ),
+      action('Reset to default', () => saveAllowed(r.defaultAllowedCountries as string[]), 'secondary'),
+      allowed !== null && action('Allow every country', () => saveAllowed(null), 'secondary'),
+    ),
+    err,
+    h('h3', {}, "High-risk countries (left out of a new service's list)"),
+    table(
+      ['Country', 'Why', 'Sources'],
+      highRisk.map((e) => [
+        `${e.country} ${e.name}`,
+        e.reason,
+        h(
+          'span',
+          {},
+          e.sources.flatMap((source, i) => [
+            i > 0 ? '; ' : '',
+            h('a', { href: source.url, rel: 'noopener noreferrer', target: '_blank' }, source.publisher),
+          ]),
+        ),
+      ]),
+    ),
+  );
+}
+
+const CAP_FIELDS = ['hourlySends', 'dailySends', 'hourlySpend', 'dailySpend'] as const;
+const CAP_LABELS: Record<(typeof CAP_FIELDS)[number], string> = {
+  hourlySends: 'Sends an hour',
+  dailySends: 'Sends a day',
+  hourlySpend: 'USD an hour',
+  dailySpend: 'USD a day',
+};
+
+/** The owner's per-country caps, and an alert for each cap reached now. */
+function capsSection(sid: string, c: Json): HTMLElement {
+  const caps = c.caps as Json[];
+  const reached = c.reached as Json[];
+  const err = formError();
+  const country = h(
+    'select',
+    { id: 'cap-country', 'aria-label': 'Country of the caps' },
+    h('option', { value: '*' }, '* (every other country)'),
+    (c.servedCountries as string[]).map((x) => h('option', { value: x }, x)),
+  ) as HTMLSelectElement;
+  const inputs = CAP_FIELDS.map((field) => ({
+    field,
+    input: h('input', {
+      id: `cap-${field}`,
+      size: '8',
+      inputmode: 'decimal',
+      placeholder: 'none',
+    }) as HTMLInputElement,
+  }));
+  const put = (code: string, body: Json) =>
+    api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() => rulesPage(sid));
+  return h(
+    'section',
+    { id: 'caps', 'aria-label': 'Caps' },
+    h('h2', {}, 'Caps per country'),
+    reached.map((x) =>
+      h(
+        'p',
+        { class: 'error', role: 'alert' },
+        `Cap reached: ${String(x.country)} ${String(x.cap).replace('_', ' ')} ${String(x.value)} of ${String(x.limit)}. Sends to ${String(x.country)} are refused until ${when(x.until)}.`,
+      ),
+    ),
+    h(
+      'p',
+      { class: 'muted' },
+      "Past a cap, the country's sends are refused with 403 blocked_by_policy until the end of the hour or day (UTC). Counted by the pumping guard a few seconds after each send; a guard.cap_reached webhook tells your endpoints once.",
+    ),
+    table(
+      ['Country', ...CAP_FIELDS.map((f) => CAP_LABELS[f]), ''],
+      caps.map((x) => [
+        String(x.country),
+        ...CAP_FIELDS.map((f) => (x[f] === null ? '—' : String(x[f]))),
+        action('Remove', () => put(String(x.country), {}), 'secondary'),
+      ]),
+      'No caps.',
+    ),
+    h(
+      'form',
+      {
+        class: 'row card',
+        onsubmit: (event) => {
+          event.preventDefault();
+          const body: Json = {};
+          for (const { field, input } of inputs) {
+            const text = input.value.trim();
+            if (text === '') continue;
+            body[field] = field.endsWith('Spend') ? text : Number(text);
+          }
+          put(country.value, body).catch((e: Error) => (err.textContent = e.message));
+        },
+      },
+      h('label', { for: 'cap-country' }, 'Country'),
+      country,
+      inputs.flatMap(({ field, input }) => [h('label', { for: `cap-${field}` }, CAP_LABELS[field]), input]),
+      h('button', { type: 'submit' }, 'Set caps'),
+    ),
+    err,
+  );
+}
+
 async function rulesPage(sid: string): Promise<void> {
-  const r = await api('GET', `/services/${sid}/rules`);
+  const [r, caps] = await Promise.all([
+    api('GET', `/services/${sid}/rules`),
+    api('GET', `/services/${sid}/caps`),
+  ]);
   const countries = r.blockedCountries as string[];
   const prefixes = r.blockedPrefixes as string[];
   const save = (next: { blockedCountries: string[]; blockedPrefixes: string[] }) =>
@@ -834,6 +1055,8 @@ async function rulesPage(sid: string): Promise<void> {
       h('button', { type: 'submit' }, 'Block prefix'),
     ),
     err,
+    allowListSection(sid, r),
+    capsSection(sid, caps),
   );
 }
 
@@ -1011,6 +1234,11 @@ async function operatorPage(): Promise<void> {
       name,
       h('label', { for: 'new-balance' }, 'Opening balance (USD)'),
       balance,
+      h(
+        'p',
+        { class: 'muted' },
+        'A new service sends to every served country but the few a messaging provider names as high risk for SMS pumping; its settings page lists them, its delivery rules page changes them.',
+      ),
       h('p', {}, h('button', { type: 'submit' }, 'Create service')),
       err,
     ),

@@ -14,6 +14,7 @@ import * as z from 'zod/mini';
 import { en } from 'zod/locales';
 import type { AccountStore } from '../adapters/dynamodb/accounts';
 import type { ActivityReader } from '../adapters/dynamodb/activity';
+import type { CapBlock, DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import type { Logger } from '../adapters/logger';
@@ -23,7 +24,16 @@ import {
   excludedHighRisk,
   type HighRiskCountry,
 } from '../core/guard/high-risk-countries';
-import { DEFAULT_GUARD_SETTINGS } from '../core/guard/model';
+import {
+  ANY_COUNTRY,
+  CAP_FIELDS,
+  CAP_NAMES,
+  capCountries,
+  capProblem,
+  isSpendCap,
+  withCountryCaps,
+} from '../core/guard/caps';
+import { DEFAULT_GUARD_SETTINGS, type CountryCaps } from '../core/guard/model';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
 import { UNITS_PER_USD, formatUnits, parseUsd } from '../core/money';
@@ -71,12 +81,15 @@ export interface ConsoleDeps {
     | 'setRules'
     | 'setAllowedCountries'
     | 'setRiskCheckOptOut'
+    | 'setGuardCaps'
     | 'membershipsOf'
     | 'isMember'
     | 'listAllServices'
     | 'listMembers'
   >;
   activity: Pick<ActivityReader, 'charges' | 'verifications' | 'verification'>;
+  /** The caps reached now (the guard consumer's `country_cap` blocks). */
+  guard: Pick<DynamoGuardAdmin, 'capsReached'>;
   webhooks: Pick<DynamoWebhookEndpoints, 'listEndpoints' | 'addEndpoint' | 'setEnabled' | 'rotateSecret'>;
   /** The webhook sender's delivery records (one per attempt, 7 days). */
   webhookDeliveries: Pick<DynamoWebhookDeliveries, 'recent' | 'forVerification'>;
@@ -196,6 +209,13 @@ const schemas = {
     allowedCountries: z.optional(z.nullable(countryList)),
   }),
   guard: z.object({ riskCheckOptOut: z.boolean() }),
+  /** Every cap of one country; absent or null: no such cap. Sends as whole numbers, spend as USD strings. */
+  caps: z.object({
+    hourlySends: z.optional(z.nullable(z.number())),
+    dailySends: z.optional(z.nullable(z.number())),
+    hourlySpend: z.optional(z.nullable(usd)),
+    dailySpend: z.optional(z.nullable(usd)),
+  }),
   webhook: z.object({ url: z.string().check(z.minLength(1), z.maxLength(2048)) }),
   rotate: z.object({ now: z.optional(z.boolean()) }),
 };
@@ -437,6 +457,27 @@ const API_ROUTES: ApiRoute[] = [
     await load(deps, params.sid!);
     await deps.accounts.setRiskCheckOptOut(params.sid!, riskCheckOptOut);
     return json(200, guardJson(await load(deps, params.sid!)));
+  }),
+  route('GET', '/services/:sid/caps', async (deps, { params }) =>
+    json(200, await capsJson(deps, await load(deps, params.sid!))),
+  ),
+  route('PUT', '/services/:sid/caps/:country', async (deps, { params, body }) => {
+    const country = params.country!.toUpperCase();
+    if (country !== ANY_COUNTRY && !COUNTRY_ROUTES[country]) {
+      throw new ConsoleError(400, 'invalid_parameter', `Not a served country: ${params.country!}`);
+    }
+    const input = parse(schemas.caps, body);
+    const entry: CountryCaps = {};
+    for (const field of CAP_FIELDS) {
+      const value = input[field];
+      if (value === undefined || value === null) continue;
+      const problem = capProblem(field, value);
+      if (problem) throw new ConsoleError(400, 'invalid_parameter', `${field}: ${problem}.`);
+      entry[field] = value;
+    }
+    const service = await load(deps, params.sid!);
+    await deps.accounts.setGuardCaps(params.sid!, withCountryCaps(service.guard?.caps, country, entry));
+    return json(200, await capsJson(deps, await load(deps, params.sid!)));
   }),
   route('GET', '/services/:sid/webhooks', async (deps, { params }) => {
     const [endpoints, deliveries] = await Promise.all([
@@ -776,6 +817,35 @@ const rulesJson = (service: Service) => ({
   highRiskCountries: highRiskJson([...HIGH_RISK_COUNTRIES]),
   servedCountries: Object.keys(COUNTRY_ROUTES).sort(),
 });
+
+const capAmount = (spend: boolean, value: number) => (spend ? formatUnits(value) : value);
+
+/** The caps as the page shows them (spend as USD strings, null: no cap) and the caps reached now. */
+async function capsJson(deps: ConsoleDeps, service: Service) {
+  const caps = service.guard?.caps;
+  const reached: CapBlock[] = await deps.guard.capsReached(service.sid, deps.clock.now());
+  return {
+    caps: capCountries(caps).map((country) => ({
+      country,
+      ...Object.fromEntries(
+        CAP_FIELDS.map((field) => {
+          const value = caps![country]![field];
+          return [field, value === undefined ? null : capAmount(isSpendCap(field), value)];
+        }),
+      ),
+    })),
+    reached: reached.map((r) => ({
+      country: r.country,
+      cap: r.cap,
+      limit: capAmount(r.spend, r.limit),
+      value: capAmount(r.spend, r.value),
+      since: new Date(r.since).toISOString(),
+      until: new Date(r.until).toISOString(),
+    })),
+    capNames: CAP_NAMES,
+    servedCountries: Object.keys(COUNTRY_ROUTES).sort(),
+  };
+}
 
 const guardJson = (service: Service) => ({
   guardLevel: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level,

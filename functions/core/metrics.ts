@@ -46,6 +46,23 @@ export const METRIC = {
    * of an attack when it starts.
    */
   guardBlocks: 'GuardBlocks',
+  /**
+   * A cap the owner set for a country was reached: the guard refuses the country's sends until the end of the
+   * hour or day. Once per cap and window, dimension `cap` (`hourly_sends`, `daily_sends`, `hourly_spend`,
+   * `daily_spend`).
+   */
+  guardCapsReached: 'GuardCapsReached',
+  /**
+   * The guard's stream consumer failed a batch (its log line `guard.batch_failed` says why: `item_too_large`, an
+   * aggregate past DynamoDB's 400 KB item limit, or another error). No dimension: the alarm reads it. Lambda
+   * retries the batch, then drops it into the guard's on-failure queue (alarmed too).
+   */
+  guardBatchFailures: 'GuardBatchFailures',
+  /**
+   * The consumer wrote a guard item past its size budget (64 KB); its log line `guard.item_over_budget` names the
+   * item. No dimension: the alarm reads it.
+   */
+  guardItemsOverBudget: 'GuardItemsOverBudget',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

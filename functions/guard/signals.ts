@@ -9,6 +9,7 @@ import { DynamoGuardStore } from '../adapters/dynamodb/guard';
 import {
   handleGuardStream,
   reportBlockStarted,
+  reportOverBudget,
   type GuardStreamEvent,
   type GuardStreamResponse,
 } from '../adapters/guard/stream';
@@ -26,7 +27,7 @@ export const handler = async (event: GuardStreamEvent): Promise<GuardStreamRespo
   if (!deps) {
     const { client, tableName } = tableFromEnv(process.env);
     deps = {
-      store: new DynamoGuardStore(client, tableName),
+      store: new DynamoGuardStore(client, tableName, { onOverBudget: reportOverBudget(logger, metrics) }),
       clock: systemClock,
       onBlockStarted: reportBlockStarted(logger, metrics),
     };
@@ -36,5 +37,5 @@ export const handler = async (event: GuardStreamEvent): Promise<GuardStreamRespo
     logger.log('warn', 'guard.stream_shard_unknown', { records: event.Records.length });
     toldNoShard = true;
   }
-  return withMetricsFlushed(metrics, () => handleGuardStream(deps!, event));
+  return withMetricsFlushed(metrics, () => handleGuardStream(deps!, event, { metrics, logger }));
 };

@@ -63,7 +63,7 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   unreachable: 'Every channel rejected the number recently; refused for up to 30 days.',
   insufficient_funds: 'The balance is too low.',
   blocked_by_policy:
-    "One of the account's delivery rules blocks the destination: a blocked country or prefix, a country off the account's allow-list (a new account sends to every served country but a few high-risk ones), or the pumping guard.",
+    "One of the account's delivery rules blocks the destination: a blocked country or prefix, a country off the account's allow-list (a new account sends to every served country but a few high-risk ones), a send or spend cap the account's owner set for the country reached this hour or day, or the pumping guard.",
   unknown_template: "`TemplateSid` is not one of the account's templates.",
   not_found: 'No verification with this SID belongs to the caller.',
   client_code: 'The code was supplied by the caller; the service does not check it.',

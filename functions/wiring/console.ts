@@ -4,6 +4,7 @@
  */
 import { AccountStore } from '../adapters/dynamodb/accounts';
 import { ActivityReader } from '../adapters/dynamodb/activity';
+import { DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import { cryptoRandom, systemClock } from '../adapters/crypto';
@@ -43,6 +44,7 @@ export function buildConsoleDeps(
   return {
     accounts: new AccountStore(table.client, table.tableName, cryptoRandom),
     activity: new ActivityReader(table.client, table.tableName),
+    guard: new DynamoGuardAdmin(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
     webhookDeliveries: new DynamoWebhookDeliveries(table.client, table.tableName),
     webhookVault: async () => {

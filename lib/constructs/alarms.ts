@@ -29,6 +29,8 @@ export interface OtpAlarmsProps {
   logGroups: Record<FunctionName, logs.ILogGroup>;
   stateMachine: sfn.StateMachine;
   webhookDeadLetterQueue: sqs.IQueue;
+  /** The guard consumer's on-failure destination: batches dropped after their retries (guard-signals.ts). */
+  guardDroppedBatches: sqs.IQueue;
   /** The provider receipt functions, when the deployment has providers (lib/constructs/providers.ts). */
   receiptFunctions?: Partial<Record<ProviderFunctionName, NodejsFunction>>;
   /** Where the receipt functions keep the receipts they failed on (lib/constructs/providers.ts). */
@@ -156,6 +158,27 @@ export class OtpAlarms extends Grouping {
           'until the cap is raised.',
       );
     }
+
+    // The pumping guard's consumer: a batch it fails is retried, then dropped; its signals are lost, and an
+    // aggregate that grew past DynamoDB's item limit would make every later batch of that country fail too.
+    alarmOn(
+      'GuardBatchFailuresAlarm',
+      serviceMetric(props.stackName, METRIC.guardBatchFailures, {}, { period }),
+      "The pumping guard's consumer failed a batch (log line guard.batch_failed, with its cause): Lambda retries it, then drops it.",
+    );
+    alarmOn(
+      'GuardBatchesDroppedAlarm',
+      props.guardDroppedBatches.metricApproximateNumberOfMessagesVisible({
+        period,
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      "The pumping guard's consumer dropped a batch after its retries: its signals are lost (the queue keeps the records' shard and sequence range; docs/guard.md, Consumer health).",
+    );
+    alarmOn(
+      'GuardItemOverBudgetAlarm',
+      serviceMetric(props.stackName, METRIC.guardItemsOverBudget, {}, { period }),
+      'A pumping guard item passed its 64 KB budget (log line guard.item_over_budget names it); at 400 KB its batches fail.',
+    );
 
     // FAILED deliveries are a business outcome, not an error: the delivery core counts each one where it ends
     // (the deliver and after-wait tasks, and the sweeper's settling), as an EMF metric (functions/core/metrics.ts).

@@ -162,6 +162,17 @@ export class OtpDashboard extends Construct {
         }),
       ]),
     );
+    // The pumping guard: blocks as they start, owners' caps reached, and its consumer's health.
+    this.dashboard.addWidgets(
+      graph('Guard blocks started, by reason and level', [
+        byDimensions(METRIC.guardBlocks, ['level', 'reason']),
+      ]),
+      graph('Guard caps reached, by cap', [byDimensions(METRIC.guardCapsReached, ['cap'])]),
+      graph('Guard consumer: failed batches, items over budget', [
+        metric(METRIC.guardBatchFailures, {}, 'failed batches'),
+        metric(METRIC.guardItemsOverBudget, {}, 'items over 64 KB'),
+      ]),
+    );
     const receipts = Object.entries(props.receiptFunctions ?? {}).map(
       ([name, fn]) => [PROVIDER_FUNCTIONS[name as ProviderFunctionName].id, fn] as const,
     );

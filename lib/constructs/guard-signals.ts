@@ -1,7 +1,8 @@
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 
 export interface GuardSignalsProps {
@@ -17,10 +18,26 @@ export interface GuardSignalsProps {
  * fails is dropped rather than blocking the shard (nothing is lost but a few counts). A batch delivered again
  * counts once: each aggregate keeps, per shard, the highest sequence number it folded (core/guard/consumer.ts).
  * That needs the shard's records in order, one batch at a time (parallelization factor 1, the default).
+ * A dropped batch is not silent: Lambda records its shard and sequence range in `droppedBatches`, which has an
+ * alarm (lib/constructs/alarms.ts).
  */
 export class GuardSignals extends Construct {
+  /** Where the event source reports the batches it dropped after its retries (their records' positions). */
+  readonly droppedBatches: sqs.Queue;
+
   constructor(scope: Construct, id: string, props: GuardSignalsProps) {
     super(scope, id);
+    const dropped = (this.droppedBatches = new sqs.Queue(this, 'GuardDroppedBatches', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    }));
+    Validations.of(dropped).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        "This queue is the end of the line: the guard consumer's on-failure destination (the stream event " +
+        "source's), which cdk-nag does not count as a dead-letter queue. Only an operator reads it.",
+    });
     props.consumer.addEventSource(
       new DynamoEventSource(props.table, {
         startingPosition: lambda.StartingPosition.LATEST,
@@ -29,6 +46,7 @@ export class GuardSignals extends Construct {
         maxBatchingWindow: Duration.seconds(1),
         bisectBatchOnError: true,
         retryAttempts: 3,
+        onFailure: new SqsDlq(dropped),
         maxRecordAge: Duration.hours(1),
         // Only so that Lambda names the batch's shard (`shardId`), which a plain stream event does not: the
         // consumer's per-shard marks need it. The window's state is not used (the handler returns it empty).

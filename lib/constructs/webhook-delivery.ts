@@ -58,10 +58,19 @@ export class WebhookDelivery extends Grouping {
         bisectBatchOnError: true,
         retryAttempts: 10,
         onFailure: new SqsDlq(deadLetters),
-        // Only verifications can make events; API-key counters, number logs and ledger lines never reach it.
+        // Only verifications, and the guard's country states holding a cap reached (`guard.cap_reached`), can
+        // make events; API-key counters, number logs, ledger lines and other guard writes never reach it.
         filters: [
           lambda.FilterCriteria.filter({
             dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
+          }),
+          lambda.FilterCriteria.filter({
+            dynamodb: {
+              NewImage: {
+                type: { S: lambda.FilterRule.isEqual('guard_state') },
+                cap_reached: { M: lambda.FilterRule.exists() },
+              },
+            },
           }),
         ],
       }),

@@ -29,6 +29,10 @@ export const OPTIONS = {
   locale: { type: 'string' },
   'secret-arn': { type: 'string' },
   now: { type: 'boolean' },
+  'hourly-sends': { type: 'string' },
+  'daily-sends': { type: 'string' },
+  'hourly-spend': { type: 'string' },
+  'daily-spend': { type: 'string' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;

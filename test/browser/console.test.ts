@@ -10,8 +10,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { hashApiKey } from '../../functions/adapters/crypto';
+import { cryptoRandom, hashApiKey } from '../../functions/adapters/crypto';
+import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { keys } from '../../functions/adapters/dynamodb/keys';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from '../../local/seed';
 import { startLocalStack, type LocalStack } from '../../local/stack';
@@ -29,6 +32,7 @@ let demo: DemoAccount;
 let browser: Browser;
 let page: Page;
 let downloads: string;
+let tableName: string;
 const problems: string[] = [];
 let counter = 0;
 const freshMobile = () => `+447400${String(3_100_000 + ++counter).slice(1)}`;
@@ -37,7 +41,7 @@ jest.setTimeout(60_000);
 
 beforeAll(async () => {
   const endpoint = dynamoEndpoint();
-  const tableName = `otp-browser-${Date.now().toString(36)}`;
+  tableName = `otp-browser-${Date.now().toString(36)}`;
   const raw = createDynamoClient({ endpoint });
   await createTable(raw, tableName);
   raw.destroy();
@@ -78,6 +82,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  accountsClient?.destroy();
   await browser?.close();
   await stack?.close();
   if (downloads) rmSync(downloads, { recursive: true, force: true });
@@ -89,6 +94,14 @@ afterEach(() => {
   expect(problems.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
 });
 
+/** The account store on the run's table, to see what the console wrote. */
+let accountsClient: ReturnType<typeof createDocumentClient> | undefined;
+const stackAccounts = () =>
+  new AccountStore(
+    (accountsClient ??= createDocumentClient({ endpoint: dynamoEndpoint() })),
+    tableName,
+    cryptoRandom,
+  );
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png` });
 const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
 const go = async (hash: string, ready: string) => {
@@ -294,6 +307,96 @@ test('block a country and see the public API answer 403', async () => {
   const refused = await send({ To: freshMobile() });
   expect(refused.status).toBe(403);
   expect(((await refused.json()) as { code: string }).code).toBe('blocked_by_policy');
+});
+
+test('the allow-list and the high-risk list on the rules page; caps set, shown reached, removed', async () => {
+  await go(`/s/${demo.serviceSid}/settings`, '#allowed-summary');
+  // A service made as a new one is: every served country but the high-risk ones, named where it is described.
+  expect(await text('#allowed-summary')).toContain('NG Nigeria');
+  // The RiskCheck permission, off by default, saved on the service.
+  expect(await page.$eval('#risk-check-opt-out', (el) => (el as HTMLInputElement).checked)).toBe(false);
+  await page.click('#risk-check-opt-out');
+  await clickButton('Save guard setting');
+  await eventually(async () =>
+    (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? true : undefined,
+  );
+  await page.waitForFunction(
+    () => (document.querySelector('#risk-check-opt-out') as HTMLInputElement)?.checked,
+  );
+  await page.click('#risk-check-opt-out');
+  await clickButton('Save guard setting');
+  await eventually(async () =>
+    (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? undefined : true,
+  );
+
+  await go(`/s/${demo.serviceSid}/rules`, '#allow-list');
+  expect(await text('#allowed-countries')).toMatch(/^Allowed: .*\bGB\b/);
+  expect(await text('#allowed-countries')).not.toContain('NG');
+  const highRisk = await page.$$eval('#allow-list tbody tr', (rows) => rows.map((row) => row.textContent));
+  expect(highRisk.map((row) => row?.slice(0, 2))).toEqual(['AZ', 'BD', 'NG', 'PK']);
+  expect(await page.$eval('#allow-list a[href^="https://www.twilio.com/"]', (a) => a.textContent)).toBe(
+    'Twilio',
+  );
+  // Take DE off: the public API refuses it.
+  await page.select('#disallow-country', 'DE');
+  await clickButton('Take off');
+  await page.waitForFunction(
+    () => !document.querySelector('#allowed-countries')?.textContent?.includes('DE'),
+  );
+  const refused = await send({ To: '+4915123456789' });
+  expect(refused.status).toBe(403);
+  expect(((await refused.json()) as { message: string }).message).toBe(
+    'This service does not send to this country.',
+  );
+  await clickButton('Reset to default');
+  await page.waitForFunction(() => document.querySelector('#allowed-countries')?.textContent?.includes('DE'));
+
+  // A cap for GB: set in the form, shown in the table.
+  await page.select('#cap-country', 'GB');
+  await page.type('#cap-hourlySends', '5');
+  await page.type('#cap-dailySpend', '2.5');
+  await clickButton('Set caps');
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#caps tr')].some((tr) => tr.textContent?.startsWith('GB5')),
+  );
+  expect(await text('#caps tbody')).toContain('2.5000');
+  // Reached (as the guard's consumer records it): the page alerts the owner.
+  const until = Date.now() + 3_600_000;
+  const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+  await documents.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: {
+        ...keys.guardCountry(demo.serviceSid, 'GB'),
+        type: 'guard_state',
+        state: JSON.stringify({
+          blocks: [
+            {
+              prefix: '+44',
+              reason: 'country_cap',
+              level: 'standard',
+              since: Date.now(),
+              until,
+              figures: { hourly_sends: 5, cap: 5 },
+            },
+          ],
+          established: [],
+          lifted: {},
+        }),
+      },
+    }),
+  );
+  documents.destroy();
+  await page.reload();
+  await page.waitForSelector('#caps [role=alert]');
+  expect(await text('#caps [role=alert]')).toContain('Cap reached: GB hourly sends 5 of 5');
+  await page.$eval('#caps', (el) => el.scrollIntoView());
+  await shot('caps');
+  await page.evaluate(() => {
+    const row = [...document.querySelectorAll('#caps tr')].find((tr) => tr.textContent?.startsWith('GB'));
+    [...(row?.querySelectorAll('button') ?? [])].find((b) => b.textContent === 'Remove')?.click();
+  });
+  await page.waitForFunction(() => document.querySelector('#caps')?.textContent?.includes('No caps.'));
 });
 
 test('the operator sees every service, creates one and tops it up', async () => {

@@ -151,6 +151,13 @@ describe('dashboard', () => {
     ).toBe(true);
   });
 
+  test("the guard: blocks by reason and level, caps reached by cap, the consumer's failures", () => {
+    expect(searchOf(METRIC.guardBlocks, ['level', 'reason'])).toBeDefined();
+    expect(searchOf(METRIC.guardCapsReached, ['cap'])).toBeDefined();
+    expect(serviceLine(METRIC.guardBatchFailures)).toBeDefined();
+    expect(serviceLine(METRIC.guardItemsOverBudget)).toBeDefined();
+  });
+
   test('every alarm of the stack is on the dashboard', () => {
     const alarmIds = Object.keys(template.findResources('AWS::CloudWatch::Alarm'));
     expect(alarmIds.length).toBeGreaterThan(10);

@@ -114,6 +114,7 @@ const logicalId = (construct: IConstruct): string => {
 };
 const fnId = (name: FunctionName) => logicalId(stack.functions[name]);
 const getAtt = (id: string, attribute = 'Arn') => ({ 'Fn::GetAtt': [id, attribute] });
+const guardDroppedBatchesId = () => logicalId(stack.guardDroppedBatches);
 const ref = (id: string) => ({ Ref: id });
 
 interface Statement {
@@ -436,6 +437,8 @@ describe('IAM least privilege', () => {
       },
       { actions: ['dynamodb:GetItem', 'dynamodb:Query'], leadingKeys: ['MEMBER#*'] },
       { actions: ['dynamodb:Query'], leadingKeys: ['WEBHOOKDELIVERY#*'] },
+      // The caps reached now, from the guard's state of the service.
+      { actions: ['dynamodb:Query'], leadingKeys: ['GUARD#*'] },
       { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], leadingKeys: ['VERIFICATION#*'] },
     ],
   };
@@ -480,6 +483,11 @@ describe('IAM least privilege', () => {
         expected.push({
           actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
           resource: getAtt(logicalId(stack.table), 'StreamArn'),
+        });
+        // The event source reports a batch it dropped to the guard's on-failure queue, in the consumer's name.
+        expected.push({
+          actions: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
+          resource: getAtt(guardDroppedBatchesId()),
         });
       }
       expect(sortStatements(statementsOf(roleId))).toEqual(sortStatements(expected));
@@ -910,8 +918,36 @@ describe('alarms', () => {
     }
   });
 
-  test('an errors alarm per function and five more, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 5);
+  test('the guard consumer: a failed batch, a dropped batch, an item past its budget', () => {
+    // The metrics the consumer writes (functions/adapters/guard/stream.ts), with no dimension but the service.
+    for (const name of [METRIC.guardBatchFailures, METRIC.guardItemsOverBudget]) {
+      alarm({
+        Namespace: METRICS_NAMESPACE,
+        MetricName: name,
+        Dimensions: [{ Name: SERVICE_DIMENSION, Value: stack.stackName }],
+        Period: 300,
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+      });
+    }
+    // The event source's on-failure destination: what Lambda gave up on after its retries.
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: ref(fnId('guardSignals')),
+      MaximumRetryAttempts: 3,
+      DestinationConfig: { OnFailure: { Destination: getAtt(guardDroppedBatchesId()) } },
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: getAtt(guardDroppedBatchesId(), 'QueueName') }],
+      Statistic: 'Maximum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+    });
+  });
+
+  test('an errors alarm per function and eight more, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 8);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }
@@ -975,6 +1011,8 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-L1',
       'AwsSolutions-SF1',
       'AwsSolutions-SMG4',
+      // The guard consumer's on-failure queue (lib/constructs/guard-signals.ts): the end of the line.
+      'AwsSolutions-SQS3',
     ]);
     // Every acknowledgment says why.
     for (const reason of acknowledged.values()) expect(reason.length).toBeGreaterThan(40);

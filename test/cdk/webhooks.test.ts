@@ -73,7 +73,7 @@ test('the table has a stream with old and new images (the outbox the events are 
   });
 });
 
-test('the events function reads the stream: verifications only, bisect on error, retries, then the DLQ', () => {
+test('the events function reads the stream: verifications and caps reached only, bisect on error, retries, then the DLQ', () => {
   const { table, deadLetters, events } = ids();
   const mappings = Object.values(resources).filter(
     (r) =>
@@ -90,7 +90,15 @@ test('the events function reads the stream: verifications only, bisect on error,
     MaximumRetryAttempts: 10,
     DestinationConfig: { OnFailure: { Destination: getAtt(deadLetters) } },
     FilterCriteria: {
-      Filters: [{ Pattern: JSON.stringify({ dynamodb: { NewImage: { type: { S: ['verification'] } } } }) }],
+      Filters: [
+        { Pattern: JSON.stringify({ dynamodb: { NewImage: { type: { S: ['verification'] } } } }) },
+        // A guard country state that carries a cap reached (guard.cap_reached), no other guard write.
+        {
+          Pattern: JSON.stringify({
+            dynamodb: { NewImage: { type: { S: ['guard_state'] }, cap_reached: { M: [{ exists: true }] } } },
+          }),
+        },
+      ],
     },
   });
 });
@@ -132,7 +140,8 @@ test("the sender alone may loop through its own queue (retries); every other fun
 
 test('queue and dead-letter queue: encrypted, TLS only, redrive after 5 receives, visibility 6 × the sender timeout', () => {
   const { queue, deadLetters } = ids();
-  template.resourceCountIs('AWS::SQS::Queue', 2);
+  // The third is the guard consumer's on-failure queue (lib/constructs/guard-signals.ts).
+  template.resourceCountIs('AWS::SQS::Queue', 3);
   expect(resources[queue]!.Properties).toEqual({
     SqsManagedSseEnabled: true,
     VisibilityTimeout: 180,

@@ -5,14 +5,27 @@
  * failed), and a later batch still counts.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { randomBytes } from 'node:crypto';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
+import {
+  DYNAMODB_ITEM_LIMIT_BYTES,
+  DynamoGuardStore,
+  GUARD_ITEM_BUDGET_BYTES,
+  GuardItemTooLargeError,
+  itemBytes,
+} from '../../functions/adapters/dynamodb/guard';
 import { verificationToItem } from '../../functions/adapters/dynamodb/items';
-import { handleGuardStream, type GuardStreamEvent } from '../../functions/adapters/guard/stream';
+import {
+  handleGuardStream,
+  reportOverBudget,
+  type GuardStreamEvent,
+} from '../../functions/adapters/guard/stream';
+import type { Logger } from '../../functions/adapters/logger';
+import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
+import { currentCountryStats } from '../../functions/core/guard/signals';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { countryPrefixOf } from '../../functions/core/guard/prefix';
@@ -40,6 +53,9 @@ interface Table {
   client: DynamoDBDocumentClient;
   faults: DynamoFaults;
   handle: (event: GuardStreamEvent) => Promise<unknown>;
+  /** What the consumer told of its own health: metrics and log lines. */
+  metrics: InMemoryMetrics;
+  logs: { level: string; event: string; fields: Record<string, unknown> }[];
 }
 
 const clock = new FakeClock(new Date('2026-11-23T12:00:00Z'));
@@ -52,9 +68,15 @@ async function table(): Promise<Table> {
   opened.push(client);
   const faults = new DynamoFaults();
   faults.install(client);
-  const deps = { store: new DynamoGuardStore(client, tableName), clock };
-  const handle = (event: GuardStreamEvent) => handleGuardStream(deps, event);
-  return { tableName, client, faults, handle };
+  const metrics = new InMemoryMetrics();
+  const logs: Table['logs'] = [];
+  const logger: Logger = { log: (level, event, fields = {}) => logs.push({ level, event, fields }) };
+  const deps = {
+    store: new DynamoGuardStore(client, tableName, { onOverBudget: reportOverBudget(logger, metrics) }),
+    clock,
+  };
+  const handle = (event: GuardStreamEvent) => handleGuardStream(deps, event, { metrics, logger });
+  return { tableName, client, faults, handle, metrics, logs };
 }
 
 /** The stream record of a new verification to `to`, at sequence number `sequence` (21 digits, as DynamoDB's). */
@@ -206,4 +228,90 @@ test('a batch over 26 countries, written in two transactions of which the second
   await t.handle({ Records: batch, shardId: SHARD });
   expect(await everything(t)).toEqual(await everything(reference));
   for (const country of ['GB', 'LV']) expect(await counted(t, country)).toEqual([2, 2]);
+});
+
+describe("the consumer's health", () => {
+  /**
+   * The service's GB aggregates stored at about `bytes` (their per-shard marks padded out with shards folded a
+   * minute ago, which the consumer keeps for hours): an item grown as an unbounded map would grow.
+   */
+  async function grownAggregates(t: Table, bytes: number): Promise<void> {
+    const key = keys.guardCountryStats(serviceSid, 'GB');
+    const item: Record<string, unknown> = {
+      ...key,
+      type: 'guard_stats',
+      stats: JSON.stringify(currentCountryStats(undefined)),
+      version: 1,
+    };
+    const marks: Record<string, { seq: string; at: number }> = {};
+    const at = clock.now().getTime() - 60_000;
+    const mark = (i: number) => `shardId-00000001700000000000-${String(i).padStart(8, '0')}`;
+    let i = 0;
+    // Every mark's text has the same length: add them by the hundred, then one by one to the size wanted.
+    for (const step of [100, 1])
+      for (;;) {
+        const next = { ...marks };
+        for (let j = 0; j < step; j++) next[mark(i + j)] = { seq: `4${'0'.repeat(20)}`, at };
+        if (itemBytes({ ...item, folded: JSON.stringify(next) }) > bytes) break;
+        Object.assign(marks, next);
+        i += step;
+      }
+    item.folded = JSON.stringify(marks);
+    await t.client.send(new PutCommand({ TableName: t.tableName, Item: item }));
+  }
+
+  test('a batch that fails is counted (GuardBatchFailures), logged with its cause and thrown, to be retried', async () => {
+    const t = await table();
+    t.faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing: 'before' });
+    await expect(t.handle({ Records: gbBatch(1, 3), shardId: SHARD })).rejects.toThrow();
+    expect(t.metrics.total(METRIC.guardBatchFailures)).toBe(1);
+    expect(t.logs).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        event: 'guard.batch_failed',
+        fields: expect.objectContaining({ cause: 'error', records: 3 }),
+      }),
+    );
+    // Retried, it goes through: nothing more is counted.
+    await t.handle({ Records: gbBatch(1, 3), shardId: SHARD });
+    expect(t.metrics.total(METRIC.guardBatchFailures)).toBe(1);
+    expect(await counted(t)).toEqual([3, 3]);
+  });
+
+  test('an aggregate past its 64 KB budget is reported (GuardItemsOverBudget) and still written', async () => {
+    const t = await table();
+    await t.handle({ Records: gbBatch(1, 2), shardId: SHARD });
+    expect(t.metrics.total(METRIC.guardItemsOverBudget)).toBe(0);
+
+    const other = await table();
+    await grownAggregates(other, GUARD_ITEM_BUDGET_BYTES + 4096);
+    await other.handle({ Records: gbBatch(1, 2), shardId: SHARD });
+    expect(other.metrics.total(METRIC.guardItemsOverBudget)).toBe(1);
+    expect(other.logs).toContainEqual(
+      expect.objectContaining({
+        event: 'guard.item_over_budget',
+        fields: expect.objectContaining({ sk: 'STATS#GB', kind: 'stats', bytes: expect.any(Number) }),
+      }),
+    );
+    expect(other.metrics.total(METRIC.guardBatchFailures)).toBe(0);
+    expect((await counted(other))[0]).toBe(2);
+  });
+
+  test("an aggregate that would pass DynamoDB's 400 KB fails the batch before any write, as item_too_large", async () => {
+    const t = await table();
+    await grownAggregates(t, DYNAMODB_ITEM_LIMIT_BYTES - 200);
+    const before = await everything(t);
+    const failed = t.handle({ Records: gbBatch(1, 3), shardId: SHARD });
+    await expect(failed).rejects.toBeInstanceOf(GuardItemTooLargeError);
+    expect(t.metrics.total(METRIC.guardBatchFailures)).toBe(1);
+    expect(t.metrics.total(METRIC.guardItemsOverBudget)).toBeGreaterThanOrEqual(1);
+    expect(t.logs).toContainEqual(
+      expect.objectContaining({
+        event: 'guard.batch_failed',
+        fields: expect.objectContaining({ cause: 'item_too_large' }),
+      }),
+    );
+    // Nothing of the batch was written: no aggregate holds it half.
+    expect(await everything(t)).toEqual(before);
+  });
 });

@@ -740,6 +740,8 @@ describe('each function runs with exactly its template grants', () => {
     await ok(member('POST', `${svc}/templates/${String(template.sid)}/default`));
     await ok(member('GET', `${svc}/templates`));
     await ok(member('PUT', `${svc}/rules`, { blockedCountries: [], blockedPrefixes: [] }));
+    await ok(member('PUT', `${svc}/caps/GB`, { hourlySends: 1000 }));
+    await ok(member('GET', `${svc}/caps`));
     await ok(member('PUT', `${svc}/channels`, { channels: ['sms', 'whatsapp'] }));
     const hook = await ok(member('POST', `${svc}/webhooks`, { url: 'https://hooks.example.com/console' }));
     await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/rotate`, {}));

@@ -12,7 +12,11 @@ import {
   handleWebhookQueueBatch,
   parseWebhookJob,
 } from '../../functions/adapters/webhooks/sqs-queue';
-import { changeFromStreamRecord, handleVerificationStream } from '../../functions/adapters/webhooks/stream';
+import {
+  capReachedFromStreamRecord,
+  changeFromStreamRecord,
+  handleVerificationStream,
+} from '../../functions/adapters/webhooks/stream';
 import type { Verification } from '../../functions/core/model';
 import type { QueuedJob, WebhookJob, WebhookSenderDeps } from '../../functions/core/webhooks';
 import { FakeClock } from '../support/fake-clock';
@@ -197,5 +201,95 @@ describe('handleVerificationStream', () => {
       data: { delivery_status: string };
     };
     expect(payload.data.delivery_status).toBe('DELIVERED');
+  });
+});
+
+describe('guard.cap_reached from the guard states on the stream', () => {
+  const since = Date.parse('2026-11-21T12:41:07.250Z');
+  const reached = (start: number, cap = 'hourly_spend') => ({
+    service_sid: SERVICE,
+    country: 'GB',
+    cap,
+    limit: 250_000,
+    value: 251_200,
+    since: start,
+    until: Date.parse('2026-11-21T13:00:00.000Z'),
+  });
+  const stateImage = (capReached?: Record<string, unknown>) =>
+    marshall({
+      pk: `GUARD#${SERVICE}`,
+      sk: 'COUNTRY#GB',
+      type: 'guard_state',
+      state: '{}',
+      ...(capReached && { cap_reached: capReached }),
+    }) as never;
+  const write = (
+    before?: Record<string, unknown> | null,
+    after?: Record<string, unknown>,
+  ): DynamoDBRecord => ({
+    eventName: before === null ? 'INSERT' : 'MODIFY',
+    dynamodb: {
+      ...(before !== null && { OldImage: stateImage(before) }),
+      NewImage: stateImage(after),
+    },
+  });
+
+  it('a block new to the item is an event; the same block written again, or none, is not', () => {
+    expect(capReachedFromStreamRecord(write(null, reached(since)))).toMatchObject({
+      serviceSid: SERVICE,
+      country: 'GB',
+      since,
+    });
+    expect(capReachedFromStreamRecord(write(undefined, reached(since)))).toBeDefined();
+    expect(capReachedFromStreamRecord(write(reached(since), reached(since)))).toBeUndefined();
+    // The next window's block (a new start), after the last one ended.
+    expect(capReachedFromStreamRecord(write(reached(since), reached(since + 3_600_000)))).toBeDefined();
+    expect(capReachedFromStreamRecord(write(reached(since), undefined))).toBeUndefined();
+    expect(capReachedFromStreamRecord(write(undefined, undefined))).toBeUndefined();
+  });
+
+  it('queues one guard.cap_reached per enabled endpoint, spend as USD strings, the same id on a retry', async () => {
+    const queued: QueuedJob[] = [];
+    const deps = {
+      endpoints: {
+        listEndpoints: async () =>
+          ['WH1', 'WH2', 'WH3'].map((sid) => ({
+            sid,
+            serviceSid: SERVICE,
+            url: 'https://a.example.com',
+            enabled: sid !== 'WH3',
+            createdAt: '',
+            sealedSecret: 's',
+          })),
+      },
+      queue: {
+        maxDelaySeconds: 900,
+        enqueue: async (jobs: QueuedJob[]) => void queued.push(...jobs),
+        deadLetter: async () => {},
+      },
+      clock: new FakeClock(new Date('2026-11-21T12:41:08.000Z')),
+    };
+    const event = { Records: [write(undefined, reached(since)), write(reached(since), reached(since))] };
+    expect(await handleVerificationStream(deps, event)).toEqual({ events: 1, jobs: 2 });
+    expect(queued.map((q) => (q.job as { endpointSid: string }).endpointSid)).toEqual(['WH1', 'WH2']);
+    const body = JSON.parse((queued[0]!.job as { payload: string }).payload) as Record<string, unknown>;
+    expect(body).toEqual({
+      id: expect.stringMatching(/^EV[0-9a-f]{32}$/),
+      type: 'guard.cap_reached',
+      created_at: '2026-11-21T12:41:07.250Z',
+      data: {
+        service_sid: SERVICE,
+        country: 'GB',
+        cap: 'hourly_spend',
+        limit: '25.0000',
+        value: '25.1200',
+        refused_until: '2026-11-21T13:00:00.000Z',
+      },
+    });
+    // Lambda retries the batch: the same event id, which consumers dedupe.
+    await handleVerificationStream(deps, event);
+    expect((queued[2]!.job as { eventId: string }).eventId).toBe(
+      (queued[0]!.job as { eventId: string }).eventId,
+    );
   });
 });

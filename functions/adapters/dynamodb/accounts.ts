@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { defaultAllowedCountries } from '../../core/guard/high-risk-countries';
+import type { CountryCaps } from '../../core/guard/model';
 import type { Service, Template } from '../../core/model';
 import type { Random } from '../../core/ports';
 import type { Channel } from '../../core/routing';
@@ -298,6 +299,15 @@ export class AccountStore {
     if (allowed)
       await this.updateService(serviceSid, 'SET guard_risk_check_opt_out = :yes', { ':yes': true });
     else await this.updateService(serviceSid, 'REMOVE guard_risk_check_opt_out', undefined);
+  }
+
+  /**
+   * The owner's per-country caps (`*`: every country without its own), validated by the caller
+   * (core/guard/caps.ts). `undefined` removes them all. Read by the guard's consumer with the service item.
+   */
+  async setGuardCaps(serviceSid: string, caps: Record<string, CountryCaps> | undefined): Promise<void> {
+    if (caps === undefined) await this.updateService(serviceSid, 'REMOVE guard_caps', undefined);
+    else await this.updateService(serviceSid, 'SET guard_caps = :caps', { ':caps': caps });
   }
 
   async setPrice(serviceSid: string, country: string, units: number): Promise<void> {

@@ -33,13 +33,14 @@ import type {
   GuardView,
   ScopeGuardState,
 } from '../../core/guard/model';
+import { capReachedBy, type CapReached } from '../../core/guard/caps';
 import {
   emptyCountryState,
   emptyScopeState,
   type CountryStats,
   type ScopeStats,
 } from '../../core/guard/signals';
-import { keys, type ItemKey } from './keys';
+import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
 import { isConditionFailure, queryAll, updateExisting } from './requests';
 
 type Item = Record<string, unknown>;
@@ -74,11 +75,66 @@ export function guardViewFromItems(
 const isCancelledByCondition = (error: unknown): boolean =>
   error instanceof TransactionCanceledException || isConditionFailure(error);
 
+/**
+ * What a guard item may weigh: every aggregate is bounded (`LIMITS` in core/guard/signals.ts) to stay under it, far
+ * from DynamoDB's 400 KB item limit (past which every write of the batch fails) and cheap to rewrite (1 KB per
+ * write unit). An item past it is reported, and still written.
+ */
+export const GUARD_ITEM_BUDGET_BYTES = 64 * 1024;
+/** DynamoDB's item size limit. */
+export const DYNAMODB_ITEM_LIMIT_BYTES = 400 * 1024;
+
+/** A guard item the consumer was about to write past its budget (or past DynamoDB's limit). */
+export interface OversizedGuardItem {
+  pk: string;
+  sk: string;
+  /** `state` (what a send reads) or `stats` (the consumer's aggregates). */
+  kind: 'state' | 'stats';
+  bytes: number;
+}
+
+/** A batch whose aggregates would not fit in a DynamoDB item: written, it would fail on every retry. */
+export class GuardItemTooLargeError extends Error {
+  override readonly name = 'GuardItemTooLargeError';
+  constructor(readonly item: OversizedGuardItem) {
+    super(`guard item ${item.sk} of ${item.pk} is ${item.bytes} bytes, over DynamoDB's item limit`);
+  }
+}
+
+/**
+ * The size DynamoDB bills an item at: each attribute's name and value in UTF-8 (numbers about 1 byte per 2
+ * digits, maps and lists 3 bytes plus one per element); close enough to compare with a budget.
+ */
+export function itemBytes(item: Record<string, unknown>): number {
+  const value = (v: unknown): number => {
+    if (typeof v === 'string') return Buffer.byteLength(v, 'utf8');
+    if (typeof v === 'number') return Math.ceil(String(Math.abs(v)).replace(/[.-]/g, '').length / 2) + 1;
+    if (typeof v === 'boolean' || v === null || v === undefined) return 1;
+    if (Array.isArray(v)) return 3 + v.reduce<number>((sum, e) => sum + value(e) + 1, 0);
+    if (typeof v === 'object')
+      return (
+        3 +
+        Object.entries(v as Record<string, unknown>).reduce(
+          (sum, [k, e]) => sum + Buffer.byteLength(k, 'utf8') + value(e) + 1,
+          0,
+        )
+      );
+    return 0;
+  };
+  return Object.entries(item).reduce((sum, [k, v]) => sum + Buffer.byteLength(k, 'utf8') + value(v), 0);
+}
+
+export interface DynamoGuardStoreOptions {
+  /** Told of every item written past `GUARD_ITEM_BUDGET_BYTES`: a metric and a log line (functions/guard). */
+  onOverBudget?: (item: OversizedGuardItem) => void;
+}
+
 /** The consumer's side: aggregates and state, written together under a version check. */
 export class DynamoGuardStore implements GuardSignalStore {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
+    private readonly options: DynamoGuardStoreOptions = {},
   ) {}
 
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
@@ -154,7 +210,12 @@ export class DynamoGuardStore implements GuardSignalStore {
         {
           Put: {
             TableName: this.tableName,
-            Item: { ...stateKey, type: 'guard_state', state: JSON.stringify(state) },
+            Item: {
+              ...stateKey,
+              type: 'guard_state',
+              state: JSON.stringify(state),
+              ...capAttribute(stateKey, state),
+            },
           },
         },
       );
@@ -182,6 +243,7 @@ export class DynamoGuardStore implements GuardSignalStore {
         record.version,
       );
     }
+    this.checkSizes(writes);
     // One transaction (100 items at most, 50 records); a larger batch is written in parts, each all or none.
     for (let i = 0; i < writes.length; i += 100) {
       try {
@@ -193,6 +255,50 @@ export class DynamoGuardStore implements GuardSignalStore {
     }
     return true;
   }
+
+  /** Reports the items past their budget; refuses, before any write, a batch with one DynamoDB would refuse. */
+  private checkSizes(writes: TransactItem[]): void {
+    for (const write of writes) {
+      const item = write.Put?.Item;
+      if (!item) continue;
+      const bytes = itemBytes(item);
+      if (bytes <= GUARD_ITEM_BUDGET_BYTES) continue;
+      const found: OversizedGuardItem = {
+        pk: String(item.pk),
+        sk: String(item.sk),
+        kind: item.type === 'guard_state' ? 'state' : 'stats',
+        bytes,
+      };
+      this.options.onOverBudget?.(found);
+      if (bytes > DYNAMODB_ITEM_LIMIT_BYTES) throw new GuardItemTooLargeError(found);
+    }
+  }
+}
+
+/**
+ * A service's country state with a cap reached carries it as `cap_reached` (a map the webhook events function's
+ * filter can see): the state's write is the event's record, and its `since` tells a new block from the same one
+ * written again.
+ */
+function capAttribute(key: ItemKey, state: unknown): Item {
+  const blocks = (state as Partial<CountryGuardState>).blocks;
+  if (!blocks || !key.sk.startsWith('COUNTRY#') || key.pk.includes(`#${GLOBAL_SCOPE}`)) return {};
+  for (const block of blocks) {
+    const reached = capReachedBy(block);
+    if (!reached) continue;
+    return {
+      cap_reached: {
+        service_sid: key.pk.slice(PARTITION_FAMILY.guard.length),
+        country: key.sk.slice('COUNTRY#'.length),
+        cap: reached.cap,
+        limit: reached.limit,
+        value: reached.value,
+        since: block.since,
+        until: block.until,
+      },
+    };
+  }
+  return {};
 }
 
 const folded = (item: Item): { folded?: FoldedMarks } => {
@@ -209,6 +315,13 @@ const splitCountryKey = (key: string): [string, string] => {
 };
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** A cap reached: the country, which cap, and from when until when its sends are refused. */
+export interface CapBlock extends CapReached {
+  country: string;
+  since: number;
+  until: number;
+}
 
 export interface GuardOverview {
   level: GuardLevel | undefined;
@@ -245,6 +358,30 @@ export class DynamoGuardAdmin {
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
     });
+  }
+
+  /**
+   * The caps of the service reached now: its `country_cap` blocks still in force (one query of its guard
+   * partition; the consumer writes them, a few seconds after the sends that reached them).
+   */
+  async capsReached(serviceSid: string, now: Date): Promise<CapBlock[]> {
+    const found: CapBlock[] = [];
+    for (const item of await this.states(serviceSid)) {
+      const sk = String(item.sk);
+      if (!sk.startsWith('COUNTRY#')) continue;
+      const state = parse<CountryGuardState>(item, 'state');
+      for (const block of state?.blocks ?? []) {
+        const reached = capReachedBy(block);
+        if (reached && block.until > now.getTime())
+          found.push({
+            country: sk.slice('COUNTRY#'.length),
+            since: block.since,
+            until: block.until,
+            ...reached,
+          });
+      }
+    }
+    return found.sort((a, b) => a.country.localeCompare(b.country));
   }
 
   async overview(serviceSid: string): Promise<GuardOverview | undefined> {

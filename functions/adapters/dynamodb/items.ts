@@ -171,6 +171,7 @@ export function serviceToItem(s: Service): Item {
     created_at: s.createdAt,
     ...(s.guard && { guard_level: s.guard.level, guard_safe_list: s.guard.safeList }),
     ...(s.guard?.riskCheckOptOut && { guard_risk_check_opt_out: true }),
+    ...(s.guard?.caps && { guard_caps: s.guard.caps }),
   };
 }
 

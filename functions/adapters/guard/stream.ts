@@ -10,9 +10,11 @@ import {
   type GuardConsumerDeps,
   type PositionedGuardEvent,
 } from '../../core/guard/consumer';
+import { capReachedBy } from '../../core/guard/caps';
 import { METRIC, type Metrics } from '../../core/metrics';
 import type { GuardEvent } from '../../core/guard/signals';
 import { settledStatus } from '../../core/verification';
+import { GuardItemTooLargeError, type OversizedGuardItem } from '../dynamodb/guard';
 import { guardDecisionFromItem, verificationFromItem } from '../dynamodb/items';
 import { PARTITION_FAMILY } from '../dynamodb/keys';
 import type { Logger } from '../logger';
@@ -98,24 +100,67 @@ export interface GuardStreamResponse {
   state: Record<string, never>;
 }
 
+/** Where the consumer tells of its own failures (a metric the alarms read, a log line). */
+export interface GuardStreamHealth {
+  metrics?: Metrics;
+  logger?: Logger;
+}
+
+/** Why a batch failed, as its log line says it: an aggregate too large for DynamoDB, or anything else. */
+export function batchFailureCause(error: unknown): 'item_too_large' | 'error' {
+  if (error instanceof GuardItemTooLargeError) return 'item_too_large';
+  const message = error instanceof Error ? error.message : String(error);
+  return /item size has exceeded|item size to update has exceeded/i.test(message)
+    ? 'item_too_large'
+    : 'error';
+}
+
 /**
  * The guard's stream handler (the GuardSignals Lambda, functions/guard/signals.ts; the local stack's poller,
- * local/guard.ts): the batch's events with their positions, folded once each. A failure throws: the batch is
- * delivered again.
+ * local/guard.ts): the batch's events with their positions, folded once each. A failure is counted
+ * (`GuardBatchFailures`) and thrown: the batch is delivered again, and after the event source's retries dropped
+ * (its on-failure queue, alarmed): the signals it carried are lost.
  */
 export async function handleGuardStream(
   deps: GuardConsumerDeps,
   event: GuardStreamEvent,
+  health: GuardStreamHealth = {},
 ): Promise<GuardStreamResponse> {
-  await consumeGuardEvents(deps, guardEventsFromShard(event.Records ?? [], event.shardId));
+  try {
+    await consumeGuardEvents(deps, guardEventsFromShard(event.Records ?? [], event.shardId));
+  } catch (error) {
+    const cause = batchFailureCause(error);
+    health.metrics?.count(METRIC.guardBatchFailures);
+    health.logger?.log('error', 'guard.batch_failed', {
+      cause,
+      records: (event.Records ?? []).length,
+      error: error instanceof Error ? error : String(error),
+    });
+    throw error;
+  }
   return { state: {} };
 }
+
+/** Tells of a guard item written past its budget: a metric (alarmed) and a log line naming the item. */
+export const reportOverBudget =
+  (logger: Logger, metrics?: Metrics) =>
+  (item: OversizedGuardItem): void => {
+    metrics?.count(METRIC.guardItemsOverBudget);
+    logger.log('warn', 'guard.item_over_budget', {
+      pk: item.pk,
+      sk: item.sk,
+      kind: item.kind,
+      bytes: item.bytes,
+    });
+  };
 
 /** Tells the owner of an attack when it starts: a metric (alarm on it) and a log line with the figures. */
 export const reportBlockStarted =
   (logger: Logger, metrics?: Metrics): NonNullable<GuardConsumerDeps['onBlockStarted']> =>
   (scope, country, block) => {
     metrics?.count(METRIC.guardBlocks, { reason: block.reason, level: block.level });
+    const cap = capReachedBy(block);
+    if (cap) metrics?.count(METRIC.guardCapsReached, { cap: cap.cap });
     logger.log('warn', 'guard.block_started', {
       scope,
       country,

@@ -1,6 +1,7 @@
 /** Which changes of a verification are webhook events, and what an event carries (docs/webhooks.md). */
 import { createHash } from 'node:crypto';
 import type { CodeStatus, DeliveryStatus, Verification } from '../model';
+import { formatUnits } from '../money';
 import { settledStatus, toView, type VerificationView } from '../verification';
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -10,14 +11,17 @@ export const WEBHOOK_EVENT_TYPES = [
   'verification.verified',
   'verification.locked',
   'verification.expired',
+  'guard.cap_reached',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** The events about a verification (the others are about the service: `guard.cap_reached`). */
+export type VerificationEventType = Exclude<WebhookEventType, 'guard.cap_reached'>;
 
-/** The JSON body of every webhook. */
+/** The JSON body of every webhook about a verification. */
 export interface WebhookEvent {
   /** Same for every delivery attempt and every endpoint: consumers dedupe by it. Also the `webhook-id` header. */
   id: string;
-  type: WebhookEventType;
+  type: VerificationEventType;
   /** When the change happened (not when it was posted). */
   created_at: string;
   /** Increases with every event of one verification: a consumer ignores one lower than the last it applied. */
@@ -37,13 +41,13 @@ export interface VerificationChange {
   at: Date;
 }
 
-const DELIVERY_EVENTS: Partial<Record<DeliveryStatus, WebhookEventType>> = {
+const DELIVERY_EVENTS: Partial<Record<DeliveryStatus, VerificationEventType>> = {
   SENT: 'verification.delivery.sent',
   DELIVERED: 'verification.delivery.delivered',
   FAILED: 'verification.delivery.failed',
 };
 
-const STATUS_EVENTS: Partial<Record<CodeStatus, WebhookEventType>> = {
+const STATUS_EVENTS: Partial<Record<CodeStatus, VerificationEventType>> = {
   VERIFIED: 'verification.verified',
   LOCKED: 'verification.locked',
   EXPIRED: 'verification.expired',
@@ -53,7 +57,11 @@ const STATUS_EVENTS: Partial<Record<CodeStatus, WebhookEventType>> = {
  * Deterministic from the verification, the sequence and the type, so a stream record processed twice yields the
  * same id. `EV` and 32 hex characters, like the service's other identifiers.
  */
-export function webhookEventId(verificationSid: string, sequence: number, type: WebhookEventType): string {
+export function webhookEventId(
+  verificationSid: string,
+  sequence: number,
+  type: VerificationEventType,
+): string {
   const digest = createHash('sha256').update(`${verificationSid}/${sequence}/${type}`).digest('hex');
   return `EV${digest.slice(0, 32)}`;
 }
@@ -62,7 +70,7 @@ export function webhookEventId(verificationSid: string, sequence: number, type: 
 export function eventsForChange(change: VerificationChange): WebhookEvent[] {
   const { before, after } = change;
   if (!before) return [];
-  const types: WebhookEventType[] = [];
+  const types: VerificationEventType[] = [];
   const delivery = before.deliveryStatus !== after.deliveryStatus && DELIVERY_EVENTS[after.deliveryStatus];
   if (delivery) types.push(delivery);
   const status = settledStatus(before) !== settledStatus(after) && STATUS_EVENTS[settledStatus(after)];
@@ -75,4 +83,58 @@ export function eventsForChange(change: VerificationChange): WebhookEvent[] {
     sequence: change.sequence,
     data,
   }));
+}
+
+/** A cap the owner set for a country was reached: what the guard's consumer recorded with its block. */
+export interface CapReachedChange {
+  serviceSid: string;
+  /** ISO alpha-2, or the country of a send counted under the `*` caps. */
+  country: string;
+  /** `hourly_sends`, `daily_sends`, `hourly_spend` or `daily_spend`. */
+  cap: string;
+  /** Sends, or units of 0.0001 USD for a spend cap. */
+  limit: number;
+  value: number;
+  /** When the block started and when it ends (epoch ms): the cap's window. */
+  since: number;
+  until: number;
+}
+
+/** The body of `guard.cap_reached`: once per cap and window, when the guard starts refusing the country. */
+export interface CapReachedEvent {
+  id: string;
+  type: 'guard.cap_reached';
+  created_at: string;
+  data: {
+    service_sid: string;
+    country: string;
+    cap: string;
+    /** Sends as a number; spend as a USD string with four decimals, like a verification's `price`. */
+    limit: number | string;
+    value: number | string;
+    /** Until when the country's sends are refused (the end of the hour or the day, UTC). */
+    refused_until: string;
+  };
+}
+
+/** One event per block: the same cap reached again in the same window is the same event (same id). */
+export function capReachedEvent(change: CapReachedChange): CapReachedEvent {
+  const spend = change.cap.endsWith('_spend');
+  const amount = (value: number) => (spend ? formatUnits(value) : value);
+  const digest = createHash('sha256')
+    .update(`${change.serviceSid}/${change.country}/${change.since}/guard.cap_reached`)
+    .digest('hex');
+  return {
+    id: `EV${digest.slice(0, 32)}`,
+    type: 'guard.cap_reached',
+    created_at: new Date(change.since).toISOString(),
+    data: {
+      service_sid: change.serviceSid,
+      country: change.country,
+      cap: change.cap,
+      limit: amount(change.limit),
+      value: amount(change.value),
+      refused_until: new Date(change.until).toISOString(),
+    },
+  };
 }

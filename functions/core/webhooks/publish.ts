@@ -1,6 +1,6 @@
 import type { Clock } from '../ports';
 import type { WebhookEndpointStore } from './endpoints';
-import { eventsForChange, type VerificationChange } from './events';
+import { capReachedEvent, eventsForChange, type CapReachedChange, type VerificationChange } from './events';
 import { scheduleAt, type QueuedJob, type WebhookJob, type WebhookQueue } from './queue';
 
 export interface WebhookEventsDeps {
@@ -75,4 +75,48 @@ export async function publishVerificationChanges(
   const eventCount = perService.reduce((sum, service) => sum + service.events, 0);
   if (jobs.length > 0) await deps.queue.enqueue(jobs);
   return { events: eventCount, jobs: jobs.length };
+}
+
+/**
+ * Turns caps reached (the guard consumer's new `country_cap` blocks) into one `guard.cap_reached` delivery per
+ * enabled endpoint of the service. Running it twice enqueues the same event ids again (consumers dedupe).
+ */
+export async function publishCapsReached(
+  deps: Pick<WebhookEventsDeps, 'endpoints' | 'queue'>,
+  changes: readonly CapReachedChange[],
+): Promise<PublishResult> {
+  const jobs: QueuedJob[] = [];
+  const services = [...new Set(changes.map((change) => change.serviceSid))];
+  const endpoints = new Map(
+    await Promise.all(
+      services.map(
+        async (sid) =>
+          [sid, (await deps.endpoints.listEndpoints(sid)).filter((endpoint) => endpoint.enabled)] as const,
+      ),
+    ),
+  );
+  let events = 0;
+  for (const change of changes) {
+    const targets = endpoints.get(change.serviceSid) ?? [];
+    if (targets.length === 0) continue;
+    const event = capReachedEvent(change);
+    const payload = JSON.stringify(event);
+    events += 1;
+    for (const endpoint of targets) {
+      jobs.push({
+        job: {
+          kind: 'deliver',
+          serviceSid: change.serviceSid,
+          endpointSid: endpoint.sid,
+          eventId: event.id,
+          eventType: event.type,
+          payload,
+          attempt: 1,
+        },
+        delaySeconds: 0,
+      });
+    }
+  }
+  if (jobs.length > 0) await deps.queue.enqueue(jobs);
+  return { events, jobs: jobs.length };
 }

@@ -4,6 +4,7 @@
  */
 import type { Command } from '../framework';
 import { balanceCommands } from './balance';
+import { capsCommands } from './caps';
 import { channelsCommands } from './channels';
 import { guardCommands } from './guard';
 import { keyCommands } from './key';
@@ -21,6 +22,7 @@ export const COMMANDS: readonly Command[] = [
   ...templateCommands,
   ...rulesCommands,
   ...guardCommands,
+  ...capsCommands,
   ...priceCommands,
   ...channelsCommands,
   ...webhookCommands,

@@ -1,0 +1,189 @@
+/**
+ * The pumping guard's stream consumer in the bill: its DynamoDB requests per send, counted on DynamoDB Local by
+ * running the real consumer (`consumeGuardEvents` over `DynamoGuardStore`, as the GuardSignals Lambda runs it)
+ * over a service's traffic, one batch a second as the event source's batching window makes them.
+ *
+ * The consumer's cost is per batch, not per send: each batch reads and rewrites, in one transaction, the
+ * aggregates and the state of every (scope, country) it touches, whole. So the figure depends on the traffic's
+ * rate (sends a batch) and on the items' sizes, which grow with the ranges seen until their bounds. The
+ * aggregates are first warmed (unmetered) for `warmupSeconds` of the same traffic, then a window is metered
+ * and priced by DynamoDB's rules from item sizes (bench/meter.ts). The warm-up runs the same consumer on the
+ * in-memory store, whose records are then stored as they are. A send here is a verification: its send
+ * and, for the checked share, its checked code (each a stream record the consumer folds).
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient } from '../functions/adapters/dynamodb/client';
+import { DynamoGuardStore } from '../functions/adapters/dynamodb/guard';
+import { keys } from '../functions/adapters/dynamodb/keys';
+import { MemoryGuardStore } from '../functions/adapters/memory/guard';
+import {
+  GLOBAL_SCOPE,
+  consumeGuardEvents,
+  countryKey,
+  type GuardBatch,
+  type GuardSignalStore,
+  type PositionedGuardEvent,
+} from '../functions/core/guard/consumer';
+import { DynamoMeter, itemSize, summarize, type RequestSummary } from './meter';
+import { createAccount, type BenchDb } from './setup';
+import { round } from './stats';
+
+export interface GuardConsumerPlan {
+  /** Sends a second of the one service (spread over `COUNTRIES`). */
+  sendsPerSecond: number;
+  /** Traffic folded before the metered window, in memory: the aggregates grow toward their working size. */
+  warmupSeconds: number;
+  measuredSeconds: number;
+}
+
+export interface GuardConsumerCount {
+  sendsPerSecond: number;
+  countries: string[];
+  /** Of the sends, the share whose code is checked (a second stream record each). */
+  checkedShare: number;
+  warmupSeconds: number;
+  measuredSeconds: number;
+  /** In the metered window. */
+  sends: number;
+  batches: number;
+  /** Per send (and its checked code): requests, RRU and WRU by DynamoDB's rules from item sizes. */
+  perSend: RequestSummary;
+  /** The largest guard item at the end (bytes): what each rewrite of it costs grows with it. */
+  largestItemBytes: number;
+}
+
+/** A service's traffic over mobile numbers of whole countries, spread as real users are. */
+const COUNTRIES: { country: string; prefix: string; digits: number; share: number }[] = [
+  { country: 'US', prefix: '+1', digits: 10, share: 0.35 },
+  { country: 'IN', prefix: '+919', digits: 9, share: 0.25 },
+  { country: 'GB', prefix: '+447', digits: 9, share: 0.15 },
+  { country: 'DE', prefix: '+4915', digits: 9, share: 0.15 },
+  { country: 'BR', prefix: '+55119', digits: 8, share: 0.1 },
+];
+const CHECKED_SHARE = 0.75;
+const SHARD = 'shardId-00000001700000000000-bench';
+
+/** A fixed-seed generator: the same traffic every run. */
+function generator(seed: number): () => number {
+  let state = seed;
+  return () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+}
+
+function mobile(random: () => number): { country: string; e164: string } {
+  let pick = random();
+  const entry = COUNTRIES.find((c) => (pick -= c.share) < 0) ?? COUNTRIES[0]!;
+  let national = '';
+  // US: area codes and exchanges never start with 0 or 1.
+  for (let i = 0; i < entry.digits; i++)
+    national += String(
+      entry.country === 'US' && (i === 0 || i === 3)
+        ? 2 + Math.floor(random() * 8)
+        : Math.floor(random() * 10),
+    );
+  return { country: entry.country, e164: `${entry.prefix}${national}` };
+}
+
+/** The largest guard item of the service and of the countries' global partitions. */
+async function largestGuardItem(client: DynamoDBDocumentClient, tableName: string, serviceSid: string) {
+  const partitions = [
+    keys.guardScope(serviceSid).pk,
+    ...COUNTRIES.map(({ country }) => keys.guardCountry(GLOBAL_SCOPE, country).pk),
+  ];
+  let largest = 0;
+  for (const pk of partitions) {
+    const { Items = [] } = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+      }),
+    );
+    for (const item of Items) largest = Math.max(largest, itemSize(item));
+  }
+  return largest;
+}
+
+export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): Promise<GuardConsumerCount> {
+  const { serviceSid } = await createAccount(db, 0);
+  const meter = new DynamoMeter('guardConsumer');
+  const client = meter.attach(createDocumentClient({ endpoint: db.endpoint }));
+  const start = Math.floor(Date.now() / 1000) * 1000;
+  let now = start;
+  const clock = { now: () => new Date(now) };
+  // Warmed in memory (the same fold, no DynamoDB round trips: an hour of traffic in seconds), then stored.
+  const memory = new MemoryGuardStore();
+  const dynamo = new DynamoGuardStore(client, db.tableName);
+  let deps = { store: memory as GuardSignalStore, clock };
+  const random = generator(7);
+  // Checked codes come 10 to 40 s after their send: they wait for their batch.
+  const pending = new Map<number, PositionedGuardEvent[]>();
+  let sequence = 0;
+  let sends = 0;
+  let batches = 0;
+  const second = async (t: number) => {
+    const at = start + t * 1000;
+    const events = pending.get(t) ?? [];
+    pending.delete(t);
+    for (let i = 0; i < plan.sendsPerSecond; i++) {
+      const { country, e164 } = mobile(random);
+      const sentAt = at + Math.floor((i / plan.sendsPerSecond) * 1000);
+      events.push({ kind: 'send', serviceSid, country, e164, at: sentAt, accepted: true, price: 600 });
+      if (random() < CHECKED_SHARE) {
+        const delay = 10 + Math.floor(random() * 30);
+        const list = pending.get(t + delay) ?? [];
+        list.push({ kind: 'conversion', serviceSid, country, e164, at: sentAt + delay * 1000, sentAt });
+        pending.set(t + delay, list);
+      }
+    }
+    for (const event of events)
+      event.position = { shard: SHARD, sequence: `4${String(++sequence).padStart(20, '0')}` };
+    now = at + 1000;
+    await consumeGuardEvents(deps, events);
+  };
+
+  try {
+    for (let t = 0; t < plan.warmupSeconds; t++) await second(t);
+    const warmed: GuardBatch = { countries: new Map(), scopes: new Map() };
+    for (const scope of [serviceSid, GLOBAL_SCOPE])
+      for (const { country } of COUNTRIES) {
+        const record = memory.country(scope, country);
+        if (record) warmed.countries.set(countryKey(scope, country), { ...record, version: 0 });
+      }
+    const scope = memory.scope(serviceSid);
+    if (scope) warmed.scopes.set(serviceSid, { ...scope, version: 0 });
+    if (!(await dynamo.save(warmed)))
+      throw new Error('guard consumer bench: the warmed aggregates were not stored');
+    deps = { store: dynamo, clock };
+    // Priced from here: every write is bracketed by reads of the items it touches (slower, unmetered).
+    meter.probe = db.documents;
+    meter.reset();
+    for (let t = plan.warmupSeconds; t < plan.warmupSeconds + plan.measuredSeconds; t++) {
+      await second(t);
+      sends += plan.sendsPerSecond;
+      batches += 1;
+    }
+    const total = summarize(meter.snapshot());
+    const per = (value: number) => round(value / sends, 4);
+    return {
+      sendsPerSecond: plan.sendsPerSecond,
+      countries: COUNTRIES.map((c) => c.country),
+      checkedShare: CHECKED_SHARE,
+      warmupSeconds: plan.warmupSeconds,
+      measuredSeconds: plan.measuredSeconds,
+      sends,
+      batches,
+      perSend: {
+        byKind: Object.fromEntries(Object.entries(total.byKind).map(([kind, calls]) => [kind, per(calls)])),
+        requests: per(total.requests),
+        conditionFailures: per(total.conditionFailures),
+        reportedCapacity: per(total.reportedCapacity),
+        rru: per(total.rru),
+        wru: per(total.wru),
+      },
+      largestItemBytes: await largestGuardItem(db.documents, db.tableName, serviceSid),
+    };
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * The owner's per-country caps end to end on the local stack: set with the admin command and the console API,
+ * read by the guard's consumer (on the table's stream, as on AWS) with the service item, a country's sends
+ * refused once its cap is reached (403 blocked_by_policy), and the owner told once per cap window: the
+ * `GuardCapsReached` metric, a `guard.cap_reached` webhook, and the console's caps page.
+ */
+import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
+import type { WebhookPost } from '../../local/webhooks';
+import { runAdmin } from '../../scripts/admin/cli';
+import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } from '../support/harness';
+
+const HOUR = 3_600_000;
+let harness: Harness;
+const metrics = new InMemoryMetrics();
+
+beforeAll(async () => {
+  harness = await startHarness({ guardConsumer: { intervalMs: 50 }, metrics });
+  // Far from the end of an hour: the hourly cap's window must not turn over during the test.
+  const into = harness.clock.now().getTime() % HOUR;
+  if (into > HOUR - 15 * 60_000) harness.clock.advance(HOUR - into + 60_000);
+});
+afterAll(() => harness.close());
+
+interface Run {
+  code: number;
+  out: Record<string, unknown>;
+  err: string;
+}
+
+async function admin(...args: string[]): Promise<Run> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runAdmin(
+    [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
+    { out: (text) => out.push(text), err: (text) => err.push(text) },
+    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
+  );
+  return {
+    code,
+    out: out.length > 0 ? (JSON.parse(out.join('\n')) as Record<string, unknown>) : {},
+    err: err.join('\n'),
+  };
+}
+
+async function operatorToken(): Promise<string> {
+  const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'ops@example.com', operator: true }),
+  });
+  return ((await response.json()) as { token: string }).token;
+}
+
+async function consoleCall(method: string, path: string, body?: unknown) {
+  const response = await fetch(`${harness.stack.url}/console/api${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${await operatorToken()}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+const capPosts = (account: Account): WebhookPost[] =>
+  harness.stack.webhooks.transport.posts.filter(
+    (post) =>
+      post.eventType === 'guard.cap_reached' &&
+      (post.payload as { data: { service_sid: string } }).data.service_sid === account.serviceSid,
+  );
+
+let counter = 0;
+/** GB mobiles in ranges of their own (no sequence, no shared range). */
+const gbMobile = () => `+4474${String(10 + ++counter * 7).padStart(2, '0')}${String(123_456 + counter * 37)}`;
+
+describe('npm run admin -- guard caps', () => {
+  test('set, change, show and clear caps; bad values are usage errors that change nothing', async () => {
+    const { serviceSid } = await harness.createAccount();
+    expect((await admin('guard', 'caps', serviceSid)).out).toEqual({ serviceSid, caps: [], reached: [] });
+    const set = await admin(
+      'guard',
+      'cap',
+      'set',
+      serviceSid,
+      'gb',
+      '--hourly-sends',
+      '500',
+      '--daily-spend',
+      '25.5',
+    );
+    expect(set.code).toBe(0);
+    expect(set.out.caps).toEqual([
+      { country: 'GB', hourlySends: 500, dailySends: null, hourlySpend: null, dailySpend: '25.5000' },
+    ]);
+    expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toEqual({
+      GB: { hourlySends: 500, dailySpend: 255_000 },
+    });
+    // The default for every other country, listed last; one cap of GB removed, the other kept.
+    await admin('guard', 'cap', 'set', serviceSid, '*', '--daily-sends', '1000');
+    const changed = await admin('guard', 'cap', 'set', serviceSid, 'GB', '--hourly-sends', 'off');
+    expect(changed.out.caps).toEqual([
+      { country: 'GB', hourlySends: null, dailySends: null, hourlySpend: null, dailySpend: '25.5000' },
+      { country: '*', hourlySends: null, dailySends: 1000, hourlySpend: null, dailySpend: null },
+    ]);
+
+    for (const bad of [
+      ['GB', '--hourly-sends', '0'],
+      ['GB', '--hourly-sends', '1.5'],
+      ['GB', '--daily-spend', 'lots'],
+      ['ZZ', '--daily-sends', '10'],
+      ['GB'],
+    ]) {
+      const run = await admin('guard', 'cap', 'set', serviceSid, ...bad);
+      expect([bad, run.code]).toEqual([bad, 2]);
+      expect(run.err).toMatch(/^admin: /);
+    }
+    expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toEqual({
+      GB: { dailySpend: 255_000 },
+      '*': { dailySends: 1000 },
+    });
+
+    expect((await admin('guard', 'cap', 'clear', serviceSid, 'GB')).out.caps).toEqual([
+      expect.objectContaining({ country: '*' }),
+    ]);
+    await admin('guard', 'cap', 'clear', serviceSid, '*');
+    // None left: the attribute is gone, as on a service that never had caps.
+    expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toBeUndefined();
+  });
+});
+
+describe('a cap reached', () => {
+  test('refuses the country (403) a moment after, tells the owner once: metric, webhook, console', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const endpoint = await admin(
+      'webhook',
+      'add',
+      account.serviceSid,
+      `${harness.stack.url}/_local/webhooks/receiver`,
+    );
+    expect(endpoint.code).toBe(0);
+    expect((await admin('guard', 'cap', 'set', account.serviceSid, 'GB', '--hourly-sends', '3')).code).toBe(
+      0,
+    );
+
+    for (let i = 0; i < 3; i++) expect((await api.send({ To: gbMobile() })).status).toBe(201);
+    // The consumer folds the sends off the request path: the cap acts a moment later.
+    const refused = await eventually(async () => {
+      const answer = await api.send({ To: gbMobile() });
+      return answer.status === 403 ? answer : undefined;
+    }, 10_000);
+    expect(refused.body).toMatchObject({ code: 'blocked_by_policy' });
+    expect(String(refused.body.message)).toContain('send limit');
+    // Other countries are not capped.
+    expect((await api.send({ To: '+4915123456789' })).status).toBe(201);
+
+    const [post] = await eventually(async () => {
+      const found = capPosts(account).filter((p) => p.response && 'status' in p.response);
+      return found.length > 0 ? found : undefined;
+    }, 10_000);
+    expect(post!.payload).toMatchObject({
+      id: expect.stringMatching(/^EV[0-9a-f]{32}$/),
+      type: 'guard.cap_reached',
+      data: { service_sid: account.serviceSid, country: 'GB', cap: 'hourly_sends', limit: 3, value: 3 },
+    });
+    const until = (post!.payload as { data: { refused_until: string } }).data.refused_until;
+    expect(Date.parse(until) % HOUR).toBe(0);
+    expect(post!.signature).toBe('valid');
+    expect(metrics.total(METRIC.guardCapsReached, { cap: 'hourly_sends' })).toBe(1);
+
+    // More refused sends: the consumer writes the country's state again, with the same block: no new event.
+    for (let i = 0; i < 3; i++) expect((await api.send({ To: gbMobile() })).status).toBe(403);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(capPosts(account)).toHaveLength(1);
+    expect(metrics.total(METRIC.guardCapsReached, { cap: 'hourly_sends' })).toBe(1);
+
+    // The console and the admin command show it.
+    const caps = await consoleCall('GET', `/services/${account.serviceSid}/caps`);
+    expect(caps.body.reached).toEqual([
+      {
+        country: 'GB',
+        cap: 'hourly_sends',
+        limit: 3,
+        value: 3,
+        since: expect.any(String),
+        until,
+      },
+    ]);
+    expect((await admin('guard', 'caps', account.serviceSid)).out.reached).toEqual(caps.body.reached);
+  });
+});
+
+describe('the console API', () => {
+  test('shows and sets one country at a time; bad input is a 400 invalid_parameter that changes nothing', async () => {
+    const { serviceSid } = await harness.createAccount();
+    const shown = await consoleCall('GET', `/services/${serviceSid}/caps`);
+    expect(shown.status).toBe(200);
+    expect(shown.body).toMatchObject({ caps: [], reached: [] });
+    expect(shown.body.servedCountries).toContain('GB');
+
+    const set = await consoleCall('PUT', `/services/${serviceSid}/caps/gb`, {
+      hourlySends: 100,
+      dailySpend: '12.5',
+    });
+    expect(set.status).toBe(200);
+    expect(set.body.caps).toEqual([
+      { country: 'GB', hourlySends: 100, dailySends: null, hourlySpend: null, dailySpend: '12.5000' },
+    ]);
+    await consoleCall('PUT', `/services/${serviceSid}/caps/*`, { dailySends: 2000 });
+    expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toEqual({
+      GB: { hourlySends: 100, dailySpend: 125_000 },
+      '*': { dailySends: 2000 },
+    });
+
+    for (const [path, body] of [
+      ['GB', { hourlySends: 0 }],
+      ['GB', { hourlySends: 2.5 }],
+      ['GB', { hourlySends: '100' }],
+      ['GB', { dailySpend: '-1' }],
+      ['ZZ', { hourlySends: 10 }],
+    ] as const) {
+      const answer = await consoleCall('PUT', `/services/${serviceSid}/caps/${path}`, body);
+      expect([path, body, answer.status, answer.body.code]).toEqual([path, body, 400, 'invalid_parameter']);
+    }
+    expect((await harness.accounts.getService(serviceSid))?.guard?.caps?.GB).toEqual({
+      hourlySends: 100,
+      dailySpend: 125_000,
+    });
+
+    // Every cap of a country null (or left out): the country's entry is removed.
+    const cleared = await consoleCall('PUT', `/services/${serviceSid}/caps/GB`, { hourlySends: null });
+    expect(cleared.body.caps).toEqual([expect.objectContaining({ country: '*' })]);
+  });
+});
