@@ -1,5 +1,5 @@
 /**
- * The console page: plain TypeScript and the DOM, bundled by esbuild (console/build.ts). Every text a user or
+ * The console page: plain TypeScript and the DOM, bundled by esbuild (lib/console-assets.ts). Every text a user or
  * the table supplied goes in through `textContent` (the `h` helper below), never as HTML. The sign-in token is
  * kept in sessionStorage (this tab only) and sent as `Authorization: Bearer`; no cookie is ever set.
  */

@@ -2,7 +2,6 @@ import type {
   OutboundMessage,
   Provider,
   ProviderAnswer,
-  ProviderRegistry,
   Receipt,
   ReceiptRequest,
 } from '../../core/providers';
@@ -87,12 +86,4 @@ export class HttpCarrierProvider implements Provider {
       return undefined;
     }
   }
-}
-
-/** Every channel goes to one provider until per-channel providers are configured. */
-export function singleProviderRegistry(provider: Provider): ProviderRegistry {
-  return {
-    forChannel: () => provider,
-    byName: (name) => (name === provider.name ? provider : undefined),
-  };
 }
