@@ -140,3 +140,10 @@ export async function writeSection(section: Section, body: string, file = RESULT
   );
   process.stderr.write(`wrote the ${SECTIONS[section].heading} section of ${file}\n`);
 }
+
+/** Rewrites a file the bench wrote (its raw results) as prettier formats it, so that `npm run lint` passes. */
+export async function formatFile(file: string): Promise<void> {
+  const prettier = await import('prettier');
+  const options = (await prettier.resolveConfig(file)) ?? {};
+  writeFileSync(file, await prettier.format(readFileSync(file, 'utf8'), { ...options, filepath: file }));
+}

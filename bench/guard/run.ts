@@ -17,7 +17,7 @@
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { writeSection } from '../markdown';
+import { formatFile, writeSection } from '../markdown';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
@@ -370,6 +370,7 @@ async function main(): Promise<void> {
   // Written after every run too (marked partial), so an interrupted matrix still has its figures.
   const results = await matrix(seeds, scenarios, jobs, (soFar) => write(soFar, true));
   const { summaries, seconds } = write(results, false);
+  await formatFile(RESULTS_FILE);
   const text = args.includes('--markdown')
     ? markdown(summaries, { commit, seeds, split, seconds, jobs })
     : plain(summaries, seconds);
