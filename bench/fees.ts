@@ -9,8 +9,9 @@
  * and its own chance of moving on depends on its receipts only. The receipt timings are assumptions
  * (ASSUMED_RECEIPTS), stated with the figure: no real provider's receipts were measured here.
  */
-import { planRoute, ROUTES, type Channel } from '../functions/core/routing';
+import { CHANNELS, planRoute, ROUTES, type Channel } from '../functions/core/routing';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
+import { DEFAULT_CHANNEL_BEHAVIOUR } from '../local/carrier';
 import { markdownTable, table } from './stats';
 
 /** When a channel's final receipt comes after the provider took the message, ms. */
@@ -36,7 +37,8 @@ export interface ReceiptTiming {
 }
 
 /**
- * The assumed receipts per channel: rounded, plausible figures for a healthy route, not measured on any provider.
+ * The assumed receipts per channel: the author's rounded guesses for a healthy route, not measured on any
+ * provider (the local simulator's receipt delay is a test setting, not a provider's).
  * SMS receipts pass through the carrier's delivery report and have the longest tail; OTT channels (WhatsApp,
  * Viber, RCS) report within seconds but fail for numbers without an account or capable device; SNA fails
  * without a mobile data session. Change them here to see their effect.
@@ -51,12 +53,18 @@ export const ASSUMED_RECEIPTS: Readonly<Record<Channel, ReceiptTiming>> = {
 
 /**
  * The local provider simulator's receipts with no carrier rule (local/carrier.ts): every message delivered, its
- * final event 200 ms after the send. On it a verification always costs exactly one message.
+ * final event well within the wait. On it a verification always costs exactly one message.
  */
 export const SIMULATOR_RECEIPTS: Readonly<Record<Channel, ReceiptTiming>> = Object.fromEntries(
-  (['sna', 'whatsapp', 'viber', 'rcs', 'sms'] as const).map((channel) => [
+  CHANNELS.map((channel) => [
     channel,
-    { refused: 0, failed: 0, silent: 0, delay: { kind: 'fixed', ms: 200 }, billed: 'sent' },
+    {
+      refused: 0,
+      failed: 0,
+      silent: 0,
+      delay: { kind: 'fixed', ms: DEFAULT_CHANNEL_BEHAVIOUR.deliver },
+      billed: 'sent',
+    },
   ]),
 ) as Record<Channel, ReceiptTiming>;
 
@@ -160,10 +168,7 @@ export function sampleFees(
   waitSeconds: number = DEFAULT_SETTINGS.channelWaitSeconds,
 ): CountryFees[] {
   return SAMPLE_COUNTRIES.map((country) => {
-    const plan = planRoute(
-      { e164: '', country, type: 'MOBILE' },
-      { enabledChannels: ['sms', 'whatsapp', 'viber', 'rcs', 'sna'], prices: {} },
-    );
+    const plan = planRoute({ e164: '', country, type: 'MOBILE' }, { enabledChannels: CHANNELS, prices: {} });
     if (!plan.ok) throw new Error(`${country} has no route`);
     return {
       country,
