@@ -12,6 +12,8 @@ import {
   sampleFees,
   type ReceiptTiming,
 } from '../../bench/fees';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Channel } from '../../functions/core/routing';
 
 const ok = (ms: number): ReceiptTiming => ({
@@ -120,5 +122,32 @@ describe('the bench figures', () => {
     }
     expect(rows.find((row) => row.country === 'IN')!.channels[0]).toBe('sms');
     expect(renderFees(true)).toMatch(/once per 201/);
+  });
+});
+
+describe('docs/providers.md', () => {
+  test('states the assumed receipts the bench computes with', () => {
+    const page = readFileSync(join(__dirname, '..', '..', 'docs', 'providers.md'), 'utf8');
+    const names: Record<string, Channel> = {
+      SNA: 'sna',
+      WhatsApp: 'whatsapp',
+      Viber: 'viber',
+      RCS: 'rcs',
+      SMS: 'sms',
+    };
+    const seconds = (ms: number) => `${ms / 1000} s`;
+    for (const [name, channel] of Object.entries(names)) {
+      const t = ASSUMED_RECEIPTS[channel];
+      if (t.delay.kind !== 'lognormal') throw new Error(`${channel}: not log-normal`);
+      const row = page.split('\n').find((line) => line.startsWith(`| ${name} `) && line.includes(' s, '));
+      const cells = row?.split('|').map((cell) => cell.trim());
+      expect(cells?.slice(2, 6)).toEqual([
+        `${t.failed * 100} %`,
+        `${t.silent * 100} %`,
+        `${seconds(t.delay.medianMs)}, ${seconds(t.delay.p95Ms)}`,
+        `${(lateShare(t.delay, 8000) * 100).toFixed(1)} %`,
+      ]);
+      expect(cells?.[6]?.includes('delivered')).toBe(t.billed === 'delivered');
+    }
   });
 });
