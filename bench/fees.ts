@@ -102,7 +102,7 @@ export interface FeeEstimate {
   messagesPaid: number;
   /** Provider fees per verification, units of 0.0001 USD (fractional: an expectation). */
   fee: number;
-  /** The fee when the first channel settles it: the floor. */
+  /** The first channel's price: the fee when it alone carries the code. */
   firstChannelFee: number;
 }
 
