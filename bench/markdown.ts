@@ -1,7 +1,8 @@
 /**
  * docs/bench-results.md: the latest results of `npm run bench` and `npm run bench:guard`, written by
- * `npm run bench -- --markdown` and `npm run bench:guard -- --markdown`. The page has one section per command,
- * between markers; each command replaces only its own, so the page keeps the other's last results. A table cell
+ * `npm run bench -- --markdown` and `npm run bench:guard -- --markdown`. The page has sections between markers:
+ * the service's and the provider fees' (`npm run bench`; `-- --fees` the fees alone), and the guard's; each
+ * command replaces only its own, so the page keeps the others' last results. A table cell
  * longer than MAX_CELL_CHARS is moved into a numbered note under its table (one long cell makes prettier pad the
  * whole table), and the page is formatted as `npm run lint` expects.
  */
@@ -11,10 +12,11 @@ import { renderReport, type BenchResults, type Target } from './report';
 
 export const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
 
-export type Section = 'bench' | 'guard';
+export type Section = 'bench' | 'fees' | 'guard';
 
 const SECTIONS: Record<Section, { heading: string; command: string }> = {
   bench: { heading: 'Service', command: 'npm run bench -- --markdown' },
+  fees: { heading: 'Provider fees', command: 'npm run bench -- --fees --markdown' },
   guard: { heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
 };
 
@@ -39,10 +41,11 @@ function sectionSkeleton(section: Section): string {
 const PAGE_HEADER = [
   '# Benchmark results',
   '',
-  'Generated: do not edit by hand. `npm run bench -- --markdown` rewrites the first section (add',
-  '`--from-results` to render the last run again without running), `npm run bench:guard -- --markdown` the',
-  'second (`-- --report --markdown` without running). How to run the benches and what each figure means:',
-  '[bench.md](bench.md). Compare ratios, not milliseconds, between runs: the machine may be shared.',
+  'Generated: do not edit by hand. `npm run bench -- --markdown` rewrites the first two sections (add',
+  '`--from-results` to render the last run again without running, `--fees` for the second alone),',
+  '`npm run bench:guard -- --markdown` the third (`-- --report --markdown` without running). How to run the',
+  'benches and what each figure means: [bench.md](bench.md). Compare ratios, not milliseconds, between runs:',
+  'the machine may be shared.',
 ].join('\n');
 
 /** The cells of a Markdown table row (escaped pipes stay in their cell). */
@@ -119,9 +122,17 @@ export function benchSection(results: BenchResults): string {
 
 /** The page with `section` replaced by `body` (the page and the other section kept, or made when absent). */
 export function withSection(page: string | undefined, section: Section, body: string): string {
-  let text = page ?? [PAGE_HEADER, sectionSkeleton('bench'), sectionSkeleton('guard')].join('\n\n');
-  if (!text.includes(startMarker(section)) || !text.includes(endMarker(section)))
-    text = `${text.trimEnd()}\n\n${sectionSkeleton(section)}\n`;
+  let text =
+    page ??
+    [PAGE_HEADER, sectionSkeleton('bench'), sectionSkeleton('fees'), sectionSkeleton('guard')].join('\n\n');
+  if (!text.includes(startMarker(section)) || !text.includes(endMarker(section))) {
+    // The fees follow the service's figures, on a page written before they had a section of their own.
+    const after = section === 'fees' ? text.indexOf(endMarker('bench')) : -1;
+    text =
+      after < 0
+        ? `${text.trimEnd()}\n\n${sectionSkeleton(section)}\n`
+        : `${text.slice(0, after + endMarker('bench').length)}\n\n${sectionSkeleton(section)}${text.slice(after + endMarker('bench').length)}`;
+  }
   const from = text.indexOf(startMarker(section)) + startMarker(section).length;
   const to = text.indexOf(endMarker(section));
   return `${text.slice(0, from)}\n\n${moveLongCells(body).trim()}\n\n${text.slice(to)}`;

@@ -7,6 +7,7 @@
  *   npm run bench -- --quick      fewer iterations, to try the bench itself
  *   npm run bench -- --markdown   print the tables as Markdown and write them to docs/bench-results.md
  *   npm run bench -- --markdown --from-results   the same from the last run's results, without running
+ *   npm run bench -- --fees [--markdown]         the provider fees per verification alone (bench/fees.ts)
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { measureBundles } from './bundles';
 import { costModel } from './cost';
+import { renderFees } from './fees';
 import { countOperations } from './counts';
 import { countGuardConsumer } from './guard-consumer';
 import { measureLatency } from './latency';
@@ -179,16 +181,26 @@ async function main(): Promise<void> {
   const file = RESULTS_FILE;
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${renderReport(results, args.has('--markdown'))}\n`);
-  if (args.has('--markdown')) await writeSection('bench', benchSection(results));
+  process.stdout.write(`\n${renderFees(args.has('--markdown'))}`);
+  if (args.has('--markdown')) {
+    await writeSection('bench', benchSection(results));
+    await writeSection('fees', renderFees(true));
+  }
   log(
     `wrote ${file}; ${results.targets.filter((target) => !target.met).length} of ${results.targets.length} targets missed (see docs/bench.md)`,
   );
 }
 
-if (args.has('--from-results')) {
+if (args.has('--fees')) {
+  // A model over the routing table's prices, no run: seconds, and nothing else on the page changes.
+  process.stdout.write(renderFees(args.has('--markdown')));
+  if (args.has('--markdown')) void writeSection('fees', renderFees(true));
+} else if (args.has('--from-results')) {
   const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as BenchResults;
   process.stdout.write(`${renderReport(saved, args.has('--markdown'))}\n`);
-  if (args.has('--markdown')) void writeSection('bench', benchSection(saved));
+  process.stdout.write(`\n${renderFees(args.has('--markdown'))}`);
+  if (args.has('--markdown'))
+    void writeSection('bench', benchSection(saved)).then(() => writeSection('fees', renderFees(true)));
 } else {
   main().catch((error: unknown) => {
     process.stderr.write(

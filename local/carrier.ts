@@ -26,6 +26,9 @@ export type ChannelBehaviour =
 const fails = (behaviour: ChannelBehaviour): boolean =>
   behaviour === 'error' || (typeof behaviour === 'object' && 'hang' in behaviour);
 
+/** What a channel no rule names does: delivered, its receipt 200 ms after the send. */
+export const DEFAULT_CHANNEL_BEHAVIOUR = { deliver: 200 } as const satisfies ChannelBehaviour;
+
 export interface CarrierRule {
   prefix: string;
   channels: Partial<Record<Channel, ChannelBehaviour>>;
@@ -167,7 +170,7 @@ export class SimulatedCarrier {
     const rule = this.rules
       .filter((candidate) => to.startsWith(candidate.prefix))
       .sort((a, b) => b.prefix.length - a.prefix.length)[0];
-    return rule?.channels[channel] ?? this.options.defaultBehaviour ?? { deliver: 200 };
+    return rule?.channels[channel] ?? this.options.defaultBehaviour ?? DEFAULT_CHANNEL_BEHAVIOUR;
   }
 
   private async postReceipt(record: CarriedMessage, status: 'delivered' | 'failed'): Promise<void> {

@@ -233,7 +233,7 @@ export function timeline(
           : attempt.skipped
             ? `not sent (${attempt.reason ?? 'skipped'})`
             : attempt.outcome === 'failed'
-              ? `provider error${attempt.reason ? `: ${attempt.reason}` : ''}`
+              ? `provider error${attempt.errorCode ? ` (${attempt.errorCode})` : ''}${attempt.reason ? `: ${attempt.reason}` : ''}`
               : 'handed to the provider, answer not recorded yet';
     entries.push(
       entry({

@@ -281,13 +281,13 @@ async function sendOnce(
     // A provider error or time-out moves delivery to the next channel, like a rejection; but it says nothing
     // about the number, so it does not count towards `unreachable`. Its code is counted: some (the SMS sandbox,
     // a grant on the wrong ARN) fail every send until the operator acts.
-    (deps.metrics ?? noMetrics).count(METRIC.providerErrors, {
-      code: error instanceof ProviderError ? error.code : 'provider_error',
-    });
+    const errorCode = error instanceof ProviderError ? error.code : 'provider_error';
+    (deps.metrics ?? noMetrics).count(METRIC.providerErrors, { code: errorCode });
     return {
       channel,
       outcome: 'failed',
       reason: error instanceof Error ? error.message : 'provider error',
+      errorCode,
       at,
     };
   }

@@ -1,4 +1,5 @@
 import type { GuardDecision, GuardSettings } from './guard/model';
+import type { ProviderErrorCode } from './providers';
 import type { Channel } from './routing';
 
 export type CodeStatus = 'PENDING' | 'VERIFIED' | 'EXPIRED' | 'LOCKED';
@@ -56,6 +57,11 @@ export interface DeliveryAttempt {
   outcome: DeliveryOutcome;
   messageId?: string;
   reason?: string;
+  /**
+   * With a provider error (`failed`): its code, as the `ProviderErrors` metric counts it, so the timeline says
+   * which kind of error the provider's own words in `reason` are (`access_denied`: the role's grant).
+   */
+  errorCode?: ProviderErrorCode;
   /** Nothing was handed to the provider: the code's remaining life was below the channel's minimum. */
   skipped?: true;
   at: string;

@@ -243,7 +243,15 @@ it('counts a provider error by its code: the ones an operator must fix are alarm
   await deliverOverChannel(deps, input(sid, 1));
   expect(metrics.total(METRIC.providerErrors, { code: 'sandbox_destination_not_verified' })).toBe(1);
   expect(metrics.total(METRIC.providerErrors, { code: 'provider_error' })).toBe(1);
-  expect((await stored(sid)).deliveries['0']).toMatchObject({ outcome: 'failed', reason: 'not verified' });
+  expect((await stored(sid)).deliveries['0']).toMatchObject({
+    outcome: 'failed',
+    reason: 'not verified',
+    errorCode: 'sandbox_destination_not_verified',
+  });
+  expect((await stored(sid)).deliveries['1']).toMatchObject({
+    outcome: 'failed',
+    errorCode: 'provider_error',
+  });
 });
 
 it('skips a channel the code cannot live long enough for, sends nothing on it, and never names it', async () => {

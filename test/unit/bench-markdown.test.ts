@@ -46,6 +46,22 @@ describe('withSection', () => {
     expect(second).not.toContain('guard tables v1');
     expect(second.indexOf('## Service')).toBeLessThan(second.indexOf('## Pumping guard'));
   });
+
+  it('adds the provider fees right after the service on a page written before they had a section', () => {
+    const older = [
+      '# Benchmark results',
+      '## Service\n\n<!-- bench results: start -->\n\nbench tables\n\n<!-- bench results: end -->',
+      '## Pumping guard\n\n<!-- guard results: start -->\n\nguard tables\n\n<!-- guard results: end -->',
+    ].join('\n\n');
+    const page = withSection(older, 'fees', 'fee table v1');
+    expect(page.indexOf('bench tables')).toBeLessThan(page.indexOf('## Provider fees'));
+    expect(page.indexOf('fee table v1')).toBeLessThan(page.indexOf('## Pumping guard'));
+    expect(page).toContain('guard tables');
+    const again = withSection(page, 'fees', 'fee table v2');
+    expect(again).toContain('fee table v2');
+    expect(again).not.toContain('fee table v1');
+    expect(again.match(/## Provider fees/g)).toHaveLength(1);
+  });
 });
 
 describe('targetsList', () => {

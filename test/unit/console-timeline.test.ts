@@ -22,7 +22,7 @@ const record = (deliveries: TimelineRecord['deliveries']): TimelineRecord =>
     eventCount: 1,
   }) as unknown as TimelineRecord;
 
-test('a skipped channel reads as not sent, not as a provider error; a provider error keeps its reason', () => {
+test('a skipped channel reads as not sent, not as a provider error; a provider error keeps its code and reason', () => {
   const { entries } = timeline(
     record({
       0: {
@@ -35,7 +35,8 @@ test('a skipped channel reads as not sent, not as a provider error; a provider e
       1: {
         channel: 'sms',
         outcome: 'failed',
-        reason: 'User is not authorized to perform sms-voice:SendTextMessage (AccessDeniedException)',
+        reason: 'User is not authorized to perform: sms-voice:SendTextMessage',
+        errorCode: 'access_denied',
         at: '2026-11-26T12:04:41.000Z',
       },
     }),
@@ -45,6 +46,6 @@ test('a skipped channel reads as not sent, not as a provider error; a provider e
   const attempts = entries.filter((entry) => entry.kind === 'attempt').map((entry) => entry.text);
   expect(attempts).toEqual([
     "whatsapp: not sent (skipped: the code expires in 20 s, below the channel's 30 s minimum)",
-    'sms: provider error: User is not authorized to perform sms-voice:SendTextMessage (AccessDeniedException)',
+    'sms: provider error (access_denied): User is not authorized to perform: sms-voice:SendTextMessage',
   ]);
 });
