@@ -387,6 +387,16 @@ describe('probes', () => {
     expect(closed()).toBeUndefined();
   });
 
+  it('two checks among many probes too young to judge do not lift it', async () => {
+    await closeGb();
+    const at = now();
+    const probes = Array.from({ length: 40 }, (_, i) => probe((n) => gb(60_000_000 + i * 1_000_000 + n)));
+    await consume(probes.map((e164) => sendEvent(e164, at)));
+    world.clock.advance(30_000);
+    await consume(probes.slice(0, 2).map((e164) => conversionEvent(e164, at, at + 25_000)));
+    expect(closed()).toMatchObject({ reason: 'low_conversion' });
+  });
+
   it("probes checked at a quarter of the real users' rate (fake checks) do not lift it", async () => {
     await closeGb();
     const at = now();

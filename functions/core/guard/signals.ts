@@ -553,6 +553,8 @@ export interface Evidence {
   checked: number;
   /** Checked codes real users converting at `conversion` would have by now. */
   expected: number;
+  /** Checked codes they will have once every code has had its time to be typed. */
+  eventual: number;
   /** Log of the chance of so few checked codes from such users (0: no evidence at all). */
   logChance: number;
 }
@@ -564,12 +566,14 @@ export interface Evidence {
  */
 export function conversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
   let expected = 0;
+  let eventual = 0;
   let logNone = 0;
   let sends = 0;
   let checked = 0;
   for (const cohort of cohorts) {
     const q = conversion * typedBy(now - cohort.at);
     expected += cohort.sends * q;
+    eventual += cohort.sends * conversion;
     logNone += cohort.sends * Math.log(1 - Math.min(q, 0.999));
     sends += cohort.sends;
     checked += cohort.checked;
@@ -577,7 +581,7 @@ export function conversionEvidence(cohorts: Cohort[], conversion: number, now: n
   let logChance = 0;
   if (checked === 0) logChance = logNone;
   else if (checked < expected) logChance = -expected + checked + checked * Math.log(expected / checked);
-  return { sends, checked, expected, logChance };
+  return { sends, checked, expected, eventual, logChance };
 }
 
 /** Whether the evidence starts (or renews) a block: unlikely enough, and well below what real users check. */
@@ -590,12 +594,30 @@ const damning = (evidence: Evidence, logAlpha: number): boolean =>
 const startsAt = (current: { level: BlockLevel } | undefined, level: BlockLevel): boolean =>
   !current || (level === 'standard' && current.level === 'strict');
 
+/** The chance of at least `k` events of a Poisson count with mean `mean`. */
+export function poissonAtLeast(k: number, mean: number): number {
+  let term = Math.exp(-mean);
+  let below = 0;
+  for (let i = 0; i < k; i++) {
+    below += term;
+    term *= mean / (i + 1);
+  }
+  return Math.max(0, 1 - below);
+}
+
+/** How unlikely probes' checked codes must be from fake checks before they lift a block. */
+const VINDICATION_ALPHA = 1e-2;
+
 /**
  * Whether a block's probes show real users behind it: their codes checked at least as often as the rules assume
- * real users check theirs (fake checks at a quarter of that, as a drip attack makes, do not).
+ * real users check theirs, and more than fake checks at a quarter of that rate (a drip attack's, made at once,
+ * not at a typing pace) would plausibly give. The second test keeps a couple of early checks among many young
+ * probes from lifting a block.
  */
 const vindicating = (evidence: Evidence): boolean =>
-  evidence.checked >= 2 && evidence.checked >= evidence.expected;
+  evidence.checked >= 2 &&
+  evidence.checked >= evidence.expected &&
+  poissonAtLeast(evidence.checked, evidence.eventual / 4) < VINDICATION_ALPHA;
 /** After probes vindicated a destination, the rules leave it alone this long (its old evidence is spent). */
 const VINDICATED_MS = 30 * MINUTE;
 
