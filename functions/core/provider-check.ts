@@ -28,6 +28,8 @@ export interface CheckRow extends CheckOutcome {
   provider: string;
   /** The country checked, or `*` for a check that holds for every country the provider carries the channel to. */
   country: string;
+  /** The countries the row holds for: the one checked, or those the provider carries the channel to. */
+  countries: string[];
 }
 
 /** A provider's checks. `country`: one per destination country (a dry run); `channel`: one per channel. */
@@ -65,7 +67,7 @@ export interface ProviderCheckInput {
 }
 
 /** The countries a channel serves (the routing table), in its order. */
-const countriesOf = (channel: Channel): string[] =>
+export const countriesOf = (channel: Channel): string[] =>
   Object.keys(ROUTES).filter((country) => ROUTES[country]!.cost[channel] !== undefined);
 
 /**
@@ -109,7 +111,7 @@ export async function runProviderCheck(input: ProviderCheckInput): Promise<Provi
       }
       cannotCheck[provider] = checker.cannotCheck;
       if (checker.scope === 'channel') {
-        if (!only) await run({ channel, provider, country: '*' }, checker, { channel });
+        if (!only) await run({ channel, provider, country: '*', countries }, checker, { channel });
       } else
         for (const country of countries)
           if (!only || only.has(country)) perCountry.push({ channel, country, provider, checker });
@@ -128,13 +130,14 @@ export async function runProviderCheck(input: ProviderCheckInput): Promise<Provi
         channel,
         provider,
         country,
+        countries: [country],
         check: 'destination',
         ok: false,
         detail: `no number to dry-run to: pass --to with a number of ${country}`,
       });
       continue;
     }
-    await run({ channel, provider, country }, checker, { channel, country, to });
+    await run({ channel, provider, country, countries: [country] }, checker, { channel, country, to });
   }
   // A country left over is checked again in full next time: its rows here would be repeated.
   const report = rows.filter((row) => row.country === '*' || !remaining.has(row.country));
@@ -146,7 +149,9 @@ export function errorText(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const { Reason, Fields } = error as { Reason?: unknown; Fields?: unknown };
   const fields = Array.isArray(Fields)
-    ? Fields.map((field: { Name?: unknown; Message?: unknown }) => `${String(field.Name)}: ${String(field.Message)}`)
+    ? Fields.map(
+        (field: { Name?: unknown; Message?: unknown }) => `${String(field.Name)}: ${String(field.Message)}`,
+      )
     : [];
   return [
     `${error.name}: ${error.message}`,

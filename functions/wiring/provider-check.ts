@@ -52,7 +52,10 @@ export function readCheckEvent(event: unknown): ProviderCheckRequest {
   let countries: string[] | undefined;
   if (event.countries !== undefined) {
     const list = event.countries;
-    if (!Array.isArray(list) || !list.every((country) => typeof country === 'string' && /^[A-Z]{2}$/.test(country)))
+    if (
+      !Array.isArray(list) ||
+      !list.every((country) => typeof country === 'string' && /^[A-Z]{2}$/.test(country))
+    )
       throw new Error('The check event’s countries must be ISO country codes');
     countries = list as string[];
   }

@@ -89,7 +89,11 @@ export function awsSmsChecker(provider: AwsSmsProvider, clock: CheckClock = syst
         });
         outcomes.push({ check: 'DryRun SendTextMessage', ok: true, detail: `to ${to}: accepted, not sent` });
       } catch (error) {
-        outcomes.push({ check: 'DryRun SendTextMessage', ok: false, detail: `to ${to}: ${errorText(error)}` });
+        outcomes.push({
+          check: 'DryRun SendTextMessage',
+          ok: false,
+          detail: `to ${to}: ${errorText(error)}`,
+        });
       }
       return outcomes;
     },
@@ -109,9 +113,13 @@ export function awsWhatsAppChecker(provider: AwsWhatsAppProvider): ProviderCheck
     async check() {
       try {
         const number = await provider.linkedPhoneNumber();
-        return [{ check: 'GetLinkedWhatsAppBusinessAccountPhoneNumber', ok: true, detail: number || 'found' }];
+        return [
+          { check: 'GetLinkedWhatsAppBusinessAccountPhoneNumber', ok: true, detail: number || 'found' },
+        ];
       } catch (error) {
-        return [{ check: 'GetLinkedWhatsAppBusinessAccountPhoneNumber', ok: false, detail: errorText(error) }];
+        return [
+          { check: 'GetLinkedWhatsAppBusinessAccountPhoneNumber', ok: false, detail: errorText(error) },
+        ];
       }
     },
   };
@@ -153,7 +161,11 @@ export function vonageChecker(
       outcomes.push(
         verified
           ? { check: 'private key', ok: true, detail: 'parses and signs an RS256 application JWT' }
-          : { check: 'private key', ok: false, detail: 'its signature does not verify with its own public key' },
+          : {
+              check: 'private key',
+              ok: false,
+              detail: 'its signature does not verify with its own public key',
+            },
       );
     } catch (error) {
       // The key's text is never shown: only that it did not parse or sign.
