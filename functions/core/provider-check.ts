@@ -58,8 +58,8 @@ export interface ProviderCheckInput {
   /** The provider of a channel for a country (the deployment's `OTP_PROVIDERS`). */
   providerFor(channel: Channel, country: string): string | undefined;
   checkers: Readonly<Record<string, ProviderChecker | undefined>>;
-  /** A default destination for a country's dry run (a number that is valid there and reaches no one). */
-  defaultNumber(country: string): string | undefined;
+  /** A default destination for a country's dry run, when the request names none for it. */
+  defaultNumber?(country: string): string | undefined;
   /** How long this invocation may still run, ms. */
   timeLeftMs(): number;
   /** Checks stop being started with less than this left (a check may take the provider's request time-out). */
@@ -124,7 +124,7 @@ export async function runProviderCheck(input: ProviderCheckInput): Promise<Provi
       remaining.add(country);
       continue;
     }
-    const to = request.to[country] ?? input.defaultNumber(country);
+    const to = request.to[country] ?? input.defaultNumber?.(country);
     if (!to) {
       rows.push({
         channel,
@@ -133,7 +133,7 @@ export async function runProviderCheck(input: ProviderCheckInput): Promise<Provi
         countries: [country],
         check: 'destination',
         ok: false,
-        detail: `no number to dry-run to: pass --to with a number of ${country}`,
+        detail: `no number of ${country} to dry-run to: pass --to with one`,
       });
       continue;
     }

@@ -1,7 +1,8 @@
 /**
  * The post-deploy check in the deliver function (`npm run admin -- providers check`): the check event, read by
- * hand (the deliver bundle carries no zod), and the checkers of the providers this function's settings name.
- * The event carries destination numbers only, never a code or a text: nothing it asks for can send a message.
+ * hand (the deliver bundle carries no zod and no phone metadata), and the checkers of the providers this
+ * function's settings name. The event carries destination numbers only, never a code or a text: nothing it asks
+ * for can send a message.
  */
 import {
   PROVIDER_CHECK_KIND,
@@ -11,7 +12,6 @@ import {
   type ProviderChecker,
 } from '../core/provider-check';
 import type { Provider } from '../core/providers';
-import { parsePhone } from '../core/phone';
 import {
   configuredChannels,
   parseProviderConfig,
@@ -20,16 +20,14 @@ import {
 } from '../adapters/providers/config';
 import { AwsSmsProvider } from '../adapters/providers/aws-sms';
 import { AwsWhatsAppProvider } from '../adapters/providers/aws-whatsapp';
-import {
-  awsSmsChecker,
-  awsWhatsAppChecker,
-  defaultCheckNumber,
-  vonageChecker,
-} from '../adapters/providers/check';
+import { awsSmsChecker, awsWhatsAppChecker, vonageChecker } from '../adapters/providers/check';
 import type { VonageCredentials } from '../adapters/providers/vonage';
 import { isObject } from '../adapters/shape';
 import { allowedChannelsFromEnv, type Env } from './env';
 import { vonageFromEnv } from './providers';
+
+/** E.164 as SendTextMessage's model takes it (`^\+?[1-9][0-9]{1,18}$`), with the plus. */
+const E164 = /^\+[1-9]\d{1,18}$/;
 
 /** Whether an invocation is a check event (it names the kind); its other fields are checked by `readCheckEvent`. */
 export const isProviderCheckEvent = (event: unknown): boolean =>
@@ -40,13 +38,15 @@ export function readCheckEvent(event: unknown): ProviderCheckRequest {
   if (!isObject(event) || event.kind !== PROVIDER_CHECK_KIND) throw new Error('Not a providers check event');
   const unknown = Object.keys(event).filter((key) => !['kind', 'to', 'countries'].includes(key));
   if (unknown.length > 0) throw new Error(`The check event has unknown fields: ${unknown.join(', ')}`);
+  // Per country, the number its dry runs go to (the admin command fills in a default for every country).
   const to: Record<string, string> = {};
   if (event.to !== undefined) {
-    if (!Array.isArray(event.to)) throw new Error('The check event’s to must be a list of E.164 numbers');
-    for (const number of event.to as unknown[]) {
-      const phone = typeof number === 'string' ? parsePhone(number) : undefined;
-      if (!phone || phone.e164 !== number) throw new Error(`Not an E.164 number: ${String(number)}`);
-      to[phone.country] = phone.e164;
+    if (!isObject(event.to)) throw new Error('The check event’s to must map countries to E.164 numbers');
+    for (const [country, number] of Object.entries(event.to)) {
+      if (!/^[A-Z]{2}$/.test(country)) throw new Error(`Not an ISO country code: ${country}`);
+      if (typeof number !== 'string' || !E164.test(number))
+        throw new Error(`Not an E.164 number: ${String(number)}`);
+      to[country] = number;
     }
   }
   let countries: string[] | undefined;
@@ -95,7 +95,6 @@ export function runProviderCheckFromEnv(
     channels: configuredChannels(config).filter((channel) => allowed.includes(channel)),
     providerFor: (channel, country) => providerFor(config, channel, country),
     checkers,
-    defaultNumber: defaultCheckNumber,
     timeLeftMs,
     reserveMs: CHECK_RESERVE_MS,
   });

@@ -31,7 +31,7 @@ async function check(settings: Record<string, string>) {
     env,
     { aws: awsSendersFromEnv(env), vonageCredentials: inlineVonageCredentials(env) },
     // Two countries' dry runs only (the event's continuation form): no channel-wide check.
-    { kind: PROVIDER_CHECK_KIND, countries: ['GB', 'US'] },
+    { kind: PROVIDER_CHECK_KIND, to: { GB: '+447400123456', US: '+12015550123' }, countries: ['GB', 'US'] },
     () => 30_000,
   );
   return { running, report };

@@ -6,6 +6,7 @@
 import { runAdmin } from '../../scripts/admin/cli';
 import { PROVIDER_CHECK_KIND, type ProviderCheckReport } from '../../functions/core/provider-check';
 import { AdminError } from '../../scripts/admin/framework';
+import { ROUTES } from '../../functions/core/routing';
 
 const report = (over: Partial<ProviderCheckReport>): ProviderCheckReport => ({
   kind: PROVIDER_CHECK_KIND,
@@ -56,11 +57,15 @@ test('invokes the stack’s deliver function with the check event, again for the
     ['providers', 'check', '--stack', 'OtpStack', '--region', 'eu-west-1', '--to', '+918123456789'],
     [report({ rows: [row('US', true)], remaining: ['IN'] }), report({ rows: [row('IN', true)] })],
   );
+  const numbers = (events[1] as { to: Record<string, string> }).to;
+  expect(numbers).toMatchObject({ IN: '+918123456789', US: '+12015550123', GB: '+447400123456' });
   expect(events).toEqual([
     { stack: 'OtpStack', region: 'eu-west-1' },
-    { kind: PROVIDER_CHECK_KIND, to: ['+918123456789'] },
-    { kind: PROVIDER_CHECK_KIND, to: ['+918123456789'], countries: ['IN'] },
+    { kind: PROVIDER_CHECK_KIND, to: numbers },
+    { kind: PROVIDER_CHECK_KIND, to: numbers, countries: ['IN'] },
   ]);
+  // Every served country has a number: the one given, else its example mobile number.
+  expect(Object.keys(numbers).sort()).toEqual(Object.keys(ROUTES).sort());
   expect(code).toBe(0);
   expect(out).toMatch(/^Providers check of stack OtpStack in eu-west-1, .* Nothing was sent\./);
   expect(out).toMatch(/^sms +IN +aws-sms +DryRun SendTextMessage +pass/m);

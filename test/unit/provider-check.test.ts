@@ -19,9 +19,13 @@ describe('the check event', () => {
     expect(isProviderCheckEvent(undefined)).toBe(false);
   });
 
-  test('takes E.164 numbers, one per country, and countries to continue with', () => {
+  test('takes an E.164 number per country, and countries to continue with', () => {
     expect(
-      readCheckEvent({ kind: PROVIDER_CHECK_KIND, to: ['+918123456789', '+14155550100'], countries: ['IN'] }),
+      readCheckEvent({
+        kind: PROVIDER_CHECK_KIND,
+        to: { IN: '+918123456789', US: '+14155550100' },
+        countries: ['IN'],
+      }),
     ).toEqual({ to: { IN: '+918123456789', US: '+14155550100' }, countries: ['IN'] });
   });
 
@@ -29,7 +33,8 @@ describe('the check event', () => {
     ['a code', { code: '123456' }, /unknown fields: code/],
     ['a message body', { body: 'Your code is 1' }, /unknown fields: body/],
     ['a delivery step’s fields', { sid: 'VE1', channelIndex: 0 }, /unknown fields: sid, channelIndex/],
-    ['a number not in E.164', { to: ['0044 7400 123456'] }, /Not an E.164 number/],
+    ['a number not in E.164', { to: { GB: '0044 7400 123456' } }, /Not an E.164 number/],
+    ['a list of numbers', { to: ['+447400123456'] }, /must map countries/],
     ['a country not ISO', { countries: ['India'] }, /ISO country codes/],
   ])('refuses %s', (_name, extra, message) => {
     expect(() => readCheckEvent({ kind: PROVIDER_CHECK_KIND, ...extra })).toThrow(message);

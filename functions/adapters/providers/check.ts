@@ -4,8 +4,6 @@
  * fails. What no such call can tell is said in `cannotCheck` (docs/providers.md, "The post-deploy check").
  */
 import { createPrivateKey, createPublicKey, createVerify } from 'node:crypto';
-import { getExampleNumber, type CountryCode } from 'libphonenumber-js/min';
-import examples from 'libphonenumber-js/mobile/examples';
 import { errorText, type CheckOutcome, type ProviderChecker } from '../../core/provider-check';
 import type { Channel } from '../../core/routing';
 import type { AwsSmsProvider } from './aws-sms';
@@ -15,19 +13,6 @@ import { applicationJwt } from './vonage-jwt';
 
 /** The code in a dry run's text: a fixed sample, since a check event carries no code and nothing is sent. */
 export const CHECK_SAMPLE_CODE = '123456';
-
-/**
- * A country's default dry-run destination: its example mobile number in libphonenumber's metadata (Google's
- * libphonenumber, through libphonenumber-js), e.g. +918123456789 for India. A dry run reaches no one; an SMS
- * sandbox refuses every number not verified in it, so there the operator passes `--to` with a verified one.
- */
-export function defaultCheckNumber(country: string): string | undefined {
-  try {
-    return getExampleNumber(country as CountryCode, examples)?.number;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * DryRun's rate: AWS allows five message parts per second in dry runs, fewer where the origination identity's

@@ -10,24 +10,43 @@ import {
   type ProviderCheckReport,
 } from '../../../functions/core/provider-check';
 import { parsePhone } from '../../../functions/core/phone';
-import { CHANNELS } from '../../../functions/core/routing';
+import { CHANNELS, ROUTES } from '../../../functions/core/routing';
+import { getExampleNumber, type CountryCode } from 'libphonenumber-js/max';
+import examples from 'libphonenumber-js/mobile/examples';
 import { table } from '../format';
 import { AdminError, EXIT, UsageError, command, type Command, type CommandContext } from '../framework';
 
 /** Invocations at most: each checks what fits in the function's time, and hands back the countries left. */
 const MAX_INVOCATIONS = 20;
 
-function readNumbers(values: string[] | undefined): string[] {
-  const numbers: string[] = [];
-  const countries = new Set<string>();
+/**
+ * A country's default dry-run destination: its example mobile number in libphonenumber's metadata (Google's
+ * libphonenumber, through libphonenumber-js), e.g. +918123456789 for India. A dry run reaches no one; an SMS
+ * sandbox refuses every number not verified in it, so there the operator passes `--to` with a verified one.
+ */
+export function defaultCheckNumber(country: string): string | undefined {
+  try {
+    return getExampleNumber(country as CountryCode, examples)?.number;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The number of each served country the dry runs go to: `--to`'s, else the default. */
+function readNumbers(values: string[] | undefined): Record<string, string> {
+  const given: Record<string, string> = {};
   for (const value of (values ?? []).flatMap((text) => text.split(','))) {
     const phone = parsePhone(value);
     if (!phone) throw new UsageError(`--to "${value}" is not a valid number in E.164 (+CC…)`);
-    if (countries.has(phone.country)) throw new UsageError(`--to names two numbers of ${phone.country}`);
-    countries.add(phone.country);
-    numbers.push(phone.e164);
+    if (given[phone.country]) throw new UsageError(`--to names two numbers of ${phone.country}`);
+    given[phone.country] = phone.e164;
   }
-  return numbers;
+  const to: Record<string, string> = {};
+  for (const country of Object.keys(ROUTES)) {
+    const number = given[country] ?? defaultCheckNumber(country);
+    if (number) to[country] = number;
+  }
+  return { ...to, ...given };
 }
 
 const isReport = (value: unknown): value is ProviderCheckReport =>
@@ -37,7 +56,7 @@ const isReport = (value: unknown): value is ProviderCheckReport =>
   Array.isArray((value as { rows?: unknown }).rows);
 
 /** Runs the check until every country is done, in as many invocations as the function's time needs. */
-async function check(context: CommandContext, to: string[]): Promise<ProviderCheckReport> {
+async function check(context: CommandContext, to: Record<string, string>): Promise<ProviderCheckReport> {
   const invoke = context.invokeDeliver;
   if (!invoke)
     throw new AdminError(
