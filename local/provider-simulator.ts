@@ -83,6 +83,17 @@ const META_PHONE_NUMBER_ID = '110000000000000';
 const WHATSAPP_TEMPLATE = 'otp_authentication';
 const WABA_ID = '100000000000000';
 const WABA_LOCAL_ID = 'fedcba9876543210fedcba9876543210';
+/**
+ * The simulated deployment's India DLT registration (entity id, template id, the registered text): its pool sends
+ * to India from a registered sender id, so India's SMS needs them (`otp:awsSmsRegisteredTemplates`).
+ */
+const INDIA_DLT = {
+  IN: {
+    entityId: '1101000000000000001',
+    templateId: '1107000000000000001',
+    text: 'Your code is {code}. Do not share it. - OTPLCL',
+  },
+};
 // Viber's sender is the numeric Business Message ID (16273 is Vonage's sandbox one), never a brand name.
 const VONAGE_FROM = { viber: '16273', sms: 'OTPLocal', rcs: 'otplocal', whatsapp: '14155550000' };
 
@@ -181,6 +192,7 @@ export class ProviderSimulator {
       'otp:awsSmsOriginationIdentity': SMS_POOL,
       'otp:awsSmsRcsOriginationIdentity': RCS_AGENT,
       'otp:awsSmsConfigurationSet': CONFIGURATION_SET,
+      'otp:awsSmsRegisteredTemplates': INDIA_DLT,
       'otp:awsWhatsAppPhoneNumberId': WHATSAPP_PHONE_NUMBER_ID,
       'otp:awsWhatsAppTemplateName': WHATSAPP_TEMPLATE,
       'otp:vonageFrom': VONAGE_FROM,
@@ -227,6 +239,7 @@ export class ProviderSimulator {
       OTP_AWS_SMS_ORIGINATION_IDENTITY: SMS_POOL,
       OTP_AWS_SMS_RCS_ORIGINATION_IDENTITY: RCS_AGENT,
       OTP_AWS_SMS_CONFIGURATION_SET: CONFIGURATION_SET,
+      OTP_AWS_SMS_REGISTERED_TEMPLATES: JSON.stringify(INDIA_DLT),
       OTP_AWS_WHATSAPP_ENDPOINT: this.url,
       OTP_AWS_WHATSAPP_PHONE_NUMBER_ID: WHATSAPP_PHONE_NUMBER_ID,
       OTP_AWS_WHATSAPP_TEMPLATE_NAME: WHATSAPP_TEMPLATE,
@@ -379,6 +392,27 @@ export class ProviderSimulator {
         ResourceId: identity,
       });
     const to = input.DestinationPhoneNumber;
+    // India's DLT rule for an SMS from a sender id (AWS End User Messaging SMS user guide, "Special requirements
+    // for sending SMS messages to recipients in India"): its entity and template ids must come with it. AWS's
+    // exact answer to one without them is unverified (docs/providers.md, section 9); a ValidationException with
+    // a reason from the model's list is what the simulator answers. Dry runs are refused alike.
+    if (channel === 'sms' && parsePhone(to)?.country === 'IN') {
+      const parameters = input.DestinationCountryParameters ?? {};
+      const missing = ['IN_ENTITY_ID', 'IN_TEMPLATE_ID'].filter((key) => !parameters[key]);
+      if (missing.length > 0)
+        return awsError(
+          400,
+          'ValidationException',
+          `Sending to India from a sender ID requires DestinationCountryParameters ${missing.join(' and ')}`,
+          {
+            Reason: 'MISSING_PARAMETER',
+            Fields: missing.map((key) => ({
+              Name: `DestinationCountryParameters/${key}`,
+              Message: 'Required for recipients in India',
+            })),
+          },
+        );
+    }
     const messageId = randomUUID();
     // DryRun: checked as a send is, carried nowhere.
     if (input.DryRun === true) return awsOk({ MessageId: messageId });
@@ -803,6 +837,7 @@ interface SendTextMessageInput {
   TimeToLive?: number;
   ConfigurationSetName?: string;
   Context?: Record<string, string>;
+  DestinationCountryParameters?: Record<string, string>;
   DryRun?: boolean;
 }
 

@@ -30,11 +30,12 @@ import type { IamStatement } from './iam';
 import { ProviderSimulator, type ReceiptNoise, type SimulatorRequest } from './provider-simulator';
 import type { SNSEvent } from 'aws-lambda';
 import { buildSnsReceiptHandler } from '../functions/receipts/handlers';
-import { providersFromEnv } from '../functions/wiring/providers';
+import { inlineVonageCredentials, providersFromEnv } from '../functions/wiring/providers';
 import { awsSendersFromEnv } from '../functions/wiring/provider-senders';
 import { DynamoReplayGuard } from '../functions/adapters/dynamodb/receipt-tokens';
 import type { Env } from '../functions/wiring/env';
-import { ROUTES, type FunctionName } from '../lib/functions';
+import { FUNCTIONS, ROUTES, type FunctionName } from '../lib/functions';
+import { isProviderCheckEvent, runProviderCheckFromEnv } from '../functions/wiring/provider-check';
 import { buildConsoleHandler } from '../functions/console/api';
 import { buildConsoleDeps } from '../functions/wiring/console';
 import { buildConsoleAssets } from '../lib/console-assets';
@@ -172,17 +173,33 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const logger = options.logger ?? jsonLogger();
   // One client for the handlers and the state machine's status read (the tests' fault injection sees both).
   const table = tableFromEnv(env, options.dynamoClient);
+  // As the deliver task's root does (functions/tasks/deliver.ts): the AWS senders, to the simulator's endpoints.
+  // A region for their clients only: the table client's (DynamoDB Local keeps tables per region) stays as it is.
+  const awsSenders = simulator
+    ? awsSendersFromEnv({ ...env, AWS_REGION: (env as Env).AWS_REGION ?? 'us-east-1' })
+    : {};
   const base = {
     ...buildDeps(env, options.masterKey, logger, table.client),
-    // As the deliver task's root does (functions/tasks/deliver.ts): the AWS senders, to the simulator's endpoints.
     ...(simulator && {
       providers: providersFromEnv(env, options.masterKey, {
-        // A region for their clients only: the table client's (DynamoDB Local keeps tables per region) stays as it is.
-        aws: awsSendersFromEnv({ ...env, AWS_REGION: (env as Env).AWS_REGION ?? 'us-east-1' }),
+        aws: awsSenders,
         replays: new DynamoReplayGuard(table.client, table.tableName),
       }),
     }),
     ...options.override,
+  };
+  // The deliver function invoked directly, as `npm run admin -- providers check` invokes it on AWS: the check
+  // event only (the local workflow runs the delivery steps), with the same settings and senders.
+  const invokeDeliver = async (event: unknown) => {
+    if (!isProviderCheckEvent(event))
+      throw new Error('The local deliver function takes only the check event here');
+    const deadline = Date.now() + DELIVER_TIMEOUT_MS;
+    return runProviderCheckFromEnv(
+      env,
+      { aws: awsSenders, vonageCredentials: inlineVonageCredentials(env) },
+      event,
+      () => deadline - Date.now(),
+    );
   };
   const carrier = new SimulatedCarrier({
     receiptUrl: () => `${url}/v2/Callbacks/carrier`,
@@ -251,7 +268,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         }),
       };
     }),
-    local: [...localRoutes(carrier), ...webhooks.routes, localSignInRoute(consoleAuth)],
+    local: [
+      ...localRoutes(carrier),
+      deliverInvokeRoute(invokeDeliver),
+      ...webhooks.routes,
+      localSignInRoute(consoleAuth),
+    ],
   };
 
   const sweep = () => restartStalledDeliveries(deps);
@@ -298,6 +320,37 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       await webhooks.close();
       await guard?.close();
       await closeServer(server);
+    },
+  };
+}
+
+/** The path `npm run admin` invokes the local deliver function at (the local stand-in for Lambda's Invoke). */
+export const LOCAL_DELIVER_INVOKE_PATH = '/_local/functions/deliver/invoke';
+
+/** The deliver function's own time limit on AWS: the local check stops starting checks as it would there. */
+const DELIVER_TIMEOUT_MS = FUNCTIONS.deliver.timeoutSeconds * 1000;
+
+/**
+ * Lambda's Invoke, locally: the body is the event, the answer the function's result, or, as Lambda reports a
+ * function error, `{errorType, errorMessage}` with the header `x-amz-function-error`.
+ */
+function deliverInvokeRoute(invoke: (event: unknown) => Promise<unknown>): LocalRoute {
+  return {
+    method: 'POST',
+    path: LOCAL_DELIVER_INVOKE_PATH,
+    handle: async ({ body }) => {
+      try {
+        return { status: 200, body: await invoke(JSON.parse(body) as unknown) };
+      } catch (error) {
+        return {
+          status: 200,
+          headers: { 'x-amz-function-error': 'Unhandled' },
+          body: {
+            errorType: error instanceof Error ? error.name : 'Error',
+            errorMessage: error instanceof Error ? error.message : String(error),
+          },
+        };
+      }
     },
   };
 }

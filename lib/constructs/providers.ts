@@ -4,8 +4,9 @@
  *
  * - Sending: the functions whose manifest entry `sendsWith` a provider get its settings in their environment and
  *   the send permission on exactly the configured ARNs (`sms-voice:SendTextMessage` on the origination identity,
- *   the RCS agent, the configuration set and the protect configuration; `social-messaging:SendWhatsAppMessage` on
- *   the WhatsApp phone number). No `*`.
+ *   the RCS agent, the configuration set and the protect configuration; `social-messaging:SendWhatsAppMessage`
+ *   and, for the post-deploy check, `GetLinkedWhatsAppBusinessAccountPhoneNumber` on the WhatsApp phone number).
+ *   No `*`.
  * - Vonage: a retained secret (`{applicationId, privateKey, signatureSecret}`, set by the operator), readable only
  *   by the functions whose entry lists it in `providerSecrets` (deliver: the application key; receipt: the
  *   signature secret).
@@ -285,9 +286,14 @@ export class Providers extends Grouping {
           OTP_AWS_WHATSAPP_TEMPLATE_LANGUAGE: whatsApp.templateLanguage,
           OTP_AWS_WHATSAPP_META_API_VERSION: whatsApp.metaApiVersion,
         });
+        // The read is the post-deploy check's (functions/adapters/providers/check.ts): in the same statement, on
+        // the same ARN, so that it fails exactly when the send grant is wrong; it sends nothing.
         fn.addToRolePolicy(
           new iam.PolicyStatement({
-            actions: ['social-messaging:SendWhatsAppMessage'],
+            actions: [
+              'social-messaging:SendWhatsAppMessage',
+              'social-messaging:GetLinkedWhatsAppBusinessAccountPhoneNumber',
+            ],
             resources: [whatsAppPhoneNumberArn(whatsApp.phoneNumberId, arn('social-messaging'))],
           }),
         );

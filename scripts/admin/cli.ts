@@ -13,13 +13,23 @@ import { cryptoRandom } from '../../functions/adapters/crypto';
 import { KEY_GROUPS, groupKeyRing, keySecretRoot, type KeySource } from '../../functions/adapters/keyring';
 import { readLocalStackState, type LocalStackState } from '../../local/stack';
 import { COMMANDS } from './commands';
-import { AdminError, UsageError, runCommandLine, type AdminIo, type OptionValues } from './framework';
+import {
+  AdminError,
+  UsageError,
+  runCommandLine,
+  type AdminIo,
+  type CommandContext,
+  type OptionValues,
+} from './framework';
+import { deployedDeliverInvoker, localDeliverInvoker } from './deliver-function';
 
 export interface AdminOptions {
   /** Finds the running `npm start`; tests replace it. */
   readLocalStack?: () => LocalStackState | undefined;
   /** For `OTP_ADMIN_DEBUG`; defaults to this process's environment. */
   env?: Record<string, string | undefined>;
+  /** Invokes a deployed stack's deliver function (`--stack`); tests replace it. */
+  deployedDeliverInvoker?: typeof deployedDeliverInvoker;
 }
 
 export interface AdminTarget {
@@ -30,11 +40,32 @@ export interface AdminTarget {
   source: 'local-stack' | 'options';
   /** The running local stack's master key (for sealing webhook secrets). */
   masterKey?: string;
+  /** The running local stack's URL (its deliver function's local invoke). */
+  baseUrl?: string;
 }
 
 export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   return runCommandLine(COMMANDS, argv, io, env, async (work, values) => {
+    // A deployed stack's deliver function (`providers check`): no table is read.
+    if (values.stack !== undefined) {
+      if (values.table !== undefined || values.endpoint !== undefined)
+        throw new UsageError('--stack targets a deployed stack: no --table or --endpoint with it');
+      if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(values.stack))
+        throw new UsageError(`--stack "${values.stack}" is not a CloudFormation stack name`);
+      const deliver = (options.deployedDeliverInvoker ?? deployedDeliverInvoker)(values.stack, values.region);
+      try {
+        return await work({
+          ...tableLess(),
+          invokeDeliver: deliver.invoke,
+          targetDescription: `stack ${values.stack}${values.region ? ` in ${values.region}` : ''}`,
+        }).catch((error: unknown) => {
+          throw explainLambdaError(error);
+        });
+      } finally {
+        deliver.destroy();
+      }
+    }
     const target = resolveTarget(values, options.readLocalStack ?? readLocalStackState);
     const client = createDocumentClient({
       ...(target.endpoint && { endpoint: target.endpoint }),
@@ -51,6 +82,7 @@ export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}
         guard,
         webhookVault,
         targetDescription: describeTarget(target),
+        ...(target.baseUrl && { invokeDeliver: localDeliverInvoker(target.baseUrl) }),
       }).catch((error: unknown) => {
         throw explainAwsError(error, target);
       });
@@ -99,6 +131,7 @@ export function resolveTarget(
     tableName: state.tableName,
     endpoint: state.dynamoEndpoint,
     source: 'local-stack',
+    baseUrl: state.baseUrl,
     ...(state.masterKey && { masterKey: state.masterKey }),
   };
 }
@@ -137,6 +170,44 @@ async function webhookKeyFor(
   } finally {
     client.destroy();
   }
+}
+
+/**
+ * The stores of a context with no table (`--stack`): only `providers check` takes `--stack`, and it reads none;
+ * any other use is a bug, said plainly.
+ */
+function tableLess(): Pick<CommandContext, 'accounts' | 'guard' | 'webhooks' | 'webhookVault'> {
+  const none = <T extends object>(): T =>
+    new Proxy({} as T, {
+      get: () => {
+        throw new AdminError('This command needs a table: --stack targets the deliver function only');
+      },
+    });
+  return {
+    accounts: none(),
+    guard: none(),
+    webhooks: none(),
+    webhookVault: () => Promise.reject(new AdminError('--stack targets the deliver function only')),
+  };
+}
+
+/** Lambda's refusals in words an operator can act on. */
+function explainLambdaError(error: unknown): unknown {
+  if (error instanceof UsageError || error instanceof AdminError || !(error instanceof Error)) return error;
+  switch (error.name) {
+    case 'CredentialsProviderError':
+      return new AdminError(
+        'No AWS credentials found: configure the default credential chain (AWS_PROFILE, `aws sso login`, ...)',
+      );
+    case 'AccessDeniedException':
+    case 'ResourceNotFoundException':
+    case 'UnrecognizedClientException':
+    case 'ExpiredTokenException':
+      return new AdminError(`AWS refused the request (${error.name}): ${error.message}`);
+  }
+  if (error.message === 'Region is missing')
+    return new AdminError('No AWS region: pass --region R or set AWS_REGION');
+  return error;
 }
 
 function describeTarget(target: AdminTarget): string {

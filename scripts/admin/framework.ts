@@ -33,11 +33,17 @@ export const OPTIONS = {
   'daily-sends': { type: 'string' },
   'hourly-spend': { type: 'string' },
   'daily-spend': { type: 'string' },
+  stack: { type: 'string' },
+  to: { type: 'string', multiple: true },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
 export type OptionValues = {
-  [K in OptionName]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean;
+  [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true }
+    ? string[]
+    : (typeof OPTIONS)[K]['type'] extends 'string'
+      ? string
+      : boolean;
 };
 
 /** Options every command accepts. */
@@ -71,6 +77,11 @@ export interface CommandContext {
   webhookVault: () => Promise<WebhookSecretVault>;
   /** Where the command ran, for messages: "table otp-local at http://127.0.0.1:8000". */
   targetDescription: string;
+  /**
+   * Invokes the deliver function with an event and answers its result (`providers check`): the deployed stack's
+   * (`--stack`) through Lambda, or the running local stack's. Absent where neither is the target.
+   */
+  invokeDeliver?: (event: unknown) => Promise<unknown>;
 }
 
 export interface CommandOutput {
@@ -78,6 +89,8 @@ export interface CommandOutput {
   json: unknown;
   /** What a person reads. */
   text: string;
+  /** The exit code when not 0: a check that ran and found failures (EXIT.failed). */
+  exitCode?: number;
 }
 
 /** A command whose arguments have been checked: it does its work in a context. */
@@ -166,7 +179,7 @@ export async function runCommandLine(
     // Arguments are checked before the target: a typo fails fast, even with no stack running.
     const output = await execute(command.prepare(args, values), values);
     io.out(values.json ? JSON.stringify(output.json) : output.text);
-    return EXIT.ok;
+    return output.exitCode ?? EXIT.ok;
   } catch (error) {
     if (error instanceof UsageError) {
       io.err(`admin: ${error.message}`);

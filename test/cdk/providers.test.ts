@@ -184,7 +184,11 @@ describe('the example provider configuration', () => {
     const whatsApp = sending.find(({ statement }) =>
       actionsOf(statement).includes('social-messaging:SendWhatsAppMessage'),
     )!;
-    expect(actionsOf(whatsApp.statement)).toEqual(['social-messaging:SendWhatsAppMessage']);
+    // The post-deploy check's read, on the same ARN in the same statement: it fails when the send grant is wrong.
+    expect([...actionsOf(whatsApp.statement)].sort()).toEqual([
+      'social-messaging:GetLinkedWhatsAppBusinessAccountPhoneNumber',
+      'social-messaging:SendWhatsAppMessage',
+    ]);
     // The id `phone-number-id-0123…` is the ARN `…:phone-number-id/0123…` (the socialmessaging model's pattern
     // `arn:.*:phone-number-id/[0-9a-zA-Z]+`): a grant on `…/phone-number-id-0123…` names no resource.
     const bareId = (EXAMPLE[K.awsWhatsAppPhoneNumberId] as string).replace(/^phone-number-id-/, '');

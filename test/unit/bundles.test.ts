@@ -191,6 +191,17 @@ test('the send bundle reads the provider configuration but holds no provider (th
   ).toEqual([]);
 });
 
+test('the deliver bundle answers the providers check without phone metadata (the admin command picks the numbers)', async () => {
+  const output = Object.values((await metafileOf(FUNCTIONS.deliver.entry)).outputs).find(
+    (out) => out.entryPoint,
+  );
+  const held = Object.entries(output?.inputs ?? {})
+    .filter(([, { bytesInOutput }]) => bytesInOutput > 0)
+    .map(([input]) => input);
+  expect(held).toContain('functions/wiring/provider-check.ts');
+  expect(held.filter((input) => input.includes('node_modules/libphonenumber-js/'))).toEqual([]);
+});
+
 test('only the console and the webhook sender hold the URL policy and ipaddr.js (the events function checks no URL)', async () => {
   const holders: string[] = [];
   for (const name of FUNCTION_NAMES) {

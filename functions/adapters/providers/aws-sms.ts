@@ -117,18 +117,40 @@ export class AwsSmsProvider implements Provider {
     };
   }
 
-  async send(message: OutboundMessage): Promise<ProviderAnswer> {
-    const input = this.request(message);
-    const sdk = loadSmsClient();
+  private smsClient(sdk: ReturnType<typeof loadSmsClient>): PinpointSMSVoiceV2Client {
     this.client ??= new sdk.PinpointSMSVoiceV2Client({
       ...(this.options.endpoint && { endpoint: this.options.endpoint }),
       ...(this.options.region && { region: this.options.region }),
       maxAttempts: 1,
       requestHandler: awsClientTimeouts,
     });
+    return this.client;
+  }
+
+  /** Whether a country has a registered template (India's DLT) in this deployment's settings. */
+  hasRegisteredTemplate(country: string): boolean {
+    return this.options.registeredTemplates?.[country] !== undefined;
+  }
+
+  /**
+   * The request a send of `message` would make, with `DryRun`: AWS checks it (the model, the grants, the
+   * identity for the destination) and sends nothing, free of charge (the model's DryRun). AWS's own error is
+   * thrown as the SDK gives it, for the operator to read.
+   */
+  async dryRun(message: OutboundMessage): Promise<string | undefined> {
+    const sdk = loadSmsClient();
+    const output = await this.smsClient(sdk).send(
+      new sdk.SendTextMessageCommand({ ...this.request(message), DryRun: true }),
+    );
+    return output.MessageId;
+  }
+
+  async send(message: OutboundMessage): Promise<ProviderAnswer> {
+    const input = this.request(message);
+    const sdk = loadSmsClient();
     let output;
     try {
-      output = await this.client.send(new sdk.SendTextMessageCommand(input));
+      output = await this.smsClient(sdk).send(new sdk.SendTextMessageCommand(input));
     } catch (error) {
       // Throttling, AWS errors and our own misconfiguration (no permission, unknown pool, the sandbox, MaxPrice)
       // are thrown: the workflow moves on without holding them against the number.

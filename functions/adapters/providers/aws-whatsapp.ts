@@ -59,17 +59,12 @@ export class AwsWhatsAppProvider implements Provider {
       reference: message.reference,
     });
     const sdk = loadSocialMessagingClient();
-    this.client ??= new sdk.SocialMessagingClient({
-      ...(this.options.endpoint && { endpoint: this.options.endpoint }),
-      ...(this.options.region && { region: this.options.region }),
-      maxAttempts: 1,
-      requestHandler: awsClientTimeouts,
-    });
+    const client = this.socialClient(sdk);
     // Errors (throttling, a template not approved, no permission) are thrown: WhatsApp tells about the number
     // only later, in a `failed` status (a failure receipt), so there is no synchronous rejection here.
     let output;
     try {
-      output = await this.client.send(
+      output = await client.send(
         new sdk.SendWhatsAppMessageCommand({
           originationPhoneNumberId,
           metaApiVersion: this.options.metaApiVersion ?? DEFAULT_META_API_VERSION,
@@ -81,6 +76,34 @@ export class AwsWhatsAppProvider implements Provider {
     }
     if (!output.messageId) throw new Error('SendWhatsAppMessage answered no messageId');
     return { status: 'accepted', messageId: output.messageId };
+  }
+
+  private socialClient(sdk: ReturnType<typeof loadSocialMessagingClient>): SocialMessagingClient {
+    this.client ??= new sdk.SocialMessagingClient({
+      ...(this.options.endpoint && { endpoint: this.options.endpoint }),
+      ...(this.options.region && { region: this.options.region }),
+      maxAttempts: 1,
+      requestHandler: awsClientTimeouts,
+    });
+    return this.client;
+  }
+
+  /**
+   * GetLinkedWhatsAppBusinessAccountPhoneNumber of the configured phone number: a read that sends nothing. The
+   * stack grants it in the same statement and on the same ARN as SendWhatsAppMessage, so a wrong ARN fails it
+   * as it fails every send. AWS's own error is thrown as the SDK gives it. Answers the number's display form.
+   */
+  async linkedPhoneNumber(): Promise<string> {
+    const { originationPhoneNumberId } = this.options;
+    if (!originationPhoneNumberId) throw new Error('aws-whatsapp needs a phone number id');
+    const sdk = loadSocialMessagingClient();
+    const output = await this.socialClient(sdk).send(
+      new sdk.GetLinkedWhatsAppBusinessAccountPhoneNumberCommand({ id: originationPhoneNumberId }),
+    );
+    const number = output.phoneNumber;
+    return [number?.displayPhoneNumber ?? number?.phoneNumber, output.linkedWhatsAppBusinessAccountId]
+      .filter(Boolean)
+      .join(', WhatsApp Business Account ');
   }
 
   minimumLifeSeconds(): number {

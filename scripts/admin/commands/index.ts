@@ -10,6 +10,7 @@ import { guardCommands } from './guard';
 import { keyCommands } from './key';
 import { memberCommands } from './member';
 import { priceCommands } from './price';
+import { providersCommands } from './providers';
 import { rulesCommands } from './rules';
 import { serviceCommands } from './service';
 import { templateCommands } from './template';
@@ -27,4 +28,5 @@ export const COMMANDS: readonly Command[] = [
   ...channelsCommands,
   ...webhookCommands,
   ...memberCommands,
+  ...providersCommands,
 ];
