@@ -316,13 +316,16 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   // The RiskCheck permission, off by default, saved on the service.
   expect(await page.$eval('#risk-check-opt-out', (el) => (el as HTMLInputElement).checked)).toBe(false);
   await page.click('#risk-check-opt-out');
+  // Saving renders the page again: mark this checkbox so the wait below sees the new one, not this one.
+  await page.$eval('#risk-check-opt-out', (el) => el.setAttribute('data-before-save', ''));
   await clickButton('Save guard setting');
   await eventually(async () =>
     (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? true : undefined,
   );
-  await page.waitForFunction(
-    () => (document.querySelector('#risk-check-opt-out') as HTMLInputElement)?.checked,
-  );
+  await page.waitForFunction(() => {
+    const box = document.querySelector('#risk-check-opt-out') as HTMLInputElement | null;
+    return box !== null && !box.hasAttribute('data-before-save') && box.checked;
+  });
   await page.click('#risk-check-opt-out');
   await clickButton('Save guard setting');
   await eventually(async () =>
