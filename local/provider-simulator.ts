@@ -337,6 +337,19 @@ export class ProviderSimulator {
     return this.options.grants?.() ?? [];
   }
 
+  /** The Social API's answer to a request its model or IAM refused (restJson1: the type in a header). */
+  private static socialRefusal(
+    gate: { validation: ValidationIssue[] } | { denied: string; action: string },
+  ): Answer {
+    if ('validation' in gate)
+      return restJsonError(400, 'ValidationException', SmithyValidator.message(gate.validation));
+    return restJsonError(
+      403,
+      'AccessDeniedException',
+      ProviderSimulator.deniedMessage(gate.action, gate.denied),
+    );
+  }
+
   /** IAM's message for a denied call, naming the caller as the deliver function's role session. */
   private static deniedMessage(action: string, resource: string): string {
     return (
@@ -514,14 +527,7 @@ export class ProviderSimulator {
     const gate = this.awsGate('social', 'SendWhatsAppMessage', json, (input) => [
       whatsAppPhoneNumberResource(SCOPE, String(input.originationPhoneNumberId)),
     ]);
-    if (gate && 'validation' in gate)
-      return restJsonError(400, 'ValidationException', SmithyValidator.message(gate.validation));
-    if (gate)
-      return restJsonError(
-        403,
-        'AccessDeniedException',
-        ProviderSimulator.deniedMessage(gate.action, gate.denied),
-      );
+    if (gate) return ProviderSimulator.socialRefusal(gate);
     const input = json as { originationPhoneNumberId: string; message: string; metaApiVersion: string };
     if (!isWhatsAppPhoneNumber(input.originationPhoneNumberId))
       return restJsonError(404, 'ResourceNotFoundException', 'Unknown origination phone number');
@@ -606,14 +612,7 @@ export class ProviderSimulator {
     const gate = this.awsGate('social', 'GetLinkedWhatsAppBusinessAccountPhoneNumber', input, () => [
       whatsAppPhoneNumberResource(SCOPE, String(input.id)),
     ]);
-    if (gate && 'validation' in gate)
-      return restJsonError(400, 'ValidationException', SmithyValidator.message(gate.validation));
-    if (gate)
-      return restJsonError(
-        403,
-        'AccessDeniedException',
-        ProviderSimulator.deniedMessage(gate.action, gate.denied),
-      );
+    if (gate) return ProviderSimulator.socialRefusal(gate);
     if (!isWhatsAppPhoneNumber(String(input.id)))
       return restJsonError(404, 'ResourceNotFoundException', 'Unknown phone number');
     return {

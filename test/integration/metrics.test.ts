@@ -8,6 +8,7 @@
 import { EmfMetrics } from '../../functions/adapters/metrics';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION, type MetricName } from '../../functions/core/metrics';
 import { startHarness, eventually, type ApiClient, type Harness } from '../support/harness';
+import { flushedEmf } from '../support/emf';
 
 const SERVICE = 'otp-metrics-test';
 
@@ -30,24 +31,8 @@ let lines: EmfLine[] = [];
 let counter = 0;
 const freshMobile = () => `+447400${String(1_200_000 + ++counter).slice(1)}`;
 
-/** Flushes the adapter with stdout captured, and parses the EMF lines it wrote. */
-function flush(): EmfLine[] {
-  const written: string[] = [];
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    written.push(String(chunk));
-    return true;
-  });
-  try {
-    metrics.flush();
-  } finally {
-    spy.mockRestore();
-  }
-  return written
-    .join('')
-    .split('\n')
-    .filter((line) => line.includes('"_aws"'))
-    .map((line) => JSON.parse(line) as EmfLine);
-}
+/** The EMF lines the adapter wrote since the last flush. */
+const flush = () => flushedEmf<EmfLine>(metrics);
 
 /** The sum of a metric over the EMF lines whose dimensions are exactly `service` and `dimensions`. */
 function total(name: MetricName, dimensions: Record<string, string> = {}): number {

@@ -11,6 +11,7 @@ import { ROUTES } from '../../functions/core/routing';
 import type { IamStatement } from '../../local/iam';
 import { startHarness, eventually, type Harness } from '../support/harness';
 import { ACCOUNT, PHONE_NUMBER_ARN, PHONE_NUMBER_ID } from '../support/provider-simulator';
+import { flushedEmf } from '../support/emf';
 
 const SERVICE = 'otp-access-denied-test';
 /** The ARN built from the id with its `phone-number-id-` prefix kept: no ARN AWS gives a phone number. */
@@ -39,24 +40,8 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => harness.close());
 
-/** Flushes the EMF adapter with stdout captured: the lines CloudWatch would read. */
-function flush(): Record<string, unknown>[] {
-  const written: string[] = [];
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    written.push(String(chunk));
-    return true;
-  });
-  try {
-    metrics.flush();
-  } finally {
-    spy.mockRestore();
-  }
-  const emitted = written
-    .join('')
-    .split('\n')
-    .filter((line) => line.includes('"_aws"'));
-  return emitted.map((line) => JSON.parse(line) as Record<string, unknown>);
-}
+/** The EMF lines CloudWatch would read. */
+const flush = () => flushedEmf(metrics);
 
 async function consoleTimeline(serviceSid: string, sid: string) {
   const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {

@@ -1,7 +1,32 @@
 import type { Clock } from '../ports';
 import type { WebhookEndpointStore } from './endpoints';
-import { capReachedEvent, eventsForChange, type CapReachedChange, type VerificationChange } from './events';
+import {
+  capReachedEvent,
+  eventsForChange,
+  type CapReachedChange,
+  type VerificationChange,
+  type WebhookEventType,
+} from './events';
 import { scheduleAt, type QueuedJob, type WebhookJob, type WebhookQueue } from './queue';
+
+/** An event's first delivery to one endpoint, sent at once. */
+const firstAttempt = (
+  serviceSid: string,
+  endpointSid: string,
+  event: { id: string; type: WebhookEventType },
+  payload: string,
+): QueuedJob => ({
+  job: {
+    kind: 'deliver',
+    serviceSid,
+    endpointSid,
+    eventId: event.id,
+    eventType: event.type,
+    payload,
+    attempt: 1,
+  },
+  delaySeconds: 0,
+});
 
 export interface WebhookEventsDeps {
   endpoints: Pick<WebhookEndpointStore, 'listEndpoints'>;
@@ -45,18 +70,7 @@ export async function publishVerificationChanges(
       for (const event of events) {
         const payload = JSON.stringify(event);
         for (const endpoint of endpoints) {
-          jobs.push({
-            job: {
-              kind: 'deliver',
-              serviceSid,
-              endpointSid: endpoint.sid,
-              eventId: event.id,
-              eventType: event.type,
-              payload,
-              attempt: 1,
-            },
-            delaySeconds: 0,
-          });
+          jobs.push(firstAttempt(serviceSid, endpoint.sid, event, payload));
         }
       }
       for (const { after } of created) {
@@ -103,18 +117,7 @@ export async function publishCapsReached(
     const payload = JSON.stringify(event);
     events += 1;
     for (const endpoint of targets) {
-      jobs.push({
-        job: {
-          kind: 'deliver',
-          serviceSid: change.serviceSid,
-          endpointSid: endpoint.sid,
-          eventId: event.id,
-          eventType: event.type,
-          payload,
-          attempt: 1,
-        },
-        delaySeconds: 0,
-      });
+      jobs.push(firstAttempt(change.serviceSid, endpoint.sid, event, payload));
     }
   }
   if (jobs.length > 0) await deps.queue.enqueue(jobs);
