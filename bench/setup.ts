@@ -6,7 +6,8 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { AccountStore } from '../functions/adapters/dynamodb/accounts';
+import type { Accounts } from '../functions/core/accounts/accounts';
+import { dynamoAccounts } from '../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../functions/adapters/dynamodb/client';
 import { DynamoStore } from '../functions/adapters/dynamodb/store';
 import { cryptoRandom } from '../functions/adapters/crypto';
@@ -15,6 +16,9 @@ import type { DeliveryWorkflow, Random } from '../functions/core/ports';
 import { UNITS_PER_USD } from '../functions/core/money';
 import { CHANNELS } from '../functions/core/routing';
 import { SETTING_ENV, type Settings } from '../functions/core/settings';
+
+/** The bench's own account changes, as the audit trail shows them. */
+const BY_BENCH = { actor: 'bench' };
 import { buildDeps, type Deps } from '../functions/runtime';
 import { startDynamoLocal, type DynamoLocal } from '../local/dynamodb-local';
 import { createTable } from '../local/table';
@@ -25,7 +29,7 @@ export interface BenchDb {
   tableName: string;
   /** Unmetered, for setup and the meters' probes. */
   documents: DynamoDBDocumentClient;
-  accounts: AccountStore;
+  accounts: Accounts;
   stop(): Promise<void>;
 }
 
@@ -52,7 +56,7 @@ export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }>
     endpoint: dynamo.endpoint,
     tableName,
     documents,
-    accounts: new AccountStore(documents, tableName, cryptoRandom),
+    accounts: dynamoAccounts(documents, tableName),
     stop: async () => {
       documents.destroy();
       await dynamo.stop();
@@ -66,7 +70,7 @@ export async function addTable(db: BenchDb): Promise<BenchDb> {
   return {
     ...db,
     tableName,
-    accounts: new AccountStore(db.documents, tableName, cryptoRandom),
+    accounts: dynamoAccounts(db.documents, tableName),
     stop: async () => undefined,
   };
 }
@@ -78,13 +82,13 @@ export interface Account {
 
 /** A service with all channels and a default template; the balance in USD. */
 export async function createAccount(db: BenchDb, balanceUsd: number): Promise<Account> {
-  const service = await db.accounts.createService({
+  const service = await db.accounts.createService(BY_BENCH, {
     name: 'Bench',
     balance: Math.round(balanceUsd * UNITS_PER_USD),
     channels: [...CHANNELS],
     defaultTemplateBody: 'Your Bench verification code is {code}. It expires in 5 minutes.',
   });
-  const { apiKey } = await db.accounts.issueApiKey(service.sid);
+  const { apiKey } = await db.accounts.issueApiKey(BY_BENCH, service.sid);
   return { serviceSid: service.sid, apiKey };
 }
 

@@ -6,7 +6,7 @@
 import { buildSync } from 'esbuild';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ConsoleAssets } from '../functions/console/api';
+import type { ConsoleAssets } from '../functions/console/routes';
 
 const UI = join(__dirname, '..', 'console', 'ui');
 

@@ -8,7 +8,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import * as z from 'zod';
 import { deriveKey } from '../functions/adapters/crypto';
-import { OPERATOR_GROUP } from '../functions/console/api';
+import { OPERATOR_GROUP } from '../functions/console/routes';
 import type { LocalRequest, LocalResponse, LocalRoute } from './server';
 
 /** A local console session lasts an hour, like the Cognito ID token on AWS. */
@@ -101,12 +101,19 @@ export function isLoopbackRequest(request: Pick<LocalRequest, 'headers' | 'remot
   return LOOPBACK_ADDRESSES.has(request.remoteAddress ?? '') && LOOPBACK_HOSTS.has(host);
 }
 
-/** `POST /console/local/sign-in` `{"email", "operator"}`: a token for that user id, loopback only. */
-export function localSignInRoute(auth: LocalConsoleAuth): LocalRoute {
+/**
+ * `POST /console/local/sign-in` `{"email", "operator"}`: a token for that user id, loopback only. An operator's
+ * sign-in also records the user's operator rights in the table (`grantOperator`), as `npm run admin -- operator
+ * add` does on AWS: the console requires both.
+ */
+export function localSignInRoute(
+  auth: LocalConsoleAuth,
+  grantOperator: (userId: string) => Promise<void>,
+): LocalRoute {
   return {
     method: 'POST',
     path: '/console/local/sign-in',
-    handle: (request): LocalResponse => {
+    handle: async (request): Promise<LocalResponse> => {
       if (!isLoopbackRequest(request)) {
         return {
           status: 403,
@@ -123,6 +130,7 @@ export function localSignInRoute(auth: LocalConsoleAuth): LocalRoute {
       if (!input.success) {
         return { status: 400, body: { code: 'invalid_parameter', message: 'Give an e-mail address.' } };
       }
+      if (input.data.operator === true) await grantOperator(input.data.email);
       return {
         status: 200,
         body: auth.sign(input.data.email, input.data.operator === true),

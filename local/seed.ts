@@ -1,8 +1,10 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AccountStore } from '../functions/adapters/dynamodb/accounts';
-import { cryptoRandom } from '../functions/adapters/crypto';
+import { dynamoAccounts } from '../functions/wiring/accounts';
 import { UNITS_PER_USD } from '../functions/core/money';
 import { CHANNELS } from '../functions/core/routing';
+
+/** The seed's changes, as the audit trail shows them. */
+const BY_SEED = { actor: 'local:seed' };
 
 export interface DemoAccount {
   serviceSid: string;
@@ -17,14 +19,14 @@ export async function seedDemoAccount(
   client: DynamoDBDocumentClient,
   tableName: string,
 ): Promise<DemoAccount> {
-  const accounts = new AccountStore(client, tableName, cryptoRandom);
-  const service = await accounts.createService({
+  const accounts = dynamoAccounts(client, tableName);
+  const service = await accounts.createService(BY_SEED, {
     name: 'Demo',
     balance: 100 * UNITS_PER_USD,
     channels: [...CHANNELS],
     defaultTemplateBody: 'Your Demo verification code is {code}. It expires in 5 minutes.',
   });
-  const { apiKey } = await accounts.issueApiKey(service.sid);
-  await accounts.addMember(service.sid, DEMO_CONSOLE_USER, DEMO_CONSOLE_USER);
+  const { apiKey } = await accounts.issueApiKey(BY_SEED, service.sid);
+  await accounts.addMember(BY_SEED, service.sid, DEMO_CONSOLE_USER, DEMO_CONSOLE_USER);
   return { serviceSid: service.sid, apiKey };
 }

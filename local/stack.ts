@@ -36,7 +36,7 @@ import { DynamoReplayGuard } from '../functions/adapters/dynamodb/receipt-tokens
 import type { Env } from '../functions/wiring/env';
 import { FUNCTIONS, ROUTES, type FunctionName } from '../lib/functions';
 import { isProviderCheckEvent, runProviderCheckFromEnv } from '../functions/wiring/provider-check';
-import { buildConsoleHandler } from '../functions/console/api';
+import { buildConsoleHandler } from '../functions/console/routes';
 import { buildConsoleDeps } from '../functions/wiring/console';
 import { buildConsoleAssets } from '../lib/console-assets';
 import { LocalConsoleAuth, localSignInRoute } from './console-auth';
@@ -239,21 +239,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // The console: its files built in memory once, its sign-in on loopback in place of Cognito's.
   let consoleAssets: ReturnType<typeof buildConsoleAssets> | undefined;
   const consoleAuth = new LocalConsoleAuth(options.masterKey, () => deps.clock.now());
+  const consoleDeps = buildConsoleDeps(
+    env,
+    table,
+    options.masterKey,
+    logger,
+    async () => (consoleAssets ??= buildConsoleAssets()),
+    { clock: deps.clock },
+  );
   const handlers: Partial<Record<FunctionName, ApiHandler>> = {
     ...buildApi(deps),
     receipt: buildReceiptHandler(deps),
-    console: buildConsoleHandler(
-      buildConsoleDeps(
-        env,
-        table,
-        options.masterKey,
-        logger,
-        async () => (consoleAssets ??= buildConsoleAssets()),
-        {
-          clock: deps.clock,
-        },
-      ),
-    ),
+    console: buildConsoleHandler(consoleDeps),
   };
   routes = {
     api: ROUTES.map(({ name, method, path, authorizer }) => {
@@ -272,7 +269,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...localRoutes(carrier),
       deliverInvokeRoute(invokeDeliver),
       ...webhooks.routes,
-      localSignInRoute(consoleAuth),
+      localSignInRoute(consoleAuth, (userId) =>
+        consoleDeps.accounts.setOperator({ actor: 'local:sign-in' }, userId, true),
+      ),
     ],
   };
 

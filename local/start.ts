@@ -17,8 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDocumentClient, createDynamoClient } from '../functions/adapters/dynamodb/client';
-import { AccountStore } from '../functions/adapters/dynamodb/accounts';
-import { cryptoRandom } from '../functions/adapters/crypto';
+import { dynamoAccounts } from '../functions/wiring/accounts';
 import { startDynamoLocal } from './dynamodb-local';
 import type { SimulatorRequest } from './provider-simulator';
 import { guardConsumerFromEnv } from './guard';
@@ -131,7 +130,7 @@ async function demoAccount(
   const file = persistDir && join(persistDir, 'demo-account.json');
   if (file && existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as DemoAccount;
-    const accounts = new AccountStore(documents, LOCAL_TABLE_NAME, cryptoRandom);
+    const accounts = dynamoAccounts(documents, LOCAL_TABLE_NAME);
     if (await accounts.getService(saved.serviceSid)) return saved;
   }
   const account = await seedDemoAccount(documents, LOCAL_TABLE_NAME);

@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
+import type { ApiKeyMaker } from '../core/accounts/ports';
 import type { CodeVault, Random } from '../core/ports';
 import { toKeyRing, type KeyRing, type KeySource } from './keyring';
 import { open, seal } from './sealing';
@@ -60,5 +61,13 @@ export const cryptoRandom: Random = {
  * looked up (the API's authentication). Its first characters are the key id that `key list` shows.
  */
 export const hashApiKey = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex');
+
+/** Every key the service issues: `otpk_` and 32 random bytes in base64url; stored and found by its hash. */
+export const cryptoApiKeys: ApiKeyMaker = {
+  newKey: () => {
+    const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
+    return { apiKey, keyHash: hashApiKey(apiKey) };
+  },
+};
 
 export const systemClock = { now: () => new Date() };

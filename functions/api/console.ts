@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deferredKeyRing } from '../adapters/keyring';
 import { lambdaLogger } from '../adapters/logger';
-import { buildConsoleHandler, type ConsoleAssets } from '../console/api';
+import { buildConsoleHandler, type ConsoleAssets } from '../console/routes';
 import { buildConsoleDeps } from '../wiring/console';
 import { tableFromEnv } from '../wiring/dynamo';
 import { apiEntry, coldStart } from '../wiring/entries';

@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'forbidden'
   | 'route_not_found'
   | 'method_not_allowed'
+  /** The console: a service already has as many of a thing (webhook endpoints) as it may. */
+  | 'too_many'
   | 'invalid_signature'
   | 'service_unavailable'
   | 'internal_error';

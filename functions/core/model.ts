@@ -46,6 +46,8 @@ export interface Service {
   webhookEndpoints: string[];
   /** The pumping guard's level, safe list and RiskCheck permission (absent: `DEFAULT_GUARD_SETTINGS`). */
   guard?: ServiceGuardSettings;
+  /** SMS parts a new template may take (an operator's setting); absent: the default (core/accounts/formats.ts). */
+  templateSmsParts?: number;
 }
 
 /** `sending`: a task claimed the channel and is handing the message over (or died doing so). */

@@ -1,6 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { OtpError, isOtpError } from '../core/errors';
+import { OtpError, isOtpError, type ErrorCode } from '../core/errors';
 import type { MetricName, Metrics } from '../core/metrics';
 import type { ApiKeyStore, Clock, KeyRequestOutcome } from '../core/ports';
 import { hashApiKey } from '../adapters/crypto';
@@ -19,6 +19,21 @@ export interface ApiContext extends Context {
    * auth or per-key-limit error. The handler may read before it settles and must await it before any write.
    */
   authorized?: Promise<void>;
+  /** The console's user (the sign-in token's subject), for the request log. */
+  userId?: string;
+  /** The route as the handler matched it, when the event's route key is a catch-all (the console's). */
+  route?: string;
+}
+
+/** An error whose status is not its code's usual one (the console's 415 for a body that is not JSON). */
+export class HttpStatusError extends OtpError {
+  constructor(
+    readonly status: number,
+    code: ErrorCode,
+    message: string,
+  ) {
+    super(code, message);
+  }
 }
 
 type ApiMiddleware = MiddlewareObj<ApiEvent, HttpResponse, Error, ApiContext>;
@@ -32,7 +47,7 @@ export function errorResponses(logger: Logger): ApiMiddleware {
         const headers: Record<string, string> =
           error.retryAfterSeconds !== undefined ? { 'retry-after': String(error.retryAfterSeconds) } : {};
         request.response = jsonResponse(
-          STATUS_BY_CODE[error.code],
+          error instanceof HttpStatusError ? error.status : STATUS_BY_CODE[error.code],
           { code: error.code, message: error.message },
           headers,
         );
@@ -60,11 +75,12 @@ export function requestLog(logger: Logger): ApiMiddleware {
     const begin = started.get(request.event) ?? performance.now();
     logger.log('info', 'request', {
       requestId: request.event.requestContext?.requestId,
-      route: request.event.routeKey,
+      route: request.context.route ?? request.event.routeKey,
       status: request.response?.statusCode,
       errorCode:
         request.response && request.response.statusCode >= 400 ? errorCodeOf(request.response) : undefined,
       serviceSid: request.context.serviceSid,
+      userId: request.context.userId,
       durationMs: Math.round((performance.now() - begin) * 100) / 100,
     });
   };

@@ -46,11 +46,11 @@ export const OPERATION_ERRORS: Readonly<Record<OperationName, readonly ErrorCode
 };
 
 /**
- * Codes no operation of the document answers with: a request that matches no route or method, and the receipt
- * callback's (left out, see above). They are in the `default` response's schema all the same.
+ * Codes no operation of the document answers with: a request that matches no route or method, the receipt
+ * callback's (left out, see above) and the console's. They are in the `default` response's schema all the same.
  */
 export const ROUTE_ERRORS: readonly ErrorCode[] = ['route_not_found', 'method_not_allowed'];
-export const UNDOCUMENTED_ERRORS: readonly ErrorCode[] = ['invalid_signature'];
+export const UNDOCUMENTED_ERRORS: readonly ErrorCode[] = ['invalid_signature', 'too_many'];
 
 /** What each code means, for the responses' descriptions. */
 const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
@@ -77,6 +77,7 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   invalid_signature: 'A delivery receipt without a valid signature.',
   route_not_found: 'No route has this path.',
   method_not_allowed: 'The path exists, not with this method.',
+  too_many: 'The console only: the service already has as many webhook endpoints as it may.',
   service_unavailable: 'More than 25 simultaneous sends to one number keep conflicting; retry shortly.',
   internal_error:
     'An unexpected failure; nothing was charged twice. A send may be retried with its `Idempotency-Key`.',

@@ -2,7 +2,6 @@
  * The console function's dependencies from its environment: the stores the admin command uses, the activity
  * reader, the webhook key (to seal new signing secrets), and what the page is told about signing in.
  */
-import { AccountStore } from '../adapters/dynamodb/accounts';
 import { ActivityReader } from '../adapters/dynamodb/activity';
 import { DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
@@ -10,8 +9,9 @@ import { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import { cryptoRandom, systemClock } from '../adapters/crypto';
 import { toKeyRing, type KeySource } from '../adapters/keyring';
 import type { Logger } from '../adapters/logger';
-import type { ConsoleAssets, ConsoleDeps } from '../console/api';
+import type { ConsoleAssets, ConsoleDeps } from '../console/routes';
 import { settingsFromEnv } from '../core/settings';
+import { dynamoAccounts } from './accounts';
 import type { TableAccess } from './dynamo';
 import type { Env } from './env';
 
@@ -41,8 +41,9 @@ export function buildConsoleDeps(
 ): ConsoleDeps {
   let vault: WebhookSecretVault | undefined;
   const webhookKeys = toKeyRing(webhookKey);
+  const clock = overrides.clock ?? systemClock;
   return {
-    accounts: new AccountStore(table.client, table.tableName, cryptoRandom),
+    accounts: dynamoAccounts(table.client, table.tableName, { clock }),
     activity: new ActivityReader(table.client, table.tableName),
     guard: new DynamoGuardAdmin(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
@@ -52,7 +53,7 @@ export function buildConsoleDeps(
       return (vault ??= new WebhookSecretVault(webhookKeys));
     },
     random: cryptoRandom,
-    clock: systemClock,
+    clock,
     settings: settingsFromEnv(env),
     logger,
     webhookAllowPrivate: env.OTP_WEBHOOK_ALLOW_PRIVATE === 'true',

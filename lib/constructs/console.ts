@@ -5,7 +5,7 @@ import { HttpUserPoolAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers
 import * as cognito from 'aws-cdk-lib/aws-cognito';
 import type { ICommandHooks, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Construct } from 'constructs';
-import { OPERATOR_GROUP } from '../../functions/console/api';
+import { OPERATOR_GROUP } from '../../functions/console/routes';
 import { CONSOLE_SCRIPT_TARGETS } from '../console-assets';
 import { Grouping } from './logical-ids';
 

@@ -4,12 +4,12 @@
  * codes are in `./framework.ts`; the commands are in `./commands/`.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { hostname, userInfo } from 'node:os';
 import { DynamoGuardAdmin } from '../../functions/adapters/dynamodb/guard';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
-import { cryptoRandom } from '../../functions/adapters/crypto';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { KEY_GROUPS, groupKeyRing, keySecretRoot, type KeySource } from '../../functions/adapters/keyring';
 import { readLocalStackState, type LocalStackState } from '../../local/stack';
 import { COMMANDS } from './commands';
@@ -72,12 +72,14 @@ export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}
       ...(target.region && { region: target.region }),
     });
     try {
-      const accounts = new AccountStore(client, target.tableName, cryptoRandom);
+      const accounts = dynamoAccounts(client, target.tableName);
+      const change = { actor: `cli:${await principal(client, target)}` };
       const webhooks = new DynamoWebhookEndpoints(client, target.tableName);
       const guard = new DynamoGuardAdmin(client, target.tableName);
       const webhookVault = async () => new WebhookSecretVault(await webhookKeyFor(target, values, env));
       return await work({
         accounts,
+        change,
         webhooks,
         guard,
         webhookVault,
@@ -176,7 +178,25 @@ async function webhookKeyFor(
  * The stores of a context with no table (`--stack`): only `providers check` takes `--stack`, and it reads none;
  * any other use is a bug, said plainly.
  */
-function tableLess(): Pick<CommandContext, 'accounts' | 'guard' | 'webhooks' | 'webhookVault'> {
+/**
+ * Who runs a command, for the audit records: the operating-system user and host, and on AWS the access key id
+ * of the credentials (CloudTrail names the IAM principal behind it).
+ */
+async function principal(
+  client: ReturnType<typeof createDocumentClient>,
+  target: AdminTarget,
+): Promise<string> {
+  const person = `${userInfo().username}@${hostname()}`;
+  if (target.endpoint) return person;
+  try {
+    const credentials = await client.config.credentials();
+    return `${person} aws:${credentials.accessKeyId}`;
+  } catch {
+    return person;
+  }
+}
+
+function tableLess(): Pick<CommandContext, 'accounts' | 'change' | 'guard' | 'webhooks' | 'webhookVault'> {
   const none = <T extends object>(): T =>
     new Proxy({} as T, {
       get: () => {
@@ -185,6 +205,7 @@ function tableLess(): Pick<CommandContext, 'accounts' | 'guard' | 'webhooks' | '
     });
   return {
     accounts: none(),
+    change: { actor: 'cli' },
     guard: none(),
     webhooks: none(),
     webhookVault: () => Promise.reject(new AdminError('--stack targets the deliver function only')),

@@ -7,7 +7,9 @@
  * (`OTP_ADMIN_DEBUG=1` prints it for unexpected errors).
  */
 import { parseArgs } from 'node:util';
-import type { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import type { Accounts } from '../../functions/core/accounts/accounts';
+import type { ChangeContext } from '../../functions/core/accounts/ports';
+import { isOtpError } from '../../functions/core/errors';
 import type { DynamoGuardAdmin } from '../../functions/adapters/dynamodb/guard';
 import type { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
@@ -69,7 +71,10 @@ export interface AdminIo {
 }
 
 export interface CommandContext {
-  accounts: AccountStore;
+  /** The accounts core: the same rules as the console's, and an audit record for every change. */
+  accounts: Accounts;
+  /** Who runs the command (`cli:<principal>`), for the audit records. */
+  change: ChangeContext;
   /** The pumping guard's settings, blocks and report (`guard` commands). */
   guard: DynamoGuardAdmin;
   webhooks: DynamoWebhookEndpoints;
@@ -189,6 +194,11 @@ export async function runCommandLine(
     if (error instanceof AdminError) {
       io.err(`admin: ${error.message}`);
       return EXIT.failed;
+    }
+    // The accounts core's refusals: a value the service's own rules refuse, or a thing that is not there.
+    if (isOtpError(error)) {
+      io.err(`admin: ${error.message}`);
+      return error.code === 'invalid_parameter' ? EXIT.usage : EXIT.failed;
     }
     io.err(`admin: unexpected error: ${describeUnknown(error)}`);
     if (env.OTP_ADMIN_DEBUG && error instanceof Error && error.stack) io.err(error.stack);

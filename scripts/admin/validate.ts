@@ -3,50 +3,40 @@
  * `UsageError` that says what was expected, so a typo never reaches the table.
  */
 import { isSupportedCountry } from 'libphonenumber-js/max';
-import { formatUnits, parseUsd } from '../../functions/core/money';
+import {
+  parseE164Prefix,
+  parseKeyId,
+  parseLocale,
+  parseServiceName,
+  parseSid,
+  parseTemplateBody,
+  parseTemplateSmsPartLimit,
+  parseUsdAmount,
+  type Parsed,
+} from '../../functions/core/accounts/formats';
 import { CHANNELS, ROUTES, parseChannelList, type Channel } from '../../functions/core/routing';
 import { checkWebhookUrl } from '../../functions/core/webhooks';
 import { UsageError } from './framework';
 
-const SERVICE_SID = /^VA[0-9a-f]{32}$/;
-const TEMPLATE_SID = /^HX[0-9a-f]{32}$/;
-const WEBHOOK_SID = /^WH[0-9a-f]{32}$/;
-/** Key ids are the first hex characters of the key's SHA-256; 8 is the shortest the store accepts. */
-const KEY_ID = /^[0-9a-f]{8,64}$/;
-/** E.164 country codes never start with 0, and a number has at most 15 digits. */
-const E164_PREFIX = /^\+[1-9]\d{0,14}$/;
-const LOCALE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
-
-export const MAX_NAME_LENGTH = 100;
-/** Long enough for any real OTP message; a guard against pasting a file by mistake. */
-export const MAX_TEMPLATE_LENGTH = 1000;
-
-export function serviceSid(text: string): string {
-  if (!SERVICE_SID.test(text)) {
-    throw new UsageError(
-      `"${text}" is not a Service SID: expected VA followed by 32 lowercase hex characters`,
-    );
-  }
-  return text;
+/** The formats are the accounts core's; a problem is a usage error (exit 2). */
+function usable<T>(parsed: Parsed<T>): T {
+  if (!parsed.ok) throw new UsageError(parsed.problem);
+  return parsed.value;
 }
 
-export function templateSid(text: string): string {
-  if (!TEMPLATE_SID.test(text)) {
-    throw new UsageError(
-      `"${text}" is not a template SID: expected HX followed by 32 lowercase hex characters`,
-    );
-  }
-  return text;
-}
-
-export function webhookSid(text: string): string {
-  if (!WEBHOOK_SID.test(text)) {
-    throw new UsageError(
-      `"${text}" is not a webhook endpoint SID: expected WH followed by 32 lowercase hex characters (see webhook list)`,
-    );
-  }
-  return text;
-}
+export const serviceSid = (text: string): string => usable(parseSid('VA', text));
+export const templateSid = (text: string): string => usable(parseSid('HX', text));
+export const webhookSid = (text: string): string => usable(parseSid('WH', text));
+export const keyId = (text: string): string => usable(parseKeyId(text));
+export const prefix = (text: string): string => usable(parseE164Prefix(text));
+export const serviceName = (text: string): string => usable(parseServiceName(text));
+/** Before the service is read: the default SMS part limit; the core checks the service's own when it adds it. */
+export const templateBody = (text: string): string => usable(parseTemplateBody(text, Infinity));
+export const locale = (text: string): string => usable(parseLocale(text));
+export const smsParts = (text: string): number => usable(parseTemplateSmsPartLimit(text));
+/** A USD amount with at most four decimals, in units of 0.0001 USD. */
+export const usd = (text: string, what: string, options: { allowZero?: boolean } = {}): number =>
+  usable(parseUsdAmount(text, what, options));
 
 /**
  * A webhook URL: HTTPS to a public host for a deployed table; the local stack (and any DynamoDB Local) also
@@ -61,25 +51,6 @@ export function webhookUrl(text: string, { allowPrivate }: { allowPrivate: boole
     );
   }
   return checked.url.toString();
-}
-
-export function keyId(text: string): string {
-  if (!KEY_ID.test(text)) {
-    throw new UsageError(`"${text}" is not a key id: expected the hex id shown by \`key list\``);
-  }
-  return text;
-}
-
-/** A USD amount with at most four decimals, in units of 0.0001 USD. */
-export function usd(text: string, what: string, { allowZero = true } = {}): number {
-  const units = parseUsd(text);
-  if (units === undefined) {
-    throw new UsageError(
-      `${what} "${text}" is not a USD amount: expected e.g. 25 or 0.0600 (at most 4 decimals)`,
-    );
-  }
-  if (!allowZero && units === 0) throw new UsageError(`${what} must be more than ${formatUnits(0)} USD`);
-  return units;
 }
 
 /** ISO 3166-1 alpha-2, any case in, upper case out. */
@@ -100,13 +71,6 @@ export function servedCountry(text: string): string {
   return code;
 }
 
-export function prefix(text: string): string {
-  if (!E164_PREFIX.test(text)) {
-    throw new UsageError(`"${text}" is not an E.164 prefix: expected + and 1 to 15 digits, e.g. +4470`);
-  }
-  return text;
-}
-
 /** Comma-separated channel names; order does not matter (routing tries the cheapest first). */
 export function channels(text: string): Channel[] {
   const { channels, unknown } = parseChannelList(text);
@@ -115,27 +79,4 @@ export function channels(text: string): Channel[] {
   }
   if (channels.length === 0) throw new UsageError(`Give at least one channel: ${CHANNELS.join(', ')}`);
   return channels;
-}
-
-export function serviceName(text: string): string {
-  const name = text.trim();
-  if (name === '' || name.length > MAX_NAME_LENGTH) {
-    throw new UsageError(`A service name has 1 to ${MAX_NAME_LENGTH} characters`);
-  }
-  return name;
-}
-
-export function templateBody(text: string): string {
-  if (!text.includes('{code}')) {
-    throw new UsageError('A template needs the {code} placeholder, e.g. "Your Acme code is {code}"');
-  }
-  if (text.length > MAX_TEMPLATE_LENGTH) {
-    throw new UsageError(`A template has at most ${MAX_TEMPLATE_LENGTH} characters`);
-  }
-  return text;
-}
-
-export function locale(text: string): string {
-  if (!LOCALE.test(text)) throw new UsageError(`"${text}" is not a locale, e.g. en or pt-BR`);
-  return text;
 }

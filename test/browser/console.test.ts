@@ -10,8 +10,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { cryptoRandom, hashApiKey } from '../../functions/adapters/crypto';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { hashApiKey } from '../../functions/adapters/crypto';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
@@ -97,11 +97,7 @@ afterEach(() => {
 /** The account store on the run's table, to see what the console wrote. */
 let accountsClient: ReturnType<typeof createDocumentClient> | undefined;
 const stackAccounts = () =>
-  new AccountStore(
-    (accountsClient ??= createDocumentClient({ endpoint: dynamoEndpoint() })),
-    tableName,
-    cryptoRandom,
-  );
+  dynamoAccounts((accountsClient ??= createDocumentClient({ endpoint: dynamoEndpoint() })), tableName);
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png` });
 const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
 const go = async (hash: string, ready: string) => {

@@ -6,15 +6,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { cryptoRandom } from '../../functions/adapters/crypto';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import { groupKeyRing } from '../../functions/adapters/keyring';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { runAdmin } from '../../scripts/admin/cli';
 import { createTable } from '../../local/table';
-import { dynamoEndpoint } from '../support/harness';
+import { BY_TEST, dynamoEndpoint } from '../support/harness';
 
 const WEBHOOK_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:WebhookKey-abc';
 const CARRIER_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CarrierKey-abc';
@@ -62,7 +61,7 @@ beforeAll(async () => {
   await createTable(raw, tableName);
   raw.destroy();
   serviceSid = (
-    await new AccountStore(documents, tableName, cryptoRandom).createService({
+    await dynamoAccounts(documents, tableName).createService(BY_TEST, {
       name: 'Keys',
       balance: 0,
       channels: ['sms'],

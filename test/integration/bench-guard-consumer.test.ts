@@ -5,9 +5,8 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { cryptoRandom } from '../../functions/adapters/crypto';
 import { costModel, PRICES } from '../../bench/cost';
 import type { CountResults, OperationCount, PathCount } from '../../bench/counts';
 import { countGuardConsumer, type GuardConsumerCount } from '../../bench/guard-consumer';
@@ -37,7 +36,7 @@ test('the consumer over a service traffic: a read and a transaction a batch, pri
     endpoint: dynamoEndpoint(),
     tableName,
     documents,
-    accounts: new AccountStore(documents, tableName, cryptoRandom),
+    accounts: dynamoAccounts(documents, tableName),
     stop: async () => undefined,
   };
   counted = await countGuardConsumer(db, { sendsPerSecond: 5, warmupSeconds: 5, measuredSeconds: 4 });

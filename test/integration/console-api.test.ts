@@ -6,7 +6,7 @@
  */
 import { request } from 'node:http';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
-import { startHarness, eventually, type Account, type Harness } from '../support/harness';
+import { BY_TEST, startHarness, eventually, type Account, type Harness } from '../support/harness';
 
 let harness: Harness;
 let a: Account;
@@ -63,8 +63,8 @@ beforeAll(async () => {
   harness = await startHarness({ settings: { channelWaitSeconds: 1 } });
   a = await harness.createAccount();
   b = await harness.createAccount();
-  await harness.accounts.addMember(a.serviceSid, 'alice@example.com', 'alice@example.com');
-  await harness.accounts.addMember(b.serviceSid, 'bob@example.com');
+  await harness.accounts.addMember(BY_TEST, a.serviceSid, 'alice@example.com', 'alice@example.com');
+  await harness.accounts.addMember(BY_TEST, b.serviceSid, 'bob@example.com');
   [alice, bob, operator] = await Promise.all([
     signIn('alice@example.com'),
     signIn('bob@example.com'),

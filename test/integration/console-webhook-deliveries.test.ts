@@ -7,7 +7,7 @@
  */
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoWebhookDeliveries } from '../../functions/adapters/dynamodb/webhooks';
-import { dynamoEndpoint, eventually, startHarness, type Harness } from '../support/harness';
+import { BY_TEST, dynamoEndpoint, eventually, startHarness, type Harness } from '../support/harness';
 
 /** The nine-attempt schedule in about a second (test/integration/webhooks.test.ts). */
 const BACKOFF_SCALE = 0.00001;
@@ -61,7 +61,7 @@ interface Delivery {
 test('a delivered webhook and a failing one (HTTP 500) show on the webhooks page and on the timeline', async () => {
   const account = await harness.createAccount();
   const sid = account.serviceSid;
-  await harness.accounts.addMember(sid, 'hooks@example.com', 'hooks@example.com');
+  await harness.accounts.addMember(BY_TEST, sid, 'hooks@example.com', 'hooks@example.com');
   const receiver = `${harness.stack.url}/_local/webhooks/receiver`;
   const good = await consoleApi<{ endpointSid: string; secret: string }>(
     'POST',

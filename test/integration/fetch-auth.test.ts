@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { API_KEY_GUARD_DEFAULTS } from '../../functions/http/middleware';
 import { DynamoFaults } from '../support/faults';
-import { startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+import { BY_TEST, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 
 let harness: Harness;
 let account: Account;
@@ -120,7 +120,7 @@ describe('authentication', () => {
     const client = harness.client(fresh);
     expect((await client.fetch('VE0123456789abcdef0123456789abcdef')).status).toBe(404);
     const [key] = await harness.accounts.listApiKeys(fresh.serviceSid);
-    await harness.accounts.revokeApiKey(fresh.serviceSid, key!.keyId);
+    await harness.accounts.revokeApiKey(BY_TEST, fresh.serviceSid, key!.keyId);
     for (const request of [
       () => client.fetch('VE0123456789abcdef0123456789abcdef'),
       () => client.send({ To: '+14155550149' }),

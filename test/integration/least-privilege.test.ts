@@ -19,7 +19,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { DynamoDBStreamEvent, SNSEvent } from 'aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { cryptoRandom, deriveKey, systemClock } from '../../functions/adapters/crypto';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
@@ -49,7 +49,7 @@ import {
   type WebhookRequest,
 } from '../../functions/core/webhooks';
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../../functions/http/api';
-import { buildConsoleHandler } from '../../functions/console/api';
+import { buildConsoleHandler } from '../../functions/console/routes';
 import { buildConsoleDeps } from '../../functions/wiring/console';
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import { buildDeps, buildWebhookSenderDeps, type Deps } from '../../functions/runtime';
@@ -63,7 +63,7 @@ import { PROVIDER_CONTEXT_KEYS } from '../../lib/provider-config';
 import { OtpStack } from '../../lib/otp-stack';
 import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
 import { createTable } from '../../local/table';
-import { dynamoEndpoint } from '../support/harness';
+import { BY_TEST, dynamoEndpoint } from '../support/harness';
 
 type FunctionName = keyof OtpStack['functions'] | ProviderFunctionName;
 
@@ -388,15 +388,15 @@ beforeAll(async () => {
   // The operator's side (admin command): unrestricted.
   const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
   clients.push(admin);
-  const accounts = new AccountStore(admin, tableName, cryptoRandom);
-  const service = await accounts.createService({
+  const accounts = dynamoAccounts(admin, tableName);
+  const service = await accounts.createService(BY_TEST, {
     name: 'IAM',
     balance: 100 * UNITS_PER_USD,
     channels: ['sms', 'whatsapp'],
     defaultTemplateBody: 'Your code is {code}.',
   });
   serviceSid = service.sid;
-  ({ apiKey } = await accounts.issueApiKey(serviceSid));
+  ({ apiKey } = await accounts.issueApiKey(BY_TEST, serviceSid));
   const added = await new DynamoWebhookEndpoints(admin, tableName).addEndpoint(
     serviceSid,
     'https://hooks.example.com/otp',
@@ -674,7 +674,10 @@ describe('each function runs with exactly its template grants', () => {
   test('console: every page of a member and of an operator, with its grants and the webhook key only', async () => {
     const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
     clients.push(admin);
-    await new AccountStore(admin, tableName, cryptoRandom).addMember(serviceSid, 'member@example.com');
+    const accounts = dynamoAccounts(admin, tableName);
+    await accounts.addMember(BY_TEST, serviceSid, 'member@example.com');
+    // Operator rights need the sign-in group and the table's record (admin `operator add`).
+    await accounts.setOperator(BY_TEST, 'operator-sub', true);
     const handler = buildConsoleHandler(
       buildConsoleDeps(
         env,

@@ -7,11 +7,12 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
+import type { Accounts } from '../../functions/core/accounts/accounts';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
-import { cryptoRandom, hashApiKey } from '../../functions/adapters/crypto';
+import { hashApiKey } from '../../functions/adapters/crypto';
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { ApiKeyGuard } from '../../functions/http/middleware';
@@ -19,7 +20,7 @@ import { createTable } from '../../local/table';
 import { fetchEvent, lambdaContext, type Caller } from '../../bench/events';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
-import { dynamoEndpoint } from '../support/harness';
+import { BY_TEST, dynamoEndpoint } from '../support/harness';
 
 const MINUTE = 60_000;
 /** A verification that does not exist: a request that passed auth and the limit answers 404. */
@@ -27,7 +28,7 @@ const SID = 'VE0123456789abcdef0123456789abcdef';
 
 let raw: DynamoDBClient;
 let documents: DynamoDBDocumentClient;
-let accounts: AccountStore;
+let accounts: Accounts;
 const tableName = `otp-perkey-${randomBytes(6).toString('hex')}`;
 const clients: DynamoDBDocumentClient[] = [];
 
@@ -36,7 +37,7 @@ beforeAll(async () => {
   raw = createDynamoClient({ endpoint });
   await createTable(raw, tableName);
   documents = createDocumentClient({ endpoint });
-  accounts = new AccountStore(documents, tableName, cryptoRandom);
+  accounts = dynamoAccounts(documents, tableName);
 });
 afterAll(() => {
   for (const client of clients) client.destroy();
@@ -65,8 +66,8 @@ function instance(clock: FakeClock, requestsPerMinute: number) {
 }
 
 async function newCaller(): Promise<Caller> {
-  const service = await accounts.createService({ name: 'Per-key', balance: 0, channels: ['sms'] });
-  const { apiKey } = await accounts.issueApiKey(service.sid);
+  const service = await accounts.createService(BY_TEST, { name: 'Per-key', balance: 0, channels: ['sms'] });
+  const { apiKey } = await accounts.issueApiKey(BY_TEST, service.sid);
   return { serviceSid: service.sid, apiKey };
 }
 
@@ -203,7 +204,7 @@ describe('stale windows', () => {
 describe('key items written before the counts map', () => {
   /** A key item as the code before `rate_counts` wrote it, with its old single count. */
   async function legacyCaller(changes: Record<string, unknown> = {}): Promise<Caller> {
-    const service = await accounts.createService({ name: 'Legacy', balance: 0, channels: ['sms'] });
+    const service = await accounts.createService(BY_TEST, { name: 'Legacy', balance: 0, channels: ['sms'] });
     const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
     const keyHash = hashApiKey(apiKey);
     await documents.send(
@@ -265,7 +266,7 @@ describe('refused keys count nothing', () => {
     const revoked = await newCaller();
     const other = await newCaller();
     const [key] = await accounts.listApiKeys(revoked.serviceSid);
-    await accounts.revokeApiKey(revoked.serviceSid, key!.keyId);
+    await accounts.revokeApiKey(BY_TEST, revoked.serviceSid, key!.keyId);
     const { clock } = minuteClock();
     const a = instance(clock, 100);
     const unknown = {

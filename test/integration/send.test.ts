@@ -1,6 +1,6 @@
 /** Spec 4.1: every rule and every row of the send error table, over HTTP against DynamoDB Local. */
 import { UNITS_PER_USD } from '../../functions/core/money';
-import { startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+import { BY_TEST, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 
 const GB_MOBILE = '+447400123456'; // UK mobile: sna is the cheapest channel
 const GB_LANDLINE = '+442079460000'; // UK fixed line: no channel reaches it
@@ -190,7 +190,7 @@ describe('refused sends are never charged', () => {
   });
 
   it('403 blocked_by_policy for a blocked country or number prefix', async () => {
-    await harness.accounts.setRules(account.serviceSid, {
+    await harness.accounts.setRules(BY_TEST, account.serviceSid, {
       blockedCountries: ['GB'],
       blockedPrefixes: ['+1415555'],
     });
@@ -203,7 +203,7 @@ describe('refused sends are never charged', () => {
 
   it('404 unknown_template for a TemplateSid that is not one of the account templates', async () => {
     const other = await harness.createAccount();
-    const foreign = await harness.accounts.addTemplate(other.serviceSid, 'Other {code}');
+    const foreign = await harness.accounts.addTemplate(BY_TEST, other.serviceSid, { body: 'Other {code}' });
     for (const templateSid of [foreign.sid, 'HX00000000000000000000000000000000', 'nonsense']) {
       const response = await api.send({ To: freshUsNumber(), TemplateSid: templateSid });
       expect(response.status).toBe(404);
@@ -234,7 +234,7 @@ describe('deployment channels (OTP_ALLOWED_CHANNELS)', () => {
 
 describe('delivery rules', () => {
   it('block only what they name', async () => {
-    await harness.accounts.setRules(account.serviceSid, {
+    await harness.accounts.setRules(BY_TEST, account.serviceSid, {
       blockedCountries: ['GB'],
       blockedPrefixes: ['+1415555'],
     });
@@ -244,7 +244,9 @@ describe('delivery rules', () => {
 
 describe('templates', () => {
   it('uses the template named by TemplateSid', async () => {
-    const template = await harness.accounts.addTemplate(account.serviceSid, 'Login code for Acme: {code}');
+    const template = await harness.accounts.addTemplate(BY_TEST, account.serviceSid, {
+      body: 'Login code for Acme: {code}',
+    });
     const to = freshUsNumber();
     expect((await api.send({ To: to, TemplateSid: template.sid })).status).toBe(201);
     const [message] = await waitForMessages(api, to);
@@ -346,7 +348,7 @@ describe('Idempotency-Key (spec 4.1 rule 3)', () => {
     const key = `retry-${Math.random()}`;
     const to = freshUsNumber();
     expect((await poor.send({ To: to }, { headers: { 'idempotency-key': key } })).status).toBe(402);
-    await harness.accounts.topUp(poor.account.serviceSid, 500);
+    await harness.accounts.topUp(BY_TEST, poor.account.serviceSid, 500);
     const retry = await poor.send({ To: to }, { headers: { 'idempotency-key': key } });
     expect(retry.status).toBe(201);
     expect(await balance(poor.account.serviceSid)).toBe(0);

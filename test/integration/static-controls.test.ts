@@ -8,7 +8,7 @@ import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { serviceFromItem, serviceToItem } from '../../functions/adapters/dynamodb/items';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
-import { dynamoEndpoint, startHarness, type Harness } from '../support/harness';
+import { BY_TEST, dynamoEndpoint, startHarness, type Harness } from '../support/harness';
 
 let harness: Harness;
 let documents: DynamoDBDocumentClient;
@@ -34,22 +34,22 @@ describe('the service item', () => {
     expect((await harness.accounts.getService(serviceSid))?.rules.allowedCountries).toEqual(
       defaultAllowedCountries(),
     );
-    await harness.accounts.setAllowedCountries(serviceSid, []);
+    await harness.accounts.setRules(BY_TEST, serviceSid, { allowedCountries: [] });
     expect((await rawItem(serviceSid)).allowed_countries).toEqual([]);
     expect((await harness.accounts.getService(serviceSid))?.rules).toEqual({
       blockedCountries: [],
       blockedPrefixes: [],
       allowedCountries: [],
     });
-    await harness.accounts.setAllowedCountries(serviceSid, ['GB', 'FR', 'GB']);
+    await harness.accounts.setRules(BY_TEST, serviceSid, { allowedCountries: ['GB', 'FR', 'GB'] });
     expect((await harness.accounts.getService(serviceSid))?.rules.allowedCountries).toEqual(['FR', 'GB']);
-    await harness.accounts.setAllowedCountries(serviceSid, undefined);
+    await harness.accounts.setRules(BY_TEST, serviceSid, { allowedCountries: null });
     expect('allowed_countries' in (await rawItem(serviceSid))).toBe(false);
     const service = (await harness.accounts.getService(serviceSid))!;
     expect('allowedCountries' in service.rules).toBe(false);
     // The blocked lists are written without touching it.
-    await harness.accounts.setAllowedCountries(serviceSid, ['GB']);
-    await harness.accounts.setRules(serviceSid, { blockedCountries: ['US'], blockedPrefixes: [] });
+    await harness.accounts.setRules(BY_TEST, serviceSid, { allowedCountries: ['GB'] });
+    await harness.accounts.setRules(BY_TEST, serviceSid, { blockedCountries: ['US'], blockedPrefixes: [] });
     expect((await harness.accounts.getService(serviceSid))?.rules).toEqual({
       blockedCountries: ['US'],
       blockedPrefixes: [],
@@ -90,7 +90,7 @@ describe('the service item', () => {
     expect((await api.send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
       code: 'blocked_by_policy',
     });
-    await harness.accounts.setRiskCheckOptOut(account.serviceSid, true);
+    await harness.accounts.setRiskCheckOptOut(BY_TEST, account.serviceSid, true);
     expect((await rawItem(account.serviceSid)).guard_risk_check_opt_out).toBe(true);
     expect((await harness.accounts.getService(account.serviceSid))?.guard).toEqual({
       level: 'standard',
@@ -100,7 +100,7 @@ describe('the service item', () => {
     expect((await api.send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
       code: 'no_eligible_channel',
     });
-    await harness.accounts.setRiskCheckOptOut(account.serviceSid, false);
+    await harness.accounts.setRiskCheckOptOut(BY_TEST, account.serviceSid, false);
     expect('guard_risk_check_opt_out' in (await rawItem(account.serviceSid))).toBe(false);
     expect((await harness.accounts.getService(account.serviceSid))?.guard).toBeUndefined();
   });

@@ -10,7 +10,14 @@ import { CryptoCodeVault, cryptoRandom, deriveKey } from '../../functions/adapte
 import { signPayload, verifySignature } from '../../functions/adapters/providers/signature';
 import { Books } from '../support/books';
 import { DynamoFaults, FlakyWorkflow } from '../support/faults';
-import { eventually, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+import {
+  BY_TEST,
+  eventually,
+  startHarness,
+  type Account,
+  type ApiClient,
+  type Harness,
+} from '../support/harness';
 
 /** Critical values for a false alarm probability of 1e-6 per test (fixed, so the tests are deterministic enough). */
 const CHI_SQUARE_9_DF = 44.81; // chi-square, 9 degrees of freedom, upper 1e-6
@@ -422,7 +429,9 @@ describe('service isolation', () => {
   });
 
   it("A cannot send with B's template", async () => {
-    const template = await harness.accounts.addTemplate(b.account.serviceSid, 'B says {code}');
+    const template = await harness.accounts.addTemplate(BY_TEST, b.account.serviceSid, {
+      body: 'B says {code}',
+    });
     const response = await a.send({ To: '+14155550179', TemplateSid: template.sid });
     expect([response.status, response.body.code]).toEqual([404, 'unknown_template']);
     expect(await harness.accounts.listCharges(a.account.serviceSid)).toEqual([]);

@@ -6,11 +6,12 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { cryptoRandom } from '../../functions/adapters/crypto';
 import { jsonLogger } from '../../functions/adapters/logger';
+import type { Accounts } from '../../functions/core/accounts/accounts';
+import type { ChangeContext } from '../../functions/core/accounts/ports';
 import { UNITS_PER_USD } from '../../functions/core/money';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import type { Metrics } from '../../functions/core/metrics';
 import type { DeliveryWorkflow } from '../../functions/core/ports';
 import { CHANNELS, type Channel } from '../../functions/core/routing';
@@ -20,6 +21,9 @@ import { startLocalStack, type LocalProviderSimulatorOptions, type LocalStack } 
 import { createTable } from '../../local/table';
 import { FakeClock } from './fake-clock';
 
+/** Who the tests' own account changes are recorded as. */
+export const BY_TEST: ChangeContext = { actor: 'test' };
+
 export interface Account {
   serviceSid: string;
   apiKey: string;
@@ -28,7 +32,7 @@ export interface Account {
 export interface Harness {
   stack: LocalStack;
   clock: FakeClock;
-  accounts: AccountStore;
+  accounts: Accounts;
   tableName: string;
   masterKey: string;
   /** Every log line the stack wrote. */
@@ -79,7 +83,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   // The service's own client, apart from the one the harness reads and seeds with: faults touch only the service.
   const serviceClient = createDocumentClient({ endpoint });
   options.decorateDynamoClient?.(serviceClient);
-  const accounts = new AccountStore(documents, tableName, cryptoRandom);
+  const accounts = dynamoAccounts(documents, tableName);
   const clock = new FakeClock();
   const logs: string[] = [];
   const masterKey = randomBytes(32).toString('base64url');
@@ -113,7 +117,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     masterKey,
     logs,
     async createAccount(account = {}) {
-      const service = await accounts.createService({
+      const service = await accounts.createService(BY_TEST, {
         name: 'Test',
         balance: Math.round((account.balanceUsd ?? 100) * UNITS_PER_USD),
         channels: account.channels ?? [...CHANNELS],
@@ -121,7 +125,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           defaultTemplateBody: account.defaultTemplate ?? 'Your code is {code}.',
         }),
       });
-      const { apiKey } = await accounts.issueApiKey(service.sid);
+      const { apiKey } = await accounts.issueApiKey(BY_TEST, service.sid);
       return { serviceSid: service.sid, apiKey };
     },
     client: (account) => new ApiClient(stack.url, account),

@@ -1,4 +1,5 @@
 import { PARTITION_FAMILY, keys, type ItemKey } from '../../functions/adapters/dynamodb/keys';
+import { OPERATORS_AUDIT_SCOPE } from '../../functions/core/accounts/ports';
 
 /**
  * Every item the key builders make lives in one of the PARTITION_FAMILY prefixes, the prefixes the stack's
@@ -29,6 +30,10 @@ const tableKeys: Record<string, () => ItemKey> = {
   webhookDeliveryRange: () => ({ pk: keys.webhookDeliveryRange('VA1', at, at).pk, sk: '' }),
   chargeRange: () => ({ pk: keys.chargeRange('VA1', at, at).pk, sk: '' }),
   sweepCursor: () => keys.sweepCursor(),
+  credit: () => keys.credit('VA1', '2026-01-02T03:04:05.678Z#ab'),
+  audit: () => keys.audit('VA1', '2026-01-02T03:04:05.678Z#ab'),
+  operatorsAudit: () => keys.audit(OPERATORS_AUDIT_SCOPE, '2026-01-02T03:04:05.678Z#ab'),
+  operator: () => keys.operator('user-1'),
 };
 test('every table key builder is covered here (a new one must be placed in a family)', () => {
   // chargedSend reads a sort key; it builds none.

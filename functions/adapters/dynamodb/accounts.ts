@@ -1,23 +1,28 @@
 /**
- * What a dashboard does to accounts: services, API keys, templates, delivery rules, prices, balance.
- * Used by `npm run admin`, the local stack's seed and the tests; never on a request path.
+ * The accounts core's store (core/accounts/ports.ts) on the table: services, API keys, templates, members,
+ * operators, credit lines and the audit trail. Every change writes its audit record in the same transaction.
+ * Used by the console, `npm run admin`, the local stack's seed and the tests; never on a send's path.
  */
 import {
   BatchGetCommand,
-  DeleteCommand,
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { randomBytes } from 'node:crypto';
-import { defaultAllowedCountries } from '../../core/guard/high-risk-countries';
-import type { CountryCaps } from '../../core/guard/model';
+import { keyIdOf } from '../../core/accounts/formats';
+import type {
+  AccountStore,
+  ApiKeyView,
+  AuditRecord,
+  ChargeLine,
+  CreditLine,
+  DirectoryEntry,
+  Membership,
+  ServiceSettingsChange,
+} from '../../core/accounts/ports';
 import type { Service, Template } from '../../core/model';
-import type { Random } from '../../core/ports';
-import type { Channel } from '../../core/routing';
-import { hashApiKey } from '../crypto';
 import {
   apiKeyFromItem,
   apiKeyToItems,
@@ -27,98 +32,104 @@ import {
   templateFromItem,
   templateToItem,
 } from './items';
-import { SERVICE_CHILD_PREFIX, keys } from './keys';
+import { SERVICE_CHILD_PREFIX, keys, type ItemKey } from './keys';
 import { queryAll } from './requests';
 import { queryServiceChildren } from './service-children';
 
-export interface NewService {
-  name: string;
-  balance: number;
-  channels: Channel[];
-  /** Text of a default template with `{code}`; none: the service starts without a default template. */
-  defaultTemplateBody?: string;
-  /** Countries it may send to; absent: every served country but the high-risk ones (`defaultAllowedCountries`). */
-  allowedCountries?: string[];
+type TransactItem = NonNullable<
+  ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
+>[number];
+
+const auditToItem = (record: AuditRecord): Record<string, unknown> => ({
+  ...keys.audit(record.serviceSid, record.id),
+  type: 'audit',
+  audit_id: record.id,
+  at: record.at,
+  service_sid: record.serviceSid,
+  actor: record.actor,
+  action: record.action,
+  // JSON text: a change's before/after may hold values DynamoDB cannot (empty strings in sets, undefined).
+  ...(record.before !== undefined && { before: JSON.stringify(record.before) }),
+  ...(record.after !== undefined && { after: JSON.stringify(record.after) }),
+  ...(record.requestId && { request_id: record.requestId }),
+});
+
+const auditFromItem = (item: Record<string, unknown>): AuditRecord => ({
+  id: item.audit_id as string,
+  at: item.at as string,
+  serviceSid: item.service_sid as string,
+  actor: item.actor as string,
+  action: item.action as string,
+  ...(typeof item.before === 'string' && { before: JSON.parse(item.before) as unknown }),
+  ...(typeof item.after === 'string' && { after: JSON.parse(item.after) as unknown }),
+  ...(typeof item.request_id === 'string' && { requestId: item.request_id }),
+});
+
+const membershipFromItem = (item: Record<string, unknown>): Membership => ({
+  userId: item.user_id as string,
+  serviceSid: item.service_sid as string,
+  serviceName: item.service_name as string,
+  ...(typeof item.label === 'string' && { label: item.label }),
+  addedAt: item.added_at as string,
+});
+
+/** The UpdateExpression of a settings change: SET and REMOVE clauses, with its names and values. */
+function settingsUpdate(change: ServiceSettingsChange): {
+  expression: string;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
+} {
+  const set: string[] = [];
+  const remove: string[] = [];
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const field = (attribute: string, value: unknown, present: boolean) => {
+    if (!present) return;
+    if (value === undefined) remove.push(attribute);
+    else {
+      values[`:${attribute}`] = value;
+      set.push(`${attribute} = :${attribute}`);
+    }
+  };
+  field('enabled_channels', change.enabledChannels, 'enabledChannels' in change);
+  field('blocked_countries', change.blockedCountries, 'blockedCountries' in change);
+  field('blocked_prefixes', change.blockedPrefixes, 'blockedPrefixes' in change);
+  field('allowed_countries', change.allowedCountries, 'allowedCountries' in change);
+  if ('riskCheckOptOut' in change)
+    field('guard_risk_check_opt_out', change.riskCheckOptOut ? true : undefined, true);
+  field('guard_caps', change.guardCaps, 'guardCaps' in change);
+  field(
+    'default_template',
+    change.defaultTemplate && {
+      sid: change.defaultTemplate.sid,
+      body: change.defaultTemplate.body,
+      locale: change.defaultTemplate.locale,
+    },
+    'defaultTemplate' in change,
+  );
+  field('template_sms_parts', change.templateSmsParts, 'templateSmsParts' in change);
+  if (change.price) {
+    names['#country'] = change.price.country;
+    if (change.price.units === undefined) remove.push('prices.#country');
+    else {
+      values[':price'] = change.price.units;
+      set.push('prices.#country = :price');
+    }
+  }
+  const expression = [
+    set.length > 0 ? `SET ${set.join(', ')}` : '',
+    remove.length > 0 ? `REMOVE ${remove.join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return { expression, names, values };
 }
 
-export interface IssuedKey {
-  /** Shown once; only its SHA-256 is stored. */
-  apiKey: string;
-  /** First characters of the hash: names the key for listing and revoking without revealing it. */
-  keyId: string;
-}
-
-export interface ChargeLine {
-  at: string;
-  verificationSid: string;
-  amount: number;
-}
-
-/** A console user's membership of a service (`member add`; the console reads it on every request). */
-export interface Membership {
-  userId: string;
-  serviceSid: string;
-  /** The service's name when the member was added, for the user's list of services. */
-  serviceName: string;
-  /** Who the user is, for people (an e-mail address); the user id is what the sign-in token carries. */
-  label?: string;
-  addedAt: string;
-}
-
-/** An entry of the directory of all services (the console's operator view). */
-export interface DirectoryEntry {
-  serviceSid: string;
-  name: string;
-  createdAt: string;
-}
-
-const KEY_ID_LENGTH = 12;
-
-export class AccountStore {
+export class DynamoAccountStore implements AccountStore {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
-    private readonly random: Random,
   ) {}
-
-  async createService(input: NewService, now = new Date()): Promise<Service> {
-    const template: Template | undefined = input.defaultTemplateBody
-      ? { sid: this.random.sid('HX'), body: input.defaultTemplateBody, locale: 'en' }
-      : undefined;
-    const service: Service = {
-      sid: this.random.sid('VA'),
-      name: input.name,
-      balance: input.balance,
-      enabledChannels: input.channels,
-      rules: {
-        blockedCountries: [],
-        blockedPrefixes: [],
-        allowedCountries: input.allowedCountries ?? defaultAllowedCountries(),
-      },
-      prices: {},
-      ...(template && { defaultTemplate: template }),
-      createdAt: now.toISOString(),
-      webhookEndpoints: [],
-    };
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: serviceToItem(service),
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
-          },
-          ...(template
-            ? [{ Put: { TableName: this.tableName, Item: templateToItem(service.sid, template) } }]
-            : []),
-          { Put: { TableName: this.tableName, Item: serviceDirectoryToItem(service) } },
-        ],
-      }),
-    );
-    return service;
-  }
 
   async getService(serviceSid: string): Promise<Service | undefined> {
     const { Item } = await this.client.send(
@@ -127,45 +138,54 @@ export class AccountStore {
     return Item && serviceFromItem(Item);
   }
 
-  async issueApiKey(serviceSid: string, now = new Date()): Promise<IssuedKey> {
-    await this.requireService(serviceSid);
-    const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
-    const keyHash = hashApiKey(apiKey);
-    const [lookup, pointer] = apiKeyToItems({ keyHash, serviceSid, createdAt: now.toISOString() });
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: lookup!,
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
-          },
-          { Put: { TableName: this.tableName, Item: pointer! } },
-        ],
-      }),
-    );
-    return { apiKey, keyId: keyHash.slice(0, KEY_ID_LENGTH) };
+  async createService(service: Service, audit: AuditRecord): Promise<void> {
+    const template = service.defaultTemplate;
+    await this.transact([
+      this.put(serviceToItem(service), 'attribute_not_exists(pk)'),
+      ...(template ? [this.put(templateToItem(service.sid, template))] : []),
+      this.put(serviceDirectoryToItem(service)),
+      ...(service.balance !== 0
+        ? [
+            this.put(
+              this.creditItem(service.sid, {
+                at: service.createdAt,
+                amount: service.balance,
+                reason: 'opening',
+                auditId: audit.id,
+              }),
+            ),
+          ]
+        : []),
+      this.put(auditToItem(audit)),
+    ]);
   }
 
-  async listApiKeys(serviceSid: string): Promise<{ keyId: string; createdAt: string; revokedAt?: string }[]> {
+  async putApiKey(serviceSid: string, keyHash: string, createdAt: string, audit: AuditRecord): Promise<void> {
+    const [lookup, pointer] = apiKeyToItems({ keyHash, serviceSid, createdAt });
+    await this.transact([
+      this.serviceExists(serviceSid),
+      this.put(lookup!, 'attribute_not_exists(pk)'),
+      this.put(pointer!),
+      this.put(auditToItem(audit)),
+    ]);
+  }
+
+  async listApiKeys(serviceSid: string): Promise<(ApiKeyView & { keyHash: string })[]> {
     const items = await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.apiKey);
     return items.map(apiKeyFromItem).map((record) => ({
-      keyId: record.keyHash.slice(0, KEY_ID_LENGTH),
+      keyHash: record.keyHash,
+      keyId: keyIdOf(record.keyHash),
       createdAt: record.createdAt,
       ...(record.revokedAt && { revokedAt: record.revokedAt }),
     }));
   }
 
   /**
-   * The service's keys with the minute each was last used: the start of the per-key limit's window, which the key's
-   * own item keeps (`rate_window`); read with one BatchGetItem, so nothing on the request path writes more for it.
+   * The keys with the minute each was last used: the start of the per-key limit's window, which the key's own
+   * item keeps (`rate_window`); read with one BatchGetItem, so nothing on the request path writes more for it.
    */
-  async listApiKeysWithUse(
-    serviceSid: string,
-  ): Promise<{ keyId: string; createdAt: string; revokedAt?: string; lastUsedAt?: string }[]> {
-    const records = (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.apiKey)).map(apiKeyFromItem);
+  async listApiKeysWithUse(serviceSid: string): Promise<ApiKeyView[]> {
+    const records = await this.listApiKeys(serviceSid);
     const lastUsed = new Map<string, number>();
     for (let i = 0; i < records.length; i += 100) {
       const { Responses } = await this.client.send(
@@ -182,145 +202,89 @@ export class AccountStore {
         if (typeof item.rate_window === 'number') lastUsed.set(item.key_hash as string, item.rate_window);
       }
     }
-    return records.map((record) => {
-      const used = lastUsed.get(record.keyHash);
-      return {
-        keyId: record.keyHash.slice(0, KEY_ID_LENGTH),
-        createdAt: record.createdAt,
-        ...(record.revokedAt && { revokedAt: record.revokedAt }),
-        ...(used !== undefined && { lastUsedAt: new Date(used).toISOString() }),
-      };
+    return records.map(({ keyHash, ...view }) => {
+      const used = lastUsed.get(keyHash);
+      return { ...view, ...(used !== undefined && { lastUsedAt: new Date(used).toISOString() }) };
     });
   }
 
-  /** Revokes the service's key whose id (hash prefix) is `keyId`; false when there is none. */
-  async revokeApiKey(serviceSid: string, keyId: string, now = new Date()): Promise<boolean> {
-    const items = await this.queryChildren(serviceSid, `${SERVICE_CHILD_PREFIX.apiKey}${keyId}`);
-    // The whole id, never a prefix of it.
-    const record = items.map(apiKeyFromItem).find((key) => key.keyHash.slice(0, KEY_ID_LENGTH) === keyId);
-    if (!record) return false;
-    const update = (key: { pk: string; sk: string }) => ({
+  async revokeApiKey(serviceSid: string, keyHash: string, at: string, audit: AuditRecord): Promise<void> {
+    const revoke = (key: ItemKey): TransactItem => ({
       Update: {
         TableName: this.tableName,
         Key: key,
         UpdateExpression: 'SET revoked_at = :at',
-        ExpressionAttributeValues: { ':at': now.toISOString() },
+        ExpressionAttributeValues: { ':at': at },
       },
     });
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          update(keys.apiKey(record.keyHash)),
-          update(keys.serviceApiKey(serviceSid, record.keyHash)),
-        ],
-      }),
-    );
-    return true;
+    await this.transact([
+      revoke(keys.apiKey(keyHash)),
+      revoke(keys.serviceApiKey(serviceSid, keyHash)),
+      this.put(auditToItem(audit)),
+    ]);
   }
 
-  /** Adds to the balance (units of 0.0001 USD) atomically; returns the new balance. */
-  async topUp(serviceSid: string, units: number): Promise<number> {
-    const { Attributes } = await this.client.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: keys.service(serviceSid),
-        UpdateExpression: 'ADD balance :units',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':units': units },
-        ReturnValues: 'UPDATED_NEW',
-      }),
-    );
-    return Attributes!.balance as number;
+  async credit(serviceSid: string, line: CreditLine, audit: AuditRecord): Promise<number> {
+    await this.transact([
+      line.reason === 'reconcile'
+        ? this.serviceExists(serviceSid)
+        : {
+            Update: {
+              TableName: this.tableName,
+              Key: keys.service(serviceSid),
+              UpdateExpression: 'ADD balance :units',
+              ConditionExpression: 'attribute_exists(pk)',
+              ExpressionAttributeValues: { ':units': line.amount },
+            },
+          },
+      this.put(this.creditItem(serviceSid, line)),
+      this.put(auditToItem(audit)),
+    ]);
+    // A transaction returns no values: the balance after, read at once (later sends may already have spent).
+    return (await this.getService(serviceSid))!.balance;
   }
 
-  async addTemplate(serviceSid: string, body: string, locale = 'en'): Promise<Template> {
-    await this.requireService(serviceSid);
-    if (!body.includes('{code}')) throw new Error('A template needs the {code} placeholder');
-    const template: Template = { sid: this.random.sid('HX'), body, locale };
-    await this.client.send(
-      new PutCommand({ TableName: this.tableName, Item: templateToItem(serviceSid, template) }),
+  async putTemplate(serviceSid: string, template: Template, audit: AuditRecord): Promise<void> {
+    await this.transact([
+      this.serviceExists(serviceSid),
+      this.put(templateToItem(serviceSid, template)),
+      this.put(auditToItem(audit)),
+    ]);
+  }
+
+  async getTemplate(serviceSid: string, templateSid: string): Promise<Template | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.template(serviceSid, templateSid) }),
     );
-    return template;
+    return Item && templateFromItem(Item);
   }
 
   async listTemplates(serviceSid: string): Promise<Template[]> {
     return (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.template)).map(templateFromItem);
   }
 
-  async setDefaultTemplate(serviceSid: string, templateSid: string): Promise<void> {
-    const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.template(serviceSid, templateSid) }),
-    );
-    if (!Item) throw new Error(`No template ${templateSid} in service ${serviceSid}`);
-    await this.updateService(serviceSid, 'SET default_template = :template', {
-      ':template': templateFromItem(Item),
-    });
+  async deleteTemplate(serviceSid: string, templateSid: string, audit: AuditRecord): Promise<void> {
+    await this.transact([
+      { Delete: { TableName: this.tableName, Key: keys.template(serviceSid, templateSid) } },
+      this.put(auditToItem(audit)),
+    ]);
   }
 
-  async clearDefaultTemplate(serviceSid: string): Promise<void> {
-    await this.updateService(serviceSid, 'REMOVE default_template', undefined);
-  }
-
-  async deleteTemplate(serviceSid: string, templateSid: string): Promise<void> {
-    await this.client.send(
-      new DeleteCommand({ TableName: this.tableName, Key: keys.template(serviceSid, templateSid) }),
-    );
-  }
-
-  async setChannels(serviceSid: string, channels: Channel[]): Promise<void> {
-    await this.updateService(serviceSid, 'SET enabled_channels = :channels', { ':channels': channels });
-  }
-
-  /** Blocks a country (ISO alpha-2) or an E.164 prefix. The allow-list is left as it is (`setAllowedCountries`). */
-  async setRules(
-    serviceSid: string,
-    rules: Pick<Service['rules'], 'blockedCountries' | 'blockedPrefixes'>,
-  ): Promise<void> {
-    await this.updateService(serviceSid, 'SET blocked_countries = :countries, blocked_prefixes = :prefixes', {
-      ':countries': rules.blockedCountries,
-      ':prefixes': rules.blockedPrefixes,
-    });
-  }
-
-  /**
-   * The countries the service sends to (ISO alpha-2, validated by the caller against ROUTES). `undefined` removes
-   * the list: every served country, as for a service made before the list existed. An empty list means none.
-   */
-  async setAllowedCountries(serviceSid: string, countries: string[] | undefined): Promise<void> {
-    if (countries === undefined) await this.updateService(serviceSid, 'REMOVE allowed_countries', undefined);
-    else
-      await this.updateService(serviceSid, 'SET allowed_countries = :countries', {
-        ':countries': [...new Set(countries)].sort(),
-      });
-  }
-
-  /** Whether a send's `RiskCheck=disable` skips the pumping guard for this service (default: it does not). */
-  async setRiskCheckOptOut(serviceSid: string, allowed: boolean): Promise<void> {
-    if (allowed)
-      await this.updateService(serviceSid, 'SET guard_risk_check_opt_out = :yes', { ':yes': true });
-    else await this.updateService(serviceSid, 'REMOVE guard_risk_check_opt_out', undefined);
-  }
-
-  /**
-   * The owner's per-country caps (`*`: every country without its own), validated by the caller
-   * (core/guard/caps.ts). `undefined` removes them all. Read by the guard's consumer with the service item.
-   */
-  async setGuardCaps(serviceSid: string, caps: Record<string, CountryCaps> | undefined): Promise<void> {
-    if (caps === undefined) await this.updateService(serviceSid, 'REMOVE guard_caps', undefined);
-    else await this.updateService(serviceSid, 'SET guard_caps = :caps', { ':caps': caps });
-  }
-
-  async setPrice(serviceSid: string, country: string, units: number): Promise<void> {
-    await this.updateService(
-      serviceSid,
-      'SET prices.#country = :units',
-      { ':units': units },
-      { '#country': country },
-    );
-  }
-
-  async removePrice(serviceSid: string, country: string): Promise<void> {
-    await this.updateService(serviceSid, 'REMOVE prices.#country', undefined, { '#country': country });
+  async updateService(serviceSid: string, change: ServiceSettingsChange, audit: AuditRecord): Promise<void> {
+    const { expression, names, values } = settingsUpdate(change);
+    await this.transact([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.service(serviceSid),
+          UpdateExpression: expression,
+          ConditionExpression: 'attribute_exists(pk)',
+          ...(Object.keys(values).length > 0 && { ExpressionAttributeValues: values }),
+          ...(Object.keys(names).length > 0 && { ExpressionAttributeNames: names }),
+        },
+      },
+      this.put(auditToItem(audit)),
+    ]);
   }
 
   async listCharges(serviceSid: string): Promise<ChargeLine[]> {
@@ -331,66 +295,47 @@ export class AccountStore {
     }));
   }
 
-  /**
-   * Makes a console user a member of a service: one item under the user (so signing in lists the user's
-   * services with one query) and one under the service (so `member list` needs one query), in one transaction
-   * that also requires the service to exist. Adding an existing member again updates its label.
-   */
-  async addMember(serviceSid: string, userId: string, label?: string, now = new Date()): Promise<Membership> {
-    const service = await this.getService(serviceSid);
-    if (!service) throw new Error(`No service ${serviceSid}`);
-    const membership: Membership = {
-      userId,
-      serviceSid,
-      serviceName: service.name,
-      ...(label && { label }),
-      addedAt: now.toISOString(),
-    };
-    const fields = {
-      type: 'member',
-      user_id: userId,
-      service_sid: serviceSid,
-      service_name: service.name,
-      ...(label && { label }),
-      added_at: membership.addedAt,
-    };
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            ConditionCheck: {
-              TableName: this.tableName,
-              Key: keys.service(serviceSid),
-              ConditionExpression: 'attribute_exists(pk)',
-            },
-          },
-          { Put: { TableName: this.tableName, Item: { ...keys.member(userId, serviceSid), ...fields } } },
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: { ...keys.serviceMember(serviceSid, userId), ...fields },
-            },
-          },
-        ],
-      }),
-    );
-    return membership;
+  async listCredits(serviceSid: string): Promise<CreditLine[]> {
+    return (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.credit)).map((item) => ({
+      at: item.at as string,
+      amount: item.amount as number,
+      reason: item.reason as CreditLine['reason'],
+      auditId: item.audit_id as string,
+    }));
   }
 
-  /** False when the user was not a member. */
-  async removeMember(serviceSid: string, userId: string): Promise<boolean> {
+  /**
+   * One item under the user (signing in lists the user's services with one query) and one under the service
+   * (`member list` needs one query), in one transaction that also requires the service to exist. Adding an
+   * existing member again updates its label.
+   */
+  async putMember(membership: Membership, audit: AuditRecord): Promise<void> {
+    const fields = {
+      type: 'member',
+      user_id: membership.userId,
+      service_sid: membership.serviceSid,
+      service_name: membership.serviceName,
+      ...(membership.label && { label: membership.label }),
+      added_at: membership.addedAt,
+    };
+    await this.transact([
+      this.serviceExists(membership.serviceSid),
+      this.put({ ...keys.member(membership.userId, membership.serviceSid), ...fields }),
+      this.put({ ...keys.serviceMember(membership.serviceSid, membership.userId), ...fields }),
+      this.put(auditToItem(audit)),
+    ]);
+  }
+
+  async deleteMember(serviceSid: string, userId: string, audit: AuditRecord): Promise<boolean> {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.serviceMember(serviceSid, userId) }),
     );
     if (!Item) return false;
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Delete: { TableName: this.tableName, Key: keys.member(userId, serviceSid) } },
-          { Delete: { TableName: this.tableName, Key: keys.serviceMember(serviceSid, userId) } },
-        ],
-      }),
-    );
+    await this.transact([
+      { Delete: { TableName: this.tableName, Key: keys.member(userId, serviceSid) } },
+      { Delete: { TableName: this.tableName, Key: keys.serviceMember(serviceSid, userId) } },
+      this.put(auditToItem(audit)),
+    ]);
     return true;
   }
 
@@ -398,21 +343,37 @@ export class AccountStore {
     return (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.member)).map(membershipFromItem);
   }
 
-  /** The services a console user belongs to (one query under the user). */
   async membershipsOf(userId: string): Promise<Membership[]> {
     return (await this.queryPartition(keys.member(userId, '').pk)).map(membershipFromItem);
   }
 
-  /** One GetItem: whether the user is a member of the service. */
   async isMember(userId: string, serviceSid: string): Promise<boolean> {
-    const { Item } = await this.client.send(
-      new GetCommand({
+    return this.exists(keys.member(userId, serviceSid));
+  }
+
+  async isOperator(userId: string): Promise<boolean> {
+    return this.exists(keys.operator(userId));
+  }
+
+  async setOperator(userId: string, operator: boolean, audit: AuditRecord): Promise<void> {
+    await this.transact([
+      operator
+        ? this.put({ ...keys.operator(userId), type: 'operator', user_id: userId, added_at: audit.at })
+        : { Delete: { TableName: this.tableName, Key: keys.operator(userId) } },
+      this.put(auditToItem(audit)),
+    ]);
+  }
+
+  async listOperators(): Promise<string[]> {
+    const { pk, sk } = keys.operator('');
+    return (
+      await queryAll(this.client, {
         TableName: this.tableName,
-        Key: keys.member(userId, serviceSid),
-        ProjectionExpression: 'pk',
-      }),
-    );
-    return Item !== undefined;
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+        ExpressionAttributeValues: { ':pk': pk, ':sk': sk },
+        ConsistentRead: true,
+      })
+    ).map((item) => item.user_id as string);
   }
 
   /** Every service `createService` made (its directory entry): the operator's list, without a Scan. */
@@ -424,6 +385,69 @@ export class AccountStore {
     }));
   }
 
+  async putAudit(audit: AuditRecord): Promise<void> {
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: auditToItem(audit) }));
+  }
+
+  async listAudit(serviceSid: string, limit: number): Promise<AuditRecord[]> {
+    const { pk, sk } = keys.audit(serviceSid, '');
+    const items: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+          ExpressionAttributeValues: { ':pk': pk, ':sk': sk },
+          ScanIndexForward: false,
+          Limit: limit - items.length,
+          ExclusiveStartKey: start,
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start && items.length < limit);
+    return items.map(auditFromItem);
+  }
+
+  private creditItem(serviceSid: string, line: CreditLine): Record<string, unknown> {
+    return {
+      ...keys.credit(serviceSid, line.auditId),
+      type: 'credit',
+      at: line.at,
+      amount: line.amount,
+      reason: line.reason,
+      audit_id: line.auditId,
+    };
+  }
+
+  private put(item: Record<string, unknown>, condition?: string): TransactItem {
+    return {
+      Put: { TableName: this.tableName, Item: item, ...(condition && { ConditionExpression: condition }) },
+    };
+  }
+
+  private serviceExists(serviceSid: string): TransactItem {
+    return {
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: keys.service(serviceSid),
+        ConditionExpression: 'attribute_exists(pk)',
+      },
+    };
+  }
+
+  private async transact(items: TransactItem[]): Promise<void> {
+    await this.client.send(new TransactWriteCommand({ TransactItems: items }));
+  }
+
+  private async exists(key: ItemKey): Promise<boolean> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: key, ProjectionExpression: 'pk' }),
+    );
+    return Item !== undefined;
+  }
+
   private queryPartition(pk: string): Promise<Record<string, unknown>[]> {
     return queryAll(this.client, {
       TableName: this.tableName,
@@ -433,37 +457,7 @@ export class AccountStore {
     });
   }
 
-  private async requireService(serviceSid: string): Promise<void> {
-    if (!(await this.getService(serviceSid))) throw new Error(`No service ${serviceSid}`);
-  }
-
-  private async updateService(
-    serviceSid: string,
-    expression: string,
-    values: Record<string, unknown> | undefined,
-    names?: Record<string, string>,
-  ): Promise<void> {
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: keys.service(serviceSid),
-        UpdateExpression: expression,
-        ConditionExpression: 'attribute_exists(pk)',
-        ...(values && { ExpressionAttributeValues: values }),
-        ...(names && { ExpressionAttributeNames: names }),
-      }),
-    );
-  }
-
   private queryChildren(serviceSid: string, prefix: string): Promise<Record<string, unknown>[]> {
     return queryServiceChildren(this.client, this.tableName, serviceSid, prefix, true);
   }
 }
-
-const membershipFromItem = (item: Record<string, unknown>): Membership => ({
-  userId: item.user_id as string,
-  serviceSid: item.service_sid as string,
-  serviceName: item.service_name as string,
-  ...(typeof item.label === 'string' && { label: item.label }),
-  addedAt: item.added_at as string,
-});

@@ -172,6 +172,7 @@ export function serviceToItem(s: Service): Item {
     ...(s.guard && { guard_level: s.guard.level, guard_safe_list: s.guard.safeList }),
     ...(s.guard?.riskCheckOptOut && { guard_risk_check_opt_out: true }),
     ...(s.guard?.caps && { guard_caps: s.guard.caps }),
+    ...(s.templateSmsParts !== undefined && { template_sms_parts: s.templateSmsParts }),
   };
 }
 
@@ -193,6 +194,7 @@ export function serviceFromItem(item: Item): Service {
     webhookEndpoints:
       item.webhook_endpoints instanceof Set ? [...(item.webhook_endpoints as Set<string>)].sort() : [],
     ...(guardSettingsFromItem(item) && { guard: guardSettingsFromItem(item) }),
+    ...(typeof item.template_sms_parts === 'number' && { templateSmsParts: item.template_sms_parts }),
   };
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { OPERATORS_AUDIT_SCOPE } from '../../core/accounts/ports';
 import { GLOBAL_SCOPE } from '../../core/guard/consumer';
 
 /**
@@ -83,6 +84,21 @@ export const keys = {
     pk: `${P.service}${serviceSid}`,
     sk: `${SERVICE_CHILD_PREFIX.charge}${at.toISOString()}#${verificationSid}`,
   }),
+  /** Ledger line of one credit (the opening balance, a top-up), in time order under the service. */
+  credit: (serviceSid: string, auditId: string): ItemKey => ({
+    pk: `${P.service}${serviceSid}`,
+    sk: `${SERVICE_CHILD_PREFIX.credit}${auditId}`,
+  }),
+  /**
+   * One change to the account (who, what, before, after), in time order under the service; operator-wide
+   * changes (`OPERATORS_AUDIT_SCOPE`) under the directory of operators.
+   */
+  audit: (scope: string, auditId: string): ItemKey => ({
+    pk: scope === OPERATORS_AUDIT_SCOPE ? `${P.directory}operators` : `${P.service}${scope}`,
+    sk: `${SERVICE_CHILD_PREFIX.audit}${auditId}`,
+  }),
+  /** A console user with operator rights (the sign-in group is required as well). */
+  operator: (userId: string): ItemKey => ({ pk: `${P.directory}operators`, sk: `OPERATOR#${userId}` }),
   /** The service's pointer to one of its API keys, for listing and revoking. */
   serviceApiKey: (serviceSid: string, keyHash: string): ItemKey => ({
     pk: `${P.service}${serviceSid}`,
@@ -192,4 +208,6 @@ export const SERVICE_CHILD_PREFIX = {
   apiKey: 'APIKEY#',
   webhookEndpoint: 'WEBHOOK#',
   member: 'MEMBER#',
+  credit: 'CREDIT#',
+  audit: 'AUDIT#',
 } as const;

@@ -145,7 +145,7 @@ const capSet = command({
       else entry[field] = value;
     }
     const caps = withCountryCaps(service.guard?.caps, country, entry);
-    await context.accounts.setGuardCaps(sid, caps);
+    await context.accounts.setGuardCaps(context.change, sid, caps);
     return capsOutput(context, sid, caps, `Caps of ${country} set.`);
   },
 });
@@ -163,7 +163,7 @@ const capClear = command({
     const service = await loadService(context, sid);
     const had = service.guard?.caps?.[country] !== undefined;
     const caps = withCountryCaps(service.guard?.caps, country, undefined);
-    if (had) await context.accounts.setGuardCaps(sid, caps);
+    if (had) await context.accounts.setGuardCaps(context.change, sid, caps);
     return capsOutput(
       context,
       sid,

@@ -13,7 +13,7 @@ const channelsSet = command({
   parse: ([sid, names]) => ({ sid: parse.serviceSid(sid!), channels: parse.channels(names!) }),
   run: async (context, { sid, channels }) => {
     await loadService(context, sid);
-    await context.accounts.setChannels(sid, channels);
+    await context.accounts.setChannels(context.change, sid, channels);
     return { json: { serviceSid: sid, channels }, text: `Channels: ${list(channels)}` };
   },
 });

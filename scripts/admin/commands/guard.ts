@@ -129,8 +129,15 @@ const guardLevel = command({
     return { sid: parse.serviceSid(sid!), level: level as GuardLevel };
   },
   run: async (context, { sid, level }) => {
-    await loadService(context, sid);
+    const service = await loadService(context, sid);
     await context.guard.setLevel(sid, level);
+    await context.accounts.recordChange(
+      context.change,
+      sid,
+      'guard.level',
+      { level: service.guard?.level ?? null },
+      { level },
+    );
     return { json: { serviceSid: sid, level }, text: `Guard level of ${sid}: ${level}.` };
   },
 });
@@ -149,7 +156,16 @@ function safeListEdit(add: boolean): Command {
       const current = service.guard?.safeList ?? [];
       const next = add ? [...current.filter((e) => e !== entry), entry] : current.filter((e) => e !== entry);
       const changed = next.length !== current.length || (add && !current.includes(entry));
-      if (changed) await context.guard.setSafeList(sid, next);
+      if (changed) {
+        await context.guard.setSafeList(sid, next);
+        await context.accounts.recordChange(
+          context.change,
+          sid,
+          'guard.safelist',
+          { safeList: current },
+          { safeList: next },
+        );
+      }
       return {
         json: { serviceSid: sid, changed, safeList: next },
         text: `${changed ? 'Safe list changed' : 'Nothing changed'}. Safe list: ${list(next)}`,
@@ -172,7 +188,7 @@ function riskCheckEdit(allow: boolean): Command {
     parse: sidOnly,
     run: async (context, sid) => {
       await loadService(context, sid);
-      await context.accounts.setRiskCheckOptOut(sid, allow);
+      await context.accounts.setRiskCheckOptOut(context.change, sid, allow);
       return {
         json: { serviceSid: sid, riskCheckOptOut: allow },
         text: allow
@@ -200,6 +216,11 @@ const guardUnblock = command({
     await loadService(context, sid);
     const until = new Date(Date.now() + UNBLOCK_HOURS * 3_600_000);
     const lifted = await context.guard.unblock(sid, prefix, until);
+    await context.accounts.recordChange(context.change, sid, 'guard.unblock', undefined, {
+      prefix,
+      lifted,
+      until: until.toISOString(),
+    });
     return {
       json: { serviceSid: sid, prefix, lifted, liftedUntil: until.toISOString() },
       text: `${lifted} block(s) lifted; ${prefix} stays unblocked until ${until.toISOString()}.`,

@@ -3,6 +3,7 @@
  * options, the parsing of its arguments (no I/O) and what it asks the stores to do; see `../framework.ts`.
  */
 import type { Command } from '../framework';
+import { auditCommands } from './audit';
 import { balanceCommands } from './balance';
 import { capsCommands } from './caps';
 import { channelsCommands } from './channels';
@@ -28,5 +29,6 @@ export const COMMANDS: readonly Command[] = [
   ...channelsCommands,
   ...webhookCommands,
   ...memberCommands,
+  ...auditCommands,
   ...providersCommands,
 ];

@@ -18,7 +18,7 @@ const keyIssue = command({
   parse: sidOnly,
   run: async (context, sid) => {
     await loadService(context, sid);
-    const { apiKey, keyId } = await context.accounts.issueApiKey(sid);
+    const { apiKey, keyId } = await context.accounts.issueApiKey(context.change, sid);
     return { json: { serviceSid: sid, keyId, apiKey }, text: keyText(apiKey, keyId) };
   },
 });
@@ -71,12 +71,9 @@ const keyRevoke = command({
         text: `Key ${key.keyId} was already revoked at ${key.revokedAt}.`,
       };
     }
-    const now = new Date();
-    if (!(await context.accounts.revokeApiKey(sid, key.keyId, now))) {
-      throw new AdminError(`No API key ${keyId} in service ${sid}`);
-    }
+    const { revokedAt } = await context.accounts.revokeApiKey(context.change, sid, key.keyId);
     return {
-      json: { serviceSid: sid, keyId: key.keyId, revokedAt: now.toISOString(), alreadyRevoked: false },
+      json: { serviceSid: sid, keyId: key.keyId, revokedAt, alreadyRevoked: false },
       text: `Revoked key ${key.keyId}. The next request with it is refused.`,
     };
   },

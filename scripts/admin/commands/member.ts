@@ -34,7 +34,7 @@ const memberAdd = command({
   parse: ([sid, user]) => ({ sid: parse.serviceSid(sid!), user: userId(user!) }),
   run: async (context, { sid, user }) => {
     await loadService(context, sid);
-    const membership = await context.accounts.addMember(sid, user);
+    const membership = await context.accounts.addMember(context.change, sid, user);
     return {
       json: membership,
       text: `${user} is a member of ${membership.serviceName} (${sid}): the console lists it at the next sign-in.`,
@@ -50,7 +50,7 @@ const memberRemove = command({
   parse: ([sid, user]) => ({ sid: parse.serviceSid(sid!), user: userId(user!) }),
   run: async (context, { sid, user }) => {
     await loadService(context, sid);
-    if (!(await context.accounts.removeMember(sid, user))) {
+    if (!(await context.accounts.removeMember(context.change, sid, user))) {
       throw new AdminError(`${user} is not a member of ${sid} (see member list)`);
     }
     return { json: { serviceSid: sid, userId: user, removed: true }, text: `Removed ${user} from ${sid}.` };
@@ -65,7 +65,7 @@ const memberList = command({
   parse: sidOnly,
   run: async (context, sid) => {
     await loadService(context, sid);
-    const members = (await context.accounts.listMembers(sid)).sort((a, b) =>
+    const members = (await context.accounts.store.listMembers(sid)).sort((a, b) =>
       a.addedAt.localeCompare(b.addedAt),
     );
     return {

@@ -49,7 +49,7 @@ const priceSet = command({
   }),
   run: async (context, { sid, country, units }) => {
     await loadService(context, sid);
-    await context.accounts.setPrice(sid, country, units);
+    await context.accounts.setPrice(context.change, sid, country, units);
     return {
       json: {
         serviceSid: sid,
@@ -72,7 +72,7 @@ const priceRemove = command({
   run: async (context, { sid, country }) => {
     const service = await loadService(context, sid);
     const removed = service.prices[country] !== undefined;
-    if (removed) await context.accounts.removePrice(sid, country);
+    if (removed) await context.accounts.setPrice(context.change, sid, country, undefined);
     const listPrice = ROUTES[country]?.price;
     return {
       json: { serviceSid: sid, country, removed, price: priceOrNull(listPrice), currency: 'USD' },

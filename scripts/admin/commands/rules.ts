@@ -60,7 +60,8 @@ function ruleEdit(options: {
           ? [...current.filter((e) => e !== entry), entry]
           : current.filter((e) => e !== entry),
       };
-      if (changed) await context.accounts.setRules(sid, next);
+      if (changed)
+        await context.accounts.setRules(context.change, sid, { [options.list]: next[options.list] });
       const verb = options.add ? 'blocked' : 'unblocked';
       const note = changed ? `${entry} ${verb}.` : `${entry} was already ${verb}; nothing changed.`;
       return { json: rulesJson(sid, next, changed), text: `${note}\n${rulesText(next)}` };
@@ -89,7 +90,7 @@ const rulesClear = command({
   run: async (context, sid) => {
     const service = await loadService(context, sid);
     const rules: Rules = { ...service.rules, blockedCountries: [], blockedPrefixes: [] };
-    await context.accounts.setRules(sid, rules);
+    await context.accounts.setRules(context.change, sid, { blockedCountries: [], blockedPrefixes: [] });
     return {
       json: rulesJson(sid, rules, true),
       text: `Blocked countries and prefixes cleared; the allow-list is unchanged.\n${rulesText(rules)}`,
@@ -109,7 +110,7 @@ async function writeAllowed(
   const same = (a?: string[], b?: string[]) =>
     a === undefined || b === undefined ? a === b : a.length === b.length && a.every((c, i) => c === b[i]);
   const changed = !same(rules.allowedCountries && [...rules.allowedCountries].sort(), sorted);
-  if (changed) await context.accounts.setAllowedCountries(sid, sorted);
+  if (changed) await context.accounts.setRules(context.change, sid, { allowedCountries: sorted ?? null });
   const after: Rules = {
     blockedCountries: rules.blockedCountries,
     blockedPrefixes: rules.blockedPrefixes,
@@ -214,7 +215,7 @@ export const rulesCommands: readonly Command[] = [
     example: `rules block-country ${VA} GB`,
     list: 'blockedCountries',
     add: true,
-    parseEntry: parse.country,
+    parseEntry: parse.servedCountry,
   }),
   ruleEdit({
     action: 'unblock-country',

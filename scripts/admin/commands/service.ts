@@ -40,9 +40,9 @@ const serviceCreate = command({
       issueKey: !values['no-key'],
     };
   },
-  run: async ({ accounts }, { issueKey, ...input }) => {
-    const service = await accounts.createService(input);
-    const key = issueKey ? await accounts.issueApiKey(service.sid) : undefined;
+  run: async ({ accounts, change }, { issueKey, ...input }) => {
+    const service = await accounts.createService(change, input);
+    const key = issueKey ? await accounts.issueApiKey(change, service.sid) : undefined;
     return {
       json: { ...serviceJson(service), ...(key && { apiKey: key.apiKey, keyId: key.keyId }) },
       text: [

@@ -1,6 +1,7 @@
 /** `template add|list|default|clear-default`: message templates and the service's default. */
 import { table, templateText } from '../format';
 import * as parse from '../validate';
+import { smsPartLimit } from '../../../functions/core/accounts/accounts';
 import { AdminError, command, type Command } from '../framework';
 import { HX, VA, loadService, sidOnly } from './common';
 
@@ -18,9 +19,7 @@ const templateAdd = command({
     makeDefault: values.default === true,
   }),
   run: async (context, { sid, body, locale, makeDefault }) => {
-    await loadService(context, sid);
-    const template = await context.accounts.addTemplate(sid, body, locale);
-    if (makeDefault) await context.accounts.setDefaultTemplate(sid, template.sid);
+    const template = await context.accounts.addTemplate(context.change, sid, { body, locale, makeDefault });
     return {
       json: { serviceSid: sid, ...template, default: makeDefault },
       text: `Added template ${template.sid}${makeDefault ? ' (now the default)' : ''}.`,
@@ -35,22 +34,37 @@ const templateList = command({
   examples: [`template list ${VA}`],
   parse: sidOnly,
   run: async (context, sid) => {
-    const service = await loadService(context, sid);
-    const templates = await context.accounts.listTemplates(sid);
+    await loadService(context, sid);
+    const { service, templates } = await context.accounts.templates(sid);
     const defaultSid = service.defaultTemplate?.sid;
+    const over = templates.filter((t) => t.sms.overLimit).length;
     return {
       json: {
         serviceSid: sid,
         defaultTemplateSid: defaultSid ?? null,
+        smsPartLimit: smsPartLimit(service),
         templates: templates.map((template) => ({ ...template, default: template.sid === defaultSid })),
       },
       text:
         templates.length === 0
           ? 'No templates.'
-          : table(
-              ['', 'Template SID', 'Locale', 'Text'],
-              templates.map((t) => [t.sid === defaultSid ? '*' : '', t.sid, t.locale, t.body]),
-            ),
+          : [
+              table(
+                ['', 'Template SID', 'Locale', 'SMS parts', 'Text'],
+                templates.map((t) => [
+                  t.sid === defaultSid ? '*' : '',
+                  t.sid,
+                  t.locale,
+                  `${t.sms.segments} ${t.sms.encoding}${t.sms.overLimit ? ' OVER LIMIT' : ''}`,
+                  t.body,
+                ]),
+              ),
+              ...(over > 0
+                ? [
+                    `${over} template${over === 1 ? ' takes' : 's take'} more than the service's ${smsPartLimit(service)} SMS parts: they still send, and are billed by the carrier per part.`,
+                  ]
+                : []),
+            ].join('\n'),
     };
   },
 });
@@ -65,7 +79,7 @@ const templateDefault = command({
     await loadService(context, sid);
     const template = (await context.accounts.listTemplates(sid)).find((t) => t.sid === templateSid);
     if (!template) throw new AdminError(`No template ${templateSid} in service ${sid} (see template list)`);
-    await context.accounts.setDefaultTemplate(sid, templateSid);
+    await context.accounts.setDefaultTemplate(context.change, sid, templateSid);
     return {
       json: { serviceSid: sid, defaultTemplateSid: templateSid },
       text: `Default template: ${templateText(template)}`,
@@ -81,10 +95,29 @@ const templateClearDefault = command({
   parse: sidOnly,
   run: async (context, sid) => {
     await loadService(context, sid);
-    await context.accounts.clearDefaultTemplate(sid);
+    await context.accounts.clearDefaultTemplate(context.change, sid);
     return {
       json: { serviceSid: sid, defaultTemplateSid: null },
       text: 'No default template: sends must name a TemplateSid.',
+    };
+  },
+});
+
+const templateLimit = command({
+  words: ['template', 'limit'],
+  args: ['<VA>', '<parts>'],
+  summary: 'Set how many SMS parts a new template may take (default 2; the price of a send stays one charge)',
+  details: [
+    'A template is measured with the longest code (10 characters) in GSM-7 or UCS-2, as carriers bill it.',
+    'Templates already over a lowered limit keep working; template list flags them.',
+  ],
+  examples: [`template limit ${VA} 3`],
+  parse: ([sid, parts]) => ({ sid: parse.serviceSid(sid!), parts: parse.smsParts(parts!) }),
+  run: async (context, { sid, parts }) => {
+    await context.accounts.setTemplateSmsParts(context.change, sid, parts);
+    return {
+      json: { serviceSid: sid, smsPartLimit: parts },
+      text: `New templates of this service may take up to ${parts} SMS part${parts === 1 ? '' : 's'}.`,
     };
   },
 });
@@ -94,4 +127,5 @@ export const templateCommands: readonly Command[] = [
   templateList,
   templateDefault,
   templateClearDefault,
+  templateLimit,
 ];

@@ -65,6 +65,10 @@ const webhookAdd = command({
           : `No service ${sid} in ${context.targetDescription}`,
       );
     }
+    await context.accounts.recordChange(context.change, sid, 'webhook.add', undefined, {
+      endpointSid: added.endpoint.sid,
+      url: added.endpoint.url,
+    });
     return {
       json: { serviceSid: sid, ...webhookEndpointView(added.endpoint), secret: added.secret },
       text: [
@@ -115,7 +119,12 @@ function webhookSwitch(enable: boolean): Command {
     run: async (context, { sid, endpointSid }) => {
       const endpoint = await loadEndpoint(context, sid, endpointSid);
       const changed = endpoint.enabled !== enable;
-      if (changed) await context.webhooks.setEnabled(sid, endpointSid, enable);
+      if (changed) {
+        await context.webhooks.setEnabled(sid, endpointSid, enable);
+        await context.accounts.recordChange(context.change, sid, `webhook.${action}`, undefined, {
+          endpointSid,
+        });
+      }
       return {
         json: { serviceSid: sid, endpointSid, enabled: enable, changed },
         text: changed
@@ -151,6 +160,10 @@ const webhookRotate = command({
     const now = new Date();
     const secret = await context.webhooks.rotateSecret(sid, endpointSid, vault, now, { immediate });
     if (!secret) throw new AdminError(`No webhook endpoint ${endpointSid} in service ${sid}`);
+    await context.accounts.recordChange(context.change, sid, 'webhook.rotate', undefined, {
+      endpointSid,
+      immediate,
+    });
     const rotated = await context.webhooks.getEndpoint(sid, endpointSid);
     return {
       json: { serviceSid: sid, ...webhookEndpointView(rotated!), secret },
@@ -181,6 +194,7 @@ const webhookRemove = command({
     if (!(await context.webhooks.removeEndpoint(sid, endpointSid))) {
       throw new AdminError(`No webhook endpoint ${endpointSid} in service ${sid}`);
     }
+    await context.accounts.recordChange(context.change, sid, 'webhook.remove', { endpointSid }, undefined);
     return {
       json: { serviceSid: sid, endpointSid, removed: true },
       text: `Removed webhook endpoint ${endpointSid}.`,

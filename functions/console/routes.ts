@@ -9,15 +9,27 @@
  * nothing is written twice. It reads activity only from what the request paths already write (ActivityReader),
  * and webhook deliveries from the records the webhook sender writes per attempt (DynamoWebhookDeliveries).
  */
+import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { en } from 'zod/locales';
-import type { AccountStore } from '../adapters/dynamodb/accounts';
 import type { ActivityReader } from '../adapters/dynamodb/activity';
 import type { CapBlock, DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import type { Logger } from '../adapters/logger';
+import { smsPartLimit, valid, type Accounts } from '../core/accounts/accounts';
+import type { ChangeContext } from '../core/accounts/ports';
+import {
+  MAX_BLOCKED_PREFIXES,
+  parseE164Prefix,
+  parseKeyId,
+  parseLocale,
+  parseServiceName,
+  parseSid,
+  parseTopUp,
+  type Parsed,
+} from '../core/accounts/formats';
 import {
   HIGH_RISK_COUNTRIES,
   defaultAllowedCountries,
@@ -36,7 +48,7 @@ import {
 import { DEFAULT_GUARD_SETTINGS, type CountryCaps } from '../core/guard/model';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
-import { UNITS_PER_USD, formatUnits, parseUsd } from '../core/money';
+import { formatUnits, parseUsd } from '../core/money';
 import type { Clock, Random } from '../core/ports';
 import { CHANNELS, ROUTES as COUNTRY_ROUTES, type Channel } from '../core/routing';
 import type { Settings } from '../core/settings';
@@ -46,6 +58,7 @@ import {
   webhookEndpointView,
   type WebhookDeliveryRecord,
 } from '../core/webhooks';
+import { HttpStatusError, errorResponses, requestLog, type ApiContext } from '../http/middleware';
 import type { HttpResponse } from '../http/response';
 import {
   chargeSummary,
@@ -66,27 +79,8 @@ export interface ConsoleAssets {
 }
 
 export interface ConsoleDeps {
-  accounts: Pick<
-    AccountStore,
-    | 'getService'
-    | 'createService'
-    | 'issueApiKey'
-    | 'listApiKeysWithUse'
-    | 'revokeApiKey'
-    | 'topUp'
-    | 'addTemplate'
-    | 'listTemplates'
-    | 'setDefaultTemplate'
-    | 'setChannels'
-    | 'setRules'
-    | 'setAllowedCountries'
-    | 'setRiskCheckOptOut'
-    | 'setGuardCaps'
-    | 'membershipsOf'
-    | 'isMember'
-    | 'listAllServices'
-    | 'listMembers'
-  >;
+  /** The accounts core: every change is checked there and leaves an audit record. */
+  accounts: Accounts;
   activity: Pick<ActivityReader, 'charges' | 'verifications' | 'verification'>;
   /** The caps reached now (the guard consumer's `country_cap` blocks). */
   guard: Pick<DynamoGuardAdmin, 'capsReached'>;
@@ -120,6 +114,8 @@ export const MAX_VERIFICATIONS_READ = 1000;
 /** Verifications a list page shows; a number search looks through this many of the latest. */
 export const LIST_PAGE = 50;
 export const SEARCH_DEPTH = 1000;
+/** Audit records one request reads (newest first). */
+export const MAX_AUDIT_RECORDS = 500;
 
 /**
  * How far past a verification's expiry its webhook deliveries are looked for: more than a day, and the whole
@@ -142,21 +138,11 @@ const deliveryJson = (d: WebhookDeliveryRecord) => ({
   text: webhookDeliveryText(d),
 });
 
-class ConsoleError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+/** The problem as a 404 `not_found` (a malformed id names nothing), else the value. */
+function named<T>(parsed: Parsed<T>, what: string): T {
+  if (!parsed.ok) throw new HttpStatusError(404, 'not_found', `No such ${what}.`);
+  return parsed.value;
 }
-
-const SERVICE_SID = /^VA[0-9a-f]{32}$/;
-const VERIFICATION_SID = /^VE[0-9a-f]{32}$/;
-const TEMPLATE_SID = /^HX[0-9a-f]{32}$/;
-const WEBHOOK_SID = /^WH[0-9a-f]{32}$/;
-const KEY_ID = /^[0-9a-f]{12}$/;
 
 /*
  * zod's functional API (`zod/mini`): the console's bundle carries only the checks it uses (a fraction of classic
@@ -187,24 +173,21 @@ const countryList = z
   .check(z.maxLength(250));
 const schemas = {
   createService: z.object({
-    name: z.string().check(z.trim(), z.minLength(1), z.maxLength(100)),
+    name: z.string().check(z.maxLength(1000)),
     balance: z.optional(usd),
     channels: z.optional(channelList),
   }),
   topUp: z.object({ amount: usd }),
   channels: z.object({ channels: channelList }),
+  // The formats (length, {code}, SMS parts, locale) are the accounts core's.
   template: z.object({
-    body: z.string().check(
-      z.minLength(1),
-      z.maxLength(1000),
-      z.refine((body) => body.includes('{code}'), 'the text must contain {code}'),
-    ),
-    locale: z.optional(z.string().check(z.regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/))),
+    body: z.string().check(z.maxLength(16 * 1024)),
+    locale: z.optional(z.string().check(z.maxLength(64))),
     default: z.optional(z.boolean()),
   }),
   rules: z.object({
     blockedCountries: countryList,
-    blockedPrefixes: z.array(z.string().check(z.regex(/^\+[1-9]\d{0,14}$/))).check(z.maxLength(100)),
+    blockedPrefixes: z.array(z.string().check(z.maxLength(64))).check(z.maxLength(MAX_BLOCKED_PREFIXES)),
     /** Absent: unchanged. null: no allow-list (every served country). A list, empty included: that list. */
     allowedCountries: z.optional(z.nullable(countryList)),
   }),
@@ -227,10 +210,14 @@ interface Request {
   query: URLSearchParams;
   body: unknown;
   user: ConsoleUser;
+  /** Who changes what, for the audit record. */
+  change: ChangeContext;
 }
 type Handler = (deps: ConsoleDeps, request: Request) => Promise<HttpResponse>;
 interface ApiRoute {
   method: string;
+  /** As written, `:name` for a parameter: the request log's route. */
+  path: string;
   pattern: RegExp;
   names: string[];
   /** The route acts on the service in its path: the user must be a member, or an operator. */
@@ -252,7 +239,7 @@ const route = (
       return '([^/]+)';
     })}$`,
   );
-  return { method, pattern, names, service: names.includes('sid'), handle, ...options };
+  return { method, path, pattern, names, service: names.includes('sid'), handle, ...options };
 };
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): HttpResponse => ({
@@ -269,20 +256,24 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 const API_ROUTES: ApiRoute[] = [
   route('GET', '/me', async (deps, { user }) => {
     const services = user.operator
-      ? (await deps.accounts.listAllServices()).map((s) => ({ sid: s.serviceSid, name: s.name }))
-      : (await deps.accounts.membershipsOf(user.id)).map((m) => ({ sid: m.serviceSid, name: m.serviceName }));
+      ? (await deps.accounts.store.listAllServices()).map((s) => ({ sid: s.serviceSid, name: s.name }))
+      : (await deps.accounts.store.membershipsOf(user.id)).map((m) => ({
+          sid: m.serviceSid,
+          name: m.serviceName,
+        }));
     return json(200, { user: { id: user.id, name: user.name, operator: user.operator }, services });
   }),
   route(
     'POST',
     '/services',
-    async (deps, { body }) => {
+    async (deps, { body, change }) => {
       const input = parse(schemas.createService, body);
-      const service = await deps.accounts.createService({
-        name: input.name,
+      const name = valid(parseServiceName(input.name));
+      const service = await deps.accounts.createService(change, {
+        name,
         balance: input.balance ?? 0,
         channels: input.channels ?? [...CHANNELS],
-        defaultTemplateBody: `Your ${input.name} verification code is {code}.`,
+        defaultTemplateBody: `Your ${name} verification code is {code}.`,
       });
       return json(201, serviceJson(service));
     },
@@ -291,30 +282,26 @@ const API_ROUTES: ApiRoute[] = [
   route('GET', '/services/:sid', async (deps, { params }) =>
     json(200, serviceJson(await load(deps, params.sid!))),
   ),
-  route('PUT', '/services/:sid/channels', async (deps, { params, body }) => {
+  route('PUT', '/services/:sid/channels', async (deps, { params, body, change }) => {
     const { channels } = parse(schemas.channels, body);
-    await deps.accounts.setChannels(params.sid!, channels as Channel[]);
-    return json(200, serviceJson(await load(deps, params.sid!)));
+    return json(
+      200,
+      serviceJson(await deps.accounts.setChannels(change, params.sid!, channels as Channel[])),
+    );
   }),
   route('GET', '/services/:sid/keys', async (deps, { params }) => {
-    const keys = await deps.accounts.listApiKeysWithUse(params.sid!);
+    const keys = await deps.accounts.store.listApiKeysWithUse(params.sid!);
     keys.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     return json(200, { keys: keys.map((key) => ({ ...key, active: !key.revokedAt })) });
   }),
-  route('POST', '/services/:sid/keys', async (deps, { params }) => {
-    const issued = await deps.accounts.issueApiKey(params.sid!, deps.clock.now());
+  route('POST', '/services/:sid/keys', async (deps, { params, change }) => {
+    const issued = await deps.accounts.issueApiKey(change, params.sid!);
     // Shown once: the answer is never cached, and only the key's hash is stored.
     return json(201, { keyId: issued.keyId, apiKey: issued.apiKey });
   }),
-  route('POST', '/services/:sid/keys/:keyId/revoke', async (deps, { params }) => {
-    const keyId = match(params.keyId!, KEY_ID, 'key id');
-    const keys = await deps.accounts.listApiKeysWithUse(params.sid!);
-    const key = keys.find((candidate) => candidate.keyId === keyId);
-    if (!key) throw new ConsoleError(404, 'not_found', 'No such API key.');
-    if (key.revokedAt) return json(200, { keyId, revokedAt: key.revokedAt, alreadyRevoked: true });
-    const now = deps.clock.now();
-    await deps.accounts.revokeApiKey(params.sid!, keyId, now);
-    return json(200, { keyId, revokedAt: now.toISOString(), alreadyRevoked: false });
+  route('POST', '/services/:sid/keys/:keyId/revoke', async (deps, { params, change }) => {
+    const keyId = named(parseKeyId(params.keyId!), 'key id');
+    return json(200, await deps.accounts.revokeApiKey(change, params.sid!, keyId));
   }),
   route('GET', '/services/:sid/charges', async (deps, { params, query }) => {
     const service = await load(deps, params.sid!);
@@ -348,14 +335,14 @@ const API_ROUTES: ApiRoute[] = [
   route('GET', '/services/:sid/verifications', async (deps, { params, query }) => {
     const search = (query.get('q') ?? '').trim();
     const now = deps.clock.now();
-    if (VERIFICATION_SID.test(search)) {
+    if (parseSid('VE', search).ok) {
       const found = await deps.activity.verification(search);
       const mine = found && found.serviceSid === params.sid ? [found] : [];
       return json(200, { verifications: mine.map((v) => listItem(v, now)), searchedLatest: null });
     }
     const number = search.replace(/[\s()-]/g, '');
     if (search !== '' && !/^\+?\d{3,15}$/.test(number)) {
-      throw new ConsoleError(400, 'invalid_parameter', 'Search by a VE… SID or a phone number (digits).');
+      throw new HttpStatusError(400, 'invalid_parameter', 'Search by a VE… SID or a phone number (digits).');
     }
     const depth = number ? SEARCH_DEPTH : LIST_PAGE;
     const { charges } = await deps.activity.charges(
@@ -372,11 +359,11 @@ const API_ROUTES: ApiRoute[] = [
     });
   }),
   route('GET', '/services/:sid/verifications/:ve', async (deps, { params }) => {
-    const sid = match(params.ve!, VERIFICATION_SID, 'verification SID');
+    const sid = named(parseSid('VE', params.ve!), 'verification SID');
     const found = await deps.activity.verification(sid);
     // Another service's verification is as absent as a missing one.
     if (!found || found.serviceSid !== params.sid)
-      throw new ConsoleError(404, 'not_found', 'No such verification.');
+      throw new HttpStatusError(404, 'not_found', 'No such verification.');
     // Its events happen from its creation until about its expiry; their retries run for up to 30 h 20 min more.
     const webhooks = await deps.webhookDeliveries.forVerification(
       params.sid!,
@@ -410,61 +397,50 @@ const API_ROUTES: ApiRoute[] = [
     });
   }),
   route('GET', '/services/:sid/templates', async (deps, { params }) => {
-    const [service, templates] = await Promise.all([
-      load(deps, params.sid!),
-      deps.accounts.listTemplates(params.sid!),
-    ]);
+    const { service, templates } = await deps.accounts.templates(params.sid!);
     return json(200, {
       defaultTemplateSid: service.defaultTemplate?.sid ?? null,
+      smsPartLimit: smsPartLimit(service),
       templates: templates.map((t) => ({ ...t, default: t.sid === service.defaultTemplate?.sid })),
     });
   }),
-  route('POST', '/services/:sid/templates', async (deps, { params, body }) => {
+  route('POST', '/services/:sid/templates', async (deps, { params, body, change }) => {
     const input = parse(schemas.template, body);
-    const template = await deps.accounts.addTemplate(params.sid!, input.body, input.locale ?? 'en');
-    if (input.default) await deps.accounts.setDefaultTemplate(params.sid!, template.sid);
+    const template = await deps.accounts.addTemplate(change, params.sid!, {
+      body: input.body,
+      locale: input.locale === undefined ? 'en' : valid(parseLocale(input.locale)),
+      makeDefault: input.default === true,
+    });
     return json(201, { ...template, default: input.default === true });
   }),
-  route('POST', '/services/:sid/templates/:hx/default', async (deps, { params }) => {
-    const sid = match(params.hx!, TEMPLATE_SID, 'template SID');
-    const templates = await deps.accounts.listTemplates(params.sid!);
-    if (!templates.some((t) => t.sid === sid)) throw new ConsoleError(404, 'not_found', 'No such template.');
-    await deps.accounts.setDefaultTemplate(params.sid!, sid);
+  route('POST', '/services/:sid/templates/:hx/default', async (deps, { params, change }) => {
+    const sid = named(parseSid('HX', params.hx!), 'template SID');
+    await deps.accounts.setDefaultTemplate(change, params.sid!, sid);
     return json(200, { defaultTemplateSid: sid });
   }),
   route('GET', '/services/:sid/rules', async (deps, { params }) =>
     json(200, rulesJson(await load(deps, params.sid!))),
   ),
-  route('PUT', '/services/:sid/rules', async (deps, { params, body }) => {
+  route('PUT', '/services/:sid/rules', async (deps, { params, body, change }) => {
     const rules = parse(schemas.rules, body);
-    const unknown = [...rules.blockedCountries, ...(rules.allowedCountries ?? [])].filter(
-      (c) => !COUNTRY_ROUTES[c],
-    );
-    if (unknown.length > 0) {
-      throw new ConsoleError(400, 'invalid_parameter', `Not a served country: ${unknown.join(', ')}`);
-    }
-    await deps.accounts.setRules(params.sid!, {
-      blockedCountries: [...new Set(rules.blockedCountries)].sort(),
-      blockedPrefixes: [...new Set(rules.blockedPrefixes)].sort(),
+    const service = await deps.accounts.setRules(change, params.sid!, {
+      blockedCountries: rules.blockedCountries,
+      blockedPrefixes: rules.blockedPrefixes.map((prefix) => valid(parseE164Prefix(prefix))),
+      ...(rules.allowedCountries !== undefined && { allowedCountries: rules.allowedCountries }),
     });
-    if (rules.allowedCountries !== undefined) {
-      await deps.accounts.setAllowedCountries(params.sid!, rules.allowedCountries ?? undefined);
-    }
-    return json(200, rulesJson(await load(deps, params.sid!)));
+    return json(200, rulesJson(service));
   }),
-  route('PUT', '/services/:sid/guard', async (deps, { params, body }) => {
+  route('PUT', '/services/:sid/guard', async (deps, { params, body, change }) => {
     const { riskCheckOptOut } = parse(schemas.guard, body);
-    await load(deps, params.sid!);
-    await deps.accounts.setRiskCheckOptOut(params.sid!, riskCheckOptOut);
-    return json(200, guardJson(await load(deps, params.sid!)));
+    return json(200, guardJson(await deps.accounts.setRiskCheckOptOut(change, params.sid!, riskCheckOptOut)));
   }),
   route('GET', '/services/:sid/caps', async (deps, { params }) =>
     json(200, await capsJson(deps, await load(deps, params.sid!))),
   ),
-  route('PUT', '/services/:sid/caps/:country', async (deps, { params, body }) => {
+  route('PUT', '/services/:sid/caps/:country', async (deps, { params, body, change }) => {
     const country = params.country!.toUpperCase();
     if (country !== ANY_COUNTRY && !COUNTRY_ROUTES[country]) {
-      throw new ConsoleError(400, 'invalid_parameter', `Not a served country: ${params.country!}`);
+      throw new HttpStatusError(400, 'invalid_parameter', `Not a served country: ${params.country!}`);
     }
     const input = parse(schemas.caps, body);
     const entry: CountryCaps = {};
@@ -472,11 +448,15 @@ const API_ROUTES: ApiRoute[] = [
       const value = input[field];
       if (value === undefined || value === null) continue;
       const problem = capProblem(field, value);
-      if (problem) throw new ConsoleError(400, 'invalid_parameter', `${field}: ${problem}.`);
+      if (problem) throw new HttpStatusError(400, 'invalid_parameter', `${field}: ${problem}.`);
       entry[field] = value;
     }
     const service = await load(deps, params.sid!);
-    await deps.accounts.setGuardCaps(params.sid!, withCountryCaps(service.guard?.caps, country, entry));
+    await deps.accounts.setGuardCaps(
+      change,
+      params.sid!,
+      withCountryCaps(service.guard?.caps, country, entry),
+    );
     return json(200, await capsJson(deps, await load(deps, params.sid!)));
   }),
   route('GET', '/services/:sid/webhooks', async (deps, { params }) => {
@@ -491,10 +471,11 @@ const API_ROUTES: ApiRoute[] = [
       deliveries: deliveries.map(deliveryJson),
     });
   }),
-  route('POST', '/services/:sid/webhooks', async (deps, { params, body }) => {
+  route('POST', '/services/:sid/webhooks', async (deps, { params, body, change }) => {
     const { url } = parse(schemas.webhook, body);
     const checked = checkWebhookUrl(url, { allowPrivate: deps.webhookAllowPrivate });
-    if (!checked.ok) throw new ConsoleError(400, 'invalid_parameter', `Not a webhook URL: ${checked.reason}`);
+    if (!checked.ok)
+      throw new HttpStatusError(400, 'invalid_parameter', `Not a webhook URL: ${checked.reason}`);
     const added = await deps.webhooks.addEndpoint(
       params.sid!,
       checked.url.toString(),
@@ -503,17 +484,21 @@ const API_ROUTES: ApiRoute[] = [
       deps.clock.now(),
     );
     if (!added.ok) {
-      throw new ConsoleError(
+      throw new HttpStatusError(
         409,
         'too_many',
         `A service has at most ${MAX_WEBHOOK_ENDPOINTS_PER_SERVICE} webhook endpoints.`,
       );
     }
+    await deps.accounts.recordChange(change, params.sid!, 'webhook.add', undefined, {
+      endpointSid: added.endpoint.sid,
+      url: added.endpoint.url,
+    });
     // The signing secret is shown once.
     return json(201, { ...webhookEndpointView(added.endpoint), secret: added.secret });
   }),
-  route('POST', '/services/:sid/webhooks/:wh/rotate', async (deps, { params, body }) => {
-    const sid = match(params.wh!, WEBHOOK_SID, 'webhook SID');
+  route('POST', '/services/:sid/webhooks/:wh/rotate', async (deps, { params, body, change }) => {
+    const sid = named(parseSid('WH', params.wh!), 'webhook SID');
     const { now: immediate } = parse(schemas.rotate, body ?? {});
     const secret = await deps.webhooks.rotateSecret(
       params.sid!,
@@ -524,40 +509,48 @@ const API_ROUTES: ApiRoute[] = [
         immediate: immediate === true,
       },
     );
-    if (!secret) throw new ConsoleError(404, 'not_found', 'No such webhook endpoint.');
+    if (!secret) throw new HttpStatusError(404, 'not_found', 'No such webhook endpoint.');
+    await deps.accounts.recordChange(change, params.sid!, 'webhook.rotate', undefined, {
+      endpointSid: sid,
+      immediate: immediate === true,
+    });
     return json(200, { endpointSid: sid, secret });
   }),
   ...(['disable', 'enable'] as const).map((action) =>
-    route('POST', `/services/:sid/webhooks/:wh/${action}`, async (deps, { params }) => {
-      const sid = match(params.wh!, WEBHOOK_SID, 'webhook SID');
+    route('POST', `/services/:sid/webhooks/:wh/${action}`, async (deps, { params, change }) => {
+      const sid = named(parseSid('WH', params.wh!), 'webhook SID');
       if (!(await deps.webhooks.setEnabled(params.sid!, sid, action === 'enable'))) {
-        throw new ConsoleError(404, 'not_found', 'No such webhook endpoint.');
+        throw new HttpStatusError(404, 'not_found', 'No such webhook endpoint.');
       }
+      await deps.accounts.recordChange(change, params.sid!, `webhook.${action}`, undefined, {
+        endpointSid: sid,
+      });
       return json(200, { endpointSid: sid, enabled: action === 'enable' });
     }),
   ),
   route(
     'POST',
     '/services/:sid/topup',
-    async (deps, { params, body }) => {
+    async (deps, { params, body, change }) => {
       const { amount } = parse(schemas.topUp, body);
-      if (amount <= 0 || amount > 1_000_000 * UNITS_PER_USD) {
-        throw new ConsoleError(
-          400,
-          'invalid_parameter',
-          'A top-up is more than 0 and at most 1,000,000 USD.',
-        );
-      }
-      return json(200, { balance: formatUnits(await deps.accounts.topUp(params.sid!, amount)) });
+      valid(parseTopUp(amount));
+      return json(200, { balance: formatUnits(await deps.accounts.topUp(change, params.sid!, amount)) });
     },
     { operatorOnly: true },
   ),
   route(
     'GET',
     '/services/:sid/members',
-    async (deps, { params }) => json(200, { members: await deps.accounts.listMembers(params.sid!) }),
+    async (deps, { params }) => json(200, { members: await deps.accounts.store.listMembers(params.sid!) }),
     { operatorOnly: true },
   ),
+  route('GET', '/services/:sid/audit', async (deps, { params, query }) => {
+    const limit = Math.min(
+      Math.max(Number(query.get('limit') ?? LIST_PAGE) || LIST_PAGE, 1),
+      MAX_AUDIT_RECORDS,
+    );
+    return json(200, { records: await deps.accounts.auditTrail(params.sid!, limit) });
+  }),
 ];
 
 const CONSOLE_PREFIX = '/console';
@@ -586,7 +579,21 @@ const CONTENT_TYPES: Record<string, string> = {
   css: 'text/css; charset=utf-8',
 };
 
-/** The handler of every console route: the API under `/console/api`, the files and their config elsewhere. */
+/**
+ * Every answer of the console gets `nosniff`, errors included (the API's error middleware makes those), as the
+ * pages and JSON always did.
+ */
+const noSniff = {
+  after: async (request: { response: HttpResponse | null }) => {
+    if (request.response) request.response.headers['x-content-type-options'] = 'nosniff';
+  },
+};
+
+/**
+ * The handler of every console route: the API under `/console/api`, the files and their config elsewhere. It
+ * wears the public API's middleware: one JSON error shape (with the spec's codes) and one request log line, which
+ * names the console route, the user and the service.
+ */
 export function buildConsoleHandler(deps: ConsoleDeps) {
   const connect = deps.publicConfig.authOrigin ? [deps.publicConfig.authOrigin] : [];
   const pageHeaders = {
@@ -595,30 +602,23 @@ export function buildConsoleHandler(deps: ConsoleDeps) {
     'referrer-policy': 'no-referrer',
     'x-frame-options': 'DENY',
   };
-  return async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
-    const path = event.rawPath;
-    const method = event.requestContext.http.method.toUpperCase();
-    const started = performance.now();
-    let response: HttpResponse;
-    try {
-      if (path.startsWith(`${API_PREFIX}/`)) {
-        response = await serveApi(deps, event, method, path.slice(API_PREFIX.length));
-      } else {
-        response = await serveFile(deps, method, path, pageHeaders);
-      }
-    } catch (error) {
-      response = errorResponse(deps.logger, event, error);
-    }
-    deps.logger.log('info', 'console.request', {
-      requestId: event.requestContext.requestId,
-      method,
+  const handler = middy<APIGatewayProxyEventV2, HttpResponse, Error, ApiContext>()
+    .use(noSniff)
+    .use(requestLog(deps.logger))
+    .use(errorResponses(deps.logger))
+    .handler(async (event, context) => {
+      const path = event.rawPath;
+      const method = event.requestContext.http.method.toUpperCase();
       // The route, never the query (a search may be a phone number).
-      path: path.replace(/[0-9a-f]{32}/g, '…'),
-      status: response.statusCode,
-      durationMs: Math.round(performance.now() - started),
+      context.route = `${method} ${path.startsWith(`${API_PREFIX}/`) ? API_PREFIX : CONSOLE_PREFIX}`;
+      if (path.startsWith(`${API_PREFIX}/`)) {
+        return serveApi(deps, event, context, method, path.slice(API_PREFIX.length));
+      }
+      return serveFile(deps, method, path, pageHeaders);
     });
-    return response;
-  };
+  // The local stack and the tests call it without a Lambda context; the middleware writes to one.
+  return (event: APIGatewayProxyEventV2, context?: ApiContext): Promise<HttpResponse> =>
+    handler(event, context ?? ({} as ApiContext));
 }
 
 async function serveFile(
@@ -627,7 +627,7 @@ async function serveFile(
   path: string,
   headers: Record<string, string>,
 ): Promise<HttpResponse> {
-  if (method !== 'GET') throw new ConsoleError(405, 'method_not_allowed', 'Method not allowed.');
+  if (method !== 'GET') throw new HttpStatusError(405, 'method_not_allowed', 'Method not allowed.');
   if (path === `${CONSOLE_PREFIX}/config.json`) {
     return json(200, deps.publicConfig, { 'cache-control': 'no-cache' });
   }
@@ -637,7 +637,7 @@ async function serveFile(
       : path.slice(CONSOLE_PREFIX.length + 1);
   const { files } = await deps.assets();
   const content = Object.hasOwn(files, name) ? files[name] : undefined;
-  if (content === undefined) throw new ConsoleError(404, 'not_found', 'No such file.');
+  if (content === undefined) throw new HttpStatusError(404, 'not_found', 'No such file.');
   return {
     statusCode: 200,
     headers: {
@@ -649,41 +649,63 @@ async function serveFile(
   };
 }
 
+/** A path parameter as the route names it; one that is not valid percent-encoding names nothing: 404. */
+function decodeParameter(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new HttpStatusError(404, 'route_not_found', 'No such route.');
+  }
+}
+
 async function serveApi(
   deps: ConsoleDeps,
   event: APIGatewayProxyEventV2,
+  context: ApiContext,
   method: string,
   path: string,
 ): Promise<HttpResponse> {
-  const user = userFromClaims(claimsOf(event));
-  if (!user) throw new ConsoleError(401, 'unauthorized', 'Sign in first.');
+  const claimed = userFromClaims(claimsOf(event));
+  if (!claimed) throw new HttpStatusError(401, 'unauthorized', 'Sign in first.');
+  context.userId = claimed.id;
   const candidates = API_ROUTES.map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
   const found = candidates.find((c) => c.r.method === method);
   if (!found) {
     throw candidates.length > 0
-      ? new ConsoleError(405, 'method_not_allowed', 'Method not allowed.')
-      : new ConsoleError(404, 'route_not_found', 'No such route.');
+      ? new HttpStatusError(405, 'method_not_allowed', 'Method not allowed.')
+      : new HttpStatusError(404, 'route_not_found', 'No such route.');
   }
+  context.route = `${method} ${API_PREFIX}${found.r.path}`;
   const params: Params = {};
   found.r.names.forEach((name, i) => {
-    params[name] = decodeURIComponent(found.m![i + 1]!);
+    params[name] = decodeParameter(found.m![i + 1]!);
   });
+  // The sign-in group says who may be an operator; the table says who is one now (revoked at the next request).
+  const user: ConsoleUser = {
+    ...claimed,
+    operator: claimed.operator && (await deps.accounts.store.isOperator(claimed.id)),
+  };
   if (found.r.operatorOnly && !user.operator) {
-    throw new ConsoleError(403, 'forbidden', 'Only an operator may do this.');
+    throw new HttpStatusError(403, 'forbidden', 'Only an operator may do this.');
   }
   if (found.r.service) {
     const sid = params.sid!;
     // The same answer whether the service exists or not, for a user who is not its member.
-    if (!SERVICE_SID.test(sid)) throw new ConsoleError(403, 'forbidden', 'Not a service of yours.');
-    if (!user.operator && !(await deps.accounts.isMember(user.id, sid))) {
-      throw new ConsoleError(403, 'forbidden', 'Not a service of yours.');
+    if (!parseSid('VA', sid).ok) throw new HttpStatusError(403, 'forbidden', 'Not a service of yours.');
+    if (!user.operator && !(await deps.accounts.store.isMember(user.id, sid))) {
+      throw new HttpStatusError(403, 'forbidden', 'Not a service of yours.');
     }
+    context.serviceSid = sid;
     // An operator may name any service: one that does not exist is not found (a member's always exists).
     if (user.operator) await load(deps, sid);
   }
   const body = method === 'POST' || method === 'PUT' ? readJson(event) : undefined;
   const query = new URLSearchParams(event.rawQueryString ?? '');
-  return found.r.handle(deps, { method, params, query, body, user });
+  const change: ChangeContext = {
+    actor: `console:${user.id}`,
+    ...(event.requestContext.requestId && { requestId: event.requestContext.requestId }),
+  };
+  return found.r.handle(deps, { method, params, query, body, user, change });
 }
 
 /** The claims API Gateway's JWT authorizer (or the local stack's stand-in) put on the event. */
@@ -721,14 +743,14 @@ function readJson(event: APIGatewayProxyEventV2): unknown {
   if (!event.body) return {};
   // JSON only: a form a cross-site page could post is refused (and it could not carry the token anyway).
   if (!contentType.startsWith('application/json')) {
-    throw new ConsoleError(415, 'invalid_parameter', 'Send JSON (Content-Type: application/json).');
+    throw new HttpStatusError(415, 'invalid_parameter', 'Send JSON (Content-Type: application/json).');
   }
   const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
-  if (text.length > 16 * 1024) throw new ConsoleError(400, 'invalid_parameter', 'The body is too large.');
+  if (text.length > 16 * 1024) throw new HttpStatusError(400, 'invalid_parameter', 'The body is too large.');
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new ConsoleError(400, 'invalid_parameter', 'The body is not JSON.');
+    throw new HttpStatusError(400, 'invalid_parameter', 'The body is not JSON.');
   }
 }
 
@@ -737,19 +759,14 @@ function parse<T extends z.ZodMiniType>(schema: T, body: unknown): z.output<T> {
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-    throw new ConsoleError(400, 'invalid_parameter', `${where}${issue.message}`);
+    throw new HttpStatusError(400, 'invalid_parameter', `${where}${issue.message}`);
   }
   return result.data;
 }
 
-function match(value: string, pattern: RegExp, what: string): string {
-  if (!pattern.test(value)) throw new ConsoleError(404, 'not_found', `No such ${what}.`);
-  return value;
-}
-
 async function load(deps: ConsoleDeps, sid: string): Promise<Service> {
   const service = await deps.accounts.getService(sid);
-  if (!service) throw new ConsoleError(404, 'not_found', 'No such service.');
+  if (!service) throw new HttpStatusError(404, 'not_found', 'No such service.');
   return service;
 }
 
@@ -851,13 +868,3 @@ const guardJson = (service: Service) => ({
   guardLevel: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level,
   riskCheckOptOut: service.guard?.riskCheckOptOut === true,
 });
-
-function errorResponse(logger: Logger, event: APIGatewayProxyEventV2, error: unknown): HttpResponse {
-  if (error instanceof ConsoleError) return json(error.status, { code: error.code, message: error.message });
-  logger.log('error', 'console.failed', {
-    requestId: event.requestContext.requestId,
-    errorName: error instanceof Error ? error.name : 'unknown',
-    error: error instanceof Error ? error : String(error),
-  });
-  return json(500, { code: 'internal_error', message: 'Internal error.' });
-}

@@ -1,0 +1,524 @@
+/**
+ * The account use cases: what an owner or an operator does to a service, from the console or the admin command.
+ * Each takes already-shaped input, applies the format rules of ./formats.ts, and leaves an audit record with the
+ * change (who, what, before and after); money moves only with a ledger line, so the balance can be proven
+ * (`balanceAudit`). Errors are `OtpError`s: `invalid_parameter`, `not_found`, `too_many`.
+ */
+import { OtpError } from '../errors';
+import { defaultAllowedCountries } from '../guard/high-risk-countries';
+import type { CountryCaps } from '../guard/model';
+import type { Service, Template } from '../model';
+import type { Clock, Random } from '../ports';
+import { ROUTES, type Channel } from '../routing';
+import {
+  DEFAULT_TEMPLATE_SMS_PARTS,
+  keyIdOf,
+  parseTemplateBody,
+  parseTopUp,
+  templateSize,
+  type Parsed,
+  type TemplateSize,
+} from './formats';
+import type {
+  AccountStore,
+  ApiKeyMaker,
+  ApiKeyView,
+  AuditRecord,
+  ChangeContext,
+  CreditLine,
+  IssuedKey,
+  Membership,
+  NewService,
+} from './ports';
+import { OPERATORS_AUDIT_SCOPE } from './ports';
+
+export interface AccountsDeps {
+  store: AccountStore;
+  keys: ApiKeyMaker;
+  clock: Clock;
+  random: Random;
+}
+
+/** The value, or an `invalid_parameter` error with the problem. */
+export function valid<T>(parsed: Parsed<T>): T {
+  if (!parsed.ok) throw new OtpError('invalid_parameter', parsed.problem);
+  return parsed.value;
+}
+
+export interface BalanceAudit {
+  serviceSid: string;
+  balance: number;
+  credits: number;
+  charges: number;
+  /** credits − charges − balance: 0 when the ledger proves the balance. */
+  difference: number;
+  creditLines: number;
+  chargeLines: number;
+}
+
+export class Accounts {
+  constructor(private readonly deps: AccountsDeps) {}
+
+  get store(): AccountStore {
+    return this.deps.store;
+  }
+
+  getService(serviceSid: string): Promise<Service | undefined> {
+    return this.deps.store.getService(serviceSid);
+  }
+
+  listCharges(serviceSid: string): ReturnType<AccountStore['listCharges']> {
+    return this.deps.store.listCharges(serviceSid);
+  }
+
+  listApiKeys(serviceSid: string): Promise<ApiKeyView[]> {
+    return this.deps.store
+      .listApiKeys(serviceSid)
+      .then((keys) => keys.map(({ keyHash: _hash, ...view }) => view));
+  }
+
+  listTemplates(serviceSid: string): Promise<Template[]> {
+    return this.deps.store.listTemplates(serviceSid);
+  }
+
+  /** The service, or `not_found`. */
+  async service(serviceSid: string): Promise<Service> {
+    const service = await this.deps.store.getService(serviceSid);
+    if (!service) throw new OtpError('not_found', `No service ${serviceSid}.`);
+    return service;
+  }
+
+  async createService(context: ChangeContext, input: NewService): Promise<Service> {
+    const now = this.deps.clock.now();
+    const body =
+      input.defaultTemplateBody === undefined
+        ? undefined
+        : valid(parseTemplateBody(input.defaultTemplateBody));
+    const template: Template | undefined = body
+      ? { sid: this.deps.random.sid('HX'), body, locale: 'en' }
+      : undefined;
+    const service: Service = {
+      sid: this.deps.random.sid('VA'),
+      name: input.name,
+      balance: input.balance,
+      enabledChannels: input.channels,
+      rules: {
+        blockedCountries: [],
+        blockedPrefixes: [],
+        allowedCountries: input.allowedCountries ?? defaultAllowedCountries(),
+      },
+      prices: {},
+      ...(template && { defaultTemplate: template }),
+      createdAt: now.toISOString(),
+      webhookEndpoints: [],
+    };
+    await this.deps.store.createService(
+      service,
+      this.audit(context, service.sid, 'service.create', undefined, {
+        name: service.name,
+        balance: service.balance,
+        channels: service.enabledChannels,
+        allowedCountries: service.rules.allowedCountries,
+        defaultTemplateSid: template?.sid,
+      }),
+    );
+    return service;
+  }
+
+  async issueApiKey(context: ChangeContext, serviceSid: string): Promise<IssuedKey> {
+    await this.service(serviceSid);
+    const { apiKey, keyHash } = this.deps.keys.newKey();
+    const keyId = keyIdOf(keyHash);
+    await this.deps.store.putApiKey(
+      serviceSid,
+      keyHash,
+      this.deps.clock.now().toISOString(),
+      this.audit(context, serviceSid, 'key.issue', undefined, { keyId }),
+    );
+    return { apiKey, keyId };
+  }
+
+  /** Revokes a key by its id; a key revoked before stays as it was. `not_found` when the service has no such key. */
+  async revokeApiKey(
+    context: ChangeContext,
+    serviceSid: string,
+    keyId: string,
+  ): Promise<{ keyId: string; revokedAt: string; alreadyRevoked: boolean }> {
+    const key = (await this.deps.store.listApiKeys(serviceSid)).find((k) => k.keyId === keyId);
+    if (!key) throw new OtpError('not_found', 'No such API key.');
+    if (key.revokedAt) return { keyId, revokedAt: key.revokedAt, alreadyRevoked: true };
+    const at = this.deps.clock.now().toISOString();
+    await this.deps.store.revokeApiKey(
+      serviceSid,
+      key.keyHash,
+      at,
+      this.audit(context, serviceSid, 'key.revoke', { keyId, active: true }, { keyId, active: false }),
+    );
+    return { keyId, revokedAt: at, alreadyRevoked: false };
+  }
+
+  /** Adds to the balance, with a credit line in the ledger; returns the balance after. */
+  async topUp(context: ChangeContext, serviceSid: string, units: number): Promise<number> {
+    valid(parseTopUp(units));
+    const before = await this.service(serviceSid);
+    return this.credit(context, serviceSid, units, 'topup', 'balance.topup', before.balance);
+  }
+
+  /**
+   * A service older than the credit ledger: one `reconcile` line for what the ledger does not explain, so that
+   * `balanceAudit` proves the balance from here on. Nothing when it already does.
+   */
+  async reconcileBalance(context: ChangeContext, serviceSid: string): Promise<BalanceAudit> {
+    const audit = await this.balanceAudit(serviceSid);
+    if (audit.difference !== 0) {
+      await this.credit(
+        context,
+        serviceSid,
+        -audit.difference,
+        'reconcile',
+        'balance.reconcile',
+        audit.balance,
+        audit.balance,
+      );
+    }
+    return this.balanceAudit(serviceSid);
+  }
+
+  /**
+   * Whether balance = credits − charges. The balance and the ledger are read one after the other: a send accepted
+   * between the reads shows as a difference of its price, gone when read again.
+   */
+  async balanceAudit(serviceSid: string): Promise<BalanceAudit> {
+    const service = await this.service(serviceSid);
+    const [charges, credits] = await Promise.all([
+      this.deps.store.listCharges(serviceSid),
+      this.deps.store.listCredits(serviceSid),
+    ]);
+    const charged = charges.reduce((sum, line) => sum + line.amount, 0);
+    const credited = credits.reduce((sum, line) => sum + line.amount, 0);
+    return {
+      serviceSid,
+      balance: service.balance,
+      credits: credited,
+      charges: charged,
+      difference: credited - charged - service.balance,
+      creditLines: credits.length,
+      chargeLines: charges.length,
+    };
+  }
+
+  async addTemplate(
+    context: ChangeContext,
+    serviceSid: string,
+    input: { body: string; locale?: string; makeDefault?: boolean },
+  ): Promise<Template> {
+    const service = await this.service(serviceSid);
+    const body = valid(parseTemplateBody(input.body, smsPartLimit(service)));
+    const template: Template = { sid: this.deps.random.sid('HX'), body, locale: input.locale ?? 'en' };
+    await this.deps.store.putTemplate(
+      serviceSid,
+      template,
+      this.audit(context, serviceSid, 'template.add', undefined, template),
+    );
+    if (input.makeDefault) await this.setDefaultTemplate(context, serviceSid, template.sid);
+    return template;
+  }
+
+  /** The service's templates, each with its SMS size against the service's limit (older ones may exceed it). */
+  async templates(
+    serviceSid: string,
+  ): Promise<{ service: Service; templates: (Template & { sms: TemplateSize })[] }> {
+    const [service, templates] = await Promise.all([
+      this.service(serviceSid),
+      this.deps.store.listTemplates(serviceSid),
+    ]);
+    const limit = smsPartLimit(service);
+    return { service, templates: templates.map((t) => ({ ...t, sms: templateSize(t.body, limit) })) };
+  }
+
+  async setDefaultTemplate(context: ChangeContext, serviceSid: string, templateSid: string): Promise<void> {
+    const [service, template] = await Promise.all([
+      this.service(serviceSid),
+      this.deps.store.getTemplate(serviceSid, templateSid),
+    ]);
+    if (!template) throw new OtpError('not_found', 'No such template.');
+    await this.change(
+      context,
+      service,
+      'template.default',
+      { defaultTemplate: template },
+      {
+        defaultTemplateSid: service.defaultTemplate?.sid,
+      },
+      { defaultTemplateSid: template.sid },
+    );
+  }
+
+  async clearDefaultTemplate(context: ChangeContext, serviceSid: string): Promise<void> {
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'template.default',
+      { defaultTemplate: undefined },
+      {
+        defaultTemplateSid: service.defaultTemplate?.sid,
+      },
+      { defaultTemplateSid: undefined },
+    );
+  }
+
+  async deleteTemplate(context: ChangeContext, serviceSid: string, templateSid: string): Promise<void> {
+    const template = await this.deps.store.getTemplate(serviceSid, templateSid);
+    if (!template) throw new OtpError('not_found', 'No such template.');
+    await this.deps.store.deleteTemplate(
+      serviceSid,
+      templateSid,
+      this.audit(context, serviceSid, 'template.delete', template, undefined),
+    );
+  }
+
+  /** The SMS parts a template of this service may take (an operator's decision). */
+  async setTemplateSmsParts(
+    context: ChangeContext,
+    serviceSid: string,
+    parts: number | undefined,
+  ): Promise<void> {
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'template.limit',
+      { templateSmsParts: parts },
+      {
+        templateSmsParts: smsPartLimit(service),
+      },
+      { templateSmsParts: parts ?? DEFAULT_TEMPLATE_SMS_PARTS },
+    );
+  }
+
+  async setChannels(context: ChangeContext, serviceSid: string, channels: Channel[]): Promise<Service> {
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'channels.set',
+      { enabledChannels: channels },
+      {
+        channels: service.enabledChannels,
+      },
+      { channels },
+    );
+    return this.service(serviceSid);
+  }
+
+  /**
+   * The delivery rules: countries are served ones (ISO alpha-2, upper case), lists kept sorted and without
+   * repeats. Each list: absent leaves it; `allowedCountries: null` removes the allow-list (every served country).
+   */
+  async setRules(
+    context: ChangeContext,
+    serviceSid: string,
+    rules: { blockedCountries?: string[]; blockedPrefixes?: string[]; allowedCountries?: string[] | null },
+  ): Promise<Service> {
+    const unknown = [...(rules.blockedCountries ?? []), ...(rules.allowedCountries ?? [])].filter(
+      (c) => !ROUTES[c],
+    );
+    if (unknown.length > 0)
+      throw new OtpError('invalid_parameter', `Not a served country: ${unknown.join(', ')}`);
+    const service = await this.service(serviceSid);
+    const sorted = (list: string[]) => [...new Set(list)].sort();
+    const change = {
+      ...(rules.blockedCountries && { blockedCountries: sorted(rules.blockedCountries) }),
+      ...(rules.blockedPrefixes && { blockedPrefixes: sorted(rules.blockedPrefixes) }),
+      ...(rules.allowedCountries !== undefined && {
+        allowedCountries: rules.allowedCountries === null ? undefined : sorted(rules.allowedCountries),
+      }),
+    };
+    const before = {
+      ...(change.blockedCountries && { blockedCountries: service.rules.blockedCountries }),
+      ...(change.blockedPrefixes && { blockedPrefixes: service.rules.blockedPrefixes }),
+      ...('allowedCountries' in change && { allowedCountries: service.rules.allowedCountries ?? null }),
+    };
+    const after = {
+      ...change,
+      ...('allowedCountries' in change && { allowedCountries: change.allowedCountries ?? null }),
+    };
+    await this.change(context, service, 'rules.set', change, before, after);
+    return this.service(serviceSid);
+  }
+
+  async setRiskCheckOptOut(context: ChangeContext, serviceSid: string, allowed: boolean): Promise<Service> {
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'guard.risk_check',
+      { riskCheckOptOut: allowed },
+      {
+        riskCheckOptOut: service.guard?.riskCheckOptOut === true,
+      },
+      { riskCheckOptOut: allowed },
+    );
+    return this.service(serviceSid);
+  }
+
+  /** The per-country caps (validated by core/guard/caps.ts); `undefined` removes them all. */
+  async setGuardCaps(
+    context: ChangeContext,
+    serviceSid: string,
+    caps: Record<string, CountryCaps> | undefined,
+  ): Promise<void> {
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'guard.caps',
+      { guardCaps: caps },
+      {
+        caps: service.guard?.caps ?? null,
+      },
+      { caps: caps ?? null },
+    );
+  }
+
+  /** A customer price for one country (units), or `undefined` to go back to the list price. */
+  async setPrice(
+    context: ChangeContext,
+    serviceSid: string,
+    country: string,
+    units: number | undefined,
+  ): Promise<void> {
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      units === undefined ? 'price.remove' : 'price.set',
+      {
+        price: { country, units },
+      },
+      { country, price: service.prices[country] ?? null },
+      { country, price: units ?? null },
+    );
+  }
+
+  async addMember(
+    context: ChangeContext,
+    serviceSid: string,
+    userId: string,
+    label?: string,
+  ): Promise<Membership> {
+    const service = await this.service(serviceSid);
+    const membership: Membership = {
+      userId,
+      serviceSid,
+      serviceName: service.name,
+      ...(label && { label }),
+      addedAt: this.deps.clock.now().toISOString(),
+    };
+    await this.deps.store.putMember(
+      membership,
+      this.audit(context, serviceSid, 'member.add', undefined, { userId, label }),
+    );
+    return membership;
+  }
+
+  async removeMember(context: ChangeContext, serviceSid: string, userId: string): Promise<boolean> {
+    return this.deps.store.deleteMember(
+      serviceSid,
+      userId,
+      this.audit(context, serviceSid, 'member.remove', { userId }, undefined),
+    );
+  }
+
+  /** Operator rights, kept in the table so that removing them takes effect at the user's next request. */
+  async setOperator(context: ChangeContext, userId: string, operator: boolean): Promise<void> {
+    await this.deps.store.setOperator(
+      userId,
+      operator,
+      this.audit(context, OPERATORS_AUDIT_SCOPE, operator ? 'operator.add' : 'operator.remove', undefined, {
+        userId,
+      }),
+    );
+  }
+
+  /** A change made through another store (webhook endpoints, the guard's settings), recorded after it. */
+  async recordChange(
+    context: ChangeContext,
+    serviceSid: string,
+    action: string,
+    before: unknown,
+    after: unknown,
+  ): Promise<void> {
+    await this.deps.store.putAudit(this.audit(context, serviceSid, action, before, after));
+  }
+
+  async auditTrail(serviceSid: string, limit = 100): Promise<AuditRecord[]> {
+    return this.deps.store.listAudit(serviceSid, limit);
+  }
+
+  private async credit(
+    context: ChangeContext,
+    serviceSid: string,
+    units: number,
+    reason: CreditLine['reason'],
+    action: string,
+    balanceBefore: number,
+    expectedAfter?: number,
+  ): Promise<number> {
+    const audit = this.audit(
+      context,
+      serviceSid,
+      action,
+      { balance: balanceBefore },
+      {
+        credit: units,
+        ...(expectedAfter !== undefined && { balance: expectedAfter }),
+      },
+    );
+    return this.deps.store.credit(
+      serviceSid,
+      { at: audit.at, amount: units, reason, auditId: audit.id },
+      audit,
+    );
+  }
+
+  private async change(
+    context: ChangeContext,
+    service: Service,
+    action: string,
+    change: Parameters<AccountStore['updateService']>[1],
+    before: unknown,
+    after: unknown,
+  ): Promise<void> {
+    await this.deps.store.updateService(
+      service.sid,
+      change,
+      this.audit(context, service.sid, action, before, after),
+    );
+  }
+
+  private audit(
+    context: ChangeContext,
+    serviceSid: string,
+    action: string,
+    before: unknown,
+    after: unknown,
+  ): AuditRecord {
+    const at = this.deps.clock.now().toISOString();
+    return {
+      // Time-ordered and unique: the time, then 128 random bits.
+      id: `${at}#${this.deps.random.sid('VE').slice(2)}`,
+      at,
+      serviceSid,
+      actor: context.actor,
+      action,
+      ...(before !== undefined && { before }),
+      ...(after !== undefined && { after }),
+      ...(context.requestId && { requestId: context.requestId }),
+    };
+  }
+}
+
+export const smsPartLimit = (service: Service): number =>
+  service.templateSmsParts ?? DEFAULT_TEMPLATE_SMS_PARTS;

@@ -1,0 +1,135 @@
+/**
+ * Every format an account's settings take, defined once: the console API and the admin command both parse
+ * through these, each turning a problem into its own kind of error (a JSON 400/404, a usage error). A parser
+ * returns the normalised value, or the problem in words that say what was expected.
+ */
+import { SID_PATTERNS, type SidPrefix } from '../sids';
+import { templateSmsSize, type SmsSize } from '../sms-segments';
+import { parseUsd, formatUnits, UNITS_PER_USD } from '../money';
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+const problem = <T>(text: string): Parsed<T> => ({ ok: false, problem: text });
+
+const SID_NAMES: Record<SidPrefix, string> = {
+  VA: 'Service SID',
+  VE: 'verification SID',
+  HX: 'template SID',
+  WH: 'webhook endpoint SID',
+};
+
+export function parseSid(prefix: SidPrefix, text: string): Parsed<string> {
+  return SID_PATTERNS[prefix].test(text)
+    ? ok(text)
+    : problem(
+        `"${text}" is not a ${SID_NAMES[prefix]}: expected ${prefix} followed by 32 lowercase hex characters`,
+      );
+}
+
+/**
+ * A key's id: the first hex characters of its hash, enough to name it among a service's keys without revealing
+ * anything that helps find the key.
+ */
+export const KEY_ID_LENGTH = 12;
+const KEY_ID = new RegExp(`^[0-9a-f]{${KEY_ID_LENGTH}}$`);
+
+export const keyIdOf = (keyHash: string): string => keyHash.slice(0, KEY_ID_LENGTH);
+
+export function parseKeyId(text: string): Parsed<string> {
+  return KEY_ID.test(text)
+    ? ok(text)
+    : problem(
+        `"${text}" is not a key id: expected the ${KEY_ID_LENGTH} hex characters shown in the key list`,
+      );
+}
+
+/** E.164: a country code never starts with 0, and a number has at most 15 digits. */
+const E164_PREFIX = /^\+[1-9]\d{0,14}$/;
+/** The same rule as a browser form's `pattern` attribute (anchored by the browser). */
+export const E164_PREFIX_PATTERN = E164_PREFIX.source.slice(1, -1);
+
+export function parseE164Prefix(text: string): Parsed<string> {
+  return E164_PREFIX.test(text)
+    ? ok(text)
+    : problem(`"${text}" is not an E.164 prefix: expected + and 1 to 15 digits, e.g. +4470`);
+}
+
+/** Blocked prefixes a service may hold. */
+export const MAX_BLOCKED_PREFIXES = 100;
+
+export const MAX_SERVICE_NAME_LENGTH = 100;
+
+export function parseServiceName(text: string): Parsed<string> {
+  const name = text.trim();
+  return name === '' || name.length > MAX_SERVICE_NAME_LENGTH
+    ? problem(`A service name has 1 to ${MAX_SERVICE_NAME_LENGTH} characters`)
+    : ok(name);
+}
+
+const LOCALE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+
+export function parseLocale(text: string): Parsed<string> {
+  return LOCALE.test(text) ? ok(text) : problem(`"${text}" is not a locale, e.g. en or pt-BR`);
+}
+
+/** Characters a template may have: long enough for any real OTP message, a guard against pasting a file. */
+export const MAX_TEMPLATE_LENGTH = 1000;
+/**
+ * SMS parts a template's message may take, with the longest code, unless an operator sets the service's own limit
+ * (docs/api.md, "Templates"): the price of a send is one charge however many parts the carrier bills.
+ */
+export const DEFAULT_TEMPLATE_SMS_PARTS = 2;
+/** The most an operator may allow. */
+export const MAX_TEMPLATE_SMS_PARTS = 10;
+
+/** A template's SMS size and whether it is within the service's limit (an older template may not be). */
+export interface TemplateSize extends SmsSize {
+  limit: number;
+  overLimit: boolean;
+}
+
+export function templateSize(body: string, limit = DEFAULT_TEMPLATE_SMS_PARTS): TemplateSize {
+  const size = templateSmsSize(body);
+  return { ...size, limit, overLimit: size.segments > limit };
+}
+
+export function parseTemplateBody(text: string, smsPartLimit = DEFAULT_TEMPLATE_SMS_PARTS): Parsed<string> {
+  if (!text.includes('{code}'))
+    return problem('A template needs the {code} placeholder, e.g. "Your Acme code is {code}"');
+  if (text.length > MAX_TEMPLATE_LENGTH)
+    return problem(`A template has at most ${MAX_TEMPLATE_LENGTH} characters`);
+  const size = templateSize(text, smsPartLimit);
+  if (size.overLimit)
+    return problem(
+      `The template's SMS takes ${size.segments} parts (${size.units} ${size.encoding === 'GSM-7' ? 'GSM-7 characters' : 'UCS-2 units'} with a 10-character code); this service allows ${smsPartLimit}`,
+    );
+  return ok(text);
+}
+
+export function parseTemplateSmsPartLimit(text: string): Parsed<number> {
+  const parts = Number(text);
+  return /^\d+$/.test(text) && parts >= 1 && parts <= MAX_TEMPLATE_SMS_PARTS
+    ? ok(parts)
+    : problem(`An SMS part limit is a whole number from 1 to ${MAX_TEMPLATE_SMS_PARTS}`);
+}
+
+/** The largest single top-up: a typo's worth of protection, far above any real purchase. */
+export const MAX_TOP_UP_UNITS = 1_000_000 * UNITS_PER_USD;
+
+/** A USD amount with at most four decimals, in units of 0.0001 USD. */
+export function parseUsdAmount(text: string, what: string, { allowZero = true } = {}): Parsed<number> {
+  const units = parseUsd(text);
+  if (units === undefined)
+    return problem(`${what} "${text}" is not a USD amount: expected e.g. 25 or 0.0600 (at most 4 decimals)`);
+  if (!allowZero && units === 0) return problem(`${what} must be more than ${formatUnits(0)} USD`);
+  return ok(units);
+}
+
+export function parseTopUp(units: number): Parsed<number> {
+  return units > 0 && units <= MAX_TOP_UP_UNITS
+    ? ok(units)
+    : problem(
+        `A top-up is more than 0 and at most ${(MAX_TOP_UP_UNITS / UNITS_PER_USD).toLocaleString('en-US')} USD`,
+      );
+}

@@ -1,0 +1,149 @@
+/**
+ * What the accounts core needs from storage: the account store (services, keys, templates, members, the ledger
+ * and the audit trail) and the webhook endpoints. The DynamoDB adapters implement them; every change takes the
+ * audit record that the store writes in the same transaction, so a change and its record land together.
+ */
+import type { CountryCaps } from '../guard/model';
+import type { Service, Template } from '../model';
+import type { Channel } from '../routing';
+
+/** Who made a change: `console:<user id>` or `cli:<principal>`, and the request it came with. */
+export interface ChangeContext {
+  actor: string;
+  requestId?: string;
+}
+
+/** One change to an account, kept under its service; `before`/`after` hold only the fields that changed. */
+export interface AuditRecord {
+  /** Unique within the service (time-ordered). */
+  id: string;
+  at: string;
+  serviceSid: string;
+  actor: string;
+  /** e.g. `template.add`, `balance.topup`. */
+  action: string;
+  before?: unknown;
+  after?: unknown;
+  requestId?: string;
+}
+
+export interface NewService {
+  name: string;
+  balance: number;
+  channels: Channel[];
+  /** Text of a default template with `{code}`; none: the service starts without a default template. */
+  defaultTemplateBody?: string;
+  /** Countries it may send to; absent: every served country but the high-risk ones (`defaultAllowedCountries`). */
+  allowedCountries?: string[];
+}
+
+export interface IssuedKey {
+  /** Shown once; only its hash is stored. */
+  apiKey: string;
+  /** First characters of the hash: names the key for listing and revoking without revealing it. */
+  keyId: string;
+}
+
+export interface ApiKeyView {
+  keyId: string;
+  createdAt: string;
+  revokedAt?: string;
+  /** The start of the minute the key was last used (its per-key limit window). */
+  lastUsedAt?: string;
+}
+
+/** A line of the ledger: a charge (an accepted send) or a credit (the opening balance, a top-up). */
+export interface ChargeLine {
+  at: string;
+  verificationSid: string;
+  amount: number;
+}
+
+export interface CreditLine {
+  at: string;
+  amount: number;
+  /** `opening` (the balance a service was created with), `topup`, or `reconcile` (a balance older than the ledger). */
+  reason: 'opening' | 'topup' | 'reconcile';
+  /** The audit record of the change that made it. */
+  auditId: string;
+}
+
+/** A console user's membership of a service (the console reads it on every request). */
+export interface Membership {
+  userId: string;
+  serviceSid: string;
+  /** The service's name when the member was added, for the user's list of services. */
+  serviceName: string;
+  /** Who the user is, for people (an e-mail address); the user id is what the sign-in token carries. */
+  label?: string;
+  addedAt: string;
+}
+
+/** An entry of the directory of all services (the console's operator view). */
+export interface DirectoryEntry {
+  serviceSid: string;
+  name: string;
+  createdAt: string;
+}
+
+/** The service-item fields a plain settings change sets; `undefined` removes the field. */
+export interface ServiceSettingsChange {
+  enabledChannels?: Channel[];
+  blockedCountries?: string[];
+  blockedPrefixes?: string[];
+  allowedCountries?: string[] | undefined;
+  riskCheckOptOut?: boolean;
+  guardCaps?: Record<string, CountryCaps> | undefined;
+  defaultTemplate?: Template | undefined;
+  templateSmsParts?: number | undefined;
+  /** One country's price (units), or `undefined` to remove it. */
+  price?: { country: string; units: number | undefined };
+}
+
+export interface AccountStore {
+  getService(serviceSid: string): Promise<Service | undefined>;
+  /** Puts the service, its default template, its directory entry and (when it has a balance) the opening credit. */
+  createService(service: Service, audit: AuditRecord): Promise<void>;
+  /** Adds the key's items (`keyHash` must be new). */
+  putApiKey(serviceSid: string, keyHash: string, createdAt: string, audit: AuditRecord): Promise<void>;
+  listApiKeys(serviceSid: string): Promise<(ApiKeyView & { keyHash: string })[]>;
+  /** With each key's last use (one BatchGetItem per hundred keys). */
+  listApiKeysWithUse(serviceSid: string): Promise<ApiKeyView[]>;
+  revokeApiKey(serviceSid: string, keyHash: string, at: string, audit: AuditRecord): Promise<void>;
+  /**
+   * Adds the line's amount to the balance with the line, in one write; returns the balance after. A `reconcile`
+   * line explains a balance older than the ledger and leaves the balance as it is.
+   */
+  credit(serviceSid: string, line: CreditLine, audit: AuditRecord): Promise<number>;
+  putTemplate(serviceSid: string, template: Template, audit: AuditRecord): Promise<void>;
+  getTemplate(serviceSid: string, templateSid: string): Promise<Template | undefined>;
+  listTemplates(serviceSid: string): Promise<Template[]>;
+  deleteTemplate(serviceSid: string, templateSid: string, audit: AuditRecord): Promise<void>;
+  /** Sets (or removes) service-item fields; the service must exist. */
+  updateService(serviceSid: string, change: ServiceSettingsChange, audit: AuditRecord): Promise<void>;
+  listCharges(serviceSid: string): Promise<ChargeLine[]>;
+  listCredits(serviceSid: string): Promise<CreditLine[]>;
+  putMember(membership: Membership, audit: AuditRecord): Promise<void>;
+  /** False when the user was not a member. */
+  deleteMember(serviceSid: string, userId: string, audit: AuditRecord): Promise<boolean>;
+  listMembers(serviceSid: string): Promise<Membership[]>;
+  membershipsOf(userId: string): Promise<Membership[]>;
+  isMember(userId: string, serviceSid: string): Promise<boolean>;
+  /** Whether the table lists the user as an operator (the console also requires the sign-in group). */
+  isOperator(userId: string): Promise<boolean>;
+  setOperator(userId: string, operator: boolean, audit: AuditRecord): Promise<void>;
+  listOperators(): Promise<string[]>;
+  listAllServices(): Promise<DirectoryEntry[]>;
+  /** A change made elsewhere (webhook endpoints, the guard's settings), recorded after it. */
+  putAudit(audit: AuditRecord): Promise<void>;
+  /** Newest first. */
+  listAudit(serviceSid: string, limit: number): Promise<AuditRecord[]>;
+}
+
+/** Makes new API keys: the key, shown once, and the hash it is stored and found by. */
+export interface ApiKeyMaker {
+  newKey(): { apiKey: string; keyHash: string };
+}
+
+/** The audit trail of operator-wide changes (operator rights) is kept under this pseudo-service. */
+export const OPERATORS_AUDIT_SCOPE = 'OPERATORS';
