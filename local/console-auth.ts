@@ -9,7 +9,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import * as z from 'zod';
 import { deriveKey } from '../functions/adapters/crypto';
 import { OPERATOR_GROUP } from '../functions/console/routes';
-import type { LocalRequest, LocalResponse, LocalRoute } from './server';
+import { isLoopbackRequest, type LocalResponse, type LocalRoute } from './server';
 
 /** A local console session lasts an hour, like the Cognito ID token on AWS. */
 export const LOCAL_TOKEN_SECONDS = 3600;
@@ -91,15 +91,6 @@ const signInSchema = z.object({
     .regex(/^[a-z0-9._+-]{1,64}@[a-z0-9.-]{1,100}$/),
   operator: z.boolean().optional(),
 });
-
-const LOOPBACK_ADDRESSES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-/** Whether a request came over loopback and names a loopback host (a DNS-rebound page names another host). */
-export function isLoopbackRequest(request: Pick<LocalRequest, 'headers' | 'remoteAddress'>): boolean {
-  const host = (request.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
-  return LOOPBACK_ADDRESSES.has(request.remoteAddress ?? '') && LOOPBACK_HOSTS.has(host);
-}
 
 /**
  * `POST /console/local/sign-in` `{"email", "operator"}`: a token for that user id, loopback only. An operator's

@@ -36,6 +36,15 @@ export interface LocalRequest {
 
 export type LocalResponse = { status: number; body: unknown; headers?: Record<string, string> };
 
+const LOOPBACK_ADDRESSES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** Whether a request came over loopback and names a loopback host (a DNS-rebound page names another host). */
+export function isLoopbackRequest(request: Pick<LocalRequest, 'headers' | 'remoteAddress'>): boolean {
+  const host = (request.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+  return LOOPBACK_ADDRESSES.has(request.remoteAddress ?? '') && LOOPBACK_HOSTS.has(host);
+}
+
 /** A local-only route (`/_local/...`): plain request in, JSON out. */
 export type LocalRoute = {
   method: string;
@@ -82,13 +91,18 @@ async function serve(
   if (local) {
     if (local.method !== method)
       return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' });
-    const answer = await local.handle({
+    const request: LocalRequest = {
       method,
       url,
       headers,
       body: body.toString('utf8'),
       ...(req.socket.remoteAddress && { remoteAddress: req.socket.remoteAddress }),
-    });
+    };
+    // Local routes show code-bearing messages and change the carrier: a web page that rebinds its own name to
+    // 127.0.0.1 reaches this port from the browser, but its requests still name its host.
+    if (!isLoopbackRequest(request))
+      return send(res, 403, { code: 'forbidden', message: 'Local routes answer to a loopback host only.' });
+    const answer = await local.handle(request);
     return send(res, answer.status, answer.body, answer.headers);
   }
 

@@ -1,6 +1,6 @@
 import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { DeliveryInput, DeliveryWorkflow } from '../core/ports';
-import { AWS_CLIENT_LIMITS, awsRequestHandler } from './dynamodb/client';
+import { awsClientConfig } from './aws-client-config';
 
 /**
  * Starts the delivery state machine on AWS. Express does not deduplicate execution names, so an SDK retry
@@ -10,10 +10,7 @@ import { AWS_CLIENT_LIMITS, awsRequestHandler } from './dynamodb/client';
 export class StepFunctionsWorkflow implements DeliveryWorkflow {
   constructor(
     private readonly stateMachineArn: string,
-    private readonly client = new SFNClient({
-      maxAttempts: AWS_CLIENT_LIMITS.maxAttempts,
-      requestHandler: awsRequestHandler(),
-    }),
+    private readonly client = new SFNClient({ ...awsClientConfig('@aws-sdk/client-sfn') }),
   ) {}
 
   async start(input: DeliveryInput): Promise<void> {

@@ -7,6 +7,7 @@ import {
   GetSecretValueCommand,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
+import { awsClientConfig } from '../adapters/aws-client-config';
 import {
   KEY_GROUPS,
   KEY_GROUP_NAMES,
@@ -27,7 +28,10 @@ export async function loadKeyRing(env: Env, secrets?: SecretsManagerClient): Pro
   const given = KEY_GROUP_NAMES.filter((group) => env[KEY_GROUPS[group].env]);
   if (given.length === 0) return env.OTP_MASTER_KEY ? masterKeyRing(env.OTP_MASTER_KEY) : groupKeyRing({});
   const secretIds = given.map((group) => env[KEY_GROUPS[group].env]!);
-  const values = await readSecretStrings(secrets ?? new SecretsManagerClient({}), secretIds);
+  const values = await readSecretStrings(
+    secrets ?? new SecretsManagerClient({ ...awsClientConfig('@aws-sdk/client-secrets-manager') }),
+    secretIds,
+  );
   return groupKeyRing(
     Object.fromEntries(given.map((group, i) => [group, keySecretRoot(group, values[i], secretIds[i]!)])),
   );

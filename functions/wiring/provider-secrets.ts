@@ -1,5 +1,6 @@
 /** Vonage's credentials from Secrets Manager: the deliver and receipt roots only (they hold that client already). */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { awsClientConfig } from '../adapters/aws-client-config';
 import { readVonageCredentials, type VonageCredentials } from '../adapters/providers/vonage';
 import type { Env } from './env';
 import { VONAGE_SECRET_ENV, inlineVonageCredentials } from './providers';
@@ -18,7 +19,8 @@ export function vonageCredentialsFromEnv(
   let loaded: Promise<VonageCredentials> | undefined;
   return () => {
     loaded ??= (async () => {
-      const client = secrets ?? new SecretsManagerClient({});
+      const client =
+        secrets ?? new SecretsManagerClient({ ...awsClientConfig('@aws-sdk/client-secrets-manager') });
       const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
       let json: unknown;
       try {

@@ -12,7 +12,7 @@ import {
   parseSmsEvent,
 } from '../../functions/adapters/providers/aws-events';
 import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
-import { AWS_REQUEST_TIMEOUT_MS } from '../../functions/adapters/providers/aws-errors';
+import { AWS_CALL_LIMITS } from '../../functions/adapters/aws-client-config';
 import { readRegisteredTemplates } from '../../functions/adapters/providers/registered-templates';
 import { AwsWhatsAppProvider } from '../../functions/adapters/providers/aws-whatsapp';
 import type { OutboundMessage } from '../../functions/core/providers';
@@ -191,7 +191,7 @@ describe('aws-sms', () => {
     expect(read({ IN: { entityId: 'a', templateId: 'x'.repeat(65), text: '{code}' } })).toThrow(/templateId/);
   });
 
-  // The client's own limits (aws-errors.ts): a send AWS does not answer in 5 s is given up, before the 8 s switch.
+  // The client's own limits (aws-client-config.ts): a send AWS does not answer in 5 s is given up, before the 8 s switch.
   test('a send that gets no answer is given up after the request time-out, as a timeout', async () => {
     const saved = { ...process.env };
     Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret' });
@@ -209,7 +209,9 @@ describe('aws-sms', () => {
       process.env = saved;
     }
     const took = Date.now() - started;
-    expect(took).toBeGreaterThanOrEqual(AWS_REQUEST_TIMEOUT_MS - 100);
+    expect(took).toBeGreaterThanOrEqual(
+      AWS_CALL_LIMITS['@aws-sdk/client-pinpoint-sms-voice-v2'].requestTimeoutMs - 100,
+    );
     expect(took).toBeLessThan(8_000);
   }, 15_000);
 

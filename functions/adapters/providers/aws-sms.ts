@@ -9,7 +9,8 @@ import {
   type ProviderAnswer,
 } from '../../core/providers';
 import { AWS_SMS_PROVIDER_NAME, REFERENCE_CONTEXT_KEY } from './aws-events';
-import { awsClientTimeouts, awsProviderError } from './aws-errors';
+import { awsClientConfig } from '../aws-client-config';
+import { awsProviderError } from './aws-errors';
 import { renderRegistered, type RegisteredSmsTemplate } from './registered-templates';
 
 /**
@@ -121,8 +122,7 @@ export class AwsSmsProvider implements Provider {
     this.client ??= new sdk.PinpointSMSVoiceV2Client({
       ...(this.options.endpoint && { endpoint: this.options.endpoint }),
       ...(this.options.region && { region: this.options.region }),
-      maxAttempts: 1,
-      requestHandler: awsClientTimeouts,
+      ...awsClientConfig('@aws-sdk/client-pinpoint-sms-voice-v2'),
     });
     return this.client;
   }

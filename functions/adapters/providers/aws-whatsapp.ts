@@ -1,7 +1,8 @@
 import type { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
 import type { OutboundMessage, Provider, ProviderAnswer } from '../../core/providers';
 import { AWS_WHATSAPP_PROVIDER_NAME } from './aws-events';
-import { awsClientTimeouts, awsProviderError } from './aws-errors';
+import { awsClientConfig } from '../aws-client-config';
+import { awsProviderError } from './aws-errors';
 import {
   DEFAULT_META_API_VERSION,
   DEFAULT_TEMPLATE_LANGUAGE,
@@ -82,8 +83,7 @@ export class AwsWhatsAppProvider implements Provider {
     this.client ??= new sdk.SocialMessagingClient({
       ...(this.options.endpoint && { endpoint: this.options.endpoint }),
       ...(this.options.region && { region: this.options.region }),
-      maxAttempts: 1,
-      requestHandler: awsClientTimeouts,
+      ...awsClientConfig('@aws-sdk/client-socialmessaging'),
     });
     return this.client;
   }

@@ -1,6 +1,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { awsClientConfig } from '../aws-client-config';
 // From the modules, not the index (which also brings the URL policy and ipaddr.js into the events bundle).
 import { WEBHOOK_EVENT_TYPES } from '../../core/webhooks/events';
 import type { QueuedJob, WebhookJob, WebhookQueue } from '../../core/webhooks/queue';
@@ -25,7 +26,7 @@ export class SqsWebhookQueue implements WebhookQueue {
   constructor(
     private readonly queueUrl: string,
     private readonly deadLetterQueueUrl: string | undefined,
-    private readonly client = new SQSClient({ maxAttempts: 5 }),
+    private readonly client = new SQSClient({ ...awsClientConfig('@aws-sdk/client-sqs') }),
   ) {}
 
   async enqueue(jobs: QueuedJob[]): Promise<void> {
