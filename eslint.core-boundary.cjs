@@ -19,8 +19,7 @@ module.exports = {
             group: [
               '**/adapters/**',
               '**/http/**',
-              '**/api/**',
-              '**/tasks/**',
+              '**/entries/**',
               '**/receipts/**',
               '**/wiring/**',
             ],
