@@ -39,15 +39,15 @@ describe('source file names', () => {
   it('finds a shared folder and file name, and a swapped pair', () => {
     expect(
       nameClashes([
-        'functions/webhooks/sender.ts',
-        'functions/core/webhooks/sender.ts',
-        'functions/api/console.ts',
-        'functions/console/api.ts',
+        'functions/queue/sender.ts',
+        'functions/core/queue/sender.ts',
+        'functions/routes/http.ts',
         'functions/http/routes.ts',
+        'functions/http/errors.ts',
       ]),
     ).toEqual([
-      ['functions/webhooks/sender.ts', 'functions/core/webhooks/sender.ts'],
-      ['functions/api/console.ts', 'functions/console/api.ts'],
+      ['functions/queue/sender.ts', 'functions/core/queue/sender.ts'],
+      ['functions/routes/http.ts', 'functions/http/routes.ts'],
     ]);
   });
 
