@@ -16,14 +16,7 @@ module.exports = {
             message: 'Middleware belongs to the handlers.',
           },
           {
-            group: [
-              '**/adapters/**',
-              '**/http/**',
-              '**/api/**',
-              '**/tasks/**',
-              '**/receipts/**',
-              '**/wiring/**',
-            ],
+            group: ['**/adapters/**', '**/http/**', '**/entries/**', '**/receipts/**', '**/wiring/**'],
             message: 'The core imports no adapter or handler: define a port in functions/core/ports.ts.',
           },
           {

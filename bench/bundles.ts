@@ -25,6 +25,7 @@ import {
   FUNCTION_NAMES,
   RUNTIME_AWS_SDK_EXTERNAL,
   awsClientsOf,
+  type FunctionName,
 } from '../lib/functions';
 import { consoleEvent, fetchEvent, checkEvent, receiptEvent, sendEvent, type Caller } from './events';
 import { addTable, createAccount, type BenchDb, type NumberSource } from './setup';
@@ -60,7 +61,16 @@ const SDK_VARIANT: Record<SdkChoice, string> = { bundled: 'AWS SDK bundled', run
 const sdkChoicesOf = (entry: string): [SdkChoice, SdkChoice] =>
   entry === BASELINE_ENTRY ? ['runtime', 'bundled'] : ['bundled', 'runtime'];
 /** Functions whose cold start is measured (they serve an event with DynamoDB Local alone). */
-const COLD_START_DIRS = ['functions/api/', 'functions/tasks/'];
+const COLD_STARTED: readonly FunctionName[] = [
+  'send',
+  'check',
+  'fetch',
+  'receipt',
+  'deliver',
+  'afterWait',
+  'sweeper',
+  'console',
+];
 export const BUNDLE_LIMIT_BYTES = 400 * 1024;
 
 export interface ColdStart {
@@ -193,15 +203,19 @@ export function deployedRun(bundle: Pick<BundleResult, 'cold'>): ColdStart | und
   );
 }
 
+/** The manifest's name of an entry (none for the baseline). */
+const functionNameOf = (entry: string): FunctionName | undefined =>
+  FUNCTION_NAMES.find((candidate) => FUNCTIONS[candidate].entry === entry);
+
 /** The key groups the manifest gives an entry (none for the baseline). */
 function keyGroupsOf(entry: string): KeyGroup[] {
-  const name = FUNCTION_NAMES.find((candidate) => FUNCTIONS[candidate].entry === entry);
+  const name = functionNameOf(entry);
   return name ? [...FUNCTIONS[name].keys] : [];
 }
 
 /** The manifest's clients for an entry, short names. */
 function declaredClients(entry: string): string[] {
-  const name = FUNCTION_NAMES.find((candidate) => FUNCTIONS[candidate].entry === entry);
+  const name = functionNameOf(entry);
   return name ? awsClientsOf(FUNCTIONS[name]).map((client) => client.replace('@aws-sdk/client-', '')) : [];
 }
 
@@ -286,7 +300,8 @@ export async function measureBundles(
       const readsBefore = secretRequests();
       // Cold starts for the functions on a request or delivery path; stream and queue consumers (webhooks)
       // would need AWS endpoints this bench does not fake, so only their size is reported.
-      const servable = entry === BASELINE_ENTRY || COLD_START_DIRS.some((prefix) => entry.startsWith(prefix));
+      const name = functionNameOf(entry);
+      const servable = entry === BASELINE_ENTRY || (name !== undefined && COLD_STARTED.includes(name));
       // Each function gets a table of its own: the sweeper must not find the sends' never-started deliveries.
       const coldDb = servable ? await addTable(db) : undefined;
       const caller = coldDb ? await createAccount(coldDb, 1000) : undefined;
@@ -464,7 +479,7 @@ function eventFor(
   endedSid = `VE${randomBytes(16).toString('hex')}`,
 ): unknown {
   const unknownSid = `VE${randomBytes(16).toString('hex')}`;
-  switch (basename(entry, '.ts')) {
+  switch (entry === BASELINE_ENTRY ? BASELINE_ENTRY : functionNameOf(entry)) {
     case BASELINE_ENTRY:
       // A miss: the key of no item.
       return { id: unknownSid };
@@ -490,7 +505,7 @@ function eventFor(
       // A signed-in user's first request: its services (none: one Query under the user).
       return consoleEvent('/me', { sub: `bench-${unknownSid}` });
     case 'deliver':
-    case 'after-wait':
+    case 'afterWait':
       return { sid: endedSid, channelIndex: 0, waitSeconds: 8, answers: [] };
     default:
       // A scheduled task (the sweeper): EventBridge's scheduled event.

@@ -6,6 +6,7 @@ import type { CountResults, OperationCount, SweeperCount } from './counts';
 import type { GuardConsumerCount } from './guard-consumer';
 import type { LatencyResults } from './latency';
 import { SETTLE_AGE_SECONDS, STALL_SECONDS } from '../functions/core/sweeper';
+import { FUNCTIONS } from '../lib/functions';
 import { fmt, markdownTable, round, table } from './stats';
 import type { ThroughputResults } from './throughput';
 
@@ -150,7 +151,7 @@ export function evaluateTargets(
     // Target: a cold start near a bare function's (the baseline: a document client and one GetItem).
     const deployed = deployedRun(bundle);
     if (deployed?.spawnToResponseMs) {
-      const max = bundle.entry === 'functions/api/send.ts' ? 1.3 : 1.1;
+      const max = bundle.entry === FUNCTIONS.send.entry ? 1.3 : 1.1;
       targets.push({
         target: `cold start of ${bundle.entry}: spawn to answer <= ${max} x the baseline's`,
         limit: `<= ${max}`,

@@ -60,7 +60,7 @@ export interface BenchService {
   receipt: ApiHandler;
   /**
    * One run of the real sweeper (core/sweeper.ts `sweepDeliveries`) over its own metered store, with its clock
-   * at `now`, wired as functions/tasks/sweeper.ts wires it (no provider); the deliveries it restarts are only
+   * at `now`, wired as functions/entries/sweeper.ts wires it (no provider); the deliveries it restarts are only
    * recorded (`sweeperStarts`), not run.
    */
   sweep(now: Date): Promise<SweepResult>;

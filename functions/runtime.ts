@@ -1,8 +1,8 @@
 /**
  * Every function's wiring in one process: the local stack, the tests and the bench build the handlers from
- * these. The Lambda functions do not import this module: each entry file (functions/api/*.ts,
- * functions/tasks/*.ts, functions/webhooks/*.ts) is its own composition root and builds only what its handler
- * uses from the small modules in functions/wiring/, so its bundle holds only the AWS clients it calls
+ * these. The Lambda functions do not import this module: each entry file (functions/entries/) is its own
+ * composition root and builds only what its handler uses from the small modules in functions/wiring/, so its
+ * bundle holds only the AWS clients it calls
  * (lib/functions.ts declares them; test/unit/bundles.test.ts checks).
  */
 export { buildDeps, NO_WORKFLOW, type Deps } from './wiring/deps';

@@ -1,7 +1,7 @@
 /**
  * The console's files (console/ui): the page, one script and one style sheet, bundled and minified by esbuild.
  * The local stack builds them in memory at start; the stack's bundling of the console function writes them beside
- * its bundle (lib/constructs/console.ts), where functions/api/console.ts reads them.
+ * its bundle (lib/constructs/console.ts), where functions/entries/console.ts reads them.
  */
 import { buildSync } from 'esbuild';
 import { readFileSync } from 'node:fs';

@@ -117,7 +117,7 @@ const READ_UPDATE = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
 export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   send: {
     id: 'Send',
-    entry: 'functions/api/send.ts',
+    entry: 'functions/entries/send.ts',
     description: 'POST /v2/Services/{ServiceSid}/Verifications',
     timeoutSeconds: SEND_TIMEOUT_SECONDS,
     route: { method: 'POST', path: '/v2/Services/{ServiceSid}/Verifications' },
@@ -147,7 +147,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   check: {
     id: 'Check',
-    entry: 'functions/api/check.ts',
+    entry: 'functions/entries/check.ts',
     description: 'POST /v2/Services/{ServiceSid}/VerificationCheck',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     route: { method: 'POST', path: '/v2/Services/{ServiceSid}/VerificationCheck' },
@@ -156,7 +156,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   fetch: {
     id: 'Fetch',
-    entry: 'functions/api/fetch.ts',
+    entry: 'functions/entries/fetch.ts',
     description: 'GET /v2/Services/{ServiceSid}/Verifications/{VerificationSid}',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     route: { method: 'GET', path: '/v2/Services/{ServiceSid}/Verifications/{VerificationSid}' },
@@ -170,7 +170,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   receipt: {
     id: 'Receipt',
-    entry: 'functions/api/receipt.ts',
+    entry: 'functions/entries/receipt.ts',
     description: 'POST /v2/Callbacks/{Provider} (signed delivery receipts)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     route: RECEIPT_ROUTE,
@@ -186,7 +186,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   deliver: {
     id: 'Deliver',
-    entry: 'functions/tasks/deliver.ts',
+    entry: 'functions/entries/deliver.ts',
     description: 'Delivery workflow: hand the message to one channel',
     timeoutSeconds: TASK_TIMEOUT_SECONDS,
     // The verification (claims, outcomes, the end), and the number when every channel rejected it.
@@ -199,7 +199,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   afterWait: {
     id: 'AfterWait',
-    entry: 'functions/tasks/after-wait.ts',
+    entry: 'functions/entries/afterWait.ts',
     description:
       'Delivery workflow: after the wait, stop on a receipt or move to the next channel; settle after a task failed',
     timeoutSeconds: TASK_TIMEOUT_SECONDS,
@@ -210,7 +210,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   sweeper: {
     id: 'Sweeper',
-    entry: 'functions/tasks/sweeper.ts',
+    entry: 'functions/entries/sweeper.ts',
     description:
       'Every minute: restart deliveries whose workflow did not start, settle those claimed but never ended',
     // Well under the one-minute schedule, so two runs do not overlap.
@@ -228,7 +228,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   webhookEvents: {
     id: 'WebhookEvents',
-    entry: 'functions/webhooks/events.ts',
+    entry: 'functions/entries/webhookEvents.ts',
     description: 'Table stream to webhook jobs: an event per status change, a job per enabled endpoint',
     timeoutSeconds: 30,
     // One Query under the service for its endpoints; the stream itself is read through the event source's grant.
@@ -239,7 +239,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   guardSignals: {
     id: 'GuardSignals',
-    entry: 'functions/guard/signals.ts',
+    entry: 'functions/entries/guardSignals.ts',
     description:
       'Table stream to the pumping guard: sends, checked codes and refusals folded into signals and blocks',
     timeoutSeconds: 60,
@@ -254,7 +254,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   webhookSender: {
     id: 'WebhookSender',
-    entry: 'functions/webhooks/sender.ts',
+    entry: 'functions/entries/webhookSender.ts',
     description: 'Signs and posts webhooks, retries on the schedule, writes EXPIRED back at expires_at',
     // A batch of up to 10 posts runs at once, each cut off after 5 s.
     timeoutSeconds: 30,
@@ -273,7 +273,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   console: {
     id: 'Console',
-    entry: 'functions/api/console.ts',
+    entry: 'functions/entries/console.ts',
     description: 'Account console: the /console pages and the /console/api JSON API (Cognito JWT authorizer)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     routes: [
@@ -322,7 +322,7 @@ export type ProviderFunctionName = 'snsReceipt' | 'eventReceipt';
 export const PROVIDER_FUNCTIONS: Record<ProviderFunctionName, FunctionSpec> = {
   snsReceipt: {
     id: 'SnsReceipt',
-    entry: 'functions/receipts/sns.ts',
+    entry: 'functions/entries/snsReceipt.ts',
     description:
       'Delivery receipts of AWS SMS, RCS and WhatsApp from the provider-events SNS topic (invoked by that topic only)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
@@ -332,7 +332,7 @@ export const PROVIDER_FUNCTIONS: Record<ProviderFunctionName, FunctionSpec> = {
   },
   eventReceipt: {
     id: 'EventReceipt',
-    entry: 'functions/receipts/eventbridge.ts',
+    entry: 'functions/entries/eventReceipt.ts',
     description: 'AWS messaging events from EventBridge (invoked by the social-messaging rule only)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     table: [{ actions: READ_UPDATE, families: ['verification'] }],

@@ -1,6 +1,6 @@
 /**
  * The pumping guard's stream consumer on the local stack: the same handler as the GuardSignals Lambda
- * (functions/guard/signals.ts, handleGuardStream) fed by DynamoDB Local's change stream of the table (StreamPoller), as Lambda's
+ * (functions/entries/guardSignals.ts, handleGuardStream) fed by DynamoDB Local's change stream of the table (StreamPoller), as Lambda's
  * event source feeds it on AWS (about a second after a send: its batching window). Without it only the
  * high-risk list acts locally; with it the rules block as they do on AWS.
  */

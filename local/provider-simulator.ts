@@ -119,7 +119,7 @@ export const DEFAULT_RECEIPT_NOISE: ReceiptNoise = { duplicate: 0.1, reorder: 0.
 export interface ProviderSimulatorOptions {
   /** Whose rules apply and whose inbox (`/_local/messages`) shows the messages. */
   carrier: () => SimulatedCarrier;
-  /** The SNS receipt function, as a topic subscription invokes it (functions/receipts/sns.ts). */
+  /** The SNS receipt function, as a topic subscription invokes it (functions/entries/snsReceipt.ts). */
   deliverSns: (event: SNSEvent) => Promise<unknown>;
   /** The stack's base URL: Vonage's status webhooks go to `${url}/v2/Callbacks/vonage`. */
   stackUrl: () => string;

@@ -173,7 +173,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const logger = options.logger ?? jsonLogger();
   // One client for the handlers and the state machine's status read (the tests' fault injection sees both).
   const table = tableFromEnv(env, options.dynamoClient);
-  // As the deliver task's root does (functions/tasks/deliver.ts): the AWS senders, to the simulator's endpoints.
+  // As the deliver task's root does (functions/entries/deliver.ts): the AWS senders, to the simulator's endpoints.
   // A region for their clients only: the table client's (DynamoDB Local keeps tables per region) stays as it is.
   const awsSenders = simulator
     ? awsSendersFromEnv({ ...env, AWS_REGION: (env as Env).AWS_REGION ?? 'us-east-1' })
@@ -210,7 +210,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // The workflow needs the deps and the deps need the workflow: tie the knot through a late-bound object.
   const deps = { ...base } as Deps;
   simulated.carrier = carrier;
-  // The SNS receipt function (functions/receipts/sns.ts), invoked as a topic subscription invokes it.
+  // The SNS receipt function (functions/entries/snsReceipt.ts), invoked as a topic subscription invokes it.
   simulated.sns = (event) => buildSnsReceiptHandler(deps)(event);
   const workflow = new LocalWorkflow(deps, logger, table);
   deps.workflow = options.wrapWorkflow ? options.wrapWorkflow(workflow) : workflow;
@@ -276,7 +276,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
 
   const sweep = () => restartStalledDeliveries(deps);
-  // As the sweeper Lambda does (functions/tasks/sweeper.ts): a delivery.ended line per settled delivery.
+  // As the sweeper Lambda does (functions/entries/sweeper.ts): a delivery.ended line per settled delivery.
   const settle = async () => {
     const settled = await settleOverdueDeliveries(deps);
     logSettled(logger, settled);

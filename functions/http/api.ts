@@ -71,7 +71,7 @@ export interface EndpointDeps {
 }
 
 /**
- * Each endpoint's own dependencies. The Lambda entries build one endpoint each (functions/api/*.ts), so the check
+ * Each endpoint's own dependencies. The Lambda entries build one endpoint each (functions/entries/), so the check
  * and fetch bundles hold neither the send path nor what it needs (number parsing and its metadata, routing,
  * providers).
  */

@@ -1,7 +1,7 @@
 /**
  * Requests that match no route of the API: 404 `route_not_found`, or 405 `method_not_allowed` when the path is
  * a route's with another method. One rule for the local stack's server (local/server.ts) and the deployed API's
- * `$default` route (functions/api/fetch.ts), so both answer the same JSON error with a `code`.
+ * `$default` route (functions/entries/fetch.ts), so both answer the same JSON error with a `code`.
  */
 import { jsonResponse, type HttpResponse } from './response';
 

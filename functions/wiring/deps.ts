@@ -1,7 +1,7 @@
 /**
  * The dependencies of the HTTP handlers and the delivery tasks, built from an environment and the keys. No AWS
  * client but DynamoDB's: the workflow (SFN) and the keys (Secrets Manager) are given by the caller, so each
- * function's bundle holds only the clients its own root adds (functions/api/*.ts, functions/tasks/*.ts).
+ * function's bundle holds only the clients its own root adds (functions/entries/).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryDeps } from '../core/delivery';

@@ -1,7 +1,8 @@
 /**
- * The shapes of the Lambda entries: each entry file (functions/api/*.ts, functions/tasks/*.ts,
- * functions/webhooks/*.ts) is its function's composition root and builds only what its handler uses, once per
- * cold start, on the first invocation (reading key secrets is asynchronous).
+ * The shapes of the Lambda entries: each entry file (functions/entries/, named by its manifest key) is its
+ * function's composition root and builds only what its handler uses, once per cold start, on the first
+ * invocation (reading key secrets is asynchronous): `coldStart` keeps what it built, `observed` runs each
+ * invocation with its logger context and flushes its metrics. Every entry goes through both.
  */
 import type { Context } from 'aws-lambda';
 import type { DeliveryTaskInput, DeliveryTaskOutput } from '../core/delivery';

@@ -10,7 +10,7 @@ import { CONSOLE_SCRIPT_TARGETS } from '../console-assets';
 import { Grouping } from './logical-ids';
 
 /**
- * Puts the console's files beside the console function's bundle (`console/`), where functions/api/console.ts reads
+ * Puts the console's files beside the console function's bundle (`console/`), where functions/entries/console.ts reads
  * them: esbuild (the project's own, already used for the bundles) builds console/ui as lib/console-assets.ts does
  * for the local stack. Shell commands, since CDK renders them for Docker bundling too.
  */

@@ -219,7 +219,7 @@ describe('receipts', () => {
     let entry!: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
     jest.isolateModules(() => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- the entry reads its environment when loaded
-      ({ handler: entry } = require('../../functions/api/receipt') as { handler: typeof entry });
+      ({ handler: entry } = require('../../functions/entries/receipt') as { handler: typeof entry });
     });
     const restoreEnvironment = () => {
       for (const [name, value] of Object.entries(before)) {

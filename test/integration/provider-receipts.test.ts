@@ -57,7 +57,7 @@ beforeAll(async () => {
     client: new SocialMessagingClient({ endpoint: social.url, region: 'us-east-1', credentials }),
     now: () => harness.clock.now(),
   });
-  // The deliver task's senders (functions/tasks/deliver.ts builds them from the environment the same way).
+  // The deliver task's senders (functions/entries/deliver.ts builds them from the environment the same way).
   harness.stack.deps.providers = buildProviderRegistry(parseProviderConfig(PROVIDERS), {
     'aws-sms': sms,
     'aws-whatsapp': whatsApp,

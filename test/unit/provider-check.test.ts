@@ -6,7 +6,7 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { vonageChecker } from '../../functions/adapters/providers/check';
 import { PROVIDER_CHECK_KIND } from '../../functions/core/provider-check';
 import { isProviderCheckEvent, readCheckEvent } from '../../functions/wiring/provider-check';
-import { handler } from '../../functions/tasks/deliver';
+import { handler } from '../../functions/entries/deliver';
 
 const privateKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ type: 'pkcs8', format: 'pem' })

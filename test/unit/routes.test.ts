@@ -61,7 +61,7 @@ describe("the fetch function's $default answers", () => {
     let handler!: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
     jest.isolateModules(() => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- the entry reads its environment when loaded
-      ({ handler } = require('../../functions/api/fetch') as { handler: typeof handler });
+      ({ handler } = require('../../functions/entries/fetch') as { handler: typeof handler });
     });
     const event = (method: string, rawPath: string) =>
       ({ routeKey: '$default', rawPath, requestContext: { http: { method } } }) as unknown as ApiEvent;
@@ -119,7 +119,7 @@ describe('the receipt function at its own URL (otp:receiptFunctionUrl)', () => {
     let handler!: (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
     jest.isolateModules(() => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- the entry reads its environment when loaded
-      ({ handler } = require('../../functions/api/receipt') as { handler: typeof handler });
+      ({ handler } = require('../../functions/entries/receipt') as { handler: typeof handler });
     });
     expect(answer(await handler(urlEvent('GET', '/v2/Callbacks/vonage'), context))).toMatchObject({
       status: 405,

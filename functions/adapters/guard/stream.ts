@@ -116,7 +116,7 @@ export function batchFailureCause(error: unknown): 'item_too_large' | 'error' {
 }
 
 /**
- * The guard's stream handler (the GuardSignals Lambda, functions/guard/signals.ts; the local stack's poller,
+ * The guard's stream handler (the GuardSignals Lambda, functions/entries/guardSignals.ts; the local stack's poller,
  * local/guard.ts): the batch's events with their positions, folded once each. A failure is counted
  * (`GuardBatchFailures`) and thrown: the batch is delivered again, and after the event source's retries dropped
  * (its on-failure queue, alarmed): the signals it carried are lost.

@@ -25,7 +25,7 @@ import { renderRegistered, type RegisteredSmsTemplate } from './registered-templ
  * Should a deployment still use a pool with fallback, `RCS_FALLEN_BACK_TO_SMS` is no receipt: the SMS leg's own
  * TEXT_DELIVERED for the same message settles it (aws-events.ts).
  *
- * Receipts come from the configuration set's SNS event destination (functions/receipts/sns.ts), never over HTTP:
+ * Receipts come from the configuration set's SNS event destination (functions/entries/snsReceipt.ts), never over HTTP:
  * `parseReceipt` refuses every callback, so `POST /v2/Callbacks/aws-sms` cannot forge one.
  */
 export interface AwsSmsOptions {

@@ -3,7 +3,7 @@ import type { Context, SNSEvent } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
 import { buildDeps } from '../wiring/deps';
 import { coldStart, observed } from '../wiring/entries';
-import { buildSnsReceiptHandler } from './handlers';
+import { buildSnsReceiptHandler } from '../receipts/handlers';
 
 const handle = coldStart(async () => buildSnsReceiptHandler(buildDeps(process.env, groupKeyRing({}))));
 

@@ -3,7 +3,7 @@ import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { groupKeyRing } from '../adapters/keyring';
 import { buildDeps } from '../wiring/deps';
 import { coldStart, observed } from '../wiring/entries';
-import { buildEventBridgeReceiptHandler } from './handlers';
+import { buildEventBridgeReceiptHandler } from '../receipts/handlers';
 
 const handle = coldStart(async () =>
   buildEventBridgeReceiptHandler(buildDeps(process.env, groupKeyRing({}))),
