@@ -12,12 +12,12 @@ import { OPERATOR_GROUP } from '../functions/console/api';
 import type { LocalRequest, LocalResponse, LocalRoute } from './server';
 
 /** A local console session lasts an hour, like the Cognito ID token on AWS. */
-export const LOCAL_TOKEN_SECONDS = 3600;
+const LOCAL_TOKEN_SECONDS = 3600;
 const ISSUER = 'otp-local-console';
 
 const b64 = (data: Buffer | string) => Buffer.from(data).toString('base64url');
 
-export interface LocalClaims {
+interface LocalClaims {
   sub: string;
   email: string;
   'cognito:groups'?: string[];
@@ -96,7 +96,7 @@ const LOOPBACK_ADDRESSES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** Whether a request came over loopback and names a loopback host (a DNS-rebound page names another host). */
-export function isLoopbackRequest(request: Pick<LocalRequest, 'headers' | 'remoteAddress'>): boolean {
+function isLoopbackRequest(request: Pick<LocalRequest, 'headers' | 'remoteAddress'>): boolean {
   const host = (request.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
   return LOOPBACK_ADDRESSES.has(request.remoteAddress ?? '') && LOOPBACK_HOSTS.has(host);
 }

@@ -17,9 +17,9 @@ const KEY_ID = /^[0-9a-f]{8,64}$/;
 const E164_PREFIX = /^\+[1-9]\d{0,14}$/;
 const LOCALE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
 
-export const MAX_NAME_LENGTH = 100;
+const MAX_NAME_LENGTH = 100;
 /** Long enough for any real OTP message; a guard against pasting a file by mistake. */
-export const MAX_TEMPLATE_LENGTH = 1000;
+const MAX_TEMPLATE_LENGTH = 1000;
 
 export function serviceSid(text: string): string {
   if (!SERVICE_SID.test(text)) {

@@ -18,7 +18,7 @@ import { ProviderError, type ProviderErrorCode } from '../../core/providers';
  * `throwOnRequestTimeout`: without it, @smithy/node-http-handler only logs a warning when `requestTimeout`
  * passes and goes on waiting.
  */
-export const AWS_CONNECT_TIMEOUT_MS = 1_000;
+const AWS_CONNECT_TIMEOUT_MS = 1_000;
 export const AWS_REQUEST_TIMEOUT_MS = 5_000;
 
 /** The `requestHandler` option of an SDK v3 client (NodeHttpHandler's options, taken as a plain object). */
