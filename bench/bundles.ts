@@ -129,7 +129,7 @@ export interface BundleResult {
   ratioToBaseline?: number;
 }
 
-export interface WhatIf {
+interface WhatIf {
   variant: string;
   /** Minified JS bytes per entry. */
   kb: Record<string, number>;
@@ -146,7 +146,7 @@ export interface BundleResults {
 }
 
 /** The console's files as the browser downloads them, reported beside the bundles. */
-export function consoleAssetSizes(): { file: string; kb: number; gzipKb: number }[] {
+function consoleAssetSizes(): { file: string; kb: number; gzipKb: number }[] {
   return Object.entries(buildConsoleAssets().files).map(([file, content]) => ({
     file,
     kb: round(Buffer.byteLength(content) / 1024, 1),
@@ -188,10 +188,10 @@ async function whatIfSizes(entries: string[]): Promise<WhatIf[]> {
 }
 
 /** The options CDK passes to esbuild for the stack's functions (the manifest's BUNDLING). */
-export const CDK_ESBUILD_OPTIONS = ESBUILD_OPTIONS;
+const CDK_ESBUILD_OPTIONS = ESBUILD_OPTIONS;
 
 /** The entries the CDK stack deploys: the function manifest's. */
-export function lambdaEntries(): string[] {
+function lambdaEntries(): string[] {
   return FUNCTION_NAMES.map((name) => FUNCTIONS[name].entry);
 }
 

@@ -92,7 +92,7 @@ export const ASSUMPTIONS = {
  * read at or after it (the execution ends there), or, none being left, at the AfterWait task after the whole
  * wait (which reads the record itself and ends the delivery, or moves on).
  */
-export function receiptWaitEnd(
+function receiptWaitEnd(
   waitSeconds: number,
   receiptSeconds: number,
 ): { endsAtSeconds: number; reads: number; afterWait: boolean } {
@@ -107,7 +107,7 @@ export function receiptWaitEnd(
 }
 
 /** The delivery workflow's bill for one receipt delay, projected to AWS, USD per million verifications. */
-export interface ReceiptDelayRow {
+interface ReceiptDelayRow {
   /** `one Wait state` for the workflow before the status reads (any receipt within the wait). */
   receipt: string;
   statusReads: number;
@@ -123,7 +123,7 @@ export interface ReceiptDelayRow {
   totalUsd: number;
 }
 
-export interface CostLine {
+interface CostLine {
   service: string;
   /** USD per million verifications with the durations measured on this machine. */
   measured: number;

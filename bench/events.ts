@@ -6,7 +6,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import type { ApiContext } from '../functions/http/middleware';
 
-export interface EventInput {
+interface EventInput {
   method: 'GET' | 'POST';
   /** The API Gateway route, e.g. `/v2/Services/{ServiceSid}/Verifications`. */
   route: string;
@@ -18,7 +18,7 @@ export interface EventInput {
   body?: { text: string; contentType: string };
 }
 
-export function apiGatewayEvent(input: EventInput): APIGatewayProxyEventV2 {
+function apiGatewayEvent(input: EventInput): APIGatewayProxyEventV2 {
   const path = input.route.replace(/\{(\w+)\}/g, (_, name: string) =>
     encodeURIComponent(input.pathParameters[name] ?? ''),
   );

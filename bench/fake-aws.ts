@@ -27,7 +27,7 @@ export interface FakeAws {
   close(): Promise<void>;
 }
 
-export const BENCH_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:000000000000:stateMachine:bench-delivery';
+const BENCH_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:000000000000:stateMachine:bench-delivery';
 const secretArn = (group: KeyGroup) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:bench-${group}`;
 
 export async function startFakeAws(masterKey: string): Promise<FakeAws> {

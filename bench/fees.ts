@@ -154,7 +154,7 @@ export function expectedFees(
 }
 
 /** Countries shown: channel orders from several to two channels. */
-export const SAMPLE_COUNTRIES = ['US', 'GB', 'DE', 'IN', 'BR'] as const;
+const SAMPLE_COUNTRIES = ['US', 'GB', 'DE', 'IN', 'BR'] as const;
 
 export interface CountryFees extends FeeEstimate {
   country: string;

@@ -21,10 +21,10 @@ import type { BenchService } from './service';
 import { NumberSource, type BenchDb } from './setup';
 import { distribution, median, percentile, round, type Distribution } from './stats';
 
-export const RAW_KINDS = ['GetItem', 'UpdateItem', 'BatchGetItem', 'TransactWriteItems'] as const;
+const RAW_KINDS = ['GetItem', 'UpdateItem', 'BatchGetItem', 'TransactWriteItems'] as const;
 type RawKind = (typeof RAW_KINDS)[number];
 
-export interface OperationLatency {
+interface OperationLatency {
   operation: string;
   /** Whole handler call (what Lambda bills), ms. */
   handler: Distribution;
@@ -44,7 +44,7 @@ export interface OperationLatency {
   ratioToRaw: number;
 }
 
-export interface RawLatency {
+interface RawLatency {
   kind: RawKind;
   /** Issued directly, outside any handler. */
   raw: Distribution;
@@ -52,7 +52,7 @@ export interface RawLatency {
   inHandlers?: Distribution;
 }
 
-export interface TaskLatency {
+interface TaskLatency {
   task: string;
   duration: Distribution;
   dynamo: Distribution;

@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderReport, type BenchResults, type Target } from './report';
 
-export const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
+const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
 
 export type Section = 'bench' | 'fees' | 'guard';
 
@@ -20,7 +20,7 @@ const SECTIONS: Record<Section, { heading: string; command: string }> = {
   guard: { heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
 };
 
-export const MAX_CELL_CHARS = 40;
+const MAX_CELL_CHARS = 40;
 
 const startMarker = (section: Section) => `<!-- ${section} results: start -->`;
 const endMarker = (section: Section) => `<!-- ${section} results: end -->`;

@@ -21,7 +21,7 @@ import {
 type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
 
-export interface KindTotals {
+interface KindTotals {
   calls: number;
   /** Condition failures (ConditionalCheckFailed, a cancelled transaction). */
   conditionFailures: number;
@@ -39,7 +39,7 @@ export type Totals = Record<string, KindTotals>;
 
 const READ_KINDS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
 
-export const isReadKind = (kind: string): boolean => READ_KINDS.has(kind);
+const isReadKind = (kind: string): boolean => READ_KINDS.has(kind);
 
 /**
  * Requests of the API-key middleware (the per-key limit's UpdateItem, the key lookup on a cache miss) are

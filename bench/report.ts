@@ -64,7 +64,7 @@ function sdkChoiceOf(bundle: BundleResult) {
 }
 
 /** The target for the projected AWS bill of one million verifications (the cost model's "projected" column). */
-export const BILL_TARGET_USD = 20;
+const BILL_TARGET_USD = 20;
 
 export function evaluateTargets(
   counts: CountResults,

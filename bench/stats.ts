@@ -10,7 +10,7 @@ export function percentile(samples: readonly number[], p: number): number {
 
 export const median = (samples: readonly number[]) => percentile(samples, 50);
 
-export const mean = (samples: readonly number[]) =>
+const mean = (samples: readonly number[]) =>
   samples.length === 0 ? Number.NaN : samples.reduce((total, value) => total + value, 0) / samples.length;
 
 export interface Distribution {

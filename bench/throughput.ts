@@ -22,7 +22,7 @@ import {
 } from './setup';
 import { round } from './stats';
 
-export interface ThroughputRun {
+interface ThroughputRun {
   operation: string;
   connections: number;
   /** Seconds the run lasted (shorter than asked when its pool of fresh verifications ran out). */

@@ -5,8 +5,8 @@
  * bundle holds only the AWS clients it calls
  * (lib/functions.ts declares them; test/unit/bundles.test.ts checks).
  */
-export { buildDeps, NO_WORKFLOW, type Deps } from './wiring/deps';
-export { allowedChannelsFromEnv, required, type Env } from './wiring/env';
-export { coldStart, logDeliveryEnded, logSettled } from './wiring/entries';
+export { buildDeps, type Deps } from './wiring/deps';
+export { allowedChannelsFromEnv } from './wiring/env';
+export { logSettled } from './wiring/entries';
 export { loadKeyRing } from './wiring/keys';
 export { buildWebhookSenderDeps } from './wiring/webhook-sender';

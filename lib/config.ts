@@ -43,9 +43,9 @@ export interface OtpConfig {
 }
 
 /** Context key of each setting: `otp:` + the setting's name, e.g. `otp:codeTtlSeconds`. */
-export const settingContextKey = (name: keyof Settings): string => `otp:${name}`;
+const settingContextKey = (name: keyof Settings): string => `otp:${name}`;
 
-export const CONTEXT_KEYS = {
+const CONTEXT_KEYS = {
   allowedChannels: 'otp:allowedChannels',
   carrierUrl: 'otp:carrierUrl',
   throttleRateLimit: 'otp:throttleRateLimit',
@@ -58,7 +58,7 @@ export const CONTEXT_KEYS = {
   alarmTopicArn: 'otp:alarmTopicArn',
 } as const;
 
-export const DEFAULTS = {
+const DEFAULTS = {
   throttleRateLimit: 100,
   throttleBurstLimit: 200,
   // As much as the public API: each accepted send brings a receipt for each channel that accepted it.

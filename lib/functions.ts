@@ -24,7 +24,7 @@ export type FunctionName =
   | 'console';
 
 /** DynamoDB actions on the table, allowed only on items whose partition key is of one of `families`. */
-export interface TableGrant {
+interface TableGrant {
   actions: string[];
   families: PartitionFamily[];
   /** Granted only when the deployment uses this provider (lib/provider-config.ts). */
@@ -49,14 +49,14 @@ export type AwsClient =
  * exactly the configured identities' ARNs (lib/constructs/providers.ts): `sms-voice:SendTextMessage` for aws-sms,
  * `social-messaging:SendWhatsAppMessage` for aws-whatsapp.
  */
-export type AwsSendingProvider = 'aws-sms' | 'aws-whatsapp';
-export const AWS_SENDING_CLIENT: Record<AwsSendingProvider, AwsClient> = {
+type AwsSendingProvider = 'aws-sms' | 'aws-whatsapp';
+const AWS_SENDING_CLIENT: Record<AwsSendingProvider, AwsClient> = {
   'aws-sms': '@aws-sdk/client-pinpoint-sms-voice-v2',
   'aws-whatsapp': '@aws-sdk/client-socialmessaging',
 };
 
 /** Provider credentials kept in Secrets Manager (the stack creates the secret when the provider is in use). */
-export type ProviderSecretName = 'vonage';
+type ProviderSecretName = 'vonage';
 
 export interface HttpRoute {
   method: 'GET' | 'POST' | 'ANY';

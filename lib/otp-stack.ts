@@ -183,7 +183,7 @@ export class OtpStack extends Stack {
     });
 
     new CfnOutput(this, 'ApiUrl', {
-      description: "Base URL of the API (the spec's {base_url}); append /v2/Services/...",
+      description: "The API's base URL (no trailing slash): append /v2/Services/...",
       value: this.api.apiEndpoint,
     });
     if (this.receiptUrl) {

@@ -50,7 +50,7 @@ const REMOVED_CONTEXT_KEYS: Readonly<Record<string, string>> = {
     'settles it as delivered (docs/providers.md); delete the key',
 };
 
-export interface AwsSmsSettings {
+interface AwsSmsSettings {
   /** ARN of the pool, phone number or sender id that sends `sms`; undefined when aws-sms carries no sms. */
   originationIdentityArn: string | undefined;
   /** ARN of the RCS agent, or of a pool holding it alone, that sends `rcs` (no SMS fallback on AWS's side). */
@@ -63,7 +63,7 @@ export interface AwsSmsSettings {
   registeredTemplates: string | undefined;
 }
 
-export interface AwsWhatsAppSettings {
+interface AwsWhatsAppSettings {
   /** `phone-number-id-...` or its ARN. */
   phoneNumberId: string;
   templateName: string;
@@ -72,7 +72,7 @@ export interface AwsWhatsAppSettings {
   metaApiVersion: string;
 }
 
-export interface VonageSettings {
+interface VonageSettings {
   baseUrl: string | undefined;
   /** Sender per channel (JSON in `OTP_VONAGE_FROM`). */
   from: Partial<Record<Channel, string>>;
@@ -119,7 +119,7 @@ const WHATSAPP_PHONE_NUMBER_ID_PREFIX = 'phone-number-id-';
  * 2026-11-26). Synth refuses a version Meta has retired: AWS passes `metaApiVersion` on to Meta, so every
  * WhatsApp send would fail. A version newer than this table is accepted (Meta has not announced its end).
  */
-export const META_API_VERSION_ENDS: Readonly<Record<string, string | undefined>> = {
+const META_API_VERSION_ENDS: Readonly<Record<string, string | undefined>> = {
   'v19.0': '2026-05-21',
   'v20.0': '2026-09-24',
   'v21.0': '2027-01-21',

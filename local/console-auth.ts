@@ -12,12 +12,12 @@ import { OPERATOR_GROUP } from '../functions/console/routes';
 import { isLoopbackRequest, type LocalResponse, type LocalRoute } from './server';
 
 /** A local console session lasts an hour, like the Cognito ID token on AWS. */
-export const LOCAL_TOKEN_SECONDS = 3600;
+const LOCAL_TOKEN_SECONDS = 3600;
 const ISSUER = 'otp-local-console';
 
 const b64 = (data: Buffer | string) => Buffer.from(data).toString('base64url');
 
-export interface LocalClaims {
+interface LocalClaims {
   sub: string;
   email: string;
   'cognito:groups'?: string[];

@@ -14,7 +14,7 @@ const SIMULATOR_PACKAGE = 'amplify-dynamodb-simulator@2.9.30';
 const CACHE_DIR = resolve(__dirname, '..', '.cache', 'dynamodb-local');
 
 /** The unpacked emulator folder, fetching it on first use. */
-export function ensureEmulator(): string {
+function ensureEmulator(): string {
   const emulator = join(CACHE_DIR, 'emulator');
   if (existsSync(join(emulator, 'DynamoDBLocal.jar'))) return emulator;
   mkdirSync(CACHE_DIR, { recursive: true });
@@ -36,7 +36,7 @@ export function ensureEmulator(): string {
   return emulator;
 }
 
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.unref();

@@ -53,7 +53,7 @@ import { findModel, SmithyValidator, type SmithyModel, type ValidationIssue } fr
 import { SimulatedTimers } from './timers';
 
 /** The providers of each channel under the simulator; `sna` stays on the simulated carrier (http-carrier). */
-export const SIMULATED_PROVIDERS = {
+const SIMULATED_PROVIDERS = {
   sms: 'aws-sms',
   rcs: 'aws-sms',
   whatsapp: 'aws-whatsapp',
@@ -114,7 +114,7 @@ export interface ReceiptNoise {
   seed: number;
 }
 
-export const DEFAULT_RECEIPT_NOISE: ReceiptNoise = { duplicate: 0.1, reorder: 0.1, seed: 1 };
+const DEFAULT_RECEIPT_NOISE: ReceiptNoise = { duplicate: 0.1, reorder: 0.1, seed: 1 };
 
 export interface ProviderSimulatorOptions {
   /** Whose rules apply and whose inbox (`/_local/messages`) shows the messages. */

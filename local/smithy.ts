@@ -51,7 +51,7 @@ export interface ValidationIssue {
  * repository, and test/fixtures/aws-models/ (whose README says where they come from and why they are kept
  * outside the repository for now).
  */
-export const modelDirectories = (): string[] =>
+const modelDirectories = (): string[] =>
   [
     process.env.OTP_AWS_MODELS_DIR,
     path.join(__dirname, '..', '..', 'shared', 'aws-models'),

@@ -31,7 +31,7 @@ import {
 import type { LocalRoute } from './server';
 import { StreamPoller } from './stream-poller';
 
-export const LOCAL_RECEIVER_PATH = '/_local/webhooks/receiver';
+const LOCAL_RECEIVER_PATH = '/_local/webhooks/receiver';
 
 /** A message the sender kept failing on is handed back this many times, as SQS's redrive policy does. */
 const MAX_RECEIVES = 5;
@@ -42,11 +42,11 @@ const RECEIVE_RETRY_MS = 1000;
  * invocation of a chain Lambda → SQS → Lambda once about this many have run. The stack sets Allow on the sender.
  */
 export const LAMBDA_RECURSION_LIMIT = 16;
-export type RecursiveLoop = 'Allow' | 'Terminate';
+type RecursiveLoop = 'Allow' | 'Terminate';
 /** Local only: `Terminate` shows what Lambda's default would do to the retry schedule. */
-export const RECURSIVE_LOOP_ENV = 'OTP_WEBHOOK_RECURSIVE_LOOP';
+const RECURSIVE_LOOP_ENV = 'OTP_WEBHOOK_RECURSIVE_LOOP';
 
-export function recursiveLoopFromEnv(env: Readonly<Record<string, string | undefined>>): RecursiveLoop {
+function recursiveLoopFromEnv(env: Readonly<Record<string, string | undefined>>): RecursiveLoop {
   const value = env[RECURSIVE_LOOP_ENV];
   if (value === undefined || value === '' || value === 'Allow') return 'Allow';
   if (value === 'Terminate') return 'Terminate';
@@ -70,7 +70,7 @@ interface Delayed {
   remainingMs: number;
 }
 
-export interface LocalWebhookQueueOptions {
+interface LocalWebhookQueueOptions {
   /** The retry schedule's scale (OTP_WEBHOOK_BACKOFF_SCALE): SQS's 15-minute hops of a retry shrink with it. */
   backoffScale: number;
   /** What Lambda does past LAMBDA_RECURSION_LIMIT invocations of one chain; Allow, as the stack sets it. */
@@ -89,7 +89,7 @@ export interface LocalWebhookQueueOptions {
  * per job (`senderInvocations`), and with `recursiveLoop: 'Terminate'` stops a chain at its 17th invocation and
  * dead-letters the job, as Lambda's default loop detection would.
  */
-export class LocalWebhookQueue implements WebhookQueue {
+class LocalWebhookQueue implements WebhookQueue {
   readonly maxDelaySeconds = Number.POSITIVE_INFINITY;
   readonly deadLetters: { job: WebhookJob; reason: string; at: string }[] = [];
   /** Switchable on a running stack (tests); starts as the options say. */
@@ -253,7 +253,7 @@ export interface WebhookPost {
 const MAX_RECORDED_POSTS = 2000;
 
 /** Wraps the real transport and keeps every POST, oldest first. */
-export class RecordingTransport implements WebhookTransport {
+class RecordingTransport implements WebhookTransport {
   readonly posts: WebhookPost[] = [];
 
   constructor(

@@ -1,6 +1,6 @@
 /**
- * `npx tsx scripts/check-links.ts`: checks every relative link of README.md, docs/*.md and the decision records
- * (docs/adr/*.md). A link is broken when
+ * `npx tsx scripts/check-links.ts`: checks every relative link of README.md, CONTRIBUTING.md, docs/*.md and the
+ * decision records (docs/adr/*.md). A link is broken when
  * its file does not exist, or when its `#anchor` names no heading of the target Markdown file (GitHub's anchors:
  * the heading's text lower-cased, punctuation dropped, spaces as hyphens, `-1`, `-2`... for repeats). Links inside
  * code blocks and code spans are not links; absolute URLs (`https:`, `mailto:`...) are not checked. Prints the
@@ -19,7 +19,7 @@ export interface BrokenLink {
   reason: string;
 }
 
-/** README.md, every docs/*.md and docs/adr/*.md, relative to the root. */
+/** README.md, CONTRIBUTING.md, every docs/*.md and docs/adr/*.md, relative to the root. */
 export function markdownFiles(root: string = REPO_ROOT): string[] {
   const pages = (folder: string) =>
     existsSync(join(root, folder))
@@ -28,7 +28,7 @@ export function markdownFiles(root: string = REPO_ROOT): string[] {
           .sort()
           .map((name) => `${folder}/${name}`)
       : [];
-  return ['README.md', ...pages('docs'), ...pages('docs/adr')];
+  return ['README.md', 'CONTRIBUTING.md', ...pages('docs'), ...pages('docs/adr')];
 }
 
 /** The lines of a Markdown text with fenced code blocks blanked (kept as empty lines, so numbers stay right). */

@@ -51,12 +51,12 @@ import { DEFAULT_SETTINGS } from '../../functions/core/settings';
 import { RecordingWorkflow, RememberingRandom, addTable, createAccount, type BenchDb } from '../setup';
 
 /** The measured day's midnight; the run's times are ms from it. */
-export const DAY = new Date('2026-11-22T00:00:00.000Z').getTime();
+const DAY = new Date('2026-11-22T00:00:00.000Z').getTime();
 
-export type SendOutcome = { ok: true; sid: string } | { ok: false; code: string };
+type SendOutcome = { ok: true; sid: string } | { ok: false; code: string };
 
 /** A guard decision seen on the stream (a refusal, or at shadow a send it would have refused). */
-export interface SeenDecision {
+interface SeenDecision {
   e164: string;
   reason: string;
   mode: string;
@@ -202,7 +202,7 @@ export interface GuardSnapshot {
  * a time, so a write never loses its version check): the consumer works on the stored records themselves. The
  * view a send reads is the memory adapter's (`guardViewOf`).
  */
-export class BenchGuardStore implements GuardSignalStore {
+class BenchGuardStore implements GuardSignalStore {
   private readonly countries: Map<string, CountryRecord>;
   private readonly scopes: Map<string, ScopeRecord>;
 

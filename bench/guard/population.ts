@@ -28,14 +28,14 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
-export function hash(text: string): number {
+function hash(text: string): number {
   let h = 2166136261;
   for (const char of text) h = Math.imul(h ^ char.charCodeAt(0), 16777619);
   return h >>> 0;
 }
 
 /** Zipf–Mandelbrot weight of the range at `rank` (0 = most used): 1 / (rank + Q)^S. */
-export const ZIPF = { S: 1.1, Q: 10 };
+const ZIPF = { S: 1.1, Q: 10 };
 /** Random completions tried per prefix while enumerating (1, 2, 3 and 4 digits). */
 const TRIES = [400, 120, 50, 24];
 

@@ -102,7 +102,7 @@ class Queue {
 const less = (a: Item, b: Item) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
 /** The warm-up's history: the model's legitimate traffic over the two days before `until`, from `seed`. */
-export function warmHistory(scenario: Scenario, seed: number): HistoryEvent[] {
+function warmHistory(scenario: Scenario, seed: number): HistoryEvent[] {
   const until = scenario.from;
   const sends = legitimate(scenario.model, seed + WARM_SEED_OFFSET, until - WARM_DAYS * 24 * HOUR, until);
   const history: HistoryEvent[] = [];
@@ -129,8 +129,7 @@ export function warmHistory(scenario: Scenario, seed: number): HistoryEvent[] {
 }
 
 /** The key of the warm-up a scenario needs (scenarios with the same key share one warm-up). */
-export const warmKey = (scenario: Scenario, seed: number) =>
-  `${seed}/${scenario.model.name}/${scenario.from}`;
+const warmKey = (scenario: Scenario, seed: number) => `${seed}/${scenario.model.name}/${scenario.from}`;
 
 export type BenchFactory = (scenario: Scenario, guardState?: GuardSnapshot) => Promise<GuardBench>;
 

@@ -12,7 +12,7 @@ import { mulberry32, numbersOf } from './population';
 
 export const MINUTE = 60_000;
 export const HOUR = 3_600_000;
-export { mulberry32, numbersOf };
+export { mulberry32 };
 
 /**
  * Seeds for tuning the guard (any run on them may shape a rule), and the held-out seeds the bench reports by
@@ -30,7 +30,7 @@ export interface Check {
   wrong?: boolean;
 }
 
-export type Group = 'legit' | 'focus' | 'attack';
+type Group = 'legit' | 'focus' | 'attack';
 
 export interface PlannedSend {
   at: number;
@@ -117,7 +117,7 @@ export function hourShare(model: LegitModel, country: string, at: number): numbe
 const checkDelay = (rand: () => number) => 10_000 + rand() * 140_000;
 
 /** A legitimate user's follow-ups: converts at `conversion`; else half retry after 30-90 s. */
-export function legitFollowUp(
+function legitFollowUp(
   rand: () => number,
   conversion: number,
 ): Pick<PlannedSend, 'checks' | 'retry' | 'retryOnBlock'> {
@@ -136,12 +136,7 @@ export function legitFollowUp(
 }
 
 /** Arrivals over [from, to) at an hourly rate (per hour), a Poisson process hour by hour. */
-export function arrivals(
-  rand: () => number,
-  from: number,
-  to: number,
-  rate: (at: number) => number,
-): number[] {
+function arrivals(rand: () => number, from: number, to: number, rate: (at: number) => number): number[] {
   const times: number[] = [];
   for (let hour = Math.floor(from / HOUR); hour * HOUR < to; hour++) {
     const start = Math.max(from, hour * HOUR);

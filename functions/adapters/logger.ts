@@ -10,7 +10,7 @@ import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { mapStack } from './stack-map';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** An `Error` field is logged as its name, message and stack only (never its other properties). */
 export type LogFields = Record<string, string | number | boolean | null | undefined | Error>;
 
@@ -21,14 +21,14 @@ export interface Logger {
 export type LogSink = (line: string) => void;
 
 /** Field names never logged, whatever a caller passes: the code, API keys, request and message bodies. */
-export const REDACTED_FIELDS: ReadonlySet<string> = new Set(
+const REDACTED_FIELDS: ReadonlySet<string> = new Set(
   ['code', 'apiKey', 'x-api-key', 'body', 'messageBody', 'masterKey', 'secret', 'authorization'].map((name) =>
     name.toLowerCase(),
   ),
 );
 
 /** The fields as logged: redacted names dropped, errors reduced to name, message and stack. */
-export function safeFields(fields: LogFields): Record<string, unknown> {
+function safeFields(fields: LogFields): Record<string, unknown> {
   const safe: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(fields)) {
     if (REDACTED_FIELDS.has(name.toLowerCase()) || value === undefined) continue;

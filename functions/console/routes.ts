@@ -100,7 +100,7 @@ export interface ConsoleDeps {
   assets: () => Promise<ConsoleAssets>;
 }
 
-export interface ConsoleUser {
+interface ConsoleUser {
   id: string;
   /** For people: the e-mail claim when there is one. */
   name: string;
@@ -108,9 +108,9 @@ export interface ConsoleUser {
 }
 
 /** At most this many charge lines a request reads; the page says when there were more. */
-export const MAX_CHARGE_LINES = 5000;
+const MAX_CHARGE_LINES = 5000;
 /** Verifications read (BatchGetItem) for the countries of charges and for conversion. */
-export const MAX_VERIFICATIONS_READ = 1000;
+const MAX_VERIFICATIONS_READ = 1000;
 /** Verifications a list page shows; a number search looks through this many of the latest. */
 export const LIST_PAGE = 50;
 export const SEARCH_DEPTH = 1000;
@@ -560,7 +560,7 @@ const API_PREFIX = `${CONSOLE_PREFIX}/api`;
  * The strict policy of every console page: scripts and styles from the console's own files only (no inline
  * script or style, no eval), JSON from the same origin and from the sign-in service, nothing framed.
  */
-export function contentSecurityPolicy(connect: readonly string[]): string {
+function contentSecurityPolicy(connect: readonly string[]): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -718,7 +718,7 @@ function claimsOf(event: APIGatewayProxyEventV2): Record<string, unknown> | unde
  * The user of a request: `sub` is the id memberships are kept under; `cognito:groups` says whether it is an
  * operator. API Gateway hands array claims over as a string, `[operators other]`.
  */
-export function userFromClaims(claims: Record<string, unknown> | undefined): ConsoleUser | undefined {
+function userFromClaims(claims: Record<string, unknown> | undefined): ConsoleUser | undefined {
   const sub = claims?.sub;
   if (typeof sub !== 'string' || !/^[A-Za-z0-9@._+:-]{1,128}$/.test(sub)) return undefined;
   const raw = claims!['cognito:groups'];

@@ -78,7 +78,7 @@ function csvField(value: string): string {
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
-export interface ConversionRow {
+interface ConversionRow {
   key: string;
   /** Accepted (charged) sends. */
   sent: number;
@@ -146,7 +146,7 @@ const orderedAttempts = (v: Verification): (DeliveryAttempt & { index: number })
     .map(([index, attempt]) => ({ ...attempt, index: Number(index) }))
     .sort((a, b) => a.index - b.index);
 
-export type TimelineKind =
+type TimelineKind =
   | 'created'
   | 'attempt'
   | 'switch'
@@ -158,7 +158,7 @@ export type TimelineKind =
   | 'webhook-failed'
   | 'note';
 
-export interface TimelineEntry {
+interface TimelineEntry {
   kind: TimelineKind;
   /** ISO time, when the table knows it. */
   at?: string;

@@ -169,7 +169,7 @@ const waitForReceipt = (input: DeliveryTaskInput, answers: ChannelAnswer[]): Del
  * The carried answers as whole attempts to write, for the channels the record still holds as claimed: one a
  * receipt already recorded, or any entry the workflow could not have produced, is left as it is.
  */
-export function answeredAttempts(verification: Verification, answers: unknown): AnsweredAttempts {
+function answeredAttempts(verification: Verification, answers: unknown): AnsweredAttempts {
   const attempts: AnsweredAttempts = {};
   if (!Array.isArray(answers)) return attempts;
   for (const answer of answers as Partial<ChannelAnswer>[]) {

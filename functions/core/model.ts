@@ -51,7 +51,7 @@ export interface Service {
 }
 
 /** `sending`: a task claimed the channel and is handing the message over (or died doing so). */
-export type DeliveryOutcome = 'sending' | 'accepted' | 'rejected' | 'failed';
+type DeliveryOutcome = 'sending' | 'accepted' | 'rejected' | 'failed';
 
 /** One channel tried by the delivery workflow. */
 export interface DeliveryAttempt {

@@ -2,7 +2,7 @@ import type { NumberType, PhoneNumber } from './phone';
 
 export const CHANNELS = ['sms', 'whatsapp', 'viber', 'rcs', 'sna'] as const;
 export type Channel = (typeof CHANNELS)[number];
-export const isChannel = (value: string): value is Channel => (CHANNELS as readonly string[]).includes(value);
+const isChannel = (value: string): value is Channel => (CHANNELS as readonly string[]).includes(value);
 
 /**
  * A comma-separated list of channels, as the stack's context (`otp:allowedChannels`), the functions' environment

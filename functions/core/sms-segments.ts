@@ -13,7 +13,7 @@ const GSM_EXTENSION = '\f^{}\\[~]|€';
 const BASIC = new Set(GSM_BASIC);
 const EXTENSION = new Set(GSM_EXTENSION);
 
-export type SmsEncoding = 'GSM-7' | 'UCS-2';
+type SmsEncoding = 'GSM-7' | 'UCS-2';
 
 export interface SmsSize {
   encoding: SmsEncoding;
@@ -28,7 +28,7 @@ const LIMITS = {
 } as const;
 
 /** The longest code a send can carry: a caller's own code of up to 10 characters. */
-export const LONGEST_CODE = '0'.repeat(10);
+const LONGEST_CODE = '0'.repeat(10);
 
 /** Each character's size in the text's encoding, in order. */
 function widths(text: string): { encoding: SmsEncoding; sizes: number[] } {

@@ -34,7 +34,7 @@ export interface SweeperDeps {
 /** A delivery not started this long after the send is taken as stalled; a healthy one starts within a second. */
 export const STALL_SECONDS = 30;
 /** Sends older than this are past any default code lifetime; delivering them would be useless. */
-export const SWEEP_LOOKBACK_SECONDS = 15 * 60;
+const SWEEP_LOOKBACK_SECONDS = 15 * 60;
 /**
  * The settle half looks at a send this long after it was accepted: a delivery claimed within a second of its
  * send is past its deadline by then (core/delivery-time.ts); one claimed later (restarted) is deferred to it.
@@ -44,9 +44,9 @@ export const SETTLE_AGE_SECONDS = UNSETTLED_DEADLINE_SECONDS;
  * How far back a half looks when its cursor is older (or absent: the first run): a sweeper that did not run for
  * longer leaves the sends before that unlooked-at (their deliveries may stay PENDING).
  */
-export const SETTLE_LOOKBACK_SECONDS = 60 * 60;
+const SETTLE_LOOKBACK_SECONDS = 60 * 60;
 /** The deferred list's bound (the cursor is one item): beyond it the latest due are dropped, and counted. */
-export const MAX_DEFERRED = 2000;
+const MAX_DEFERRED = 2000;
 /**
  * The most sends a half reads in one run: a run must end within its time-out, so a sweeper catching up after an
  * outage (or on its first run, an hour back) gets there over several runs (about 2 s of reads each).

@@ -62,7 +62,7 @@ export interface ApiDeps {
 export type ApiHandler = (event: ApiEvent, context: ApiContext) => Promise<HttpResponse>;
 
 /** What every endpoint needs: logging, metrics, and the key's item for auth and the per-key limit. */
-export interface EndpointDeps {
+interface EndpointDeps {
   store: ApiKeyStore;
   clock: Clock;
   settings: Pick<Settings, 'keyRequestsPerMinute'>;

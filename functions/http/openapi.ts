@@ -24,7 +24,7 @@ export type OperationName = 'send' | 'check' | 'fetch';
 const EVERY_ENDPOINT: readonly ErrorCode[] = ['unauthorized', 'forbidden', 'rate_limited', 'internal_error'];
 
 /** The error codes of each endpoint: the API's, then the service's own (docs/api.md, Choices). */
-export const OPERATION_ERRORS: Readonly<Record<OperationName, readonly ErrorCode[]>> = {
+const OPERATION_ERRORS: Readonly<Record<OperationName, readonly ErrorCode[]>> = {
   send: [
     'invalid_parameter',
     'invalid_code',

@@ -3,7 +3,7 @@ import * as z from 'zod/mini';
 import { OtpError, type ErrorCode } from '../core/errors';
 
 /** Bodies are small forms; anything larger is refused before parsing. */
-export const MAX_BODY_BYTES = 16 * 1024;
+const MAX_BODY_BYTES = 16 * 1024;
 
 const header = (event: APIGatewayProxyEventV2, name: string): string | undefined => {
   // API Gateway HTTP APIs lower-case header names; other callers of the handlers may not.

@@ -18,7 +18,7 @@ export const CODE_STATUSES = [
   'EXPIRED',
   'LOCKED',
 ] as const satisfies readonly CodeStatus[];
-export const DELIVERY_STATUSES = [
+const DELIVERY_STATUSES = [
   'PENDING',
   'SENT',
   'DELIVERED',

@@ -19,7 +19,7 @@ import type { Env } from './env';
  * What the page reads from `/console/config.json`: on AWS the Cognito hosted sign-in (`CONSOLE_AUTH_URL`, the user
  * pool domain, and `CONSOLE_CLIENT_ID`); without them, the local stack's loopback sign-in.
  */
-export function consolePublicConfig(env: Env): Record<string, string> {
+function consolePublicConfig(env: Env): Record<string, string> {
   if (env.CONSOLE_AUTH_URL && env.CONSOLE_CLIENT_ID) {
     return {
       mode: 'cognito',

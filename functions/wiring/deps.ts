@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryDeps } from '../core/delivery';
-import type { DeliveryWorkflow, DeliverySweepStore } from '../core/ports';
+import type { DeliverySweepStore } from '../core/ports';
 import { settingsFromEnv } from '../core/settings';
 import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
@@ -53,8 +53,3 @@ export function buildDeps(
     metrics: metrics ?? (logger ? noMetrics : lambdaMetrics()),
   };
 }
-
-/** The workflow of a function that never starts one (check, fetch): a call would be a bug, and fails. */
-export const NO_WORKFLOW: DeliveryWorkflow = {
-  start: () => Promise.reject(new Error('this function does not start the delivery workflow')),
-};

@@ -106,7 +106,7 @@ export function taskEntry<D extends { logger: Logger }>(
 }
 
 /** One line per ended delivery; the failed-delivery alarm reads the `DeliveriesFailed` metric (core/delivery.ts). */
-export function logDeliveryEnded(logger: Logger, output: DeliveryTaskOutput): void {
+function logDeliveryEnded(logger: Logger, output: DeliveryTaskOutput): void {
   logger.log('info', 'delivery.ended', { sid: output.sid, deliveryStatus: output.deliveryStatus });
 }
 

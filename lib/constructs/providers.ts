@@ -58,11 +58,7 @@ import { OtpFunction } from './otp-function';
  * `TEXT_SUCCESSFUL` among them (final in countries that report no delivery). Each event published is an SNS
  * request and a receipt function invocation.
  */
-export const SMS_RECEIPT_EVENT_TYPES: readonly string[] = [
-  ...SMS_DELIVERED,
-  SMS_SETTLED_ON_SUCCESS,
-  ...SMS_FAILED,
-];
+const SMS_RECEIPT_EVENT_TYPES: readonly string[] = [...SMS_DELIVERED, SMS_SETTLED_ON_SUCCESS, ...SMS_FAILED];
 
 /** The services that publish provider events to the topic. */
 const PUBLISHERS = ['sms-voice.amazonaws.com', 'social-messaging.amazonaws.com'];

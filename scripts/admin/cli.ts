@@ -32,7 +32,7 @@ export interface AdminOptions {
   deployedDeliverInvoker?: typeof deployedDeliverInvoker;
 }
 
-export interface AdminTarget {
+interface AdminTarget {
   tableName: string;
   endpoint?: string;
   region?: string;
@@ -94,10 +94,7 @@ export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}
   });
 }
 
-export function resolveTarget(
-  values: OptionValues,
-  readLocalStack: () => LocalStackState | undefined,
-): AdminTarget {
+function resolveTarget(values: OptionValues, readLocalStack: () => LocalStackState | undefined): AdminTarget {
   if (values.endpoint !== undefined && values.table === undefined) {
     throw new UsageError('--endpoint needs --table NAME (the table in that DynamoDB)');
   }

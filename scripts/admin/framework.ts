@@ -15,7 +15,7 @@ import type { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/w
 import type { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 
 /** Every option any command takes; `parseArgs` needs them all to tell option values from positionals. */
-export const OPTIONS = {
+const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   endpoint: { type: 'string' },
@@ -49,7 +49,7 @@ export type OptionValues = {
 };
 
 /** Options every command accepts. */
-export const GLOBAL_OPTIONS: readonly OptionName[] = ['json', 'help', 'endpoint', 'table', 'region'];
+const GLOBAL_OPTIONS: readonly OptionName[] = ['json', 'help', 'endpoint', 'table', 'region'];
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
@@ -135,7 +135,7 @@ export function command<Input>(spec: CommandSpec<Input>): Command {
   };
 }
 
-export const usageLine = (command: Command): string =>
+const usageLine = (command: Command): string =>
   [
     'npm run admin --',
     ...command.words,

@@ -21,7 +21,7 @@ import type {
 import type { WebhookEndpoint, WebhookEndpointStore } from '../../functions/core/webhooks';
 import { aVerification } from '../support/fixtures';
 
-export type ContractStore = VerificationStore & ApiKeyStore & DeliveryStore & DeliverySweepStore;
+type ContractStore = VerificationStore & ApiKeyStore & DeliveryStore & DeliverySweepStore;
 
 /** One implementation under test, with what the admin side does to seed it and what tests read back. */
 export interface StoreFixture {

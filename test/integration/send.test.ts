@@ -1,4 +1,4 @@
-/** Spec 4.1: every rule and every row of the send error table, over HTTP against DynamoDB Local. */
+/** The send endpoint: every rule and every error it answers (docs/api.md), over HTTP against DynamoDB Local. */
 import { UNITS_PER_USD } from '../../functions/core/money';
 import { BY_TEST, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 
@@ -276,7 +276,7 @@ describe('caller-supplied Code', () => {
   });
 });
 
-describe('per-number limits (spec 8)', () => {
+describe('per-number limits: 3 sends in 5 minutes, 10 in an hour', () => {
   it('refuses the fourth send within 5 minutes with 429 burst, counting refused sends too', async () => {
     const to = freshUsNumber();
     for (let i = 0; i < 3; i++) expect((await api.send({ To: to })).status).toBe(201);
@@ -317,7 +317,7 @@ describe('per-number limits (spec 8)', () => {
   });
 });
 
-describe('Idempotency-Key (spec 4.1 rule 3)', () => {
+describe('Idempotency-Key: a repeated key replays the accepted send', () => {
   it('replays an accepted send: same verification, 201, nothing sent or charged, even for another To', async () => {
     const key = `key-${Date.now()}-${Math.random()}`;
     const to = freshUsNumber();

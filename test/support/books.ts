@@ -27,7 +27,7 @@ export class Books {
   }
 }
 
-export function auditBooks(items: Item[], opening: ReadonlyMap<string, number>): string[] {
+function auditBooks(items: Item[], opening: ReadonlyMap<string, number>): string[] {
   const problems: string[] = [];
   const verifications = items.filter((item) => item.type === 'verification');
   const charges = items.filter((item) => item.type === 'charge');

@@ -27,7 +27,7 @@ export const T0 = new Date('2026-11-21T12:00:00.000Z');
 export const UK_MOBILE = '+447400123456';
 
 /** Codes from a queue (then 123456), SIDs counting up: every run gives the same values. */
-export class SequenceRandom implements Random {
+class SequenceRandom implements Random {
   private count = 0;
   readonly codes: string[] = [];
 
@@ -41,7 +41,7 @@ export class SequenceRandom implements Random {
   }
 }
 
-export class RecordingWorkflow implements DeliveryWorkflow {
+class RecordingWorkflow implements DeliveryWorkflow {
   readonly started: DeliveryInput[] = [];
   failing = false;
 

@@ -201,7 +201,7 @@ function faultError(kind: FaultKind): Error {
 }
 
 /** The operation and the partition keys of a call, from document or marshalled input alike. */
-export function describeCall(commandName: string | undefined, input: Input): DynamoCall {
+function describeCall(commandName: string | undefined, input: Input): DynamoCall {
   const pks: string[] = [];
   const add = (key: unknown) => {
     const pk = (key as { pk?: unknown } | undefined)?.pk;

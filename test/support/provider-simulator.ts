@@ -84,7 +84,7 @@ export async function start(
   return running;
 }
 
-export const credentials = { accessKeyId: 'AKIALOCALSIMULATOR00', secretAccessKey: 'local' };
+const credentials = { accessKeyId: 'AKIALOCALSIMULATOR00', secretAccessKey: 'local' };
 export const smsClient = (url: string) =>
   new PinpointSMSVoiceV2Client({ endpoint: url, region: 'us-east-1', credentials, maxAttempts: 1 });
 export const socialClient = (url: string) =>

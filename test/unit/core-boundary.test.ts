@@ -4,7 +4,7 @@
  * libraries through.
  */
 import { Linter } from 'eslint';
-import * as tsParser from '@typescript-eslint/parser';
+import tseslint from 'typescript-eslint';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const coreBoundary = require('../../eslint.core-boundary.cjs') as Linter.Config & { files: string[] };
 
@@ -23,7 +23,7 @@ const SOURCE = `${IMPORTS.join('\n')}\nexport const used = [DynamoDBClient, midd
 const restricted = (filename: string) =>
   new Linter({ configType: 'flat' }).verify(
     SOURCE,
-    [{ files: ['**/*.ts'], languageOptions: { parser: tsParser } }, coreBoundary],
+    [{ files: ['**/*.ts'], languageOptions: { parser: tseslint.parser } }, coreBoundary],
     { filename },
   );
 

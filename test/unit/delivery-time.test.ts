@@ -82,7 +82,7 @@ describe('receiptWaitSteps: the channel wait in steps, a status read after each 
     expect(steps.reduce((total, step) => total + step, 0)).toBe(waitSeconds);
   });
 
-  test('the spec 8 s: reads at 1, 2 and 4 s, never more than log2 of the wait', () => {
+  test('the default 8 s wait: reads at 1, 2 and 4 s, never more than log2 of the wait', () => {
     const steps = receiptWaitSteps(8);
     const readsAt = steps.slice(0, -1).map((_, i) => steps.slice(0, i + 1).reduce((a, b) => a + b, 0));
     expect(readsAt).toEqual([1, 2, 4]);

@@ -1,7 +1,7 @@
 /**
- * The documentation: every relative link of README.md, docs/*.md and docs/adr/*.md resolves (file, and heading for
- * an anchor), by the function `npx tsx scripts/check-links.ts` runs; the README and the bench pages stay short;
- * history (issue numbers) stays in the decision records.
+ * The documentation: every relative link of README.md, CONTRIBUTING.md, docs/*.md and docs/adr/*.md resolves
+ * (file, and heading for an anchor), by the function `npx tsx scripts/check-links.ts` runs; the README,
+ * CONTRIBUTING.md and the bench pages stay short; history (issue numbers) stays in the decision records.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,12 +9,17 @@ import { REPO_ROOT, findBrokenLinks, markdownFiles } from '../../scripts/check-l
 
 const README_MAX_BYTES = 15_360;
 /** docs/bench.md says how to run the benches and what each figure means; the results are generated. */
-const PAGE_MAX_BYTES: Record<string, number> = { 'docs/bench.md': 20_480, 'docs/bench-results.md': 30_720 };
+const PAGE_MAX_BYTES: Record<string, number> = {
+  'CONTRIBUTING.md': 4_096,
+  'docs/bench.md': 20_480,
+  'docs/bench-results.md': 30_720,
+};
 
 describe('documentation links', () => {
   it('checks README.md and the docs pages', () => {
     const files = markdownFiles();
     expect(files).toContain('README.md');
+    expect(files).toContain('CONTRIBUTING.md');
     expect(files).toContain('docs/api.md');
     expect(files).toContain('docs/adr/README.md');
   });

@@ -22,7 +22,7 @@ describe('money in units of 0.0001 USD', () => {
 });
 
 describe('settings', () => {
-  it('default to the values of spec part 8', () => {
+  it('default to 5-minute codes, 5 attempts, 3 sends in 5 minutes and 10 an hour, 8 s waits', () => {
     expect(settingsFromEnv({})).toEqual({
       codeTtlSeconds: 300,
       maxCheckAttempts: 5,
@@ -48,7 +48,7 @@ describe('settings', () => {
   });
 });
 
-describe('code status derived on read (spec 3)', () => {
+describe('code status derived on read: EXPIRED past expires_at, LOCKED out of attempts', () => {
   const created = CREATED_AT;
   const verification = aVerification({
     to: '+14155550100',
@@ -74,7 +74,7 @@ describe('code status derived on read (spec 3)', () => {
     expect(effectiveStatus({ ...verification, status: 'LOCKED' }, late)).toBe('LOCKED');
   });
 
-  it('the view has exactly the fields of the spec and never the code or its hash', () => {
+  it("the view has exactly the verification object's fields and never the code or its hash", () => {
     const view = toView({ ...verification, codeHash: 'hash', sealedCode: 'sealed' }, created);
     expect(view).toEqual({
       sid: verification.sid,

@@ -22,7 +22,7 @@ const DAY_SECONDS = 86_400;
 const epochSeconds = (date: Date | number): number => Math.floor(new Date(date).getTime() / 1000);
 
 /** Verifications stay readable a week past expiry (fetch answers EXPIRED), then TTL removes them. */
-export const VERIFICATION_RETENTION_SECONDS = 7 * DAY_SECONDS;
+const VERIFICATION_RETENTION_SECONDS = 7 * DAY_SECONDS;
 
 export function verificationToItem(v: Verification): Item {
   return {

@@ -1,12 +1,16 @@
 /**
- * Request shapes the DynamoDB adapters share: a refused condition told apart from other errors, a Query read to
- * its last page, and an update of an item that must already exist.
+ * Request shapes the DynamoDB adapters share: a refused condition told apart from other errors (with the item's
+ * old image), a Query read to its last page, a BatchGetItem read to its last key, and conditional updates.
  */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
+  BatchGetCommand,
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ItemKey } from './keys';
 
@@ -52,4 +56,51 @@ export async function updateExisting(
     if (isConditionFailure(error)) return false;
     throw error;
   }
+}
+
+/**
+ * The failed item's old image, which DynamoDB returns with `ReturnValuesOnConditionCheckFailure`. The
+ * document client does not unmarshall errors, so it arrives as raw attribute values.
+ */
+export const oldImage = (error: unknown): Record<string, unknown> | undefined => {
+  const item = (error as { Item?: Record<string, AttributeValue> }).Item;
+  return item && unmarshall(item);
+};
+
+/** An UpdateItem whose failed condition is an answer, not an error: false when the condition did not hold. */
+export async function updateIfConditionHolds(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  update: Omit<UpdateCommandInput, 'TableName'>,
+): Promise<boolean> {
+  try {
+    await client.send(new UpdateCommand({ ...update, TableName: tableName }));
+    return true;
+  } catch (error) {
+    if (isConditionFailure(error)) return false;
+    throw error;
+  }
+}
+
+/** BatchGetItem, following UnprocessedKeys (rare; only under throttling) until every key is answered. */
+export async function batchGetAll(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  wanted: ItemKey[],
+  consistent: boolean,
+): Promise<Record<string, unknown>[]> {
+  const found: Record<string, unknown>[] = [];
+  let pending: ItemKey[] = wanted;
+  for (let round = 0; pending.length > 0; round++) {
+    if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 20 * 2 ** round)));
+    const result = await client.send(
+      new BatchGetCommand({
+        RequestItems: { [tableName]: { Keys: pending, ConsistentRead: consistent } },
+      }),
+    );
+    found.push(...(result.Responses?.[tableName] ?? []));
+    pending = (result.UnprocessedKeys?.[tableName]?.Keys as ItemKey[] | undefined) ?? [];
+    if (round > 8 && pending.length > 0) throw new Error('DynamoDB left keys unprocessed after retries');
+  }
+  return found;
 }

@@ -34,7 +34,7 @@ import { updateExisting } from './requests';
 import { queryServiceChildren } from './service-children';
 
 /** After a rotation the previous secret signs too, for this long, so receivers can switch without a gap. */
-export const PREVIOUS_SECRET_OVERLAP_SECONDS = 24 * 3600;
+const PREVIOUS_SECRET_OVERLAP_SECONDS = 24 * 3600;
 
 export type AddEndpointResult =
   { ok: true; endpoint: WebhookEndpoint; secret: string } | { ok: false; reason: 'no_service' | 'too_many' };
@@ -206,7 +206,7 @@ export class DynamoWebhookEndpoints implements WebhookEndpointStore {
 }
 
 /** The console's page of a service's recent deliveries. */
-export const RECENT_WEBHOOK_DELIVERIES = 50;
+const RECENT_WEBHOOK_DELIVERIES = 50;
 /** A verification's deliveries: at most this many records are read (pages of 200), at most 50 kept. */
 const VERIFICATION_DELIVERIES_READ = 1000;
 

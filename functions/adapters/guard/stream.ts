@@ -77,10 +77,7 @@ export const guardEventsFromStream = (records: DynamoDBRecord[]): GuardEvent[] =
  * The events of one batch read from one shard, each with its record's position when the shard is known (Lambda
  * names it only with a tumbling window: `shardId`), so that the consumer folds each record once.
  */
-export function guardEventsFromShard(
-  records: DynamoDBRecord[],
-  shard: string | undefined,
-): PositionedGuardEvent[] {
+function guardEventsFromShard(records: DynamoDBRecord[], shard: string | undefined): PositionedGuardEvent[] {
   const events: PositionedGuardEvent[] = [];
   for (const record of records) {
     const event = guardEventFromStreamRecord(record);
@@ -107,7 +104,7 @@ export interface GuardStreamHealth {
 }
 
 /** Why a batch failed, as its log line says it: an aggregate too large for DynamoDB, or anything else. */
-export function batchFailureCause(error: unknown): 'item_too_large' | 'error' {
+function batchFailureCause(error: unknown): 'item_too_large' | 'error' {
   if (error instanceof GuardItemTooLargeError) return 'item_too_large';
   const message = error instanceof Error ? error.message : String(error);
   return /item size has exceeded|item size to update has exceeded/i.test(message)

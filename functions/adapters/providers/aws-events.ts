@@ -104,7 +104,7 @@ function statusesIn(entry: unknown): { status: string; reference: string | undef
  * `aws.social-messaging` carry AWS's message id and the status but no reference and no wamid, so they cannot be
  * tied to an attempt; the SNS destination is the receipt path for WhatsApp.
  */
-export function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
+function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
   if (!isObject(event)) return [];
   const { whatsAppWebhookEntry } = event;
   if (!isText(whatsAppWebhookEntry, 100_000)) return [];

@@ -12,7 +12,7 @@ import type { VonageCredentials } from './vonage';
 import { applicationJwt } from './vonage-jwt';
 
 /** The code in a dry run's text: a fixed sample, since a check event carries no code and nothing is sent. */
-export const CHECK_SAMPLE_CODE = '123456';
+const CHECK_SAMPLE_CODE = '123456';
 
 /**
  * DryRun's rate: AWS allows five message parts per second in dry runs, fewer where the origination identity's

@@ -14,11 +14,11 @@
 import { CHANNELS, type Channel } from '../../core/routing';
 import { isObject, isOneOf } from '../shape';
 
-export const PROVIDER_NAMES = ['http-carrier', 'aws-sms', 'aws-whatsapp', 'vonage'] as const;
+const PROVIDER_NAMES = ['http-carrier', 'aws-sms', 'aws-whatsapp', 'vonage'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 /** The channels each provider can carry. */
-export const PROVIDER_CHANNELS: Record<ProviderName, readonly Channel[]> = {
+const PROVIDER_CHANNELS: Record<ProviderName, readonly Channel[]> = {
   'http-carrier': CHANNELS,
   // Plain-text RCS goes through the same SendTextMessage, from an RCS agent (see aws-sms.ts).
   'aws-sms': ['sms', 'rcs'],

@@ -15,7 +15,7 @@ import { SIGNATURE_HEADER, verifySignature } from './signature';
  * and receipts come back signed to `POST /v2/Callbacks/carrier`. The local stack's simulated carrier speaks
  * exactly this; a real gateway is configured with `OTP_CARRIER_URL`.
  */
-export const CARRIER_PROVIDER_NAME = 'carrier';
+const CARRIER_PROVIDER_NAME = 'carrier';
 
 /** The gateway's answer to a message: thrown when it is neither an acceptance nor a refusal. */
 function readAnswer(body: unknown): ProviderAnswer {

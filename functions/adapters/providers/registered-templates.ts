@@ -10,7 +10,7 @@
 import { isObject, isText } from '../shape';
 
 /** The `{code}` placeholder of a registered text, as in the service's own message templates. */
-export const CODE_PLACEHOLDER = '{code}';
+const CODE_PLACEHOLDER = '{code}';
 
 export interface RegisteredSmsTemplate {
   /** `DestinationCountryParameters` as SendTextMessage takes it. */

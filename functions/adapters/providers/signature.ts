@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * use. The timestamp bounds replays; the comparison is constant-time.
  */
 export const SIGNATURE_HEADER = 'x-carrier-signature';
-export const REPLAY_WINDOW_SECONDS = 300;
+const REPLAY_WINDOW_SECONDS = 300;
 
 export function signPayload(secret: Buffer, body: string, at: Date): string {
   const timestamp = Math.floor(at.getTime() / 1000);

@@ -31,7 +31,7 @@ export function applicationJwt(
 export const sha256Hex = (body: string): string => createHash('sha256').update(body, 'utf8').digest('hex');
 
 /** How far a callback's `iat` may be from now, either way (Vonage retries with a fresh token). */
-export const SIGNED_WEBHOOK_WINDOW_SECONDS = 300;
+const SIGNED_WEBHOOK_WINDOW_SECONDS = 300;
 
 export interface SignedWebhookClaims {
   jti: string;

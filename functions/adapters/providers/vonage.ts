@@ -23,8 +23,8 @@ import { applicationJwt, verifySignedWebhook } from './vonage-jwt';
  * (the message status webhook) as signed webhooks: believed only with a valid HS256 token over the body, fresh,
  * and never seen before (its `jti` is remembered until the window has passed).
  */
-export const VONAGE_PROVIDER_NAME = 'vonage';
-export const DEFAULT_VONAGE_BASE_URL = 'https://api.nexmo.com';
+const VONAGE_PROVIDER_NAME = 'vonage';
+const DEFAULT_VONAGE_BASE_URL = 'https://api.nexmo.com';
 
 /** What the Vonage secret holds (Secrets Manager, `OTP_VONAGE_SECRET_ARN`): never logged, never stored. */
 export interface VonageCredentials {
@@ -67,7 +67,7 @@ export interface VonageOptions {
  * rarely abandoned, and shorter than the 8 s a silent channel is given, so giving up never comes later than the
  * channel switch would. The same limit as the AWS clients' (aws-errors.ts).
  */
-export const VONAGE_TIMEOUT_MS = 5_000;
+const VONAGE_TIMEOUT_MS = 5_000;
 
 /** HTTP statuses of the Messages API that say what is wrong on our side. */
 const STATUS_CODES: Readonly<Record<number, ProviderErrorCode>> = {

@@ -9,7 +9,7 @@ export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** 32 random bytes: above the scheme's 24-byte minimum. */
 const SECRET_BYTES = 32;
 /** Receivers reject timestamps further than this from their clock (replays of old deliveries). */
-export const WEBHOOK_TOLERANCE_SECONDS = 300;
+const WEBHOOK_TOLERANCE_SECONDS = 300;
 
 export function newWebhookSecret(): string {
   return `${WEBHOOK_SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString('base64')}`;

@@ -28,7 +28,7 @@ export const isSpendCap = (field: CapField): boolean => field === 'hourlySpend' 
  * Bounds of one cap. At least 1: a cap of 0 would say "no country" in a roundabout way (the allow-list says it
  * plainly). At most what no real day reaches, so a typo of a few zeros is refused rather than meaning "no cap".
  */
-export const CAP_BOUNDS: Record<'sends' | 'spend', { min: number; max: number }> = {
+const CAP_BOUNDS: Record<'sends' | 'spend', { min: number; max: number }> = {
   sends: { min: 1, max: 100_000_000 },
   spend: { min: 1, max: 10_000_000 * UNITS_PER_USD },
 };
@@ -45,7 +45,7 @@ export function capProblem(field: CapField, value: number): string | undefined {
 }
 
 /** Only the caps that are set (an entry with none is no entry). */
-export function cleanCaps(caps: CountryCaps): CountryCaps {
+function cleanCaps(caps: CountryCaps): CountryCaps {
   const clean: CountryCaps = {};
   for (const field of CAP_FIELDS) if (caps[field] !== undefined) clean[field] = caps[field];
   return clean;

@@ -30,7 +30,7 @@ import {
 export const GLOBAL_SCOPE = 'GLOBAL';
 
 /** Per mode, reason and prefix: sends decided, and what the blocked ones would have cost. */
-export interface GuardReportLine {
+interface GuardReportLine {
   mode: GuardDecision['mode'];
   reason: GuardReason;
   prefix: string;
@@ -49,7 +49,7 @@ export interface GuardReport {
 export const emptyReport = (): GuardReport => ({ lines: [], recent: [] });
 
 /** Where a stream record sits: its shard, and its sequence number (increasing strings of digits per shard). */
-export interface StreamPosition {
+interface StreamPosition {
   shard: string;
   sequence: string;
 }
@@ -96,10 +96,8 @@ export interface GuardBatch {
 }
 
 /** The caps that apply to a country: its own, else the service's `*` entry. */
-export const capsFor = (
-  caps: Record<string, CountryCaps> | undefined,
-  country: string,
-): CountryCaps | undefined => caps?.[country] ?? caps?.['*'];
+const capsFor = (caps: Record<string, CountryCaps> | undefined, country: string): CountryCaps | undefined =>
+  caps?.[country] ?? caps?.['*'];
 
 export const countryKey = (scope: string, country: string): string => `${scope}/${country}`;
 
@@ -124,7 +122,7 @@ const MAX_REPORT_LINES = 300;
 const MAX_RECENT = 50;
 const MAX_ATTEMPTS = 5;
 
-export function recordDecision(report: GuardReport, decision: GuardDecision, e164: string): void {
+function recordDecision(report: GuardReport, decision: GuardDecision, e164: string): void {
   const line = report.lines.find(
     (l) => l.mode === decision.mode && l.reason === decision.reason && l.prefix === decision.prefix,
   );

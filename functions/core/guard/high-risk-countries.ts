@@ -6,7 +6,7 @@
  */
 import { ROUTES } from '../routing';
 
-export interface Source {
+interface Source {
   publisher: string;
   title: string;
   url: string;

@@ -9,7 +9,7 @@
  */
 export const GUARD_LEVELS = ['off', 'shadow', 'standard', 'strict'] as const;
 export type GuardLevel = (typeof GUARD_LEVELS)[number];
-export const DEFAULT_GUARD_LEVEL: GuardLevel = 'standard';
+const DEFAULT_GUARD_LEVEL: GuardLevel = 'standard';
 export const isGuardLevel = (text: string): text is GuardLevel =>
   (GUARD_LEVELS as readonly string[]).includes(text);
 
@@ -17,36 +17,34 @@ export const isGuardLevel = (text: string): text is GuardLevel =>
 export type BlockLevel = 'standard' | 'strict';
 
 /** Why the guard refused (or would refuse) a send. */
-export const GUARD_REASONS = [
+export type GuardReason =
   /** The number is in a shipped high-risk range (premium, satellite, ...). */
-  'high_risk_range',
+  | 'high_risk_range'
   /** A run of near-sequential numbers in one range, recently. */
-  'sequential_numbers',
+  | 'sequential_numbers'
   /** A range's share of the country's recent traffic far above its own baseline, with few codes checked. */
-  'prefix_surge',
+  | 'prefix_surge'
   /** Many sends to ranges never established for the service in one country, with few codes checked. */
-  'novel_prefix_surge',
+  | 'novel_prefix_surge'
   /** Sends to several countries never established for the service, with few codes checked. */
-  'novel_country_surge',
+  | 'novel_country_surge'
   /** Sends to never-established ranges across countries, with few codes checked (strict only). */
-  'novel_prefix_spread',
+  | 'novel_prefix_spread'
   /**
    * A country's traffic far above its usual volume with its codes checked far less than usual: the country is
    * closed but for the ranges whose codes were checked lately.
    */
-  'country_surge',
+  | 'country_surge'
   /**
    * A country the service has no baseline in yet (learning): its codes checked far less than real users check
    * theirs, or a burst of sends with none checked. Closed like `country_surge`.
    */
-  'low_conversion',
+  | 'low_conversion'
   /** A send cap the service's owner set for the country was reached (hourly or daily, sends or spend). */
-  'country_cap',
-] as const;
-export type GuardReason = (typeof GUARD_REASONS)[number];
+  | 'country_cap';
 
 /** The rule families the refusal's message names (never a threshold). */
-export const REASON_FAMILY: Record<GuardReason, string> = {
+const REASON_FAMILY: Record<GuardReason, string> = {
   high_risk_range: 'a known high-risk number range',
   sequential_numbers: 'unusual traffic to this number range',
   prefix_surge: 'unusual traffic to this number range',

@@ -6,9 +6,9 @@
 import { getCountryCallingCode, type CountryCode } from 'libphonenumber-js/max';
 
 /** Digits of the national number in the range prefixes the signals are kept for. */
-export const RANGE_WIDTH = 4;
+const RANGE_WIDTH = 4;
 /** A run of near-sequential numbers is looked for among numbers sharing all but these last digits. */
-export const RUN_SUFFIX_DIGITS = 3;
+const RUN_SUFFIX_DIGITS = 3;
 
 export interface NumberPlace {
   e164: string;

@@ -15,7 +15,7 @@ export interface HighRiskRange {
   source: string;
 }
 
-export const HIGH_RISK_RANGES: readonly HighRiskRange[] = [
+const HIGH_RISK_RANGES: readonly HighRiskRange[] = [
   { prefix: '+870', kind: 'satellite', source: 'ITU-T E.164 assignment list: Inmarsat SNAC' },
   { prefix: '+8816', kind: 'satellite', source: 'ITU-T E.164 assignment list: +881 GMSS, Iridium' },
   { prefix: '+8817', kind: 'satellite', source: 'ITU-T E.164 assignment list: +881 GMSS, Iridium' },

@@ -38,28 +38,26 @@ import { countryPrefixOf, placeOf } from './prefix';
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-export const BASELINE_HALF_LIFE_MS = 3 * DAY;
+const BASELINE_HALF_LIFE_MS = 3 * DAY;
 /**
  * How long real users take to check a code: none before `TYPING_MIN_MS`, all who will by `TYPING_FULL_MS`,
  * evenly between (slower than most real users: the evidence against a send grows no faster than this).
  */
-export const TYPING_MIN_MS = 10_000;
-export const TYPING_FULL_MS = 180_000;
-/** A send not checked this long after it was made counts as not converted in the reports. */
-export const MATURITY_MS = TYPING_FULL_MS;
+const TYPING_MIN_MS = 10_000;
+const TYPING_FULL_MS = 180_000;
 /** A country has a baseline when this many codes were checked there, the first sends this long ago. */
-export const BASELINE = { conversions: 30, ageMs: DAY } as const;
+const BASELINE = { conversions: 30, ageMs: DAY } as const;
 /** The same across countries, for the service-wide rules. */
-export const SCOPE_BASELINE = { conversions: 100, ageMs: DAY } as const;
+const SCOPE_BASELINE = { conversions: 100, ageMs: DAY } as const;
 /** The conversion real users are assumed to reach at least where no baseline says otherwise. */
-export const LEGIT_FLOOR_CONVERSION = 0.3;
+const LEGIT_FLOOR_CONVERSION = 0.3;
 /**
  * Without a baseline: this many unchecked sends in 10 minutes more than the codes checked in the last 30 (real
  * users' checked codes vouch for as many unchecked sends).
  */
-export const UNCHECKED_BURST = 20;
+const UNCHECKED_BURST = 20;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
-export const PROBE_PER_MILLE = 20;
+const PROBE_PER_MILLE = 20;
 const PROBE_PERIOD_MS = 15 * MINUTE;
 
 const RECENT_MS = 60 * MINUTE;
@@ -71,7 +69,7 @@ const BLOCK_HOLD_MS = 60 * MINUTE;
 const COUNTRY_HOLD_MS = 30 * MINUTE;
 
 /** Caps that keep every item far below DynamoDB's 400 KB whatever the traffic (docs/guard.md, "Limits"). */
-export const LIMITS = {
+const LIMITS = {
   ranges: 300,
   recentRanges: 150,
   runPrefixes: 150,
@@ -123,14 +121,14 @@ export type GuardEvent =
       flagged?: boolean;
     };
 
-export interface Decayed {
+interface Decayed {
   s: number;
   c: number;
   t: number;
 }
 
 /** One minute: sends (all), accepted sends `a`, their conversions `c`; the same for ranges not established. */
-export interface MinuteBucket {
+interface MinuteBucket {
   s: number;
   a: number;
   c: number;
@@ -140,7 +138,7 @@ export interface MinuteBucket {
 }
 
 /** A run prefix whose numbers ran near-sequential: its accepted sends and checked codes per minute. */
-export interface Suspect {
+interface Suspect {
   since: number;
   /** Minute index → [accepted, checked]. */
   m: Record<string, [number, number]>;
@@ -149,7 +147,7 @@ export interface Suspect {
 }
 
 /** One number of a run: [last 3 digits, when (epoch seconds), 0 accepted / 1 checked / 2 refused, service tag]. */
-export type RunEntry = [number, number, number, string?];
+type RunEntry = [number, number, number, string?];
 
 export interface CountryStats {
   v: 2;
@@ -169,7 +167,7 @@ export interface CountryStats {
 }
 
 /** Across countries: `n*` sends to countries not established, `r*` to ranges not established. */
-export interface ScopeMinute {
+interface ScopeMinute {
   n: number;
   na: number;
   nc: number;
@@ -187,7 +185,7 @@ export interface ScopeStats {
   minutes: Record<string, ScopeMinute>;
 }
 
-export const emptyCountryStats = (): CountryStats => ({
+const emptyCountryStats = (): CountryStats => ({
   v: 2,
   base: { s: 0, c: 0, n: 0, t: 0, since: 0 },
   ranges: {},
@@ -197,7 +195,7 @@ export const emptyCountryStats = (): CountryStats => ({
   suspects: {},
   caps: {},
 });
-export const emptyScopeStats = (): ScopeStats => ({
+const emptyScopeStats = (): ScopeStats => ({
   v: 2,
   base: { c: 0, since: 0 },
   countries: {},
@@ -259,12 +257,12 @@ function decayCountry(stats: CountryStats, now: number): void {
  * A range (or country) is established when codes sent there were checked: two lately (1.5 once decayed, so
  * within about a day), and a quarter of them.
  */
-export const isEstablishedRange = (d: readonly [number, number] | undefined): boolean =>
+const isEstablishedRange = (d: readonly [number, number] | undefined): boolean =>
   !!d && d[1] >= 1.5 && d[1] >= 0.25 * d[0];
-export const isEstablishedCountry = (d: Decayed | undefined): boolean => !!d && d.c >= 3 && d.c >= 0.3 * d.s;
+const isEstablishedCountry = (d: Decayed | undefined): boolean => !!d && d.c >= 3 && d.c >= 0.3 * d.s;
 
 /** Whether the rules that compare with a baseline may act for this country. */
-export const hasBaseline = (stats: CountryStats, now: number): boolean =>
+const hasBaseline = (stats: CountryStats, now: number): boolean =>
   stats.base.c >= BASELINE.conversions && stats.base.since > 0 && now - stats.base.since >= BASELINE.ageMs;
 const scopeHasBaseline = (stats: ScopeStats, now: number): boolean =>
   stats.base.c >= SCOPE_BASELINE.conversions &&
@@ -500,7 +498,7 @@ export function pruneScopeStats(stats: ScopeStats, now: number): void {
 }
 
 /** Thresholds of each rule at each level; a signal fires at the strictest level whose thresholds it meets. */
-export const THRESHOLDS = {
+const THRESHOLDS = {
   sequential: { standard: { run: 5 }, strict: { run: 4 } },
   prefixSurge: {
     standard: { shareOverBase: 3, minShare: 0.15 },
@@ -538,17 +536,17 @@ export function longestRun(suffixes: number[]): number {
 }
 
 /** Sends made at one time (`at`), how many were accepted, how many of those were checked. */
-export interface Cohort {
+interface Cohort {
   at: number;
   sends: number;
   checked: number;
 }
 
 /** Share of the codes real users will ever check that they have checked `ageMs` after the send. */
-export const typedBy = (ageMs: number): number =>
+const typedBy = (ageMs: number): number =>
   Math.min(1, Math.max(0, (ageMs - TYPING_MIN_MS) / (TYPING_FULL_MS - TYPING_MIN_MS)));
 
-export interface Evidence {
+interface Evidence {
   sends: number;
   checked: number;
   /** Checked codes real users converting at `conversion` would have by now. */
@@ -564,7 +562,7 @@ export interface Evidence {
  * the pace of `typedBy`) had sent them: the exact chance when none was checked, a Chernoff bound otherwise (it
  * overstates the chance, so the test errs towards real users).
  */
-export function conversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
+function conversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
   let expected = 0;
   let eventual = 0;
   let logNone = 0;
@@ -595,7 +593,7 @@ const startsAt = (current: { level: BlockLevel } | undefined, level: BlockLevel)
   !current || (level === 'standard' && current.level === 'strict');
 
 /** The chance of at least `k` events of a Poisson count with mean `mean`. */
-export function poissonAtLeast(k: number, mean: number): number {
+function poissonAtLeast(k: number, mean: number): number {
   let term = Math.exp(-mean);
   let below = 0;
   for (let i = 0; i < k; i++) {
@@ -668,7 +666,7 @@ export interface StartedBlock {
 }
 
 /** Adds the probes' checked codes of these events to a block's cohorts (the consumer calls it on each event). */
-export function countProbe(probes: ProbeCohorts | undefined, event: GuardEvent): ProbeCohorts {
+function countProbe(probes: ProbeCohorts | undefined, event: GuardEvent): ProbeCohorts {
   const cohorts = probes ?? {};
   if (event.kind === 'send') {
     if (event.accepted) (cohorts[String(minuteIndex(event.at))] ??= [0, 0])[0] += 1;

@@ -47,7 +47,7 @@ export interface WebhookSenderDeps {
  */
 export type WebhookJobOutcome = 'delivered' | 'retrying' | 'dead' | 'dropped' | 'waiting' | 'expired';
 
-export const WEBHOOK_USER_AGENT = 'otp-verify-webhooks/1';
+const WEBHOOK_USER_AGENT = 'otp-verify-webhooks/1';
 
 /** A job that came back early waits at least a second more: never a tight loop of requeues. */
 const notYet = (queued: QueuedJob): QueuedJob => ({

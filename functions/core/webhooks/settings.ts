@@ -7,13 +7,13 @@ export interface WebhookSettings {
   allowPrivateTargets: boolean;
 }
 
-export const DEFAULT_WEBHOOK_SETTINGS: Readonly<WebhookSettings> = Object.freeze({
+const DEFAULT_WEBHOOK_SETTINGS: Readonly<WebhookSettings> = Object.freeze({
   backoffScale: 1,
   timeoutMs: 5000,
   allowPrivateTargets: false,
 });
 
-export const WEBHOOK_SETTING_ENV = Object.freeze({
+const WEBHOOK_SETTING_ENV = Object.freeze({
   backoffScale: 'OTP_WEBHOOK_BACKOFF_SCALE',
   timeoutMs: 'OTP_WEBHOOK_TIMEOUT_MS',
   allowPrivateTargets: 'OTP_WEBHOOK_ALLOW_PRIVATE',

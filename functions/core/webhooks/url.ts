@@ -12,7 +12,7 @@ export interface WebhookTargetPolicy {
   allowPrivate: boolean;
 }
 
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
+const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 

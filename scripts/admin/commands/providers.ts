@@ -24,7 +24,7 @@ const MAX_INVOCATIONS = 20;
  * libphonenumber, through libphonenumber-js), e.g. +918123456789 for India. A dry run reaches no one; an SMS
  * sandbox refuses every number not verified in it, so there the operator passes `--to` with a verified one.
  */
-export function defaultCheckNumber(country: string): string | undefined {
+function defaultCheckNumber(country: string): string | undefined {
   try {
     return getExampleNumber(country as CountryCode, examples)?.number;
   } catch {
