@@ -327,10 +327,16 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
     return box !== null && !box.hasAttribute('data-before-save') && box.checked;
   });
   await page.click('#risk-check-opt-out');
+  await page.$eval('#risk-check-opt-out', (el) => el.setAttribute('data-before-save', ''));
   await clickButton('Save guard setting');
   await eventually(async () =>
     (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? undefined : true,
   );
+  // The settings page renders again after the save: leave only once it has, or it would replace the next page.
+  await page.waitForFunction(() => {
+    const box = document.querySelector('#risk-check-opt-out') as HTMLInputElement | null;
+    return box !== null && !box.hasAttribute('data-before-save') && !box.checked;
+  });
 
   await go(`/s/${demo.serviceSid}/rules`, '#allow-list');
   expect(await text('#allowed-countries')).toMatch(/^Allowed: .*\bGB\b/);
