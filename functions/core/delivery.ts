@@ -1,4 +1,5 @@
 import { receiptWaitSteps } from './delivery-time';
+import { renderMessage } from './message';
 import { METRIC, deliveryDimensions, noMetrics, type Metrics } from './metrics';
 import type { ChannelAnswer, DeliveryAttempt, DeliveryStatus, Verification } from './model';
 import type { AnsweredAttempts, Clock, CodeVault, DeliveryStore } from './ports';
@@ -12,7 +13,7 @@ import {
 } from './providers';
 import type { Channel } from './routing';
 import type { Settings } from './settings';
-import { effectiveStatus, renderMessage } from './verification';
+import { effectiveStatus } from './verification';
 
 /**
  * The state machine's tasks. Their input and output carry the verification SID and a channel index only:

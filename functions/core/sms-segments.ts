@@ -2,9 +2,10 @@
  * How many SMS parts a text takes, as carriers bill it: GSM-7 when every character is in the GSM 03.38 alphabet
  * (its extension characters take two septets), else UCS-2 (UTF-16 code units). One part holds 160 septets or 70
  * units; a longer text is split into parts of 153 septets or 67 units, the rest going to the concatenation header,
- * and a two-septet character or a surrogate pair is never split across two parts.
+ * and a two-septet character or a surrogate pair is never split across two parts. The console's page bundles this
+ * module to show a template's size as it is typed: it imports no Node built-in.
  */
-import { renderMessage } from './verification';
+import { renderMessage } from './message';
 
 const GSM_BASIC =
   '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿' +

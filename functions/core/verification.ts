@@ -58,6 +58,3 @@ export function toView(verification: Verification, now: Date): VerificationView 
     date_created: verification.dateCreated,
   };
 }
-
-/** Puts the code into the template text. */
-export const renderMessage = (template: string, code: string): string => template.split('{code}').join(code);

@@ -206,6 +206,25 @@ test('add a template (its text escaped on the page) and send with it', async () 
   expect(message.body).toMatch(/^Hi <img src=x onerror=alert\(1\)> \d{6}$/);
 });
 
+test('the template form shows the SMS size as the text is typed, and the server refusing a save', async () => {
+  await go(`/s/${demo.serviceSid}/templates`, '#template-size');
+  // Measured with the longest code a send can carry (10 characters) in place of {code}.
+  await page.type('#template-body', 'Your code is {code}. Never share it with anyone, not even with us.');
+  expect(await text('#template-size')).toMatch(/GSM-7, 70 characters, 1 part\b/);
+  // One emoji: the whole text goes UCS-2, the emoji is two UTF-16 units, and 73 units take two parts.
+  await page.type('#template-body', ' 🔒');
+  expect(await text('#template-size')).toMatch(/UCS-2, 73 UTF-16 units, 2 parts\b/);
+  await page.click('#template-body', { count: 3 });
+  await page.keyboard.press('Backspace');
+  await page.type('#template-body', 'No code here');
+  expect(await text('#template-size')).toMatch(/GSM-7, 12 characters, 1 part\b/);
+  // Refused by the server: its own message is shown, and nothing is added.
+  await page.click('form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('form [role=status]')?.textContent !== '');
+  expect(await text('form [role=status]')).toBe('body: the text must contain {code}');
+  expect(await text('main table')).not.toContain('No code here');
+});
+
 test("open a verification's timeline after a fallback", async () => {
   const to = freshMobile();
   stack.carrier.setRule({ prefix: to, channels: { sna: 'silent', viber: { deliver: 100 } } });
@@ -323,10 +342,16 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
     return box !== null && !box.hasAttribute('data-before-save') && box.checked;
   });
   await page.click('#risk-check-opt-out');
+  await page.$eval('#risk-check-opt-out', (el) => el.setAttribute('data-before-save', ''));
   await clickButton('Save guard setting');
   await eventually(async () =>
     (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? undefined : true,
   );
+  // The settings page renders again after the save: leave only once it has, or it would replace the next page.
+  await page.waitForFunction(() => {
+    const box = document.querySelector('#risk-check-opt-out') as HTMLInputElement | null;
+    return box !== null && !box.hasAttribute('data-before-save') && !box.checked;
+  });
 
   await go(`/s/${demo.serviceSid}/rules`, '#allow-list');
   expect(await text('#allowed-countries')).toMatch(/^Allowed: .*\bGB\b/);

@@ -1,7 +1,8 @@
 import { allowedChannelsFromEnv } from '../../functions/runtime';
 import { formatUnits, parseUsd } from '../../functions/core/money';
 import { DEFAULT_SETTINGS, settingsFromEnv } from '../../functions/core/settings';
-import { effectiveStatus, renderMessage, toView } from '../../functions/core/verification';
+import { renderMessage } from '../../functions/core/message';
+import { effectiveStatus, toView } from '../../functions/core/verification';
 import { CREATED_AT, aVerification } from '../support/fixtures';
 
 describe('money in units of 0.0001 USD', () => {

@@ -1,0 +1,110 @@
+/**
+ * The console's DOM helpers and the page frame. Every text a user or the table supplied goes in through
+ * `textContent` (the `h` helper), never as HTML.
+ */
+import { HttpError } from './api';
+
+export type Child = Node | string | number | null | undefined | false;
+type Attrs = Record<string, string | boolean | ((event: Event) => void) | undefined>;
+
+/** An element with attributes, listeners and children; strings become text nodes. */
+export function h(tag: string, attrs: Attrs = {}, ...children: (Child | Child[])[]): HTMLElement {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue;
+    if (typeof value === 'function') el.addEventListener(name.replace(/^on/, ''), value);
+    else if (value === true) el.setAttribute(name, '');
+    else el.setAttribute(name, value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(typeof child === 'object' ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** The page's main region: each page replaces its content. */
+export const app = document.getElementById('app')!;
+
+export function show(title: string, ...content: Child[]): void {
+  document.title = `${title} · OTP console`;
+  app.replaceChildren(
+    h('h1', {}, title),
+    ...content
+      .filter((c): c is Node | string => !!c || c === 0)
+      .map((c) => (typeof c === 'object' ? c : String(c))),
+  );
+  app.focus();
+}
+
+export function copyButton(text: string, label = 'Copy'): HTMLElement {
+  const button = h('button', { type: 'button', class: 'secondary' }, label);
+  button.addEventListener('click', () => {
+    void navigator.clipboard.writeText(text).then(
+      () => {
+        button.textContent = 'Copied';
+        setTimeout(() => (button.textContent = label), 1500);
+      },
+      () => (button.textContent = 'Copy failed'),
+    );
+  });
+  return button;
+}
+
+export function table(headers: string[], rows: Child[][], empty = 'Nothing yet.'): HTMLElement {
+  if (rows.length === 0) return h('p', { class: 'muted' }, empty);
+  return h(
+    'table',
+    {},
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headers.map((x) => h('th', { scope: 'col' }, x)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((row) =>
+        h(
+          'tr',
+          {},
+          row.map((cell) => h('td', {}, cell)),
+        ),
+      ),
+    ),
+  );
+}
+
+export const badge = (text: string) => h('span', { class: `badge ${text}` }, text);
+export const when = (iso: unknown) =>
+  typeof iso === 'string' ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
+
+/** Runs an action from a button, showing its error beside the button. */
+export function action(label: string, run: () => Promise<void>, cls = ''): HTMLElement {
+  const out = h('span', { role: 'status', class: 'error' });
+  const button = h('button', { type: 'button', class: cls }, label) as HTMLButtonElement;
+  button.addEventListener('click', () => {
+    button.disabled = true;
+    out.textContent = '';
+    run()
+      .catch((error: unknown) => (out.textContent = error instanceof Error ? error.message : String(error)))
+      .finally(() => (button.disabled = false));
+  });
+  return h('span', {}, button, ' ', out);
+}
+
+export function formError(): HTMLElement {
+  return h('p', { role: 'status', class: 'error' });
+}
+
+export function showError(error: unknown): void {
+  if (error instanceof HttpError && error.status === 401) return;
+  show(
+    'Something went wrong',
+    h('p', { class: 'error', role: 'alert' }, error instanceof Error ? error.message : String(error)),
+  );
+}

@@ -1,0 +1,63 @@
+/** The side navigation: the service picker, the service's pages and, for an operator, all services. */
+import { h, type Child } from './dom';
+import { session } from './session';
+
+const nav = document.getElementById('nav')!;
+
+/** The pages of one service, in the navigation's order: route name and label. */
+const SERVICE_PAGES: [string, string][] = [
+  ['settings', 'Settings'],
+  ['keys', 'API keys'],
+  ['charges', 'Balance and charges'],
+  ['verifications', 'Verifications'],
+  ['conversion', 'Conversion'],
+  ['templates', 'Templates'],
+  ['rules', 'Delivery rules'],
+  ['webhooks', 'Webhooks'],
+];
+
+export function renderNav(sid: string | undefined, page: string): void {
+  const items: Child[] = [];
+  const me = session.me;
+  if (me && me.services.length > 0) {
+    const select = h(
+      'select',
+      {
+        'aria-label': 'Service',
+        id: 'service-select',
+        onchange: (event) => {
+          location.hash = `#/s/${(event.target as HTMLSelectElement).value}/${page === 'operator' ? 'settings' : page}`;
+        },
+      },
+      me.services.map((s) =>
+        h('option', { value: s.sid, selected: s.sid === sid }, `${s.name} (${s.sid.slice(0, 8)}…)`),
+      ),
+    );
+    items.push(h('h2', {}, 'Service'), select);
+    const current = sid ?? me.services[0]!.sid;
+    for (const [id, label] of SERVICE_PAGES) {
+      items.push(
+        h(
+          'a',
+          { href: `#/s/${current}/${id}`, 'aria-current': sid && page === id ? 'page' : undefined },
+          label,
+        ),
+      );
+    }
+  }
+  if (me?.user.operator) {
+    items.push(
+      h('h2', {}, 'Operator'),
+      h(
+        'a',
+        { href: '#/operator', 'aria-current': page === 'operator' ? 'page' : undefined },
+        'All services',
+      ),
+    );
+  }
+  nav.replaceChildren(...items.map((i) => (typeof i === 'object' && i ? i : String(i ?? ''))));
+}
+
+export function clearNav(): void {
+  nav.replaceChildren();
+}

@@ -1,0 +1,78 @@
+/** The operator's page: every service, its balance and top-up, and creating a service. */
+import { api } from '../api';
+import { action, formError, h, show, table } from '../dom';
+import { loadMe, session } from '../session';
+
+export async function operatorPage(): Promise<void> {
+  const name = h('input', { id: 'new-name', required: true, maxlength: '100' }) as HTMLInputElement;
+  const balance = h('input', { id: 'new-balance', value: '0', inputmode: 'decimal' }) as HTMLInputElement;
+  const err = formError();
+  const rows = session.me!.services.map((s) => {
+    const amount = h('input', {
+      'aria-label': `Top-up for ${s.name}`,
+      size: '6',
+      inputmode: 'decimal',
+      placeholder: 'USD',
+    }) as HTMLInputElement;
+    const balanceCell = h('span', {}, '…');
+    void api('GET', `/services/${s.sid}`).then(
+      (x) => (balanceCell.textContent = `${String(x.balance)} USD`),
+      () => undefined,
+    );
+    return [
+      h('a', { href: `#/s/${s.sid}/settings` }, s.name),
+      h('code', {}, s.sid),
+      balanceCell,
+      h(
+        'span',
+        { class: 'row' },
+        amount,
+        action(
+          'Top up',
+          async () => {
+            const result = await api('POST', `/services/${s.sid}/topup`, { amount: amount.value.trim() });
+            balanceCell.textContent = `${String(result.balance)} USD`;
+            amount.value = '';
+          },
+          'secondary',
+        ),
+      ),
+    ];
+  });
+  show(
+    'All services',
+    table(['Name', 'SID', 'Balance', 'Top up'], rows, 'No services yet.'),
+    h('h2', {}, 'Create a service'),
+    h(
+      'form',
+      {
+        class: 'card',
+        onsubmit: (event) => {
+          event.preventDefault();
+          api('POST', '/services', { name: name.value, balance: balance.value.trim() || '0' })
+            .then(async (created) => {
+              await loadMe();
+              location.hash = `#/s/${String(created.sid)}/settings`;
+            })
+            .catch((e: Error) => (err.textContent = e.message));
+        },
+      },
+      h('label', { for: 'new-name' }, 'Name'),
+      name,
+      h('label', { for: 'new-balance' }, 'Opening balance (USD)'),
+      balance,
+      h(
+        'p',
+        { class: 'muted' },
+        'A new service sends to every served country but the few a messaging provider names as high risk for SMS pumping; its settings page lists them, its delivery rules page changes them.',
+      ),
+      h('p', {}, h('button', { type: 'submit' }, 'Create service')),
+      err,
+    ),
+    h(
+      'p',
+      { class: 'muted' },
+      'To give a customer a service: create their user in the user pool and add them as a member (docs/console.md).',
+    ),
+  );
+}

@@ -1,0 +1,270 @@
+/** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
+import { api, type Json } from '../api';
+import { action, formError, h, show, table, when } from '../dom';
+
+export interface HighRisk {
+  country: string;
+  name: string;
+  reason: string;
+  sources: { publisher: string; title: string; url: string }[];
+}
+
+/** The country allow-list beside the blocked lists: a deny entry wins; no list is every served country. */
+function allowListSection(sid: string, r: Json): HTMLElement {
+  const allowed = r.allowedCountries as string[] | null;
+  const served = r.servedCountries as string[];
+  const highRisk = r.highRiskCountries as HighRisk[];
+  const excluded = (r.excludedHighRiskCountries as HighRisk[]).map((e) => e.country);
+  const err = formError();
+  const saveAllowed = (next: string[] | null) =>
+    api('PUT', `/services/${sid}/rules`, {
+      blockedCountries: r.blockedCountries,
+      blockedPrefixes: r.blockedPrefixes,
+      allowedCountries: next,
+    }).then(() => rulesPage(sid));
+  const addable = served.filter((c) => allowed !== null && !allowed.includes(c));
+  const add = h(
+    'select',
+    { id: 'allow-country', 'aria-label': 'Country to allow' },
+    addable.map((c) => h('option', { value: c }, c)),
+  ) as HTMLSelectElement;
+  return h(
+    'section',
+    { id: 'allow-list', 'aria-label': 'Country allow-list' },
+    h('h2', {}, 'Country allow-list'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Sends to a served country not on the list are refused with 403 blocked_by_policy. A blocked country or prefix is refused even when listed.',
+    ),
+    h(
+      'p',
+      { id: 'allowed-countries' },
+      allowed === null
+        ? 'No allow-list: every served country, high-risk ones included.'
+        : allowed.length === 0
+          ? 'Empty: every send is refused.'
+          : `Allowed: ${allowed.join(', ')}`,
+    ),
+    excluded.length > 0 &&
+      h('p', {}, `Left out as high risk for SMS pumping: ${excluded.join(', ')} (see below).`),
+    h(
+      'div',
+      { class: 'row card' },
+      allowed !== null &&
+        addable.length > 0 &&
+        h(
+          'span',
+          { class: 'row' },
+          add,
+          action('Allow country', () => saveAllowed([...allowed, add.value])),
+        ),
+      allowed !== null &&
+        allowed.length > 0 &&
+        h(
+          'span',
+          { class: 'row' },
+          (() => {
+            const remove = h(
+              'select',
+              { id: 'disallow-country', 'aria-label': 'Country to take off' },
+              allowed.map((c) => h('option', { value: c }, c)),
+            ) as HTMLSelectElement;
+            return h(
+              'span',
+              { class: 'row' },
+              remove,
+              action('Take off', () => saveAllowed(allowed.filter((c) => c !== remove.value)), 'secondary'),
+            );
+          })(),
+        ),
+      action('Reset to default', () => saveAllowed(r.defaultAllowedCountries as string[]), 'secondary'),
+      allowed !== null && action('Allow every country', () => saveAllowed(null), 'secondary'),
+    ),
+    err,
+    h('h3', {}, "High-risk countries (left out of a new service's list)"),
+    table(
+      ['Country', 'Why', 'Sources'],
+      highRisk.map((e) => [
+        `${e.country} ${e.name}`,
+        e.reason,
+        h(
+          'span',
+          {},
+          e.sources.flatMap((source, i) => [
+            i > 0 ? '; ' : '',
+            h('a', { href: source.url, rel: 'noopener noreferrer', target: '_blank' }, source.publisher),
+          ]),
+        ),
+      ]),
+    ),
+  );
+}
+
+const CAP_FIELDS = ['hourlySends', 'dailySends', 'hourlySpend', 'dailySpend'] as const;
+const CAP_LABELS: Record<(typeof CAP_FIELDS)[number], string> = {
+  hourlySends: 'Sends an hour',
+  dailySends: 'Sends a day',
+  hourlySpend: 'USD an hour',
+  dailySpend: 'USD a day',
+};
+
+/** The owner's per-country caps, and an alert for each cap reached now. */
+function capsSection(sid: string, c: Json): HTMLElement {
+  const caps = c.caps as Json[];
+  const reached = c.reached as Json[];
+  const err = formError();
+  const country = h(
+    'select',
+    { id: 'cap-country', 'aria-label': 'Country of the caps' },
+    h('option', { value: '*' }, '* (every other country)'),
+    (c.servedCountries as string[]).map((x) => h('option', { value: x }, x)),
+  ) as HTMLSelectElement;
+  const inputs = CAP_FIELDS.map((field) => ({
+    field,
+    input: h('input', {
+      id: `cap-${field}`,
+      size: '8',
+      inputmode: 'decimal',
+      placeholder: 'none',
+    }) as HTMLInputElement,
+  }));
+  const put = (code: string, body: Json) =>
+    api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() => rulesPage(sid));
+  return h(
+    'section',
+    { id: 'caps', 'aria-label': 'Caps' },
+    h('h2', {}, 'Caps per country'),
+    reached.map((x) =>
+      h(
+        'p',
+        { class: 'error', role: 'alert' },
+        `Cap reached: ${String(x.country)} ${String(x.cap).replace('_', ' ')} ${String(x.value)} of ${String(x.limit)}. Sends to ${String(x.country)} are refused until ${when(x.until)}.`,
+      ),
+    ),
+    h(
+      'p',
+      { class: 'muted' },
+      "Past a cap, the country's sends are refused with 403 blocked_by_policy until the end of the hour or day (UTC). Counted by the pumping guard a few seconds after each send; a guard.cap_reached webhook tells your endpoints once.",
+    ),
+    table(
+      ['Country', ...CAP_FIELDS.map((f) => CAP_LABELS[f]), ''],
+      caps.map((x) => [
+        String(x.country),
+        ...CAP_FIELDS.map((f) => (x[f] === null ? '—' : String(x[f]))),
+        action('Remove', () => put(String(x.country), {}), 'secondary'),
+      ]),
+      'No caps.',
+    ),
+    h(
+      'form',
+      {
+        class: 'row card',
+        onsubmit: (event) => {
+          event.preventDefault();
+          const body: Json = {};
+          for (const { field, input } of inputs) {
+            const text = input.value.trim();
+            if (text === '') continue;
+            body[field] = field.endsWith('Spend') ? text : Number(text);
+          }
+          put(country.value, body).catch((e: Error) => (err.textContent = e.message));
+        },
+      },
+      h('label', { for: 'cap-country' }, 'Country'),
+      country,
+      inputs.flatMap(({ field, input }) => [h('label', { for: `cap-${field}` }, CAP_LABELS[field]), input]),
+      h('button', { type: 'submit' }, 'Set caps'),
+    ),
+    err,
+  );
+}
+
+export async function rulesPage(sid: string): Promise<void> {
+  const [r, caps] = await Promise.all([
+    api('GET', `/services/${sid}/rules`),
+    api('GET', `/services/${sid}/caps`),
+  ]);
+  const countries = r.blockedCountries as string[];
+  const prefixes = r.blockedPrefixes as string[];
+  const save = (next: { blockedCountries: string[]; blockedPrefixes: string[] }) =>
+    api('PUT', `/services/${sid}/rules`, next).then(() => rulesPage(sid));
+  const country = h(
+    'select',
+    { id: 'country' },
+    (r.servedCountries as string[]).map((c) => h('option', { value: c }, c)),
+  ) as HTMLSelectElement;
+  const prefix = h('input', {
+    id: 'prefix',
+    placeholder: '+4470',
+    pattern: '\\+[1-9][0-9]{0,14}',
+  }) as HTMLInputElement;
+  const err = formError();
+  show(
+    'Delivery rules',
+    h(
+      'p',
+      { class: 'muted' },
+      'Sends to a blocked country or prefix are refused with 403 blocked_by_policy.',
+    ),
+    h('h2', {}, 'Blocked countries'),
+    table(
+      ['Country', ''],
+      countries.map((c) => [
+        c,
+        action(
+          'Unblock',
+          () => save({ blockedCountries: countries.filter((x) => x !== c), blockedPrefixes: prefixes }),
+          'secondary',
+        ),
+      ]),
+      'None.',
+    ),
+    h(
+      'form',
+      {
+        class: 'row card',
+        onsubmit: (event) => {
+          event.preventDefault();
+          save({ blockedCountries: [...countries, country.value], blockedPrefixes: prefixes }).catch(
+            (e: Error) => (err.textContent = e.message),
+          );
+        },
+      },
+      h('label', { for: 'country' }, 'Country'),
+      country,
+      h('button', { type: 'submit' }, 'Block country'),
+    ),
+    h('h2', {}, 'Blocked prefixes'),
+    table(
+      ['Prefix', ''],
+      prefixes.map((p) => [
+        p,
+        action(
+          'Unblock',
+          () => save({ blockedCountries: countries, blockedPrefixes: prefixes.filter((x) => x !== p) }),
+          'secondary',
+        ),
+      ]),
+      'None.',
+    ),
+    h(
+      'form',
+      {
+        class: 'row card',
+        onsubmit: (event) => {
+          event.preventDefault();
+          save({ blockedCountries: countries, blockedPrefixes: [...prefixes, prefix.value.trim()] }).catch(
+            (e: Error) => (err.textContent = e.message),
+          );
+        },
+      },
+      h('label', { for: 'prefix' }, 'E.164 prefix'),
+      prefix,
+      h('button', { type: 'submit' }, 'Block prefix'),
+    ),
+    err,
+    allowListSection(sid, r),
+    capsSection(sid, caps),
+  );
+}
