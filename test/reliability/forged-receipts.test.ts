@@ -125,5 +125,5 @@ test('the count is real: a genuinely signed callback reaches the table (carrier:
   });
   const token = signWebhook(vonageBody, harness.stack.providerSimulator!.vonage.signatureSecret, now);
   expect((await post('vonage', vonageBody, { authorization: `Bearer ${token}` })).status).toBe(200);
-  expect(operations).toEqual(['PutCommand', 'GetItemCommand']);
+  expect(operations).toEqual(['PutItemCommand', 'GetItemCommand']);
 });
