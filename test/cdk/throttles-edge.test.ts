@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { ASSUMPTIONS, edgeCost } from '../../bench/cost';
 import { readConfig } from '../../lib/config';
 import { ROUTES } from '../../lib/functions';
 import { OtpStack } from '../../lib/otp-stack';
@@ -143,8 +144,17 @@ describe('the edge (otp:edge)', () => {
     edge.template.hasOutput('EdgeUrl', { Value: Match.anyValue() });
   });
 
-  test('the WebACL: CLOUDFRONT scope, AWS managed groups, allow by default', () => {
+  test('the WebACL: CLOUDFRONT scope, AWS managed groups, allow by default; the bench prices its rules', () => {
     expect(webAcl()).toMatchObject({ Scope: 'CLOUDFRONT', DefaultAction: { Allow: {} } });
+    // WAF bills per rule (a managed group is one): the bench's edge row counts them.
+    expect(webAcl().Rules).toHaveLength(ASSUMPTIONS.edgeWafRules);
+    const perVerification = { apiGatewayRequests: 5 } as Parameters<typeof edgeCost>[0]['perVerification'];
+    expect(
+      edgeCost({
+        perVerification,
+        totalWithReceiptsOnFunctionUrl: { measured: 0, projected: 0, callbacks: 1 },
+      }),
+    ).toEqual({ requests: 4, usdPerMillion: 6.72, usdPerMonth: 11 });
     const managed = (webAcl().Rules as { Statement: { ManagedRuleGroupStatement?: { Name: string } } }[])
       .map((r) => r.Statement.ManagedRuleGroupStatement?.Name)
       .filter(Boolean);
