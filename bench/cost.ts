@@ -42,6 +42,16 @@ export const PRICES = {
   cloudWatchLogsIngestPerGb: 0.5,
   /** X-Ray, per million traces recorded (the stack turns active tracing on). */
   xRayPerMillionTraces: 5.0,
+  // The optional edge (`otp:edge`), checked on the pricing pages (docs/deploy.md, "The edge").
+  /** CloudFront, HTTPS requests from the US and Europe, per million ($0.0100 per 10,000). */
+  cloudFrontHttpsPerMillion: 1.0,
+  /** CloudFront data transfer out to the internet, US and Europe, first 10 TB, per GB. */
+  cloudFrontOutPerGb: 0.085,
+  /** AWS WAF, per million requests the WebACL inspects. */
+  wafPerMillion: 0.6,
+  /** AWS WAF, per WebACL and per rule (a managed rule group is one), per month. */
+  wafWebAclPerMonth: 5.0,
+  wafRulePerMonth: 1.0,
 } as const;
 
 /** Assumptions of the projection to AWS; each is a guess and is reported as such. */
@@ -85,7 +95,32 @@ export const ASSUMPTIONS = {
    * per million. (The Lambda's duration per run is not measured here: only its invocations are priced.)
    */
   sweeperRunsPerMonth: 30 * 24 * 60,
+  /** One answer of the API through the edge (a verification's JSON and headers), bytes. */
+  edgeAnswerBytes: 1024,
+  /** The edge WebACL's rules (lib/constructs/edge.ts; its template test holds the two equal). */
+  edgeWafRules: 6,
 };
+
+/**
+ * The optional edge (`otp:edge`), priced apart from the totals: every API request of a verification passes
+ * CloudFront and the WebACL (the receipt callbacks keep coming to the API or the function URL), plus the
+ * WebACL's fixed monthly charge. From the counted requests, so it renders from any saved results.
+ */
+export function edgeCost(cost: Pick<CostResults, 'perVerification' | 'totalWithReceiptsOnFunctionUrl'>): {
+  requests: number;
+  usdPerMillion: number;
+  usdPerMonth: number;
+} {
+  const callbacks = cost.totalWithReceiptsOnFunctionUrl?.callbacks ?? 1;
+  const requests = cost.perVerification.apiGatewayRequests - callbacks;
+  const perRequest = (PRICES.cloudFrontHttpsPerMillion + PRICES.wafPerMillion) / 1_000_000;
+  const outGb = (requests * ASSUMPTIONS.edgeAnswerBytes) / 1024 ** 3;
+  return {
+    requests,
+    usdPerMillion: round(perMillion(perRequest, requests) + perMillion(PRICES.cloudFrontOutPerGb, outGb), 2),
+    usdPerMonth: PRICES.wafWebAclPerMonth + ASSUMPTIONS.edgeWafRules * PRICES.wafRulePerMonth,
+  };
+}
 
 /**
  * Where one channel's receipt wait ends for a receipt that comes `receiptSeconds` into it: at the first status

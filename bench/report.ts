@@ -1,7 +1,7 @@
 /** Part 6: the targets of the issue against the figures, and the printed tables (text or Markdown). */
 import type { BundleResult, BundleResults } from './bundles';
 import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } from './bundles';
-import type { CostResults } from './cost';
+import { ASSUMPTIONS, edgeCost, type CostResults } from './cost';
 import type { CountResults, OperationCount, SweeperCount } from './counts';
 import type { GuardConsumerCount } from './guard-consumer';
 import type { LatencyResults } from './latency';
@@ -532,6 +532,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
               ],
             ]
           : []),
+        edgeRow(cost),
       ],
     ),
   );
@@ -592,4 +593,16 @@ export function renderReport(results: BenchResults, markdown = false): string {
     ),
   );
   return out.join('\n');
+}
+
+/** The optional edge's row: added to either total by a deployment with `otp:edge`, so in neither. */
+function edgeRow(cost: CostResults): string[] {
+  const edge = edgeCost(cost);
+  const usd = edge.usdPerMillion.toFixed(2);
+  return [
+    'optional edge (otp:edge), add to a total',
+    usd,
+    usd,
+    `${edge.requests} requests through CloudFront and AWS WAF, ${(edge.requests * ASSUMPTIONS.edgeAnswerBytes) / 1024} KB out; plus $${edge.usdPerMonth} a month (WebACL, ${ASSUMPTIONS.edgeWafRules} rules)`,
+  ];
 }

@@ -22,9 +22,18 @@ export interface OtpConfig {
   allowedChannels: string[];
   /** Base URL of the HTTP carrier gateway; omitted from the environment when not given. */
   carrierUrl: string | undefined;
-  /** Default-stage throttling of the HTTP API (requests per second, and burst). */
+  /**
+   * The stage's default throttling (requests per second, and burst): only routes without their own below, that is
+   * `$default` (requests that match no route).
+   */
   throttleRateLimit: number;
   throttleBurstLimit: number;
+  /** The public API's throttling: its send route's; the check route gets the same, the fetch route twice. */
+  apiThrottleRateLimit: number;
+  apiThrottleBurstLimit: number;
+  /** Each console route's throttling (its page, its files, its API). */
+  consoleThrottleRateLimit: number;
+  consoleThrottleBurstLimit: number;
   /** The receipt route's own throttling (requests per second, and burst), apart from the public API's. */
   receiptThrottleRateLimit: number;
   receiptThrottleBurstLimit: number;
@@ -36,10 +45,19 @@ export interface OtpConfig {
    */
   receiptFunctionUrl: boolean;
   logRetention: RetentionDays;
+  /** CloudFront and AWS WAF in front of the HTTP API (`otp:edge`); undefined: callers reach the API directly. */
+  edge: EdgeConfig | undefined;
   /** Existing SNS topic the alarms notify; without it the alarms only change state. */
   alarmTopicArn: string | undefined;
   /** The delivery providers (`otp:providers` and their settings); undefined: every channel on http-carrier. */
   providers: ProviderDeployment | undefined;
+}
+
+export interface EdgeConfig {
+  /** Requests one `X-API-Key` value may make in a minute before the WebACL blocks it. */
+  keyRequestsPerMinute: number;
+  /** Requests one IP address may make in a minute without a key, and to the console, before it is blocked. */
+  ipRequestsPerMinute: number;
 }
 
 /** Context key of each setting: `otp:` + the setting's name, e.g. `otp:codeTtlSeconds`. */
@@ -50,22 +68,40 @@ const CONTEXT_KEYS = {
   carrierUrl: 'otp:carrierUrl',
   throttleRateLimit: 'otp:throttleRateLimit',
   throttleBurstLimit: 'otp:throttleBurstLimit',
+  apiThrottleRateLimit: 'otp:apiThrottleRateLimit',
+  apiThrottleBurstLimit: 'otp:apiThrottleBurstLimit',
+  consoleThrottleRateLimit: 'otp:consoleThrottleRateLimit',
+  consoleThrottleBurstLimit: 'otp:consoleThrottleBurstLimit',
   receiptThrottleRateLimit: 'otp:receiptThrottleRateLimit',
   receiptThrottleBurstLimit: 'otp:receiptThrottleBurstLimit',
   receiptReservedConcurrency: 'otp:receiptReservedConcurrency',
   receiptFunctionUrl: 'otp:receiptFunctionUrl',
   logRetentionDays: 'otp:logRetentionDays',
   alarmTopicArn: 'otp:alarmTopicArn',
+  edge: 'otp:edge',
+  edgeKeyRequestsPerMinute: 'otp:edgeKeyRequestsPerMinute',
+  edgeIpRequestsPerMinute: 'otp:edgeIpRequestsPerMinute',
 } as const;
 
-const DEFAULTS = {
+/** The sizing behind these figures (a capacity target in sends per second) is in docs/deploy.md, "Throttling". */
+export const DEFAULTS = {
   throttleRateLimit: 100,
   throttleBurstLimit: 200,
-  // As much as the public API: each accepted send brings a receipt for each channel that accepted it.
-  receiptThrottleRateLimit: 100,
-  receiptThrottleBurstLimit: 200,
+  apiThrottleRateLimit: 1000,
+  apiThrottleBurstLimit: 2000,
+  consoleThrottleRateLimit: 20,
+  consoleThrottleBurstLimit: 40,
+  receiptThrottleRateLimit: 3000,
+  // API Gateway's default account burst: a larger bucket on one route could never fill.
+  receiptThrottleBurstLimit: 5000,
   logRetentionDays: RetentionDays.ONE_MONTH,
+  edgeIpRequestsPerMinute: 300,
+  /** The edge's per-key limit, as a multiple of the handlers' (`keyRequestsPerMinute`), see readEdge. */
+  edgeKeyLimitFactor: 10,
 } as const;
+
+/** AWS WAF's smallest rate-based limit. */
+const WAF_MIN_RATE_LIMIT = 10;
 
 /** Context from the CLI arrives as strings, from cdk.json as JSON values; treat both alike. */
 function raw(node: Node, key: string): string | undefined {
@@ -147,13 +183,7 @@ export function readConfig(node: Node): OtpConfig {
   }
 
   const receiptReservedConcurrency = optionalWholeNumber(node, CONTEXT_KEYS.receiptReservedConcurrency, 1);
-  const receiptFunctionUrlText = raw(node, CONTEXT_KEYS.receiptFunctionUrl) ?? 'false';
-  if (receiptFunctionUrlText !== 'true' && receiptFunctionUrlText !== 'false') {
-    throw new Error(
-      `Context ${CONTEXT_KEYS.receiptFunctionUrl} must be true or false, got "${receiptFunctionUrlText}"`,
-    );
-  }
-  const receiptFunctionUrl = receiptFunctionUrlText === 'true';
+  const receiptFunctionUrl = flag(node, CONTEXT_KEYS.receiptFunctionUrl);
   // A function URL has no API Gateway throttle in front of it: without reserved concurrency a flood of forged
   // callbacks could take the account's whole concurrency from the sends and checks.
   if (receiptFunctionUrl && receiptReservedConcurrency === undefined) {
@@ -175,6 +205,30 @@ export function readConfig(node: Node): OtpConfig {
     carrierUrl: carrierUrl?.replace(/\/+$/, ''),
     throttleRateLimit: wholeNumber(node, CONTEXT_KEYS.throttleRateLimit, DEFAULTS.throttleRateLimit, 1),
     throttleBurstLimit: wholeNumber(node, CONTEXT_KEYS.throttleBurstLimit, DEFAULTS.throttleBurstLimit, 1),
+    apiThrottleRateLimit: wholeNumber(
+      node,
+      CONTEXT_KEYS.apiThrottleRateLimit,
+      DEFAULTS.apiThrottleRateLimit,
+      1,
+    ),
+    apiThrottleBurstLimit: wholeNumber(
+      node,
+      CONTEXT_KEYS.apiThrottleBurstLimit,
+      DEFAULTS.apiThrottleBurstLimit,
+      1,
+    ),
+    consoleThrottleRateLimit: wholeNumber(
+      node,
+      CONTEXT_KEYS.consoleThrottleRateLimit,
+      DEFAULTS.consoleThrottleRateLimit,
+      1,
+    ),
+    consoleThrottleBurstLimit: wholeNumber(
+      node,
+      CONTEXT_KEYS.consoleThrottleBurstLimit,
+      DEFAULTS.consoleThrottleBurstLimit,
+      1,
+    ),
     receiptThrottleRateLimit: wholeNumber(
       node,
       CONTEXT_KEYS.receiptThrottleRateLimit,
@@ -190,8 +244,44 @@ export function readConfig(node: Node): OtpConfig {
     receiptReservedConcurrency,
     receiptFunctionUrl,
     logRetention: logRetention as RetentionDays,
+    edge: readEdge(node, settings),
     alarmTopicArn,
     providers,
+  };
+}
+
+function flag(node: Node, key: string): boolean {
+  const text = raw(node, key) ?? 'false';
+  if (text !== 'true' && text !== 'false')
+    throw new Error(`Context ${key} must be true or false, got "${text}"`);
+  return text === 'true';
+}
+
+/**
+ * The edge's limits. Its per-key limit sits well above the handlers' own, so a caller that honours their 429 and
+ * `Retry-After` never meets it: it only stops a key whose caller keeps hammering, before the requests cost
+ * anything behind CloudFront. It follows `otp:keyRequestsPerMinute` unless set.
+ */
+function readEdge(node: Node, settings: Settings): EdgeConfig | undefined {
+  const keys = [CONTEXT_KEYS.edgeKeyRequestsPerMinute, CONTEXT_KEYS.edgeIpRequestsPerMinute];
+  if (!flag(node, CONTEXT_KEYS.edge)) {
+    const stray = keys.find((key) => raw(node, key) !== undefined);
+    if (stray) throw new Error(`Context ${stray} needs ${CONTEXT_KEYS.edge}=true`);
+    return undefined;
+  }
+  return {
+    keyRequestsPerMinute: wholeNumber(
+      node,
+      CONTEXT_KEYS.edgeKeyRequestsPerMinute,
+      Math.max(WAF_MIN_RATE_LIMIT, DEFAULTS.edgeKeyLimitFactor * settings.keyRequestsPerMinute),
+      WAF_MIN_RATE_LIMIT,
+    ),
+    ipRequestsPerMinute: wholeNumber(
+      node,
+      CONTEXT_KEYS.edgeIpRequestsPerMinute,
+      DEFAULTS.edgeIpRequestsPerMinute,
+      WAF_MIN_RATE_LIMIT,
+    ),
   };
 }
 

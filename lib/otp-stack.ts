@@ -16,6 +16,7 @@ import { GuardSignals } from './constructs/guard-signals';
 import { groupedLogicalId } from './constructs/logical-ids';
 import { CONSOLE_BUNDLING_HOOKS, OtpConsole } from './constructs/console';
 import { OtpApi } from './constructs/otp-api';
+import { OtpEdge } from './constructs/edge';
 import { OtpFunction } from './constructs/otp-function';
 import { Providers } from './constructs/providers';
 import { WebhookDelivery } from './constructs/webhook-delivery';
@@ -64,6 +65,8 @@ export class OtpStack extends Stack {
   readonly api: HttpApi;
   /** The receipt callbacks' own URL (`otp:receiptFunctionUrl`); undefined: they come through the HTTP API. */
   readonly receiptUrl: lambda.FunctionUrl | undefined;
+  /** CloudFront and AWS WAF in front of the API (`otp:edge`, lib/constructs/edge.ts); undefined without. */
+  readonly edge: OtpEdge | undefined;
   /** The console's sign-in: user pool, app client, JWT authorizer (lib/constructs/console.ts). */
   readonly console: OtpConsole;
   readonly webhookQueue: sqs.Queue;
@@ -162,6 +165,10 @@ export class OtpStack extends Stack {
     this.api = publicApi.api;
     this.receiptUrl = publicApi.receiptUrl;
     this.console = signIn!;
+    if (config.edge) {
+      this.edge = new OtpEdge(this, 'Edge', { api: this.api, edge: config.edge });
+      this.console.addOrigin(this.edge.url);
+    }
     const alarms = new OtpAlarms(this, 'OtpAlarms', {
       alarmTopicArn: config.alarmTopicArn,
       stackName: this.stackName,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Lazy, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpUserPoolAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
@@ -49,6 +49,8 @@ export class OtpConsole extends Grouping {
   readonly client: cognito.UserPoolClient;
   readonly authorizer: HttpUserPoolAuthorizer;
   readonly domain: cognito.UserPoolDomain;
+  /** Where sign-in may return to: the console on each origin that serves it (the page sends `<origin>/console`). */
+  private readonly signInUrls: string[];
 
   constructor(scope: Construct, id: string, props: OtpConsoleProps) {
     super(scope, id);
@@ -110,6 +112,11 @@ export class OtpConsole extends Grouping {
       userPoolClients: [this.client],
       identitySource: ['$request.header.Authorization'],
     });
+    this.signInUrls = [consoleUrl];
+    const client = this.client.node.defaultChild as cognito.CfnUserPoolClient;
+    // Read at synthesis, so that an origin added later (the edge's) is in the list.
+    client.callbackUrLs = Lazy.list({ produce: () => this.signInUrls });
+    client.logoutUrLs = Lazy.list({ produce: () => this.signInUrls });
     props.consoleFunction.addEnvironment('CONSOLE_AUTH_URL', this.domain.baseUrl());
     props.consoleFunction.addEnvironment('CONSOLE_CLIENT_ID', this.client.userPoolClientId);
 
@@ -122,5 +129,10 @@ export class OtpConsole extends Grouping {
         'The console user pool: invite users with admin-create-user, then npm run admin -- member add',
       value: this.userPool.userPoolId,
     });
+  }
+
+  /** Also serve the console's sign-in at another base URL (the edge's), `<baseUrl>/console`. */
+  addOrigin(baseUrl: string): void {
+    this.signInUrls.push(`${baseUrl}/console`);
   }
 }

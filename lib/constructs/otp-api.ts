@@ -29,7 +29,7 @@ export interface OtpApiProps {
 
 /**
  * The HTTP API: one route per function of the manifest that has one (payload 2.0 Lambda proxy), the `$default`
- * stage with throttling and access logs, and the receipt route's own limit.
+ * stage with access logs, and each route's own throttling.
  */
 export class OtpApi extends Grouping {
   readonly api: HttpApi;
@@ -77,6 +77,7 @@ export class OtpApi extends Grouping {
     this.receiptUrl = this.separateReceipts(props);
     // With receipts on their own URL, the HTTP API has no receipt route: a callback sent to it is a 404.
     const routes = this.receiptUrl ? ROUTES.filter((route) => route.name !== 'receipt') : ROUTES;
+    this.throttleRoutes(config, routes);
     const authorizers = props.authorizers?.(api);
     // One integration per function, shared by its routes (the console has several).
     const integrations = new Map<FunctionName, HttpLambdaIntegration>();
@@ -127,9 +128,7 @@ export class OtpApi extends Grouping {
 
   /**
    * Receipts must not wait behind the public API: a receipt that comes late makes the workflow pay for the next
-   * channel. The receipt route gets its own throttling (RouteSettings override the stage's default route
-   * settings for that route key; HttpStage has no property for it), so its limit is set for the carrier's
-   * receipt rate alone, whatever the API's.
+   * channel. The receipt route has its own throttling (throttleRoutes), set for the carrier's receipt rate alone.
    *
    * Lambda concurrency is the other shared pool: a flood of sends, checks or junk-key requests can use the
    * account's whole unreserved concurrency, and receipts then get throttled too. Reserving concurrency for the
@@ -152,13 +151,35 @@ export class OtpApi extends Grouping {
     if (config.receiptFunctionUrl) {
       return functions.receipt.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
     }
-    const receipt = FUNCTIONS.receipt.route!;
-    (this.stage.node.defaultChild as CfnStage).routeSettings = {
-      [`${receipt.method} ${receipt.path}`]: {
-        ThrottlingRateLimit: config.receiptThrottleRateLimit,
-        ThrottlingBurstLimit: config.receiptThrottleBurstLimit,
-      },
-    };
     return undefined;
+  }
+
+  /**
+   * One flood must not stop everyone: each route gets its own token bucket (stage RouteSettings keyed by route
+   * key; HttpStage has no property for them), sized for its group: the public API for its capacity target, the
+   * console small, the receipts for the receipts of that send rate (docs/deploy.md, "Throttling"). The stage's
+   * default then limits only `$default`. All of them together still share the account's regional quota.
+   */
+  private throttleRoutes(config: OtpConfig, routes: typeof ROUTES): void {
+    const api = { rate: config.apiThrottleRateLimit, burst: config.apiThrottleBurstLimit };
+    // A verification is one send, one check and two fetches.
+    const byFunction: Partial<Record<FunctionName, { rate: number; burst: number }>> = {
+      send: api,
+      check: api,
+      fetch: { rate: 2 * api.rate, burst: 2 * api.burst },
+      receipt: { rate: config.receiptThrottleRateLimit, burst: config.receiptThrottleBurstLimit },
+      console: { rate: config.consoleThrottleRateLimit, burst: config.consoleThrottleBurstLimit },
+    };
+    const settings: Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = {};
+    for (const route of routes) {
+      const limit = byFunction[route.name];
+      // A new route without a limit of its own would fall back to the stage's small default unnoticed.
+      if (!limit) throw new Error(`No throttle for the route ${route.path} of ${route.name}`);
+      settings[`${route.method} ${route.path}`] = {
+        ThrottlingRateLimit: limit.rate,
+        ThrottlingBurstLimit: limit.burst,
+      };
+    }
+    (this.stage.node.defaultChild as CfnStage).routeSettings = settings;
   }
 }

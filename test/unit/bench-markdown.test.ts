@@ -96,6 +96,7 @@ describe('benchSection', () => {
       cost: {
         prices: PRICES,
         assumptions: ASSUMPTIONS,
+        perVerification: { apiGatewayRequests: 5 },
         lines: [{ service: 'DynamoDB on-demand', measured: 1, projected: 2, basis: 'b'.repeat(80) }],
         totalFourServices: money,
         totalWithOther: money,
@@ -108,6 +109,9 @@ describe('benchSection', () => {
     expect(section).toContain('### AWS bill per 1,000,000 verifications');
     expect(section).toContain('| DynamoDB on-demand | 1.00 | 2.00 | note 1 |');
     expect(section).toContain(`1. ${'b'.repeat(80)}`);
+    // The optional edge, outside the totals: the four API requests (the receipt callback stays off the edge).
+    expect(section).toContain('| optional edge (otp:edge), add to a total | 6.72 | 6.72 | note 2 |');
+    expect(section).toContain('2. 4 requests through CloudFront and AWS WAF, 4 KB out; plus $11 a month');
     expect(section.trimEnd().endsWith('- **missed**: fetch: 1 round trip. Measured 2, limit <= 1.')).toBe(
       true,
     );
