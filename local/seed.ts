@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
 import { cryptoRandom } from '../functions/adapters/crypto';
 import { UNITS_PER_USD } from '../functions/core/money';
+import type { ApiKeyTagger } from '../functions/core/ports';
 import { CHANNELS } from '../functions/core/routing';
 
 export interface DemoAccount {
@@ -12,12 +13,16 @@ export interface DemoAccount {
 /** The demo service's console member: sign in at /console with this address (local sign-in). */
 export const DEMO_CONSOLE_USER = 'demo@example.com';
 
-/** A demo service with $100, a default template and all five channels, and one API key. */
+/**
+ * A demo service with $100, a default template and all five channels, and one API key (tagged with `tagger`, as
+ * the stack's own key ring tags them; the legacy format without it).
+ */
 export async function seedDemoAccount(
   client: DynamoDBDocumentClient,
   tableName: string,
+  tagger?: ApiKeyTagger,
 ): Promise<DemoAccount> {
-  const accounts = new AccountStore(client, tableName, cryptoRandom);
+  const accounts = new AccountStore(client, tableName, cryptoRandom, tagger);
   const service = await accounts.createService({
     name: 'Demo',
     balance: 100 * UNITS_PER_USD,

@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDocumentClient, createDynamoClient } from '../functions/adapters/dynamodb/client';
 import { AccountStore } from '../functions/adapters/dynamodb/accounts';
-import { cryptoRandom } from '../functions/adapters/crypto';
+import { HmacApiKeyTagger, cryptoRandom } from '../functions/adapters/crypto';
 import { startDynamoLocal } from './dynamodb-local';
 import type { SimulatorRequest } from './provider-simulator';
 import { guardConsumerFromEnv } from './guard';
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   const documents = createDocumentClient({ endpoint: dynamo.endpoint });
 
   const masterKey = persistDir ? persistedMasterKey(persistDir) : randomBytes(32).toString('base64url');
-  const account = await demoAccount(documents, persistDir);
+  const account = await demoAccount(documents, persistDir, masterKey);
 
   const stack = await startLocalStack({
     dynamoEndpoint: dynamo.endpoint,
@@ -127,6 +127,7 @@ function persistedMasterKey(dir: string): string {
 async function demoAccount(
   documents: ReturnType<typeof createDocumentClient>,
   persistDir: string | undefined,
+  masterKey: string,
 ): Promise<DemoAccount> {
   const file = persistDir && join(persistDir, 'demo-account.json');
   if (file && existsSync(file)) {
@@ -134,7 +135,7 @@ async function demoAccount(
     const accounts = new AccountStore(documents, LOCAL_TABLE_NAME, cryptoRandom);
     if (await accounts.getService(saved.serviceSid)) return saved;
   }
-  const account = await seedDemoAccount(documents, LOCAL_TABLE_NAME);
+  const account = await seedDemoAccount(documents, LOCAL_TABLE_NAME, new HmacApiKeyTagger(masterKey));
   if (file) writeFileSync(file, JSON.stringify(account), { mode: 0o600 });
   return account;
 }

@@ -1,13 +1,14 @@
 /**
  * The console function's dependencies from its environment: the stores the admin command uses, the activity
- * reader, the webhook key (to seal new signing secrets), and what the page is told about signing in.
+ * reader, the webhook key (to seal new signing secrets), the API key tag's key (to issue keys), and what the page
+ * is told about signing in.
  */
 import { AccountStore } from '../adapters/dynamodb/accounts';
 import { ActivityReader } from '../adapters/dynamodb/activity';
 import { DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../adapters/webhooks/secrets';
-import { cryptoRandom, systemClock } from '../adapters/crypto';
+import { HmacApiKeyTagger, cryptoRandom, systemClock } from '../adapters/crypto';
 import { toKeyRing, type KeySource } from '../adapters/keyring';
 import type { Logger } from '../adapters/logger';
 import type { ConsoleAssets, ConsoleDeps } from '../console/api';
@@ -34,22 +35,23 @@ export function consolePublicConfig(env: Env): Record<string, string> {
 export function buildConsoleDeps(
   env: Env,
   table: TableAccess,
-  webhookKey: KeySource,
+  /** The webhook and API key tag keys (a master key on the local stack). */
+  keySource: KeySource,
   logger: Logger,
   assets: () => Promise<ConsoleAssets>,
   overrides: Partial<Pick<ConsoleDeps, 'clock' | 'webhookAllowPrivate'>> = {},
 ): ConsoleDeps {
   let vault: WebhookSecretVault | undefined;
-  const webhookKeys = toKeyRing(webhookKey);
+  const keys = toKeyRing(keySource);
   return {
-    accounts: new AccountStore(table.client, table.tableName, cryptoRandom),
+    accounts: new AccountStore(table.client, table.tableName, cryptoRandom, new HmacApiKeyTagger(keys)),
     activity: new ActivityReader(table.client, table.tableName),
     guard: new DynamoGuardAdmin(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
     webhookDeliveries: new DynamoWebhookDeliveries(table.client, table.tableName),
     webhookVault: async () => {
-      await webhookKeys.ready?.();
-      return (vault ??= new WebhookSecretVault(webhookKeys));
+      await keys.ready?.();
+      return (vault ??= new WebhookSecretVault(keys));
     },
     random: cryptoRandom,
     clock: systemClock,

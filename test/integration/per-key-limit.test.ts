@@ -11,7 +11,7 @@ import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
-import { cryptoRandom, hashApiKey } from '../../functions/adapters/crypto';
+import { HmacApiKeyTagger, cryptoRandom, hashApiKey } from '../../functions/adapters/crypto';
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { ApiKeyGuard } from '../../functions/http/middleware';
@@ -30,13 +30,14 @@ let documents: DynamoDBDocumentClient;
 let accounts: AccountStore;
 const tableName = `otp-perkey-${randomBytes(6).toString('hex')}`;
 const clients: DynamoDBDocumentClient[] = [];
+const MASTER_KEY = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
   const endpoint = dynamoEndpoint();
   raw = createDynamoClient({ endpoint });
   await createTable(raw, tableName);
   documents = createDocumentClient({ endpoint });
-  accounts = new AccountStore(documents, tableName, cryptoRandom);
+  accounts = new AccountStore(documents, tableName, cryptoRandom, new HmacApiKeyTagger(MASTER_KEY));
 });
 afterAll(() => {
   for (const client of clients) client.destroy();
@@ -52,7 +53,13 @@ function instance(clock: FakeClock, requestsPerMinute: number) {
   calls.install(client);
   const store = new DynamoStore(client, tableName);
   const handler = buildFetchHandler(
-    { store, clock, settings: { keyRequestsPerMinute: requestsPerMinute }, logger: silentLogger },
+    {
+      store,
+      clock,
+      settings: { keyRequestsPerMinute: requestsPerMinute },
+      apiKeyTagger: new HmacApiKeyTagger(MASTER_KEY),
+      logger: silentLogger,
+    },
     new ApiKeyGuard(),
   );
   return {

@@ -8,7 +8,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { AccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { cryptoRandom } from '../../functions/adapters/crypto';
+import { HmacApiKeyTagger, cryptoRandom } from '../../functions/adapters/crypto';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import type { Metrics } from '../../functions/core/metrics';
@@ -79,10 +79,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   // The service's own client, apart from the one the harness reads and seeds with: faults touch only the service.
   const serviceClient = createDocumentClient({ endpoint });
   options.decorateDynamoClient?.(serviceClient);
-  const accounts = new AccountStore(documents, tableName, cryptoRandom);
   const clock = new FakeClock();
   const logs: string[] = [];
   const masterKey = randomBytes(32).toString('base64url');
+  // Keys issued as the deployment issues them: tagged under the stack's own key.
+  const accounts = new AccountStore(documents, tableName, cryptoRandom, new HmacApiKeyTagger(masterKey));
   const env: Record<string, string> = { ...options.env };
   // Short receipt waits keep the suite fast; delivery tests set their own.
   const settings: Partial<Settings> = { channelWaitSeconds: 1, ...options.settings };

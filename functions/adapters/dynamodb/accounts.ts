@@ -15,9 +15,9 @@ import { randomBytes } from 'node:crypto';
 import { defaultAllowedCountries } from '../../core/guard/high-risk-countries';
 import type { CountryCaps } from '../../core/guard/model';
 import type { Service, Template } from '../../core/model';
-import type { Random } from '../../core/ports';
+import type { ApiKeyTagger, Random } from '../../core/ports';
 import type { Channel } from '../../core/routing';
-import { hashApiKey } from '../crypto';
+import { hashApiKey, newApiKey } from '../crypto';
 import {
   apiKeyFromItem,
   apiKeyToItems,
@@ -79,6 +79,8 @@ export class AccountStore {
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly random: Random,
+    /** The deployment's API key tag; without it, keys are issued in the legacy format (core/api-key-format.ts). */
+    private readonly apiKeyTagger?: ApiKeyTagger,
   ) {}
 
   async createService(input: NewService, now = new Date()): Promise<Service> {
@@ -129,7 +131,9 @@ export class AccountStore {
 
   async issueApiKey(serviceSid: string, now = new Date()): Promise<IssuedKey> {
     await this.requireService(serviceSid);
-    const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
+    const apiKey = this.apiKeyTagger
+      ? await newApiKey(this.apiKeyTagger)
+      : `otpk_${randomBytes(32).toString('base64url')}`;
     const keyHash = hashApiKey(apiKey);
     const [lookup, pointer] = apiKeyToItems({ keyHash, serviceSid, createdAt: now.toISOString() });
     await this.client.send(
