@@ -8,6 +8,7 @@ import {
 import { CHANNELS, parseChannelList } from '../functions/core/routing';
 import { DEFAULT_SETTINGS, SETTING_ENV, type Settings } from '../functions/core/settings';
 import { configuredChannels } from '../functions/adapters/providers/config';
+import { legacyApiKeysUntilFromEnv } from '../functions/wiring/env';
 import { readProviderDeployment, type ProviderDeployment } from './provider-config';
 
 /**
@@ -51,6 +52,8 @@ export interface OtpConfig {
   alarmTopicArn: string | undefined;
   /** The delivery providers (`otp:providers` and their settings); undefined: every channel on http-carrier. */
   providers: ProviderDeployment | undefined;
+  /** From this ISO date on, API keys of the legacy format are refused (`OTP_LEGACY_API_KEYS_UNTIL`). */
+  legacyApiKeysUntil: string | undefined;
 }
 
 export interface EdgeConfig {
@@ -81,6 +84,7 @@ const CONTEXT_KEYS = {
   edge: 'otp:edge',
   edgeKeyRequestsPerMinute: 'otp:edgeKeyRequestsPerMinute',
   edgeIpRequestsPerMinute: 'otp:edgeIpRequestsPerMinute',
+  legacyApiKeysUntil: 'otp:legacyApiKeysUntil',
 } as const;
 
 /** The sizing behind these figures (a capacity target in sends per second) is in docs/deploy.md, "Throttling". */
@@ -199,6 +203,18 @@ export function readConfig(node: Node): OtpConfig {
     throw new Error(`Context ${CONTEXT_KEYS.alarmTopicArn} is not an SNS topic ARN: "${alarmTopicArn}"`);
   }
 
+  const legacyApiKeysUntil = raw(node, CONTEXT_KEYS.legacyApiKeysUntil);
+  if (legacyApiKeysUntil !== undefined) {
+    // The functions' own parser: a value they would refuse at cold start fails the synth instead.
+    try {
+      legacyApiKeysUntilFromEnv({ OTP_LEGACY_API_KEYS_UNTIL: legacyApiKeysUntil });
+    } catch {
+      throw new Error(
+        `Context ${CONTEXT_KEYS.legacyApiKeysUntil} must be an ISO 8601 date such as 2026-06-30, got "${legacyApiKeysUntil}"`,
+      );
+    }
+  }
+
   return {
     settings,
     allowedChannels,
@@ -247,6 +263,7 @@ export function readConfig(node: Node): OtpConfig {
     edge: readEdge(node, settings),
     alarmTopicArn,
     providers,
+    legacyApiKeysUntil,
   };
 }
 

@@ -142,8 +142,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       },
     ],
     startsDelivery: true,
-    // Hashes the code (check compares) and seals it for the delivery tasks.
-    keys: ['codeHash', 'codeSeal'],
+    // Hashes the code (check compares) and seals it for the delivery tasks; checks API key tags.
+    keys: ['codeHash', 'codeSeal', 'apiKeyTag'],
   },
   check: {
     id: 'Check',
@@ -152,7 +152,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     timeoutSeconds: API_TIMEOUT_SECONDS,
     route: { method: 'POST', path: '/v2/Services/{ServiceSid}/VerificationCheck' },
     table: [{ actions: READ_UPDATE, families: ['verification', 'apiKey'] }],
-    keys: ['codeHash'],
+    keys: ['codeHash', 'apiKeyTag'],
   },
   fetch: {
     id: 'Fetch',
@@ -165,8 +165,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       { actions: ['dynamodb:GetItem'], families: ['verification', 'apiKey'] },
       { actions: ['dynamodb:UpdateItem'], families: ['apiKey'] },
     ],
-    // It reads a record and shows it: no code, no key.
-    keys: [],
+    // It reads a record and shows it: no code key; only the API key tag's.
+    keys: ['apiKeyTag'],
   },
   receipt: {
     id: 'Receipt',
@@ -306,8 +306,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       { actions: ['dynamodb:Query'], families: ['guard'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'], families: ['verification'] },
     ],
-    // Seals the signing secret of a webhook endpoint added or rotated in the console.
-    keys: ['webhook'],
+    // Seals the signing secret of a webhook endpoint added or rotated in the console; tags the keys it issues.
+    keys: ['webhook', 'apiKeyTag'],
   },
 };
 

@@ -46,6 +46,11 @@ const KEY_SECRETS: Record<KeyGroup, { id: string; description: string }> = {
     id: 'WebhookKey',
     description: 'webhook key (seals webhook secrets); replacing it needs a webhook rotate of every endpoint',
   },
+  apiKeyTag: {
+    id: 'ApiKeyTagKey',
+    description:
+      'API key tag key (checked by the API, used to issue keys); replacing it refuses every key issued',
+  },
 };
 
 /**
@@ -105,6 +110,8 @@ export class OtpStack extends Stack {
       ...(config.carrierUrl ? { OTP_CARRIER_URL: config.carrierUrl } : {}),
       // The provider of each channel (lib/provider-config.ts); unset: every channel on http-carrier.
       ...(config.providers ? { OTP_PROVIDERS: config.providers.json } : {}),
+      // The operator's cut-off for API keys of the legacy format (docs/admin.md); unset: they keep working.
+      ...(config.legacyApiKeysUntil ? { OTP_LEGACY_API_KEYS_UNTIL: config.legacyApiKeysUntil } : {}),
       // No NODE_OPTIONS=--enable-source-maps: Node would read and index each bundle's source map at every cold
       // start. The logger maps a logged error's stack from the map beside the bundle instead, when one is logged
       // (functions/adapters/stack-map.ts).
@@ -213,6 +220,10 @@ export class OtpStack extends Stack {
     new CfnOutput(this, 'WebhookKeySecretArn', {
       value: this.keySecrets.webhook.secretArn,
       description: 'Secrets Manager secret holding the key that seals webhook secrets (admin --secret-arn)',
+    });
+    new CfnOutput(this, 'ApiKeyTagSecretArn', {
+      value: this.keySecrets.apiKeyTag.secretArn,
+      description: 'Secrets Manager secret holding the key that tags API keys (needed to issue keys)',
     });
     new CfnOutput(this, 'WebhookDeadLetterQueueUrl', {
       value: this.webhookDeadLetterQueue.queueUrl,

@@ -14,12 +14,16 @@ export interface DemoAccount {
 /** The demo service's console member: sign in at /console with this address (local sign-in). */
 export const DEMO_CONSOLE_USER = 'demo@example.com';
 
-/** A demo service with $100, a default template and all five channels, and one API key. */
+/**
+ * A demo service with $100, a default template and all five channels, and one API key, tagged under the stack's
+ * master key as the stack's own key ring tags keys.
+ */
 export async function seedDemoAccount(
   client: DynamoDBDocumentClient,
   tableName: string,
+  masterKey: string,
 ): Promise<DemoAccount> {
-  const accounts = dynamoAccounts(client, tableName);
+  const accounts = dynamoAccounts(client, tableName, { apiKeyTag: masterKey });
   const service = await accounts.createService(BY_SEED, {
     name: 'Demo',
     balance: 100 * UNITS_PER_USD,

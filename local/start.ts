@@ -60,7 +60,7 @@ async function main(): Promise<void> {
   const documents = createDocumentClient({ endpoint: dynamo.endpoint });
 
   const masterKey = persistDir ? persistedMasterKey(persistDir) : randomBytes(32).toString('base64url');
-  const account = await demoAccount(documents, persistDir);
+  const account = await demoAccount(documents, persistDir, masterKey);
 
   const stack = await startLocalStack({
     dynamoEndpoint: dynamo.endpoint,
@@ -126,6 +126,7 @@ function persistedMasterKey(dir: string): string {
 async function demoAccount(
   documents: ReturnType<typeof createDocumentClient>,
   persistDir: string | undefined,
+  masterKey: string,
 ): Promise<DemoAccount> {
   const file = persistDir && join(persistDir, 'demo-account.json');
   if (file && existsSync(file)) {
@@ -133,7 +134,7 @@ async function demoAccount(
     const accounts = dynamoAccounts(documents, LOCAL_TABLE_NAME);
     if (await accounts.getService(saved.serviceSid)) return saved;
   }
-  const account = await seedDemoAccount(documents, LOCAL_TABLE_NAME);
+  const account = await seedDemoAccount(documents, LOCAL_TABLE_NAME, masterKey);
   if (file) writeFileSync(file, JSON.stringify(account), { mode: 0o600 });
   return account;
 }

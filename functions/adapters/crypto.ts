@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import type { ApiKeyMaker } from '../core/accounts/ports';
-import type { CodeVault, Random } from '../core/ports';
+import { API_KEY_TAG_LENGTH, formatApiKey } from '../core/api-key-format';
+import type { ApiKeyTagger, CodeVault, Random } from '../core/ports';
 import { toKeyRing, type KeyRing, type KeySource } from './keyring';
 import { open, seal } from './sealing';
 
@@ -62,12 +63,42 @@ export const cryptoRandom: Random = {
  */
 export const hashApiKey = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex');
 
-/** Every key the service issues: `otpk_` and 32 random bytes in base64url; stored and found by its hash. */
-export const cryptoApiKeys: ApiKeyMaker = {
-  newKey: () => {
-    const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
+/** HMAC-SHA256 under the ring's `api-key-tag` key, cut to the tag's length. */
+export class HmacApiKeyTagger implements ApiKeyTagger {
+  private readonly keys: KeyRing;
+  private tagKey: Buffer | undefined;
+
+  constructor(keys: KeySource) {
+    this.keys = toKeyRing(keys);
+  }
+
+  ready(): Promise<void> {
+    return this.keys.ready?.() ?? Promise.resolve();
+  }
+
+  tag(signed: string): string {
+    const mac = createHmac('sha256', (this.tagKey ??= this.keys.key('api-key-tag')))
+      .update(signed)
+      .digest('base64url');
+    return mac.slice(0, API_KEY_TAG_LENGTH);
+  }
+}
+
+/**
+ * A new API key, shown once (only its `hashApiKey` is stored): 32 random bytes, tagged under the deployment's
+ * `api-key-tag` key (core/api-key-format.ts).
+ */
+export async function newApiKey(tagger: ApiKeyTagger): Promise<string> {
+  await tagger.ready?.();
+  return formatApiKey(randomBytes(32).toString('base64url'), tagger);
+}
+
+/** The accounts core's key maker: tagged keys, found by their hash. */
+export const taggedApiKeys = (tagger: ApiKeyTagger): ApiKeyMaker => ({
+  newKey: async () => {
+    const apiKey = await newApiKey(tagger);
     return { apiKey, keyHash: hashApiKey(apiKey) };
   },
-};
+});
 
 export const systemClock = { now: () => new Date() };

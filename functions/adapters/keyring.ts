@@ -16,6 +16,8 @@ export const KEY_PURPOSES = [
   'receipt:carrier',
   /** AES-GCM of the webhook signing secrets kept in the table. */
   'webhook-secrets',
+  /** MAC of an API key's body: its tag, checked in memory before any lookup (core/api-key-format.ts). */
+  'api-key-tag',
 ] as const;
 export type KeyPurpose = (typeof KEY_PURPOSES)[number];
 
@@ -83,6 +85,8 @@ export const KEY_GROUPS = {
   carrier: { purposes: ['carrier-token', 'receipt:carrier'], env: 'OTP_CARRIER_SECRET_ARN' },
   /** webhookSender (opens), the admin command (seals) */
   webhook: { purposes: ['webhook-secrets'], env: 'OTP_WEBHOOK_SECRET_ARN' },
+  /** send, check, fetch (check a key's tag); console, the admin command (issue keys) */
+  apiKeyTag: { purposes: ['api-key-tag'], env: 'OTP_API_KEY_TAG_SECRET_ARN' },
 } as const satisfies Record<string, { purposes: readonly KeyPurpose[]; env: string }>;
 export type KeyGroup = keyof typeof KEY_GROUPS;
 export const KEY_GROUP_NAMES = Object.keys(KEY_GROUPS) as KeyGroup[];

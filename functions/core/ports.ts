@@ -240,3 +240,14 @@ export interface DeliveryInput {
   /** Seconds to wait for a receipt before the next channel. */
   waitSeconds: number;
 }
+
+/**
+ * The tag of an API key: a MAC under the deployment's own key (core/api-key-format.ts), so a request can tell a
+ * key this deployment issued from a made-up one without a table read. The key never leaves the adapter.
+ */
+export interface ApiKeyTagger {
+  /** Settles when the key is loaded (a deployed function reads it at its first invocation). Absent: always. */
+  ready?(): Promise<void>;
+  /** The tag of `signed` (the key's prefix and body): base64url, `API_KEY_TAG_LENGTH` characters. */
+  tag(signed: string): string;
+}

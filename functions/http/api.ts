@@ -11,6 +11,7 @@ import { OtpError } from '../core/errors';
 import { METRIC, noMetrics, type MetricName, type Metrics } from '../core/metrics';
 import type {
   ApiKeyStore,
+  ApiKeyTagger,
   Clock,
   CodeVault,
   DeliveryStore,
@@ -52,6 +53,9 @@ export interface ApiDeps {
   random: Random;
   clock: Clock;
   settings: Settings;
+  apiKeyTagger: ApiKeyTagger;
+  /** Legacy-format API keys are refused from this instant on (`OTP_LEGACY_API_KEYS_UNTIL`); absent: never. */
+  legacyApiKeysUntil?: Date;
   /** Channels this deployment may use at all. */
   allowedChannels: readonly Channel[];
   logger: Logger;
@@ -66,6 +70,9 @@ interface EndpointDeps {
   store: ApiKeyStore;
   clock: Clock;
   settings: Pick<Settings, 'keyRequestsPerMinute'>;
+  /** Checks the tag of a key in memory, before its lookup (core/api-key-format.ts). */
+  apiKeyTagger: ApiKeyTagger;
+  legacyApiKeysUntil?: Date;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -111,6 +118,8 @@ function authenticated(
         store: deps.store,
         clock: deps.clock,
         requestsPerMinute: deps.settings.keyRequestsPerMinute,
+        apiKeyTagger: deps.apiKeyTagger,
+        legacyApiKeysUntil: deps.legacyApiKeysUntil,
         overlap,
       }),
     );

@@ -2,7 +2,8 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { OtpError, isOtpError, type ErrorCode } from '../core/errors';
 import type { MetricName, Metrics } from '../core/metrics';
-import type { ApiKeyStore, Clock, KeyRequestOutcome } from '../core/ports';
+import { classifyApiKey } from '../core/api-key-format';
+import type { ApiKeyStore, ApiKeyTagger, Clock, KeyRequestOutcome } from '../core/ports';
 import { hashApiKey } from '../adapters/crypto';
 import type { Logger } from '../adapters/logger';
 import { STATUS_BY_CODE } from './errors';
@@ -116,16 +117,14 @@ function errorCodeOf(response: HttpResponse): string | undefined {
   }
 }
 
-/** Every key the service issues: `otpk_` and 32 random bytes in base64url (accounts.issueApiKey). */
-const API_KEY_FORMAT = /^otpk_[A-Za-z0-9_-]{43}$/;
-
 /**
  * Per function instance, keeps requests with keys that do not exist from costing a DynamoDB request each:
  * - a key found unknown or revoked is answered 401 from memory for `negativeSeconds`;
- * - keys this instance has not seen work draw on a small token bucket of lookups; when it is empty, they are
- *   answered 429 with `Retry-After: 1` (a real key new to this instance gets through a second later), while
- *   keys that authenticated here recently go straight to their write. A flood of random keys thus costs at
- *   most `lookupsPerSecond` requests per instance, and cannot starve the callers whose keys are real.
+ * - legacy keys (core/api-key-format.ts) this instance has not seen work draw on a small token bucket of
+ *   lookups; when it is empty, they are answered 429 with `Retry-After: 1` (a real key new to this instance gets
+ *   through a second later), while keys that authenticated here recently go straight to their write. A flood of
+ *   random legacy-format keys thus costs at most `lookupsPerSecond` requests per instance.
+ * Tagged keys whose tag matched never touch the bucket: a made-up key in that format is refused before the guard.
  */
 /**
  * A busy multi-tenant instance sees many real keys for the first time; 100 at once and 50 a second more is
@@ -154,14 +153,21 @@ export class ApiKeyGuard {
     this.refilledAt = wallClock();
   }
 
-  /** Whether a request with this key may make its write now. */
-  admit(keyHash: string): { admitted: true } | { admitted: false; reason: 'rejected' | 'busy' } {
+  /**
+   * Whether a request with this key may make its write now. `tagged`: the key's tag matched, so it is one this
+   * deployment issued and goes to its write without drawing on the bucket.
+   */
+  admit(
+    keyHash: string,
+    { tagged = false }: { tagged?: boolean } = {},
+  ): { admitted: true } | { admitted: false; reason: 'rejected' | 'busy' } {
     const now = this.wallClock();
     const rejectedUntil = this.rejected.get(keyHash);
     if (rejectedUntil !== undefined) {
       if (rejectedUntil > now) return { admitted: false, reason: 'rejected' };
       this.rejected.delete(keyHash);
     }
+    if (tagged) return { admitted: true };
     const knownUntil = this.known.get(keyHash);
     if (knownUntil !== undefined && knownUntil > now) return { admitted: true };
     this.tokens = Math.min(
@@ -207,9 +213,31 @@ export function apiKeyAuth(options: {
   clock: Clock;
   requestsPerMinute: number;
   guard: ApiKeyGuard;
+  /** Checks the tag of keys in the tagged format. */
+  apiKeyTagger: ApiKeyTagger;
+  /** From this instant on, legacy-format keys are refused from memory; absent: they keep working. */
+  legacyApiKeysUntil?: Date;
   overlap?: boolean;
 }): ApiMiddleware {
   const unauthorized = () => new OtpError('unauthorized', 'Send a valid API key in the X-API-Key header.');
+  /** What the key is, from memory: a refusal here costs no DynamoDB request and no token of the guard's bucket. */
+  const recognise = async (apiKey: string): Promise<'tagged' | 'legacy'> => {
+    const ready = options.apiKeyTagger.ready?.();
+    // Only a cold instance's first requests wait here, for the key secret the ring is already reading.
+    if (ready) await ready;
+    switch (classifyApiKey(apiKey, options.apiKeyTagger)) {
+      case 'tagged':
+        return 'tagged';
+      case 'legacy':
+        if (options.legacyApiKeysUntil && options.clock.now() >= options.legacyApiKeysUntil) {
+          throw new OtpError('unauthorized', 'This API key is of a retired format; use a key issued since.');
+        }
+        return 'legacy';
+      default:
+        // Forged or malformed: the same answer as an unknown key.
+        throw unauthorized();
+    }
+  };
   const authorize = async (request: { event: ApiEvent }, keyHash: string) => {
     const now = options.clock.now().getTime();
     const windowStart = now - (now % 60_000);
@@ -238,9 +266,10 @@ export function apiKeyAuth(options: {
   return {
     before: async (request) => {
       const apiKey = header(request.event, 'x-api-key');
-      if (!apiKey || apiKey.length > MAX_API_KEY_LENGTH || !API_KEY_FORMAT.test(apiKey)) throw unauthorized();
+      if (!apiKey || apiKey.length > MAX_API_KEY_LENGTH) throw unauthorized();
+      const format = await recognise(apiKey);
       const keyHash = hashApiKey(apiKey);
-      const admission = options.guard.admit(keyHash);
+      const admission = options.guard.admit(keyHash, { tagged: format === 'tagged' });
       if (!admission.admitted) {
         if (admission.reason === 'rejected') throw unauthorized();
         throw new OtpError('rate_limited', 'Too many requests with unknown API keys; retry shortly.', 1);

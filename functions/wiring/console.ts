@@ -1,6 +1,7 @@
 /**
  * The console function's dependencies from its environment: the stores the admin command uses, the activity
- * reader, the webhook key (to seal new signing secrets), and what the page is told about signing in.
+ * reader, the webhook key (to seal new signing secrets), the API key tag's key (to issue keys), and what the page
+ * is told about signing in.
  */
 import { ActivityReader } from '../adapters/dynamodb/activity';
 import { DynamoGuardAdmin } from '../adapters/dynamodb/guard';
@@ -34,23 +35,24 @@ function consolePublicConfig(env: Env): Record<string, string> {
 export function buildConsoleDeps(
   env: Env,
   table: TableAccess,
-  webhookKey: KeySource,
+  /** The webhook and API key tag keys (a master key on the local stack). */
+  keySource: KeySource,
   logger: Logger,
   assets: () => Promise<ConsoleAssets>,
   overrides: Partial<Pick<ConsoleDeps, 'clock' | 'webhookAllowPrivate'>> = {},
 ): ConsoleDeps {
   let vault: WebhookSecretVault | undefined;
-  const webhookKeys = toKeyRing(webhookKey);
+  const keys = toKeyRing(keySource);
   const clock = overrides.clock ?? systemClock;
   return {
-    accounts: dynamoAccounts(table.client, table.tableName, { clock }),
+    accounts: dynamoAccounts(table.client, table.tableName, { clock, apiKeyTag: keys }),
     activity: new ActivityReader(table.client, table.tableName),
     guard: new DynamoGuardAdmin(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
     webhookDeliveries: new DynamoWebhookDeliveries(table.client, table.tableName),
     webhookVault: async () => {
-      await webhookKeys.ready?.();
-      return (vault ??= new WebhookSecretVault(webhookKeys));
+      await keys.ready?.();
+      return (vault ??= new WebhookSecretVault(keys));
     },
     random: cryptoRandom,
     clock,

@@ -7,7 +7,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryDeps } from '../core/delivery';
 import type { DeliverySweepStore } from '../core/ports';
 import { settingsFromEnv } from '../core/settings';
-import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
+import { CryptoCodeVault, HmacApiKeyTagger, cryptoRandom, systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
 import { toKeyRing, type KeySource } from '../adapters/keyring';
 import { noMetrics, type Metrics } from '../core/metrics';
@@ -17,7 +17,7 @@ import { DynamoReplayGuard } from '../adapters/dynamodb/receipt-tokens';
 import type { ApiDeps } from '../http/api';
 import { tableFromEnv } from './dynamo';
 import { deployableChannels } from './channels';
-import type { Env } from './env';
+import { legacyApiKeysUntilFromEnv, type Env } from './env';
 import { providersFromEnv } from './providers';
 
 /** The sweeper also lists the deliveries not yet ended (the same DynamoStore). */
@@ -45,6 +45,8 @@ export function buildDeps(
     // AWS providers by name only; the deliver task's root adds their senders (wiring/provider-senders.ts).
     providers: providersFromEnv(env, keys, { replays: new DynamoReplayGuard(client, tableName) }),
     vault: new CryptoCodeVault(keys),
+    apiKeyTagger: new HmacApiKeyTagger(keys),
+    legacyApiKeysUntil: legacyApiKeysUntilFromEnv(env),
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),

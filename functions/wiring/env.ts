@@ -18,3 +18,17 @@ export function allowedChannelsFromEnv(env: Env): Channel[] {
   if (channels.length === 0) throw new Error(`OTP_ALLOWED_CHANNELS lists no channel: "${raw}"`);
   return channels;
 }
+
+/**
+ * `OTP_LEGACY_API_KEYS_UNTIL`: an ISO 8601 date or instant from which legacy-format API keys (no tag) are refused;
+ * unset: they keep working. The operator's cut-off once every client holds a tagged key (docs/admin.md).
+ */
+export function legacyApiKeysUntilFromEnv(env: Env): Date | undefined {
+  const raw = env.OTP_LEGACY_API_KEYS_UNTIL;
+  if (!raw) return undefined;
+  const until = new Date(raw);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(until.getTime())) {
+    throw new Error(`OTP_LEGACY_API_KEYS_UNTIL must be an ISO 8601 date such as 2026-06-30, got "${raw}"`);
+  }
+  return until;
+}

@@ -3,21 +3,23 @@
  * registry, so their bundles hold neither the provider configuration's parsing nor number parsing and its
  * metadata. `buildDeps` (wiring/deps.ts) adds those for the others.
  */
-import type { Clock, CodeVault, Random } from '../core/ports';
+import type { ApiKeyTagger, Clock, CodeVault, Random } from '../core/ports';
 import type { ProviderRegistry } from '../core/providers';
 import { settingsFromEnv, type Settings } from '../core/settings';
 import { noMetrics, type Metrics } from '../core/metrics';
-import { CryptoCodeVault, cryptoRandom, systemClock } from '../adapters/crypto';
+import { CryptoCodeVault, HmacApiKeyTagger, cryptoRandom, systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
 import { toKeyRing, type KeySource } from '../adapters/keyring';
 import { lambdaLogger, type Logger } from '../adapters/logger';
 import { lambdaMetrics } from '../adapters/metrics';
 import type { TableAccess } from './dynamo';
-import type { Env } from './env';
+import { legacyApiKeysUntilFromEnv, type Env } from './env';
 
 export interface StoreDeps {
   store: DynamoStore;
   vault: CodeVault;
+  apiKeyTagger: ApiKeyTagger;
+  legacyApiKeysUntil: Date | undefined;
   random: Random;
   clock: Clock;
   settings: Settings;
@@ -36,9 +38,12 @@ export function buildStoreDeps(
   logger?: Logger,
   metrics?: Metrics,
 ): StoreDeps {
+  const keys = toKeyRing(keySource);
   return {
     store: new DynamoStore(client, tableName),
-    vault: new CryptoCodeVault(toKeyRing(keySource)),
+    vault: new CryptoCodeVault(keys),
+    apiKeyTagger: new HmacApiKeyTagger(keys),
+    legacyApiKeysUntil: legacyApiKeysUntilFromEnv(env),
     random: cryptoRandom,
     clock: systemClock,
     settings: settingsFromEnv(env),

@@ -10,7 +10,14 @@ import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhoo
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { KEY_GROUPS, groupKeyRing, keySecretRoot, type KeySource } from '../../functions/adapters/keyring';
+import {
+  KEY_GROUPS,
+  deferredKeyRing,
+  groupKeyRing,
+  keySecretRoot,
+  toKeyRing,
+  type KeyRing,
+} from '../../functions/adapters/keyring';
 import { readLocalStackState, type LocalStackState } from '../../local/stack';
 import { COMMANDS } from './commands';
 import {
@@ -72,11 +79,16 @@ export function runAdmin(argv: string[], io: AdminIo, options: AdminOptions = {}
       ...(target.region && { region: target.region }),
     });
     try {
-      const accounts = dynamoAccounts(client, target.tableName);
+      // Read at the first key a command issues, with the operator's own credentials.
+      const apiKeyTag = deferredKeyRing(() => deploymentKeyFor('apiKeyTag', target, values, env), {
+        eager: false,
+      });
+      const accounts = dynamoAccounts(client, target.tableName, { apiKeyTag });
       const change = { actor: `cli:${await principal(client, target)}` };
       const webhooks = new DynamoWebhookEndpoints(client, target.tableName);
       const guard = new DynamoGuardAdmin(client, target.tableName);
-      const webhookVault = async () => new WebhookSecretVault(await webhookKeyFor(target, values, env));
+      const webhookVault = async () =>
+        new WebhookSecretVault(await deploymentKeyFor('webhook', target, values, env));
       return await work({
         accounts,
         change,
@@ -135,36 +147,42 @@ function resolveTarget(values: OptionValues, readLocalStack: () => LocalStackSta
   };
 }
 
-const WEBHOOK_SECRET_ENV = KEY_GROUPS.webhook.env;
+/** What a command does with each deployment key, and the stack output that names its secret. */
+const DEPLOYMENT_KEYS = {
+  webhook: { use: 'Sealing a webhook secret', output: 'WebhookKeySecretArn' },
+  apiKeyTag: { use: 'Issuing an API key (its tag)', output: 'ApiKeyTagSecretArn' },
+} as const;
 
 /**
- * The key that seals webhook secrets, for the commands that make one: the running local stack's master key, or
- * OTP_MASTER_KEY (another DynamoDB Local), or, for a deployed stack, its webhook key secret read from Secrets
- * Manager (--secret-arn, the stack output WebhookKeySecretArn, or OTP_WEBHOOK_SECRET_ARN) with the operator's
- * own AWS credentials. Another of the stack's key secrets is refused: sealing with it would make secrets the
- * webhook sender cannot open.
+ * A deployment key for the commands that need one (sealing a webhook secret, tagging a new API key): the running
+ * local stack's master key, or OTP_MASTER_KEY (another DynamoDB Local), or, for a deployed stack, the group's key
+ * secret read from Secrets Manager (--secret-arn, the stack output, or the group's environment variable) with the
+ * operator's own AWS credentials. Another of the stack's key secrets is refused: a webhook secret sealed with it
+ * could not be opened, a key tagged with it would be refused.
  */
-async function webhookKeyFor(
+async function deploymentKeyFor(
+  group: keyof typeof DEPLOYMENT_KEYS,
   target: AdminTarget,
   values: OptionValues,
   env: Record<string, string | undefined>,
-): Promise<KeySource> {
-  if (target.masterKey) return target.masterKey;
-  if (env.OTP_MASTER_KEY) return env.OTP_MASTER_KEY;
-  const secretArn = values['secret-arn'] ?? env[WEBHOOK_SECRET_ENV];
+): Promise<KeyRing> {
+  if (target.masterKey) return toKeyRing(target.masterKey);
+  if (env.OTP_MASTER_KEY) return toKeyRing(env.OTP_MASTER_KEY);
+  const { use, output } = DEPLOYMENT_KEYS[group];
+  const variable = KEY_GROUPS[group].env;
+  const secretArn = values['secret-arn'] ?? env[variable];
   if (!secretArn) {
     throw new AdminError(
-      'Sealing a webhook secret needs the webhook key: pass --secret-arn ARN (the stack output ' +
-        `WebhookKeySecretArn), or set ${WEBHOOK_SECRET_ENV} or OTP_MASTER_KEY`,
+      `${use} needs the deployment's key: pass --secret-arn ARN (the stack output ${output}), or set ${variable} or OTP_MASTER_KEY`,
     );
   }
   const client = new SecretsManagerClient(target.region ? { region: target.region } : {});
   try {
     const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
     try {
-      return groupKeyRing({ webhook: keySecretRoot('webhook', SecretString, secretArn) });
+      return groupKeyRing({ [group]: keySecretRoot(group, SecretString, secretArn) });
     } catch (error) {
-      throw new AdminError(`${(error as Error).message}: pass the stack output WebhookKeySecretArn`);
+      throw new AdminError(`${(error as Error).message}: pass the stack output ${output}`);
     }
   } finally {
     client.destroy();

@@ -39,6 +39,8 @@ const freshMobile = () => `+447400${String(3_100_000 + ++counter).slice(1)}`;
 
 jest.setTimeout(60_000);
 
+const MASTER_KEY = 'browser-test-master-key-0123456789abcdef';
+
 beforeAll(async () => {
   const endpoint = dynamoEndpoint();
   tableName = `otp-browser-${Date.now().toString(36)}`;
@@ -46,12 +48,12 @@ beforeAll(async () => {
   await createTable(raw, tableName);
   raw.destroy();
   const documents = createDocumentClient({ endpoint });
-  demo = await seedDemoAccount(documents, tableName);
+  demo = await seedDemoAccount(documents, tableName, MASTER_KEY);
   documents.destroy();
   stack = await startLocalStack({
     dynamoEndpoint: endpoint,
     tableName,
-    masterKey: 'browser-test-master-key-0123456789abcdef',
+    masterKey: MASTER_KEY,
     env: { ...process.env, OTP_CHANNEL_WAIT_SECONDS: '1' },
     logger: jsonLogger(() => undefined),
     sweepIntervalMs: 0,

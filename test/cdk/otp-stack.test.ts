@@ -35,9 +35,10 @@ const NON_WEBHOOK = FUNCTION_NAMES.filter((name) => !WEBHOOK_FUNCTIONS.includes(
  * code with exactly what the template grants it.
  */
 const KEYS_OF: Record<FunctionName, KeyGroup[]> = {
-  send: ['codeHash', 'codeSeal'],
-  check: ['codeHash'],
-  fetch: [],
+  // The API functions check API key tags; the console issues keys.
+  send: ['codeHash', 'codeSeal', 'apiKeyTag'],
+  check: ['codeHash', 'apiKeyTag'],
+  fetch: ['apiKeyTag'],
   receipt: ['carrier'],
   deliver: ['codeSeal', 'carrier'],
   afterWait: [],
@@ -46,13 +47,14 @@ const KEYS_OF: Record<FunctionName, KeyGroup[]> = {
   guardSignals: [],
   webhookSender: ['webhook'],
   // The console seals the signing secret of a webhook endpoint added or rotated there.
-  console: ['webhook'],
+  console: ['webhook', 'apiKeyTag'],
 };
 const KEY_SECRET_LOGICAL_IDS: Record<KeyGroup, string> = {
   codeHash: 'CodeHashKey796E4AF4',
   codeSeal: 'CodeSealKey03B79D09',
   carrier: 'CarrierKey719C9F8F',
   webhook: 'WebhookKeyFF363931',
+  apiKeyTag: 'ApiKeyTagKeyB98EE086',
 };
 /** The functions that start the delivery workflow: send, and the sweeper that restarts stalled deliveries. */
 const STARTS_DELIVERY: FunctionName[] = ['send', 'sweeper'];
@@ -961,10 +963,12 @@ test('outputs', () => {
   template.hasOutput('StateMachineArn', { Value: ref(logicalId(stack.stateMachine)) });
   template.hasOutput('CarrierKeySecretArn', { Value: ref(KEY_SECRET_LOGICAL_IDS.carrier) });
   template.hasOutput('WebhookKeySecretArn', { Value: ref(KEY_SECRET_LOGICAL_IDS.webhook) });
+  template.hasOutput('ApiKeyTagSecretArn', { Value: ref(KEY_SECRET_LOGICAL_IDS.apiKeyTag) });
   template.hasOutput('WebhookDeadLetterQueueUrl', { Value: ref(logicalId(stack.webhookDeadLetterQueue)) });
   // Exactly these: docs/deploy.md lists them.
   expect(Object.keys(template.toJSON().Outputs as object).sort()).toEqual(
     [
+      'ApiKeyTagSecretArn',
       'ApiUrl',
       'CarrierKeySecretArn',
       'ConsoleUrl',

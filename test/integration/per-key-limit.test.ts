@@ -12,7 +12,7 @@ import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
-import { hashApiKey } from '../../functions/adapters/crypto';
+import { HmacApiKeyTagger, hashApiKey } from '../../functions/adapters/crypto';
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { ApiKeyGuard } from '../../functions/http/middleware';
@@ -31,13 +31,14 @@ let documents: DynamoDBDocumentClient;
 let accounts: Accounts;
 const tableName = `otp-perkey-${randomBytes(6).toString('hex')}`;
 const clients: DynamoDBDocumentClient[] = [];
+const MASTER_KEY = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
   const endpoint = dynamoEndpoint();
   raw = createDynamoClient({ endpoint });
   await createTable(raw, tableName);
   documents = createDocumentClient({ endpoint });
-  accounts = dynamoAccounts(documents, tableName);
+  accounts = dynamoAccounts(documents, tableName, { apiKeyTag: MASTER_KEY });
 });
 afterAll(() => {
   for (const client of clients) client.destroy();
@@ -53,7 +54,13 @@ function instance(clock: FakeClock, requestsPerMinute: number) {
   calls.install(client);
   const store = new DynamoStore(client, tableName);
   const handler = buildFetchHandler(
-    { store, clock, settings: { keyRequestsPerMinute: requestsPerMinute }, logger: silentLogger },
+    {
+      store,
+      clock,
+      settings: { keyRequestsPerMinute: requestsPerMinute },
+      apiKeyTagger: new HmacApiKeyTagger(MASTER_KEY),
+      logger: silentLogger,
+    },
     new ApiKeyGuard(),
   );
   return {

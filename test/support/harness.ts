@@ -83,10 +83,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   // The service's own client, apart from the one the harness reads and seeds with: faults touch only the service.
   const serviceClient = createDocumentClient({ endpoint });
   options.decorateDynamoClient?.(serviceClient);
-  const accounts = dynamoAccounts(documents, tableName);
   const clock = new FakeClock();
   const logs: string[] = [];
   const masterKey = randomBytes(32).toString('base64url');
+  // Keys issued as the deployment issues them: tagged under the stack's own key.
+  const accounts = dynamoAccounts(documents, tableName, { apiKeyTag: masterKey });
   const env: Record<string, string> = { ...options.env };
   // Short receipt waits keep the suite fast; delivery tests set their own.
   const settings: Partial<Settings> = { channelWaitSeconds: 1, ...options.settings };

@@ -234,7 +234,8 @@ test('the manifest declares what each function calls', () => {
   expect(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, awsClientsOf(FUNCTIONS[name])]))).toEqual({
     send: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager', '@aws-sdk/client-sfn'],
     check: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
-    fetch: ['@aws-sdk/client-dynamodb'],
+    // Fetch reads the API key tag's secret.
+    fetch: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
     receipt: ['@aws-sdk/client-dynamodb', '@aws-sdk/client-secrets-manager'],
     // The only sender: the AWS messaging clients too.
     deliver: [

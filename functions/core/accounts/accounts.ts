@@ -127,7 +127,7 @@ export class Accounts {
 
   async issueApiKey(context: ChangeContext, serviceSid: string): Promise<IssuedKey> {
     await this.service(serviceSid);
-    const { apiKey, keyHash } = this.deps.keys.newKey();
+    const { apiKey, keyHash } = await this.deps.keys.newKey();
     const keyId = keyIdOf(keyHash);
     await this.deps.store.putApiKey(
       serviceSid,

@@ -142,7 +142,7 @@ export interface AccountStore {
 
 /** Makes new API keys: the key, shown once, and the hash it is stored and found by. */
 export interface ApiKeyMaker {
-  newKey(): { apiKey: string; keyHash: string };
+  newKey(): Promise<{ apiKey: string; keyHash: string }>;
 }
 
 /** The audit trail of operator-wide changes (operator rights) is kept under this pseudo-service. */

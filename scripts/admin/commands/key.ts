@@ -13,7 +13,13 @@ export const keyText = (apiKey: string, keyId: string) =>
 const keyIssue = command({
   words: ['key', 'issue'],
   args: ['<VA>'],
+  options: ['secret-arn'],
+  optionsUsage: '[--secret-arn ARN]',
   summary: 'Issue an API key (shown once; only its hash is stored)',
+  details: [
+    "A key carries a tag under the deployment's key: the local stack provides it; a deployed table needs",
+    '--secret-arn ARN (the stack output ApiKeyTagSecretArn, read with your AWS credentials).',
+  ],
   examples: [`key issue ${VA}`, `key issue ${VA} --json | jq -r .apiKey`],
   parse: sidOnly,
   run: async (context, sid) => {

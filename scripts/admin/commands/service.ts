@@ -9,14 +9,15 @@ import { keyText } from './key';
 const serviceCreate = command({
   words: ['service', 'create'],
   args: [],
-  options: ['name', 'balance', 'channels', 'template', 'no-default-template', 'no-key'],
+  options: ['name', 'balance', 'channels', 'template', 'no-default-template', 'no-key', 'secret-arn'],
   optionsUsage:
-    '--name NAME [--balance USD] [--channels LIST] [--template TEXT | --no-default-template] [--no-key]',
+    '--name NAME [--balance USD] [--channels LIST] [--template TEXT | --no-default-template] [--no-key] [--secret-arn ARN]',
   summary: 'Create a service and issue its first API key',
   details: [
     '--balance USD defaults to 0; --channels defaults to all five channels.',
     'The default template is --template TEXT, or "Your NAME verification code is {code}." when not given;',
     '--no-default-template creates none (sends must then name a TemplateSid). --no-key issues no API key.',
+    'On a deployed table the key needs --secret-arn ARN (the stack output ApiKeyTagSecretArn).',
   ],
   examples: [
     'service create --name Acme --balance 25',
