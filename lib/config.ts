@@ -88,7 +88,7 @@ const CONTEXT_KEYS = {
 } as const;
 
 /** The sizing behind these figures (a capacity target in sends per second) is in docs/deploy.md, "Throttling". */
-export const DEFAULTS = {
+const DEFAULTS = {
   throttleRateLimit: 100,
   throttleBurstLimit: 200,
   apiThrottleRateLimit: 1000,

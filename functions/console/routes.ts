@@ -112,10 +112,10 @@ const MAX_CHARGE_LINES = 5000;
 /** Verifications read (BatchGetItem) for the countries of charges and for conversion. */
 const MAX_VERIFICATIONS_READ = 1000;
 /** Verifications a list page shows; a number search looks through this many of the latest. */
-export const LIST_PAGE = 50;
-export const SEARCH_DEPTH = 1000;
+const LIST_PAGE = 50;
+const SEARCH_DEPTH = 1000;
 /** Audit records one request reads (newest first). */
-export const MAX_AUDIT_RECORDS = 500;
+const MAX_AUDIT_RECORDS = 500;
 
 /**
  * How far past a verification's expiry its webhook deliveries are looked for: more than a day, and the whole
@@ -173,7 +173,7 @@ const countryList = z
   .check(z.maxLength(250));
 const schemas = {
   createService: z.object({
-    name: z.string().check(z.maxLength(1000)),
+    name: z.string(),
     balance: z.optional(usd),
     channels: z.optional(channelList),
   }),

@@ -8,8 +8,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiKeyTagger } from './ports';
 
-export const TAGGED_API_KEY_PREFIX = 'otpk2_';
-export const LEGACY_API_KEY_PREFIX = 'otpk_';
+const TAGGED_API_KEY_PREFIX = 'otpk2_';
+const LEGACY_API_KEY_PREFIX = 'otpk_';
 /** 32 bytes in base64url, unpadded. */
 export const API_KEY_BODY_LENGTH = 43;
 /** The first 22 base64url characters of the MAC: 132 bits, no forgery by guessing. */

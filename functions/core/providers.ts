@@ -1,4 +1,5 @@
 import type { Channel } from './routing';
+import { isSid } from './sids';
 
 /** A message handed to a provider. `reference` correlates receipts and lets a provider drop duplicates. */
 export interface OutboundMessage {
@@ -90,6 +91,6 @@ export interface ProviderRegistry {
 export const messageReference = (sid: string, channelIndex: number): string => `${sid}.${channelIndex}`;
 
 export function parseMessageReference(reference: string): { sid: string; channelIndex: number } | undefined {
-  const match = /^(VE[0-9a-f]{32})\.(\d{1,2})$/.exec(reference);
-  return match ? { sid: match[1]!, channelIndex: Number(match[2]) } : undefined;
+  const match = /^(.+)\.(\d{1,2})$/.exec(reference);
+  return match && isSid('VE', match[1]!) ? { sid: match[1]!, channelIndex: Number(match[2]) } : undefined;
 }

@@ -29,7 +29,7 @@ const LIMITS = {
 } as const;
 
 /** The longest code a send can carry: a caller's own code of up to 10 characters. */
-const LONGEST_CODE = '0'.repeat(10);
+export const LONGEST_CODE = '0'.repeat(10);
 
 /** Each character's size in the text's encoding, in order. */
 function widths(text: string): { encoding: SmsEncoding; sizes: number[] } {

@@ -9,13 +9,13 @@ import { RECEIPT_ROUTE } from '../../functions/http/routes';
 import { Grouping } from './logical-ids';
 
 /** A WebACL of scope CLOUDFRONT exists only in this region (AWS WAF's rule for CloudFront). */
-export const EDGE_REGION = 'us-east-1';
+const EDGE_REGION = 'us-east-1';
 /** The header that carries the API key (docs/api.md); WAF compares header names without regard to case. */
-export const API_KEY_HEADER = 'x-api-key';
+const API_KEY_HEADER = 'x-api-key';
 /** Where the console's page, files and API live (lib/functions.ts, the console's routes). */
-export const CONSOLE_PATH_PREFIX = '/console';
+const CONSOLE_PATH_PREFIX = '/console';
 /** Where the providers post receipts: no API key, a few provider addresses, high rates (see the rules). */
-export const CALLBACK_PATH_PREFIX = RECEIPT_ROUTE.path.slice(0, RECEIPT_ROUTE.path.indexOf('{'));
+const CALLBACK_PATH_PREFIX = RECEIPT_ROUTE.path.slice(0, RECEIPT_ROUTE.path.indexOf('{'));
 /** Rate-based rules count over this window; the limits are per window, so per minute here. */
 const RATE_WINDOW_SECONDS = 60;
 

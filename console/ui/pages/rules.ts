@@ -1,4 +1,5 @@
 /** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
+import { E164_PREFIX_PATTERN } from '../../../functions/core/accounts/formats';
 import { api, type Json } from '../api';
 import { action, formError, h, show, table, when } from '../dom';
 
@@ -197,7 +198,7 @@ export async function rulesPage(sid: string): Promise<void> {
   const prefix = h('input', {
     id: 'prefix',
     placeholder: '+4470',
-    pattern: '\\+[1-9][0-9]{0,14}',
+    pattern: E164_PREFIX_PATTERN,
   }) as HTMLInputElement;
   const err = formError();
   show(

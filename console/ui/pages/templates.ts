@@ -1,5 +1,6 @@
 /** The templates page: the service's templates, the default one, and adding a template. */
 import { api, type Json } from '../api';
+import { MAX_TEMPLATE_LENGTH } from '../../../functions/core/accounts/formats';
 import { LONGEST_CODE, templateSmsSize } from '../../../functions/core/sms-segments';
 import { action, badge, copyButton, formError, h, show, table } from '../dom';
 
@@ -18,7 +19,7 @@ export async function templatesPage(sid: string): Promise<void> {
   const size = h('p', { id: 'template-size', class: 'muted', 'aria-live': 'polite' }, smsSizeText(''));
   const body = h('textarea', {
     id: 'template-body',
-    maxlength: '1000',
+    maxlength: String(MAX_TEMPLATE_LENGTH),
     placeholder: 'Your code is {code}.',
     'aria-describedby': 'template-size',
     oninput: () => (size.textContent = smsSizeText(body.value)),

@@ -3,6 +3,7 @@
  * payload or a secret. One small record per attempt, written only for services that have endpoints (nothing
  * else posts), kept 7 days.
  */
+import { isSid } from '../sids';
 import type { WebhookEventType } from './events';
 
 /** How long a delivery record is kept (the table's TTL). */
@@ -49,7 +50,7 @@ export function webhookErrorKind(error: string): string {
 export function verificationSidOf(payload: string): string | undefined {
   try {
     const sid = (JSON.parse(payload) as { data?: { sid?: unknown } }).data?.sid;
-    return typeof sid === 'string' && /^VE[0-9a-f]{32}$/.test(sid) ? sid : undefined;
+    return typeof sid === 'string' && isSid('VE', sid) ? sid : undefined;
   } catch {
     return undefined;
   }
