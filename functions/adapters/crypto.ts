@@ -95,6 +95,9 @@ export async function newApiKey(tagger: ApiKeyTagger): Promise<string> {
 
 /** The accounts core's key maker: tagged keys, found by their hash. */
 export const taggedApiKeys = (tagger: ApiKeyTagger): ApiKeyMaker => ({
+  ready: async () => {
+    await tagger.ready?.();
+  },
   newKey: async () => {
     const apiKey = await newApiKey(tagger);
     return { apiKey, keyHash: hashApiKey(apiKey) };

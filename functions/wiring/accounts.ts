@@ -8,9 +8,9 @@ import { HmacApiKeyTagger, cryptoRandom, systemClock, taggedApiKeys } from '../a
 import type { KeySource } from '../adapters/keyring';
 
 /** Where no deployment key is at hand (reading, or changing anything but keys), issuing a key says why it cannot. */
-const noKeyMaker: ApiKeyMaker = {
-  newKey: () => Promise.reject(new Error('Issuing an API key needs the deployment key (api-key-tag) here')),
-};
+const noKey = () =>
+  Promise.reject(new Error('Issuing an API key needs the deployment key (api-key-tag) here'));
+const noKeyMaker: ApiKeyMaker = { newKey: noKey, ready: noKey };
 
 export function dynamoAccounts(
   client: DynamoDBDocumentClient,

@@ -42,7 +42,8 @@ async function admin(args: string[], options: AdminOptions & { withTarget?: bool
   const code = await runAdmin(
     [...args, ...(withTarget ? target : [])],
     { out: (text) => stdout.push(text), err: (text) => stderr.push(text) },
-    { readLocalStack: () => undefined, ...adminOptions },
+    // The stack's master key, as an operator of another DynamoDB Local passes it: new keys are tagged with it.
+    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey }, ...adminOptions },
   );
   return { code, stdout: stdout.join('\n'), stderr: stderr.join('\n') };
 }
@@ -79,7 +80,7 @@ describe('service create', () => {
   it('creates a service whose issued key sends over HTTP, with the balance and default template asked for', async () => {
     const created = await createService(['--template', 'Your Acme code is {code}']);
     expect(created.serviceSid).toMatch(/^VA[0-9a-f]{32}$/);
-    expect(created.apiKey).toMatch(/^otpk_/);
+    expect(created.apiKey).toMatch(/^otpk2_/);
     expect(created).toMatchObject({
       balance: '25.0000',
       channels: ['sms', 'whatsapp', 'viber', 'rcs', 'sna'],
@@ -96,7 +97,7 @@ describe('service create', () => {
     const run = await admin(['service', 'create', '--name', 'Readable Co', '--balance', '1.5']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/Service SID\s+VA[0-9a-f]{32}/);
-    expect(run.stdout).toMatch(/API key\s+otpk_\S+\s+\(shown once/);
+    expect(run.stdout).toMatch(/API key\s+otpk2_\S+\s+\(shown once/);
     expect(run.stdout).toContain('1.5000 USD');
   });
 
@@ -124,6 +125,14 @@ describe('service create', () => {
     expect(created.channels).toEqual(['sms']);
     const response = await harness.client(created).send({ To: freshUsNumber() });
     expect(response.body).toMatchObject({ channel: 'sms' });
+  });
+
+  it('without the deployment key, service create makes nothing and says which key it needs', async () => {
+    const before = (await harness.accounts.store.listAllServices()).length;
+    const run = await admin(['service', 'create', '--name', 'Keyless'], { env: {} });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('ApiKeyTagSecretArn');
+    expect(await harness.accounts.store.listAllServices()).toHaveLength(before);
   });
 
   it('--no-key creates the service without a key', async () => {

@@ -53,6 +53,7 @@ beforeAll(async () => {
   legacyAccounts = new Accounts({
     store: new DynamoAccountStore(documents, tableName),
     keys: {
+      ready: () => Promise.resolve(),
       newKey: async () => {
         const apiKey = `otpk_${b64(32)}`;
         return { apiKey, keyHash: hashApiKey(apiKey) };

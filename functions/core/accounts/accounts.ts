@@ -125,6 +125,11 @@ export class Accounts {
     return service;
   }
 
+  /** Fails now, before anything is written, when this wiring cannot make keys (no deployment key). */
+  readyToIssueKeys(): Promise<void> {
+    return this.deps.keys.ready();
+  }
+
   async issueApiKey(context: ChangeContext, serviceSid: string): Promise<IssuedKey> {
     await this.service(serviceSid);
     const { apiKey, keyHash } = await this.deps.keys.newKey();

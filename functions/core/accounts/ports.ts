@@ -143,6 +143,8 @@ export interface AccountStore {
 /** Makes new API keys: the key, shown once, and the hash it is stored and found by. */
 export interface ApiKeyMaker {
   newKey(): Promise<{ apiKey: string; keyHash: string }>;
+  /** Settles when a key can be made (the deployment key read), or rejects saying why it cannot. */
+  ready(): Promise<void>;
 }
 
 /** The audit trail of operator-wide changes (operator rights) is kept under this pseudo-service. */

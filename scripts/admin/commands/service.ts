@@ -42,6 +42,8 @@ const serviceCreate = command({
     };
   },
   run: async ({ accounts, change }, { issueKey, ...input }) => {
+    // The deployment key first: a service must not be made when its key cannot be.
+    if (issueKey) await accounts.readyToIssueKeys();
     const service = await accounts.createService(change, input);
     const key = issueKey ? await accounts.issueApiKey(change, service.sid) : undefined;
     return {
