@@ -365,6 +365,7 @@ test("a template over the service's lowered part limit is flagged, not refused",
   expect(await text('#template-size')).toContain(
     "over this service's limit of 1 part, the server will refuse it",
   );
+  expect(await page.$eval('#template-size', (el) => el.className)).toBe('error');
   await shot('templates-over-limit');
   await stackAccounts().setTemplateSmsParts({ actor: 'cli:browser-test' }, demo.serviceSid, undefined);
 });

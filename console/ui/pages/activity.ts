@@ -53,8 +53,8 @@ export async function activityPage(sid: string): Promise<void> {
         ['Time', 'Actor', 'Action', 'Change'],
         records.map((r) => [
           r.requestId ? h('span', { title: `Request ${r.requestId}` }, when(r.at)) : when(r.at),
-          h('code', {}, r.actor),
-          h('code', {}, r.action),
+          h('code', { class: 'nowrap' }, r.actor),
+          h('code', { class: 'nowrap' }, r.action),
           change(r),
         ]),
         'No changes recorded yet.',

@@ -52,7 +52,7 @@ export async function templatesPage(sid: string): Promise<void> {
     'aria-describedby': 'template-size',
     oninput: () => {
       size.textContent = smsSizeText(body.value, limit);
-      size.classList.toggle('error', templateSize(body.value, limit).overLimit);
+      size.className = templateSize(body.value, limit).overLimit ? 'error' : 'muted';
     },
   }) as HTMLTextAreaElement;
   const makeDefault = h('input', { id: 'template-default', type: 'checkbox' }) as HTMLInputElement;
