@@ -7,6 +7,7 @@ import { TOKEN_KEY, whenSignedOut } from './api';
 import { cognitoSignOut, finishCognitoSignIn } from './auth';
 import { h, show, showError } from './dom';
 import { renderNav } from './nav';
+import { activityPage } from './pages/activity';
 import { chargesPage } from './pages/charges';
 import { conversionPage } from './pages/conversion';
 import { keysPage } from './pages/keys';
@@ -49,6 +50,7 @@ async function route(): Promise<void> {
       templates: () => templatesPage(sid),
       rules: () => rulesPage(sid),
       webhooks: () => webhooksPage(sid),
+      activity: () => activityPage(sid),
     };
     await (pages[page] ?? pages.settings!)();
   } catch (error) {

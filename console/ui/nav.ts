@@ -14,6 +14,7 @@ const SERVICE_PAGES: [string, string][] = [
   ['templates', 'Templates'],
   ['rules', 'Delivery rules'],
   ['webhooks', 'Webhooks'],
+  ['activity', 'Activity'],
 ];
 
 export function renderNav(sid: string | undefined, page: string): void {

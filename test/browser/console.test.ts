@@ -115,6 +115,19 @@ const send = (body: Record<string, string>, apiKey = demo.apiKey) =>
     headers: { 'x-api-key': apiKey, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams(body),
   });
+/** Puts a long text in the template form at once (typing it key by key is slow), as typing would. */
+const setTemplateText = (value: string) =>
+  page.$eval(
+    '#template-body',
+    (el, v) => {
+      (el as HTMLTextAreaElement).value = v;
+      el.dispatchEvent(new Event('input'));
+    },
+    value,
+  );
+/** The text of each row of the table under `selector`, in the page's order. */
+const rowTexts = (selector: string) =>
+  page.$$eval(`${selector} tbody tr`, (rows) => rows.map((row) => row.textContent ?? ''));
 /** Clicks the button labelled `label` inside the table row that contains `rowText`. */
 const clickInRow = (rowText: string, label: string) =>
   page.evaluate(
@@ -166,7 +179,7 @@ test('issue a key, send with it over the public API, revoke it and see the API r
   await clickButton('Issue a key');
   await page.waitForSelector('#new-api-key');
   const apiKey = await text('#new-api-key');
-  expect(apiKey).toMatch(/^otpk_/);
+  expect(apiKey).toMatch(/^otpk2_/);
   await shot('api-keys');
   expect((await send({ To: freshMobile() }, apiKey)).status).toBe(201);
 
@@ -223,8 +236,19 @@ test('the template form shows the SMS size as the text is typed, and the server 
   // Refused by the server: its own message is shown, and nothing is added.
   await page.click('form button[type=submit]');
   await page.waitForFunction(() => document.querySelector('form [role=status]')?.textContent !== '');
-  expect(await text('form [role=status]')).toBe('body: the text must contain {code}');
+  expect(await text('form [role=status]')).toBe(
+    'A template needs the {code} placeholder, e.g. "Your Acme code is {code}"',
+  );
   expect(await text('main table')).not.toContain('No code here');
+  // Over the service's part limit (2 by default): the counter says so, and the server refuses it.
+  await setTemplateText(`Your code is {code}. ${'Keep it to yourself. '.repeat(14)}`.trimEnd());
+  expect(await text('#template-size')).toMatch(
+    /GSM-7, 318 characters, 3 parts .*: over this service's limit of 2 parts/,
+  );
+  await page.click('form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('form [role=status]')?.textContent !== '');
+  expect(await text('form [role=status]')).toMatch(/takes 3 parts .*this service allows 2$/);
+  expect(await text('main table')).not.toContain('Keep it to yourself');
 });
 
 test("open a verification's timeline after a fallback", async () => {
@@ -313,6 +337,72 @@ test('add a webhook endpoint: its secret shown once', async () => {
   // The recent deliveries come from the table: none yet for an endpoint just added.
   expect(await text('#webhook-deliveries')).toBe('No deliveries in the last 7 days.');
   await shot('webhooks');
+});
+
+test("a template over the service's lowered part limit is flagged, not refused", async () => {
+  await go(`/s/${demo.serviceSid}/templates`, '#template-body');
+  const body = `Your code is {code}. ${'Keep it to yourself. '.repeat(7)}`.trimEnd();
+  await setTemplateText(body);
+  expect(await text('#template-size')).toMatch(/GSM-7, 171 characters, 2 parts \([^)]*\)$/);
+  await page.click('form button[type=submit]');
+  await page.waitForFunction((t) => document.querySelector('table')?.textContent?.includes(t), {}, body);
+  const added = (await rowTexts('main')).find((row) => row.includes(body));
+  expect(added).toContain('GSM-7, 2 parts');
+  expect(added).not.toContain('over the limit');
+
+  // An operator lowers the limit to one part: the template stays, flagged.
+  await stackAccounts().setTemplateSmsParts({ actor: 'cli:browser-test' }, demo.serviceSid, 1);
+  await page.reload();
+  await page.waitForSelector('#sms-part-limit');
+  expect(await text('#sms-part-limit')).toContain('at most 1 part here');
+  const rows = await rowTexts('main');
+  expect(rows.find((row) => row.includes(body))).toContain(
+    'GSM-7, 2 parts over the limit: still sends, billed per part by the carrier',
+  );
+  expect(rows.filter((row) => row.includes('over the limit'))).toHaveLength(1);
+  // The form measures against the new limit.
+  await setTemplateText(body);
+  expect(await text('#template-size')).toContain(
+    "over this service's limit of 1 part, the server will refuse it",
+  );
+  expect(await page.$eval('#template-size', (el) => el.className)).toBe('error');
+  await shot('templates-over-limit');
+  await stackAccounts().setTemplateSmsParts({ actor: 'cli:browser-test' }, demo.serviceSid, undefined);
+});
+
+test('the Activity page lists the changes, newest first, with who made them', async () => {
+  await go(`/s/${demo.serviceSid}/activity`, '#activity');
+  const rows = await rowTexts('#activity');
+  const byConsole = `console:${DEMO_CONSOLE_USER}`;
+  /** The index of the row holding every part (the rows are newest first). */
+  const row = (...parts: string[]) => {
+    const index = rows.findIndex((r) => parts.every((part) => r.includes(part)));
+    if (index < 0) throw new Error(`No row with ${parts.join(' and ')} in:\n${rows.join('\n')}`);
+    return index;
+  };
+  // The template with markup: its text in the record is shown as text, no element made from it.
+  const template = row(byConsole, 'template.add', '"body":"Hi <img src=x onerror=alert(1)> {code}"');
+  expect(await page.$$('main img')).toHaveLength(0);
+  const webhook = row(byConsole, 'webhook.add', '— → {"endpointSid":"WH', '/_local/webhooks/receiver"}');
+  const lowered = row(
+    'cli:browser-test',
+    'template.limit',
+    '{"templateSmsParts":2} → {"templateSmsParts":1}',
+  );
+  const restored = row(
+    'cli:browser-test',
+    'template.limit',
+    '{"templateSmsParts":1} → {"templateSmsParts":2}',
+  );
+  // Newest first.
+  expect(restored).toBeLessThan(lowered);
+  expect(lowered).toBeLessThan(webhook);
+  expect(webhook).toBeLessThan(template);
+  const times = await page.$$eval('#activity tbody tr td:first-child', (cells) =>
+    cells.map((cell) => cell.textContent ?? ''),
+  );
+  expect(times).toEqual([...times].sort().reverse());
+  await shot('activity');
 });
 
 test('block a country and see the public API answer 403', async () => {
@@ -464,4 +554,12 @@ test('the operator sees every service, creates one and tops it up', async () => 
     created,
   );
   await shot('operator');
+  // The operator reads any service's activity: the new service's creation and top-up, and the demo's changes.
+  await go(`/s/${created}/activity`, '#activity');
+  const newService = await rowTexts('#activity');
+  expect(newService).toHaveLength(2);
+  expect(newService[0]).toMatch(/console:\S+balance\.topup/);
+  expect(newService[1]).toMatch(/console:\S+service\.create— → \{"name":"Globex"/);
+  await go(`/s/${demo.serviceSid}/activity`, '#activity');
+  expect((await rowTexts('#activity')).some((row) => row.includes('webhook.add'))).toBe(true);
 });
