@@ -614,7 +614,7 @@ function edgeRow(cost: CostResults): string[] {
 }
 
 /** Rows of the capacity table shown: the hottest families. */
-const CAPACITY_ROWS = 8;
+const CAPACITY_ROWS = 6;
 
 const rateText = (rate: number | null) => (rate === null || !Number.isFinite(rate) ? '-' : fmt(rate));
 
@@ -647,7 +647,7 @@ export function renderCapacity(capacity: CapacityResults, markdown = false): str
     (ceiling
       ? `Ceiling: ${rateText(ceiling.rateAtCeiling)} verifications/s, where ${ceiling.family} (${ceiling.scope}) reaches ${CEILING_SHARE * 100} % of a partition's ${PARTITION_LIMITS.wcu} WCU / ${PARTITION_LIMITS.rcu} RCU a second. `
       : 'No load. ') +
-      `Conflicts, a transaction taking ${conflicts.windowMs} ms: ${fmt(conflicts.conflicting)} of ${fmt(conflicts.transactions)} transactions and writes met one${families ? ` (${families})` : ''}; ` +
+      `Transactions taking ${conflicts.windowMs} ms: ${fmt(conflicts.conflicting)} writes met one in progress on their item (${fmt(conflicts.transactions)} transactions${families ? `; ${families}` : ''}); ` +
       `${conflicts.conflictFamily || 'no item'} gets writes closer than that from ${rateText(conflicts.conflictFreeRate)} verifications/s. ` +
       `Per verification: ${fmt(capacity.perVerification.requests)} requests, ${fmt(capacity.perVerification.wcu)} WCU, ${fmt(capacity.perVerification.rcu)} RCU (sample of ${capacity.sample}). ` +
       `Not included: ${capacity.notIncluded.join('; ')}.`,

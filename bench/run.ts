@@ -213,6 +213,7 @@ async function main(): Promise<void> {
   if (args.has('--markdown')) {
     await writeSection('bench', benchSection(results));
     await writeSection('fees', renderFees(true));
+    if (results.capacity) await writeSection('capacity', renderCapacity(results.capacity, true));
   }
   log(
     `wrote ${file}; ${results.targets.filter((target) => !target.met).length} of ${results.targets.length} targets missed (see docs/bench.md)`,
@@ -235,6 +236,7 @@ async function capacityOnly(): Promise<void> {
       await service.close();
     }
     process.stdout.write(`${renderCapacity(capacity, args.has('--markdown'))}\n`);
+    if (args.has('--markdown')) await writeSection('capacity', renderCapacity(capacity, true));
     if (!existsSync(RESULTS_FILE)) {
       log(`no ${RESULTS_FILE} to add the figures to: run the bench first`);
       return;
@@ -243,7 +245,6 @@ async function capacityOnly(): Promise<void> {
     const results = { ...saved, capacity };
     writeFileSync(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
     log(`added the capacity figures to ${RESULTS_FILE}`);
-    if (args.has('--markdown')) await writeSection('bench', benchSection(results));
   } finally {
     await db.stop();
     process.off('exit', killDynamo);
@@ -266,7 +267,9 @@ if (args.has('--capacity')) {
   process.stdout.write(`${renderReport(saved, args.has('--markdown'))}\n`);
   process.stdout.write(`\n${renderFees(args.has('--markdown'))}`);
   if (args.has('--markdown'))
-    void writeSection('bench', benchSection(saved)).then(() => writeSection('fees', renderFees(true)));
+    void writeSection('bench', benchSection(saved))
+      .then(() => writeSection('fees', renderFees(true)))
+      .then(() => saved.capacity && writeSection('capacity', renderCapacity(saved.capacity, true)));
 } else {
   main().catch((error: unknown) => {
     process.stderr.write(
