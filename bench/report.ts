@@ -621,6 +621,8 @@ const rateText = (rate: number | null) => (rate === null || !Number.isFinite(rat
 /** The capacity model's section: the hottest families at the replayed rate, today's ceiling, the conflicts. */
 export function renderCapacity(capacity: CapacityResults, markdown = false): string {
   const render: Render = markdown ? markdownTable : table;
+  // `<VA>` would be an HTML tag in Markdown.
+  const name = (family: string) => (markdown ? `\`${family}\`` : family);
   const heading = `Capacity of one service at ${fmt(capacity.rate)} verifications/s (model, ${capacity.seconds} virtual s)`;
   const out = [markdown ? `\n### ${heading}\n` : `\n== ${heading} ==\n`];
   out.push(
@@ -630,7 +632,7 @@ export function renderCapacity(capacity: CapacityResults, markdown = false): str
         .slice(0, CAPACITY_ROWS)
         .map((spot) => [
           spot.scope,
-          spot.family.replaceAll('|', '\\|'),
+          name(spot.family),
           spot.wcu,
           spot.rcu,
           `${fmt(round(spot.share * 100, 1))} %`,
@@ -638,17 +640,19 @@ export function renderCapacity(capacity: CapacityResults, markdown = false): str
         ]),
     ),
   );
+  // A line right under a table would be read as one of its rows.
+  out.push('');
   const ceiling = capacity.ceiling;
   const conflicts = capacity.conflicts;
   const families = Object.entries(conflicts.byFamily)
-    .map(([family, n]) => `${family} ${fmt(n)}`)
+    .map(([family, n]) => `${name(family)} ${fmt(n)}`)
     .join(', ');
   out.push(
     (ceiling
-      ? `Ceiling: ${rateText(ceiling.rateAtCeiling)} verifications/s, where ${ceiling.family} (${ceiling.scope}) reaches ${CEILING_SHARE * 100} % of a partition's ${PARTITION_LIMITS.wcu} WCU / ${PARTITION_LIMITS.rcu} RCU a second. `
+      ? `Ceiling: ${rateText(ceiling.rateAtCeiling)} verifications/s, where ${name(ceiling.family)} (${ceiling.scope}) reaches ${CEILING_SHARE * 100} % of a partition's ${PARTITION_LIMITS.wcu} WCU / ${PARTITION_LIMITS.rcu} RCU a second. `
       : 'No load. ') +
       `Transactions taking ${conflicts.windowMs} ms: ${fmt(conflicts.conflicting)} writes met one in progress on their item (${fmt(conflicts.transactions)} transactions${families ? `; ${families}` : ''}); ` +
-      `${conflicts.conflictFamily || 'no item'} gets writes closer than that from ${rateText(conflicts.conflictFreeRate)} verifications/s. ` +
+      `${conflicts.conflictFamily ? name(conflicts.conflictFamily) : 'no item'} gets writes closer than that from ${rateText(conflicts.conflictFreeRate)} verifications/s. ` +
       `Per verification: ${fmt(capacity.perVerification.requests)} requests, ${fmt(capacity.perVerification.wcu)} WCU, ${fmt(capacity.perVerification.rcu)} RCU (sample of ${capacity.sample}). ` +
       `Not included: ${capacity.notIncluded.join('; ')}.`,
   );
