@@ -245,7 +245,7 @@ export async function measureBundles(
   options: { runs: number; deadline: number; only?: string[] },
 ): Promise<BundleResults> {
   const dir = mkdtempSync(join(tmpdir(), 'otp-bench-bundles-'));
-  const masterKey = randomBytes(32).toString('base64url');
+  const masterKey = db.masterKey;
   const aws = await startFakeAws(masterKey);
   try {
     await warmEmulator(db);

@@ -280,7 +280,7 @@ interface PathSpec {
 }
 
 /** Channels a number is tried on, cheapest first, with every channel enabled. */
-function channelsFor(number: string): Channel[] {
+export function channelsFor(number: string): Channel[] {
   const phone = parsePhone(number);
   if (!phone) throw new Error(`Not a valid number: ${number}`);
   const plan = planRoute(phone, { enabledChannels: [...CHANNELS], prices: {} });

@@ -12,11 +12,12 @@ import { renderReport, type BenchResults, type Target } from './report';
 
 const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
 
-export type Section = 'bench' | 'fees' | 'guard';
+export type Section = 'bench' | 'fees' | 'capacity' | 'guard';
 
 const SECTIONS: Record<Section, { heading: string; command: string }> = {
   bench: { heading: 'Service', command: 'npm run bench -- --markdown' },
   fees: { heading: 'Provider fees', command: 'npm run bench -- --fees --markdown' },
+  capacity: { heading: 'Capacity of one service', command: 'npm run bench -- --capacity --markdown' },
   guard: { heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
 };
 
@@ -115,7 +116,8 @@ export function targetsList(targets: Target[]): string {
 
 /** The service bench's section: the run line and every table of `renderReport` (long cells as notes), targets. */
 export function benchSection(results: BenchResults): string {
-  const tables = renderReport({ ...results, targets: [] }, true);
+  // The capacity figures have a section of their own (`--capacity` rewrites them alone).
+  const tables = renderReport({ ...results, capacity: undefined, targets: [] }, true);
   const cut = tables.lastIndexOf('\n### Targets\n');
   return `${moveLongCells(cut < 0 ? tables : tables.slice(0, cut))}\n\n### Targets\n\n${targetsList(results.targets)}\n`;
 }
@@ -124,14 +126,23 @@ export function benchSection(results: BenchResults): string {
 export function withSection(page: string | undefined, section: Section, body: string): string {
   let text =
     page ??
-    [PAGE_HEADER, sectionSkeleton('bench'), sectionSkeleton('fees'), sectionSkeleton('guard')].join('\n\n');
+    [
+      PAGE_HEADER,
+      sectionSkeleton('bench'),
+      sectionSkeleton('fees'),
+      sectionSkeleton('capacity'),
+      sectionSkeleton('guard'),
+    ].join('\n\n');
   if (!text.includes(startMarker(section)) || !text.includes(endMarker(section))) {
-    // The fees follow the service's figures, on a page written before they had a section of their own.
-    const after = section === 'fees' ? text.indexOf(endMarker('bench')) : -1;
+    // The fees follow the service's figures and the capacity the fees, on a page written before they had a
+    // section of their own.
+    const previous = ({ fees: 'bench', capacity: 'fees' } as Partial<Record<Section, Section>>)[section];
+    const after = previous ? text.indexOf(endMarker(previous)) : -1;
+    const end = previous ? after + endMarker(previous).length : 0;
     text =
       after < 0
         ? `${text.trimEnd()}\n\n${sectionSkeleton(section)}\n`
-        : `${text.slice(0, after + endMarker('bench').length)}\n\n${sectionSkeleton(section)}${text.slice(after + endMarker('bench').length)}`;
+        : `${text.slice(0, end)}\n\n${sectionSkeleton(section)}${text.slice(end)}`;
   }
   const from = text.indexOf(startMarker(section)) + startMarker(section).length;
   const to = text.indexOf(endMarker(section));

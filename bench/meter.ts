@@ -37,6 +37,27 @@ interface KindTotals {
 
 export type Totals = Record<string, KindTotals>;
 
+/** One item a request touched, priced by DynamoDB's rules (a Query's items as one access to its partition). */
+export interface ItemAccess {
+  pk: string;
+  sk: string;
+  rcu: number;
+  wcu: number;
+  /** A write that created the item (absent before, present after). */
+  created: boolean;
+  /** A Query or Scan: items from `sk` on, not one item. */
+  range: boolean;
+}
+
+/** One request as the capacity model sees it (only with a probe client). */
+export interface RequestTrace {
+  meter: string;
+  kind: string;
+  /** A TransactWriteItems: its items can conflict with other writes (bench/capacity.ts). */
+  transactional: boolean;
+  items: ItemAccess[];
+}
+
 const READ_KINDS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
 
 const isReadKind = (kind: string): boolean => READ_KINDS.has(kind);
@@ -76,6 +97,8 @@ export class DynamoMeter {
   /** Per-call durations by kind, kept only while `keepSamples` is on. */
   readonly samples = new Map<string, number[]>();
   keepSamples = false;
+  /** Called with each request's items and units, when set (and a probe prices them). */
+  onRequest?: (request: RequestTrace) => void;
 
   /**
    * @param probe an unmetered client: when set, every request is also priced by DynamoDB's rules (slower:
@@ -127,14 +150,27 @@ export class DynamoMeter {
             this.samples.set(label, list);
           }
           if (this.probe) {
+            const trace = (items: ItemAccess[]) =>
+              this.onRequest?.({
+                meter: this.name,
+                kind,
+                transactional: kind === 'TransactWriteItems',
+                items,
+              });
             if (isReadKind(kind)) {
               // Read first, then add: `+= await` would add to the figure as it was before the await, losing
               // what a concurrent request added meanwhile.
               const read = output && (await this.unprojected(kind, input, output));
-              if (read) totals.modelRru += readUnits(kind, input, read);
+              if (read) {
+                const items = readAccesses(kind, input, read);
+                totals.modelRru += items.reduce((sum, item) => sum + item.rcu, 0);
+                trace(items);
+              }
             } else if (before) {
               const after = failure ? undefined : await this.readTouched(kind, input);
-              totals.modelWru += writeUnits(kind, before, after, failure !== undefined);
+              const items = writeAccesses(kind, input, before, after, failure !== undefined);
+              totals.modelWru += items.reduce((sum, item) => sum + item.wcu, 0);
+              trace(items);
             }
           }
         }
@@ -300,50 +336,67 @@ function writeTargets(kind: string, input: Item): WriteTarget[] {
   }
 }
 
-function writeUnits(
+function writeAccesses(
   kind: string,
+  input: Item,
   before: (Item | undefined)[],
   after: (Item | undefined)[] | undefined,
   failed: boolean,
-): number {
+): ItemAccess[] {
   const factor = kind === 'TransactWriteItems' ? 2 : 1;
-  let table = 0;
-  before.forEach((old, i) => {
+  const targets = writeTargets(kind, input);
+  return before.map((old, i) => {
+    const { pk, sk } = targets[i]!.key;
     const oldSize = old ? itemSize(old) : 0;
+    // A cancelled transaction is priced as if every item's condition failed (an estimate).
     if (failed || !after) {
-      table += factor * Math.max(1, Math.ceil(oldSize / 1024));
-      return;
+      const wcu = factor * Math.max(1, Math.ceil(oldSize / 1024));
+      return { pk, sk, rcu: 0, wcu, created: false, range: false };
     }
     const now = after[i];
     const newSize = now ? itemSize(now) : 0;
-    table += factor * Math.max(1, Math.ceil(Math.max(oldSize, newSize) / 1024));
+    const wcu = factor * Math.max(1, Math.ceil(Math.max(oldSize, newSize) / 1024));
+    return { pk, sk, rcu: 0, wcu, created: !old && now !== undefined, range: false };
   });
-  // A cancelled transaction is priced as if every item's condition failed (an estimate).
-  return table;
 }
 
-function readUnits(kind: string, input: Item, output: Item): number {
+function readAccesses(kind: string, input: Item, output: Item): ItemAccess[] {
   const unit = (item: Item | undefined, consistent: boolean) =>
     Math.max(1, Math.ceil((item ? itemSize(item) : 0) / 4096)) * (consistent ? 1 : 0.5);
-  if (kind === 'GetItem') return unit(output.Item as Item | undefined, input.ConsistentRead === true);
+  const access = (key: Key, rcu: number, range = false): ItemAccess => ({
+    pk: key.pk,
+    sk: key.sk,
+    rcu,
+    wcu: 0,
+    created: false,
+    range,
+  });
+  if (kind === 'GetItem') {
+    return [access(input.Key as Key, unit(output.Item as Item | undefined, input.ConsistentRead === true))];
+  }
   if (kind === 'BatchGetItem') {
-    let units = 0;
+    const accesses: ItemAccess[] = [];
     const responses = (output.Responses ?? {}) as Record<string, Item[]>;
     for (const [table, request] of Object.entries(input.RequestItems as Record<string, Item>)) {
       const found = responses[table] ?? [];
       for (const key of request.Keys as Key[]) {
         const item = found.find((candidate) => candidate.pk === key.pk && candidate.sk === key.sk);
-        units += unit(item, request.ConsistentRead === true);
+        accesses.push(access(key, unit(item, request.ConsistentRead === true)));
       }
     }
-    return units;
+    return accesses;
   }
   // Query (the sweeper's ledger listing) and Scan: the whole items read (see `unprojected`), their sizes summed
-  // and rounded up to 4 KB. (A filter's dropped items are not priced: none on the measured paths. Nor is
-  // TransactGetItems.)
+  // and rounded up to 4 KB, as one access to the partition at its first item. (A filter's dropped items are not
+  // priced: none on the measured paths. Nor is TransactGetItems.)
   const items = (output.Items ?? []) as Item[];
   const bytes = items.reduce((total, item) => total + itemSize(item), 0);
-  return Math.max(1, Math.ceil(bytes / 4096)) * (input.ConsistentRead === true ? 1 : 0.5);
+  const rcu = Math.max(1, Math.ceil(bytes / 4096)) * (input.ConsistentRead === true ? 1 : 0.5);
+  const values = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+  const first = items[0];
+  const pk = typeof first?.pk === 'string' ? first.pk : String(values[':pk'] ?? '(scan)');
+  const sk = typeof first?.sk === 'string' ? first.sk : '';
+  return [access({ pk, sk }, rcu, true)];
 }
 
 /** DynamoDB's item size: attribute names plus values, as its documentation counts them. */

@@ -1,5 +1,7 @@
 /** Part 6: the targets of the issue against the figures, and the printed tables (text or Markdown). */
 import type { BundleResult, BundleResults } from './bundles';
+import type { CapacityResults } from './capacity';
+import { CEILING_SHARE, PARTITION_LIMITS } from './capacity-model';
 import { BASELINE_ENTRY, BUNDLE_LIMIT_BYTES, RUNTIME_SDK_VARIANT, deployedRun } from './bundles';
 import { ASSUMPTIONS, edgeCost, type CostResults } from './cost';
 import type { CountResults, OperationCount, SweeperCount } from './counts';
@@ -40,6 +42,8 @@ export interface BenchResults {
   throughput?: ThroughputResults;
   bundles?: BundleResults;
   cost: CostResults;
+  /** Absent from results of before the capacity model. */
+  capacity?: CapacityResults;
   targets: Target[];
 }
 
@@ -579,6 +583,8 @@ export function renderReport(results: BenchResults, markdown = false): string {
     ),
   );
 
+  if (results.capacity) out.push(renderCapacity(results.capacity, markdown));
+
   out.push(heading('Targets'));
   out.push(
     render(
@@ -605,4 +611,50 @@ function edgeRow(cost: CostResults): string[] {
     usd,
     `${edge.requests} requests through CloudFront and AWS WAF, ${(edge.requests * ASSUMPTIONS.edgeAnswerBytes) / 1024} KB out; plus $${edge.usdPerMonth} a month (WebACL, ${ASSUMPTIONS.edgeWafRules} rules)`,
   ];
+}
+
+/** Rows of the capacity table shown: the hottest families. */
+const CAPACITY_ROWS = 6;
+
+const rateText = (rate: number | null) => (rate === null || !Number.isFinite(rate) ? '-' : fmt(rate));
+
+/** The capacity model's section: the hottest families at the replayed rate, today's ceiling, the conflicts. */
+export function renderCapacity(capacity: CapacityResults, markdown = false): string {
+  const render: Render = markdown ? markdownTable : table;
+  // `<VA>` would be an HTML tag in Markdown.
+  const name = (family: string) => (markdown ? `\`${family}\`` : family);
+  const heading = `Capacity of one service at ${fmt(capacity.rate)} verifications/s (model, ${capacity.seconds} virtual s)`;
+  const out = [markdown ? `\n### ${heading}\n` : `\n== ${heading} ==\n`];
+  out.push(
+    render(
+      ['hottest', 'key family', 'WCU/s', 'RCU/s', 'of limit', `rate at ${CEILING_SHARE * 100} %`],
+      capacity.hotSpots
+        .slice(0, CAPACITY_ROWS)
+        .map((spot) => [
+          spot.scope,
+          name(spot.family),
+          spot.wcu,
+          spot.rcu,
+          `${fmt(round(spot.share * 100, 1))} %`,
+          rateText(spot.rateAtCeiling),
+        ]),
+    ),
+  );
+  // A line right under a table would be read as one of its rows.
+  out.push('');
+  const ceiling = capacity.ceiling;
+  const conflicts = capacity.conflicts;
+  const families = Object.entries(conflicts.byFamily)
+    .map(([family, n]) => `${name(family)} ${fmt(n)}`)
+    .join(', ');
+  out.push(
+    (ceiling
+      ? `Ceiling: ${rateText(ceiling.rateAtCeiling)} verifications/s, where ${name(ceiling.family)} (${ceiling.scope}) reaches ${CEILING_SHARE * 100} % of a partition's ${PARTITION_LIMITS.wcu} WCU / ${PARTITION_LIMITS.rcu} RCU a second. `
+      : 'No load. ') +
+      `Transactions taking ${conflicts.windowMs} ms: ${fmt(conflicts.conflicting)} writes met one in progress on their item (${fmt(conflicts.transactions)} transactions${families ? `; ${families}` : ''}); ` +
+      `${conflicts.conflictFamily ? name(conflicts.conflictFamily) : 'no item'} gets writes closer than that from ${rateText(conflicts.conflictFreeRate)} verifications/s. ` +
+      `Per verification: ${fmt(capacity.perVerification.requests)} requests, ${fmt(capacity.perVerification.wcu)} WCU, ${fmt(capacity.perVerification.rcu)} RCU (sample of ${capacity.sample}). ` +
+      `Not included: ${capacity.notIncluded.join('; ')}.`,
+  );
+  return out.join('\n');
 }

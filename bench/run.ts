@@ -8,25 +8,37 @@
  *   npm run bench -- --markdown   print the tables as Markdown and write them to docs/bench-results.md
  *   npm run bench -- --markdown --from-results   the same from the last run's results, without running
  *   npm run bench -- --fees [--markdown]         the provider fees per verification alone (bench/fees.ts)
+ *   npm run bench -- --capacity [--capacity-rate N] [--capacity-window-ms MS] [--markdown]
+ *                                                the capacity model alone, added to the last run's results
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { measureBundles } from './bundles';
+import { DEFAULT_TRANSACTION_WINDOW_MS, measureCapacity, type CapacityPlan } from './capacity';
 import { costModel } from './cost';
 import { renderFees } from './fees';
 import { countOperations } from './counts';
 import { countGuardConsumer } from './guard-consumer';
 import { measureLatency } from './latency';
 import { benchSection, writeSection } from './markdown';
-import { evaluateTargets, renderReport, type BenchResults, type Machine } from './report';
+import { evaluateTargets, renderCapacity, renderReport, type BenchResults, type Machine } from './report';
 import { startBenchService } from './service';
 import { NumberSource, createAccount, startBenchDb } from './setup';
 import { measureThroughput } from './throughput';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
+
+/** The number after `--name` on the command line, or `fallback`. */
+function numberArg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(name);
+  if (at < 0) return fallback;
+  const value = Number(process.argv[at + 1]);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} needs a positive number`);
+  return value;
+}
 
 /** The whole run must end within 10 minutes; the parts shorten themselves past their share. */
 const HARD_LIMIT_MS = 10 * 60_000;
@@ -40,6 +52,7 @@ const PLAN = quick
       durationS: 2,
       coldRuns: 3,
       guard: { sendsPerSecond: 10, warmupSeconds: 60, measuredSeconds: 10 },
+      capacity: { sample: 20, seconds: 5 },
     }
   : {
       countRuns: 5,
@@ -50,7 +63,21 @@ const PLAN = quick
       durationS: 5,
       coldRuns: 20,
       guard: { sendsPerSecond: 10, warmupSeconds: 600, measuredSeconds: 30 },
+      capacity: { sample: 100, seconds: 10 },
     };
+
+const CAPACITY: CapacityPlan = {
+  ...PLAN.capacity,
+  rate: numberArg('--capacity-rate', 1000),
+  windowMs: numberArg('--capacity-window-ms', DEFAULT_TRANSACTION_WINDOW_MS),
+};
+
+/** The bench service as every part that counts requests runs it. */
+const SERVICE_OPTIONS = {
+  // The default limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
+  settings: { channelWaitSeconds: 1, keyRequestsPerMinute: 1_000_000_000 },
+  modelCapacity: true,
+};
 
 const RESULTS_FILE = join(__dirname, 'results.json');
 
@@ -105,13 +132,10 @@ async function main(): Promise<void> {
   try {
     partDone('DynamoDB Local');
     const numbers = new NumberSource();
-    const service = await startBenchService(db, {
-      // The default limits (burst 3 per number...), a 1 s receipt wait, and no per-key limit for the load.
-      settings: { channelWaitSeconds: 1, keyRequestsPerMinute: 1_000_000_000 },
-      modelCapacity: true,
-    });
+    const service = await startBenchService(db, SERVICE_OPTIONS);
     let counts;
     let latency;
+    let capacity;
     try {
       const caller = await createAccount(db, 1_000_000);
       const broke = await createAccount(db, 0);
@@ -124,6 +148,9 @@ async function main(): Promise<void> {
       );
       counts.guardConsumer = await countGuardConsumer(db, guard);
       partDone('guard consumer');
+      log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
+      capacity = await measureCapacity(service, caller, CAPACITY);
+      partDone('capacity');
 
       // Latency runs without the capacity probes (they read items around every write).
       for (const meter of Object.values(service.meters)) meter.probe = undefined;
@@ -170,6 +197,7 @@ async function main(): Promise<void> {
       throughput,
       bundles,
       cost,
+      capacity,
       targets: evaluateTargets(counts, latency, bundles, cost),
     };
   } finally {
@@ -185,13 +213,52 @@ async function main(): Promise<void> {
   if (args.has('--markdown')) {
     await writeSection('bench', benchSection(results));
     await writeSection('fees', renderFees(true));
+    if (results.capacity) await writeSection('capacity', renderCapacity(results.capacity, true));
   }
   log(
     `wrote ${file}; ${results.targets.filter((target) => !target.met).length} of ${results.targets.length} targets missed (see docs/bench.md)`,
   );
 }
 
-if (args.has('--fees')) {
+/** The capacity model alone, on a DynamoDB Local of its own; added to the last run's results when there are any. */
+async function capacityOnly(): Promise<void> {
+  const db = await startBenchDb();
+  const killDynamo = () => db.dynamo.process.kill('SIGKILL');
+  process.once('exit', killDynamo);
+  try {
+    const service = await startBenchService(db, SERVICE_OPTIONS);
+    let capacity;
+    try {
+      const caller = await createAccount(db, 1_000_000);
+      log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
+      capacity = await measureCapacity(service, caller, CAPACITY);
+    } finally {
+      await service.close();
+    }
+    process.stdout.write(`${renderCapacity(capacity, args.has('--markdown'))}\n`);
+    if (args.has('--markdown')) await writeSection('capacity', renderCapacity(capacity, true));
+    if (!existsSync(RESULTS_FILE)) {
+      log(`no ${RESULTS_FILE} to add the figures to: run the bench first`);
+      return;
+    }
+    const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as BenchResults;
+    const results = { ...saved, capacity };
+    writeFileSync(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
+    log(`added the capacity figures to ${RESULTS_FILE}`);
+  } finally {
+    await db.stop();
+    process.off('exit', killDynamo);
+  }
+}
+
+if (args.has('--capacity')) {
+  capacityOnly().catch((error: unknown) => {
+    process.stderr.write(
+      `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 1;
+  });
+} else if (args.has('--fees')) {
   // A model over the routing table's prices, no run: seconds, and nothing else on the page changes.
   process.stdout.write(renderFees(args.has('--markdown')));
   if (args.has('--markdown')) void writeSection('fees', renderFees(true));
@@ -200,7 +267,9 @@ if (args.has('--fees')) {
   process.stdout.write(`${renderReport(saved, args.has('--markdown'))}\n`);
   process.stdout.write(`\n${renderFees(args.has('--markdown'))}`);
   if (args.has('--markdown'))
-    void writeSection('bench', benchSection(saved)).then(() => writeSection('fees', renderFees(true)));
+    void writeSection('bench', benchSection(saved))
+      .then(() => writeSection('fees', renderFees(true)))
+      .then(() => saved.capacity && writeSection('capacity', renderCapacity(saved.capacity, true)));
 } else {
   main().catch((error: unknown) => {
     process.stderr.write(

@@ -5,7 +5,6 @@
  * local stack (local/stack.ts) with meters; the HTTP throughput part uses the local stack itself.
  */
 import type { Server } from 'node:http';
-import { randomBytes } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { deriveKey } from '../functions/adapters/crypto';
@@ -90,7 +89,7 @@ const messageSchema = z.object({
 });
 
 export async function startBenchService(db: BenchDb, options: BenchServiceOptions): Promise<BenchService> {
-  const masterKey = randomBytes(32).toString('base64url');
+  const masterKey = db.masterKey;
   const probe = options.modelCapacity ? db.documents : undefined;
   const meters = {
     api: new DynamoMeter('api', probe),

@@ -29,6 +29,11 @@ export interface BenchDb {
   tableName: string;
   /** Unmetered, for setup and the meters' probes. */
   documents: DynamoDBDocumentClient;
+  /**
+   * The deployment key of everything run over this DynamoDB Local: the accounts tag new API keys with its
+   * `api-key-tag` key, so the handlers (built with the same key) accept them.
+   */
+  masterKey: string;
   accounts: Accounts;
   stop(): Promise<void>;
 }
@@ -51,12 +56,14 @@ export async function startBenchDb(): Promise<BenchDb & { dynamo: DynamoLocal }>
   const dynamo = await startDynamoLocal();
   const tableName = await createBenchTable(dynamo.endpoint);
   const documents = createDocumentClient({ endpoint: dynamo.endpoint });
+  const masterKey = randomBytes(32).toString('base64url');
   return {
     dynamo,
     endpoint: dynamo.endpoint,
     tableName,
     documents,
-    accounts: dynamoAccounts(documents, tableName),
+    masterKey,
+    accounts: dynamoAccounts(documents, tableName, { apiKeyTag: masterKey }),
     stop: async () => {
       documents.destroy();
       await dynamo.stop();
@@ -70,7 +77,7 @@ export async function addTable(db: BenchDb): Promise<BenchDb> {
   return {
     ...db,
     tableName,
-    accounts: dynamoAccounts(db.documents, tableName),
+    accounts: dynamoAccounts(db.documents, tableName, { apiKeyTag: db.masterKey }),
     stop: async () => undefined,
   };
 }

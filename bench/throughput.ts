@@ -7,7 +7,6 @@
  * workflow start switched off (the API alone, as on AWS where deliveries run in other Lambdas).
  */
 import autocannon from 'autocannon';
-import { randomBytes } from 'node:crypto';
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
 import { startLocalStack } from '../local/stack';
 import { DynamoMeter } from './meter';
@@ -73,7 +72,7 @@ export async function measureThroughput(
     sweepIntervalMs: 0,
     dynamoEndpoint: db.endpoint,
     tableName: db.tableName,
-    masterKey: randomBytes(32).toString('base64url'),
+    masterKey: db.masterKey,
     port: 0,
     env: settingsEnv({
       channelWaitSeconds: 1,

@@ -36,7 +36,8 @@ test('the consumer over a service traffic: a read and a transaction a batch, pri
     endpoint: dynamoEndpoint(),
     tableName,
     documents,
-    accounts: dynamoAccounts(documents, tableName),
+    masterKey: 'bench-guard-consumer-test',
+    accounts: dynamoAccounts(documents, tableName, { apiKeyTag: 'bench-guard-consumer-test' }),
     stop: async () => undefined,
   };
   counted = await countGuardConsumer(db, { sendsPerSecond: 5, warmupSeconds: 5, measuredSeconds: 4 });
