@@ -553,6 +553,11 @@ const API_ROUTES: ApiRoute[] = [
   }),
 ];
 
+/** The API's routes (method, and path under `/console/api` with `:name` parameters), for tests to enumerate. */
+export const CONSOLE_API_ROUTES: readonly { method: string; path: string }[] = API_ROUTES.map(
+  ({ method, path }) => ({ method, path }),
+);
+
 const CONSOLE_PREFIX = '/console';
 const API_PREFIX = `${CONSOLE_PREFIX}/api`;
 

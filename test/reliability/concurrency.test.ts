@@ -1,15 +1,24 @@
 /**
  * Concurrency: real parallel HTTP requests against DynamoDB Local. Idempotency, the balance and
  * the per-number limits hold exactly under races; attempts are never overspent. (20 simultaneous checks of
- * the right code, and 20 wrong ones, are in test/integration/check.test.ts.)
+ * the right code, and 20 wrong ones, are in test/integration/check.test.ts.) After each harness, every service
+ * the tests opened passes `balance audit` (core and admin command): balance = credits − charges.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { verificationFromItem } from '../../functions/adapters/dynamodb/items';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import { settledStatus } from '../../functions/core/verification';
+import { runAdmin } from '../../scripts/admin/cli';
 import { Books, ledgerOf } from '../support/books';
-import { eventually, startHarness, type ApiClient, type ApiResponse, type Harness } from '../support/harness';
+import {
+  dynamoEndpoint,
+  eventually,
+  startHarness,
+  type ApiClient,
+  type ApiResponse,
+  type Harness,
+} from '../support/harness';
 
 const PRICE_US = 500;
 let harness: Harness;
@@ -22,8 +31,26 @@ beforeAll(async () => {
 afterAll(async () => {
   await harness.stack.workflow.idle();
   expect(await books.audit()).toEqual([]);
+  await expectBalancesProven(harness, books);
   await harness.close();
 });
+
+/** Every service of the book passes the core's `balanceAudit` and `npm run admin -- balance audit VA…`. */
+async function expectBalancesProven(on: Harness, book: Books): Promise<void> {
+  expect(book.serviceSids.length).toBeGreaterThan(0);
+  expect(await book.proveBalances()).toEqual([]);
+  for (const sid of book.serviceSids) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runAdmin(
+      ['balance', 'audit', sid, '--json', '--endpoint', dynamoEndpoint(), '--table', on.tableName],
+      { out: (text) => out.push(text), err: (text) => err.push(text) },
+      { readLocalStack: () => undefined },
+    );
+    expect({ sid, code, err }).toEqual({ sid, code: 0, err: [] });
+    expect(JSON.parse(out.join(''))).toMatchObject({ proven: true, difference: '0.0000' });
+  }
+}
 
 let counter = 0;
 const freshUsNumber = () => `+1415555${String(4000 + ++counter).padStart(4, '0')}`;
@@ -87,6 +114,32 @@ it('a balance for exactly N sends, 3N simultaneous sends: exactly N accepted, ba
   expect(charges.map((line) => line.verification_sid).sort()).toEqual([...accepted].sort());
   expect(verifications.map((item) => item.sid).sort()).toEqual([...accepted].sort());
   expect(charges.every((line) => line.amount === PRICE_US)).toBe(true);
+});
+
+it('top-ups in the middle: 3K sends racing T top-ups on a balance for K: at most K+T accepted, none lost', async () => {
+  const K = 6;
+  const T = 4;
+  const account = await books.open((K * PRICE_US) / UNITS_PER_USD);
+  const api = harness.client(account);
+  // Interleaved: a top-up after every few sends, all in flight together.
+  const work = Array.from({ length: 3 * K + T }, (_, i) =>
+    i % 5 === 4 ? books.topUp(account, PRICE_US).then(() => undefined) : api.send({ To: freshUsNumber() }),
+  );
+  const responses = (await Promise.all(work)).filter((r): r is ApiResponse => r !== undefined);
+
+  const accepted = count(statuses(responses), 201);
+  expect(accepted).toBeGreaterThanOrEqual(K);
+  expect(accepted).toBeLessThanOrEqual(K + T);
+  expect(responses.every((r) => r.status === 201 || r.body.code === 'insufficient_funds')).toBe(true);
+  expect((await harness.accounts.getService(account.serviceSid))!.balance).toBe(
+    (K + T - accepted) * PRICE_US,
+  );
+  // The core's own proof, with a credit line for the opening balance and one per top-up.
+  expect(await harness.accounts.balanceAudit(account.serviceSid)).toMatchObject({
+    difference: 0,
+    creditLines: 1 + T,
+    chargeLines: accepted,
+  });
 });
 
 it('simultaneous right and wrong checks: at most one 200, never more than 5 attempts, never negative', async () => {
@@ -186,6 +239,7 @@ describe('guesses compared per code (spend first, compare second)', () => {
   afterAll(async () => {
     await guarded.stack.workflow.idle();
     expect(await guardedBooks.audit()).toEqual([]);
+    await expectBalancesProven(guarded, guardedBooks);
     await guarded.close();
   });
 
@@ -286,6 +340,7 @@ describe('per-number limits across services', () => {
       );
       await hourly.stack.workflow.idle();
       expect(await hourlyBooks.audit()).toEqual([]);
+      await expectBalancesProven(hourly, hourlyBooks);
       const charges = (await hourly.scanTable()).filter((item) => item.type === 'charge');
       expect(charges).toHaveLength(10);
     } finally {

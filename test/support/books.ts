@@ -1,33 +1,57 @@
 /**
  * The money audit of the reliability tests, over a scan of the whole table: every verification has exactly
  * one charge line of its price and every charge line has its verification (the accepting transaction wrote
- * both or neither), and each service's balance is its starting balance less the sum of its charge lines.
+ * both or neither), and each service's balance is its starting balance plus its top-ups less the sum of its
+ * charge lines. `proveBalances` asks the accounts core the same of its own ledger (credits − charges).
  */
 import { UNITS_PER_USD } from '../../functions/core/money';
-import type { Account, Harness } from './harness';
+import { BY_TEST, type Account, type Harness } from './harness';
 
 type Item = Record<string, unknown>;
 
-/** Starting balances in units, by service SID, of the services a test created. */
+/** Money put in (opening balance and top-ups) in units, by service SID, of the services a test created. */
 export class Books {
-  private readonly opening = new Map<string, number>();
+  private readonly paidIn = new Map<string, number>();
 
   constructor(private readonly harness: Harness) {}
 
   /** Creates a service with a balance and remembers it. */
   async open(balanceUsd = 100, options: Parameters<Harness['createAccount']>[0] = {}): Promise<Account> {
     const account = await this.harness.createAccount({ ...options, balanceUsd });
-    this.opening.set(account.serviceSid, Math.round(balanceUsd * UNITS_PER_USD));
+    this.paidIn.set(account.serviceSid, Math.round(balanceUsd * UNITS_PER_USD));
     return account;
+  }
+
+  /** Tops up through the accounts core, as the console and the admin command do: a credit line with the money. */
+  async topUp(account: Account, units: number): Promise<number> {
+    const balance = await this.harness.accounts.topUp(BY_TEST, account.serviceSid, units);
+    this.paidIn.set(account.serviceSid, (this.paidIn.get(account.serviceSid) ?? 0) + units);
+    return balance;
+  }
+
+  /** The services this book opened. */
+  get serviceSids(): string[] {
+    return [...this.paidIn.keys()];
+  }
+
+  /** Each opened service whose balance the core's ledger does not prove (`balanceAudit`), as readable lines. */
+  async proveBalances(): Promise<string[]> {
+    const audits = await Promise.all(this.serviceSids.map((sid) => this.harness.accounts.balanceAudit(sid)));
+    return audits
+      .filter((audit) => audit.difference !== 0)
+      .map(
+        (audit) =>
+          `service ${audit.serviceSid}: balance ${audit.balance}, credits ${audit.credits} - charges ${audit.charges}`,
+      );
   }
 
   /** Every breach of the invariants, as readable lines; empty when the books balance. */
   async audit(items?: Item[]): Promise<string[]> {
-    return auditBooks(items ?? (await this.harness.scanTable()), this.opening);
+    return auditBooks(items ?? (await this.harness.scanTable()), this.paidIn);
   }
 }
 
-function auditBooks(items: Item[], opening: ReadonlyMap<string, number>): string[] {
+function auditBooks(items: Item[], paidIn: ReadonlyMap<string, number>): string[] {
   const problems: string[] = [];
   const verifications = items.filter((item) => item.type === 'verification');
   const charges = items.filter((item) => item.type === 'charge');
@@ -53,7 +77,7 @@ function auditBooks(items: Item[], opening: ReadonlyMap<string, number>): string
       problems.push(`charge ${String(charge.sk)} has no verification`);
     }
   }
-  for (const [serviceSid, balance] of opening) {
+  for (const [serviceSid, balance] of paidIn) {
     const service = items.find((item) => item.pk === `SERVICE#${serviceSid}` && item.sk === 'SERVICE');
     const charged = charges
       .filter((charge) => charge.pk === `SERVICE#${serviceSid}`)
