@@ -24,9 +24,9 @@ export interface TimedRequest {
   items: ModelAccess[];
 }
 
-export type Scope = 'item' | 'partition' | 'tail';
+type Scope = 'item' | 'partition' | 'tail';
 
-export interface HotSpot {
+interface HotSpot {
   scope: Scope;
   /** The key's family, its identifiers replaced (`SERVICE#<VA>/SERVICE`, `SERVICE#<VA>/CHARGE#… tail`). */
   family: string;
@@ -41,7 +41,7 @@ export interface HotSpot {
   rateAtCeiling: number;
 }
 
-export interface ConflictModel {
+interface ConflictModel {
   windowMs: number;
   transactions: number;
   /** Writes that meet another write of the same item within the window, one of the two a transaction. */

@@ -48,7 +48,7 @@ const STEP_OFFSETS_MS: Record<string, number> = {
 export const DEFAULT_TRANSACTION_WINDOW_MS = 25;
 
 /** What the replay leaves out (docs/bench.md says why). */
-export const NOT_INCLUDED = [
+const NOT_INCLUDED = [
   "the guard's stream consumer",
   'webhooks',
   "the sweeper's per-run requests",

@@ -260,7 +260,11 @@ describe('console', () => {
       path: () => `/services/${sid()}/topup`,
       body: () => ({ amount: '1' }),
       expect: () => [
-        { action: 'balance.topup', before: { balance: balanceBefore }, after: { credit: 10_000 } },
+        {
+          action: 'balance.topup',
+          before: { balance: balanceBefore },
+          after: { credit: 10_000, balance: balanceBefore + 10_000 },
+        },
       ],
     },
     { route: 'GET /services/:sid/members', path: () => `/services/${sid()}/members` },
@@ -340,7 +344,9 @@ describe('admin command', () => {
     {
       command: 'balance topup',
       args: () => [sid(), '1'],
-      expect: () => [{ action: 'balance.topup', before: { balance: 10_000 }, after: { credit: 10_000 } }],
+      expect: () => [
+        { action: 'balance.topup', before: { balance: 10_000 }, after: { credit: 10_000, balance: 20_000 } },
+      ],
     },
     { command: 'balance audit', args: () => [sid()] },
     {

@@ -166,7 +166,15 @@ export class Accounts {
   async topUp(context: ChangeContext, serviceSid: string, units: number): Promise<number> {
     valid(parseTopUp(units));
     const before = await this.service(serviceSid);
-    return this.credit(context, serviceSid, units, 'topup', 'balance.topup', before.balance);
+    return this.credit(
+      context,
+      serviceSid,
+      units,
+      'topup',
+      'balance.topup',
+      before.balance,
+      before.balance + units,
+    );
   }
 
   /**
