@@ -388,7 +388,10 @@ beforeAll(async () => {
   // The operator's side (admin command): unrestricted.
   const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
   clients.push(admin);
-  const accounts = dynamoAccounts(admin, tableName);
+  // Keys tagged under the deployment's api-key-tag secret, as the admin command issues them.
+  const accounts = dynamoAccounts(admin, tableName, {
+    apiKeyTag: groupKeyRing({ apiKeyTag: roots.apiKeyTag }),
+  });
   const service = await accounts.createService(BY_TEST, {
     name: 'IAM',
     balance: 100 * UNITS_PER_USD,
