@@ -8,8 +8,9 @@ const common = {
 };
 
 /**
- * Three projects. `core` (test/core/) runs the domain rules over the in-memory store, `unit` (test/unit/) the
- * adapters, parsers and bundles on their own: neither needs DynamoDB or Java (`npm run test:fast`). `dynamodb`
+ * `core` (test/core/) runs the domain rules over the in-memory store, `unit` (test/unit/) the adapters and
+ * parsers on their own: neither needs DynamoDB or Java (`npm run test:fast`). `slow` (test/slow/) needs no Java
+ * either but takes minutes (bundles, simulations, real time-outs). `dynamodb`
  * is everything else; its global setup starts one DynamoDB Local. Jest runs a project's global setup only when
  * tests of that project are selected, so `npm run test:fast` never starts Java, and `jest` runs all three.
  */
@@ -37,6 +38,8 @@ module.exports = {
   projects: [
     { ...common, displayName: 'core', roots: ['<rootDir>/test/core'] },
     { ...common, displayName: 'unit', roots: ['<rootDir>/test/unit'] },
+    // Java-free too, but slow: bundling every entry, the guard's simulations, real client time-outs.
+    { ...common, displayName: 'slow', roots: ['<rootDir>/test/slow'] },
     ...(hasModels ? [{ ...common, displayName: 'models', roots: ['<rootDir>/test/models'] }] : []),
     {
       ...common,
@@ -46,6 +49,7 @@ module.exports = {
         '/node_modules/',
         '<rootDir>/test/core/',
         '<rootDir>/test/unit/',
+        '<rootDir>/test/slow/',
         '<rootDir>/test/models/',
       ],
       globalSetup: '<rootDir>/test/support/global-setup.ts',

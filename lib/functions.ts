@@ -351,7 +351,7 @@ export const ROUTES: ({ name: FunctionName } & HttpRoute)[] = FUNCTION_NAMES.fla
 /**
  * The AWS SDK clients a function's bundle holds, derived from its permissions: a client it has no permission to
  * call is dead weight at cold start, and a call with no client is impossible. A bundle test
- * (test/unit/bundles.test.ts) checks each bundle imports exactly these.
+ * (test/slow/bundles.test.ts) checks each bundle imports exactly these.
  */
 export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
   const clients: AwsClient[] = [];
@@ -371,7 +371,7 @@ export function awsClientsOf(spec: FunctionSpec): AwsClient[] {
  * it shares with the rest (most of `@smithy/core`) in a lazy initializer, compiled apart at its first call, and
  * brought the SSO, STS, sign-in and OIDC clients into each bundle (what that cost:
  * docs/adr/0004-bundled-aws-sdk.md). Left out, the `import()` stays and would fail if reached rather than run
- * another copy of the SDK; test/unit/bundles.test.ts checks that no bundle holds a dynamically imported module,
+ * another copy of the SDK; test/slow/bundles.test.ts checks that no bundle holds a dynamically imported module,
  * and that a bundled client gets its credentials from the environment with these absent. A runtime that hands credentials over its container endpoint instead of the environment (as
  * SnapStart does for the runtimes it serves) needs `@aws-sdk/credential-provider-http` back in the bundle.
  */

@@ -1,6 +1,6 @@
 /**
  * The one place that sets how long an AWS SDK client of the functions may wait and how often it tries: every
- * `new …Client(` in functions/ spreads `awsClientConfig(<its package>)` (test/unit/aws-client-config.test.ts
+ * `new …Client(` in functions/ spreads `awsClientConfig(<its package>)` (test/slow/aws-client-config.test.ts
  * enumerates them). The SDK's defaults wait without limit for an answer, so a stalled connection would hold a
  * function until its Lambda time-out. Plain objects, no SDK import: the messaging adapters load their SDK at the
  * first send.

@@ -55,7 +55,7 @@ export interface AwsSmsOptions {
  * The SDK module, run at the first send rather than with this module: the deliver function holds every sender,
  * and a deployment that does not use this one should not pay its client's set-up at each cold start. A
  * `require` in a function: esbuild bundles the module but runs it only when called (a top-level import would run
- * it with the bundle); `import()` would do the same, asynchronously. test/unit/bundles.test.ts checks it.
+ * it with the bundle); `import()` would do the same, asynchronously. test/slow/bundles.test.ts checks it.
  */
 const loadSmsClient = (): typeof import('@aws-sdk/client-pinpoint-sms-voice-v2') =>
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above

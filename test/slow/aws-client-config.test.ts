@@ -1,7 +1,7 @@
 /**
  * Every AWS SDK client the functions build has a connect and a request time-out and bounded tries, all from
  * functions/adapters/aws-client-config.ts: the source's `new …Client(` calls are enumerated, each bundle's
- * clients (lib/functions.ts `awsClientsOf`, which test/unit/bundles.test.ts holds to the real bundles) have
+ * clients (lib/functions.ts `awsClientsOf`, which test/slow/bundles.test.ts holds to the real bundles) have
  * limits that fit their function's time-out, and a client pointed at an endpoint that never answers gives up.
  */
 import { readdirSync, readFileSync } from 'node:fs';
