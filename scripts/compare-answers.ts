@@ -1,0 +1,159 @@
+/**
+ * `npx tsx scripts/compare-answers.ts A B`: compares two recordings of the integration suite's answers
+ * (`OTP_RECORD_ANSWERS=<directory> npx jest --selectProjects dynamodb test/integration`, docs/testing.md) answer
+ * by answer, keyed by test file, test and sequence number. Prints the answers that differ, those missing from B
+ * and those only in B, sorted; exits 1 when there is any.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RecordedAnswer } from '../test/support/answer-recorder';
+
+/**
+ * Answers whose content two runs of the same code do not repeat, and why. They are compared for presence only.
+ * `test` is a prefix of the full test name.
+ */
+export const UNSTABLE: readonly { file: string; test: string; reason: string }[] = [];
+
+export interface Comparison {
+  /** How many answers each recording holds. */
+  counts: { a: number; b: number };
+  same: number;
+  /** Answers compared for presence only (UNSTABLE). */
+  unstable: number;
+  differing: { key: string; paths: string[]; a: RecordedAnswer; b: RecordedAnswer }[];
+  missing: { key: string; a: RecordedAnswer }[];
+  extra: { key: string; b: RecordedAnswer }[];
+}
+
+/** Every answer of a recording: a directory of `.jsonl` files or one file. */
+export function readRecording(path: string): RecordedAnswer[] {
+  const files = statSync(path).isDirectory()
+    ? readdirSync(path)
+        .filter((name) => name.endsWith('.jsonl'))
+        .sort()
+        .map((name) => join(path, name))
+    : [path];
+  return files.flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as RecordedAnswer),
+  );
+}
+
+export const answerKey = (answer: RecordedAnswer): string => `${answer.file} › ${answer.test} #${answer.seq}`;
+
+/** Sorts keys by file, test, then sequence numbers as numbers (`2` before `10`, `7.2` after `7.1`). */
+function compareAnswers(a: RecordedAnswer, b: RecordedAnswer): number {
+  if (a.file !== b.file) return a.file < b.file ? -1 : 1;
+  if (a.test !== b.test) return a.test < b.test ? -1 : 1;
+  const [x, y] = [a.seq.split('.').map(Number), b.seq.split('.').map(Number)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const difference = (x[i] ?? -1) - (y[i] ?? -1);
+    if (difference !== 0) return difference;
+  }
+  return 0;
+}
+
+/** The JSON paths where two values differ (at most `limit`). */
+export function differingPaths(a: unknown, b: unknown, path = '$', limit = 5): string[] {
+  if (JSON.stringify(a) === JSON.stringify(b)) return [];
+  const bothObjects =
+    a !== null &&
+    b !== null &&
+    typeof a === 'object' &&
+    typeof b === 'object' &&
+    Array.isArray(a) === Array.isArray(b);
+  if (!bothObjects) return [path];
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = [...new Set([...Object.keys(left), ...Object.keys(right)])];
+  const paths: string[] = [];
+  for (const key of keys) {
+    paths.push(...differingPaths(left[key], right[key], `${path}.${key}`, limit));
+    if (paths.length >= limit) return paths.slice(0, limit);
+  }
+  // Same members in another order.
+  return paths.length > 0 ? paths : [`${path} (order)`];
+}
+
+const isUnstable = (answer: RecordedAnswer, unstable: typeof UNSTABLE): boolean =>
+  unstable.some((entry) => entry.file === answer.file && answer.test.startsWith(entry.test));
+
+export function compareRecordings(
+  a: RecordedAnswer[],
+  b: RecordedAnswer[],
+  unstable: typeof UNSTABLE = UNSTABLE,
+): Comparison {
+  const byKey = (answers: RecordedAnswer[]) => {
+    const map = new Map<string, RecordedAnswer>();
+    for (const answer of answers) {
+      const key = answerKey(answer);
+      if (map.has(key)) throw new Error(`Two answers recorded as ${key}`);
+      map.set(key, answer);
+    }
+    return map;
+  };
+  const [left, right] = [byKey(a), byKey(b)];
+  const comparison: Comparison = {
+    counts: { a: a.length, b: b.length },
+    same: 0,
+    unstable: 0,
+    differing: [],
+    missing: [],
+    extra: [],
+  };
+  for (const answer of [...a].sort(compareAnswers)) {
+    const key = answerKey(answer);
+    const other = right.get(key);
+    if (!other) comparison.missing.push({ key, a: answer });
+    else if (isUnstable(answer, unstable)) comparison.unstable += 1;
+    else {
+      const paths = differingPaths(answer, other);
+      if (paths.length === 0) comparison.same += 1;
+      else comparison.differing.push({ key, paths, a: answer, b: other });
+    }
+  }
+  for (const answer of [...b].sort(compareAnswers)) {
+    if (!left.has(answerKey(answer))) comparison.extra.push({ key: answerKey(answer), b: answer });
+  }
+  return comparison;
+}
+
+/** The comparison in words; the last line sums it up. */
+export function describeComparison(comparison: Comparison): string {
+  const lines: string[] = [];
+  const line = (answer: RecordedAnswer) =>
+    JSON.stringify({
+      method: answer.method,
+      path: answer.path,
+      status: answer.status,
+      headers: answer.headers,
+      body: answer.body,
+    });
+  for (const { key, paths, a, b } of comparison.differing) {
+    lines.push(`differs: ${key} at ${paths.join(', ')}`, `  A: ${line(a)}`, `  B: ${line(b)}`);
+  }
+  for (const { key, a } of comparison.missing) lines.push(`missing from B: ${key}`, `  A: ${line(a)}`);
+  for (const { key, b } of comparison.extra) lines.push(`only in B: ${key}`, `  B: ${line(b)}`);
+  const { counts, same, unstable, differing, missing, extra } = comparison;
+  lines.push(
+    `A ${counts.a} answers, B ${counts.b}: ${same} identical, ${unstable} unstable (present in both), ` +
+      `${differing.length} differing, ${missing.length} missing from B, ${extra.length} only in B`,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+export const hasDifferences = (comparison: Comparison): boolean =>
+  comparison.differing.length + comparison.missing.length + comparison.extra.length > 0;
+
+if (require.main === module) {
+  const [a, b] = process.argv.slice(2);
+  if (!a || !b) {
+    process.stderr.write('usage: npx tsx scripts/compare-answers.ts <recording A> <recording B>\n');
+    process.exit(2);
+  }
+  const comparison = compareRecordings(readRecording(a), readRecording(b));
+  process.stdout.write(describeComparison(comparison));
+  if (hasDifferences(comparison)) process.exitCode = 1;
+}

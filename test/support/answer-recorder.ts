@@ -1,0 +1,364 @@
+/**
+ * Records what the integration tests were answered, so that a refactor can be shown to answer byte for byte as
+ * the code before it (docs/testing.md, scripts/compare-answers.ts). Off unless `OTP_RECORD_ANSWERS=<directory>`
+ * is set; then `record-answers.ts` (a Jest setup file) installs it in each test file of the `dynamodb` project.
+ *
+ * Recorded: every HTTP answer a test asked for itself (any `fetch` whose synchronous caller is in the test
+ * file, so the harness's `ApiClient`, console and callback helpers alike, but not the service's own background
+ * calls, whose order is a race) and every `runAdmin` run. One JSON line per answer, one file per test file
+ * (Jest's workers never share a file), written when the file's tests end, in the order the tests asked.
+ *
+ * Normalised so that two runs of the same code give the same file: values drawn at random (SIDs, API keys,
+ * tokens, codes, table names, ports, request ids) become placeholders numbered in order of first appearance
+ * within the test; the wall clock's values (ISO times, epoch numbers) become one placeholder. Answers made
+ * while `eventually` polls keep only its last probe (how many probes it took is timing). Answers to requests
+ * sent together (`Promise.all`) are sorted, since which of them wins a race is not the code's to decide.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+
+export interface RecordedAnswer {
+  /** The test file, relative to the repository. */
+  file: string;
+  /** The test's full name (describe blocks and title); empty in `beforeAll`/`afterAll`. */
+  test: string;
+  /** Order within the test: `7`, or `7.2` for the second answer of the poll in slot 7. */
+  seq: string;
+  kind: 'http' | 'admin';
+  /** HTTP method, or `admin` and its arguments. */
+  method: string;
+  /** The path and query with values drawn at random replaced. */
+  path: string;
+  /** HTTP status, or the admin command's exit code. */
+  status: number;
+  headers: Record<string, string>;
+  /** Parsed JSON when the answer is JSON, otherwise the text (admin: stdout and stderr). */
+  body: unknown;
+}
+
+/** Headers that carry the moment or the connection, not the service's answer. */
+const SKIPPED_HEADERS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+  'x-request-id',
+  'apigw-requestid',
+  'x-amzn-requestid',
+  'x-amzn-trace-id',
+]);
+
+const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?/g;
+/** Epoch seconds or milliseconds between 2001 and 2286, the only numbers this large the service writes. */
+const isEpoch = (value: number): boolean =>
+  Number.isInteger(value) && ((value >= 1e9 && value < 1e10) || (value >= 1e12 && value < 1e13));
+
+/** Each kind of value drawn at random, and the stem of its placeholder. */
+const RANDOM_VALUES: { pattern: RegExp; stem: (match: string) => string }[] = [
+  { pattern: /\b(?:VA|VE|HX|WH|MG)[0-9a-f]{32}\b/g, stem: (match) => match.slice(0, 2) },
+  // API keys, console tokens and webhook secrets: a short lowercase prefix, `_`, base64 or base64url.
+  {
+    pattern: /\b[a-z]{2,8}_[A-Za-z0-9_+/-]{20,}={0,2}/g,
+    stem: (match) => match.slice(0, match.indexOf('_')),
+  },
+  { pattern: /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, stem: () => 'uuid' },
+  { pattern: /\botp-[a-z-]+-[0-9a-f]{8,12}\b/g, stem: () => 'table' },
+  { pattern: /\b127\.0\.0\.1:\d+/g, stem: () => 'host' },
+];
+
+/** Numbers values drawn at random in order of first appearance; one per test. */
+export class Placeholders {
+  private readonly seen = new Map<string, string>();
+  private readonly counts = new Map<string, number>();
+
+  text(value: string): string {
+    let text = value.replace(ISO_TIME, '<time>');
+    for (const { pattern, stem } of RANDOM_VALUES) {
+      text = text.replace(pattern, (match) => this.placeholder(stem(match), match));
+    }
+    return text;
+  }
+
+  /** A JSON value with its strings and epoch numbers normalised; object keys keep their order. */
+  value(value: unknown): unknown {
+    if (typeof value === 'string') return this.text(value);
+    if (typeof value === 'number') return isEpoch(value) ? '<epoch>' : value;
+    if (Array.isArray(value)) return value.map((item) => this.value(item));
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(
+        Object.entries(value).map(([key, item]) => [this.text(key), this.value(item)]),
+      );
+    }
+    return value;
+  }
+
+  private placeholder(stem: string, match: string): string {
+    const known = this.seen.get(match);
+    if (known) return known;
+    const count = (this.counts.get(stem) ?? 0) + 1;
+    this.counts.set(stem, count);
+    const placeholder = `<${stem}#${count}>`;
+    this.seen.set(match, placeholder);
+    return placeholder;
+  }
+}
+
+/** An answer as received, before normalisation. */
+interface RawAnswer {
+  test: string;
+  /** Slot in the test, and place within a poll's last probe. */
+  slot: number;
+  poll?: { id: number; attempt: number; order: number };
+  /** Requests in flight together share a group. */
+  group: number;
+  kind: RecordedAnswer['kind'];
+  method: string;
+  path: string;
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+interface PollScope {
+  id: number;
+  slot: number;
+  attempt: number;
+  calls: number;
+}
+
+const pollScope = new AsyncLocalStorage<PollScope>();
+
+/** The state of one test file's recording. */
+class Recording {
+  private readonly answers: RawAnswer[] = [];
+  private readonly slots = new Map<string, number>();
+  private readonly inFlight = new Map<string, { count: number; group: number }>();
+  private polls = 0;
+  private groups = 0;
+
+  constructor(
+    readonly file: string,
+    private readonly currentTest: () => string,
+  ) {}
+
+  /** Takes the next slot of the current test, or the current poll's. */
+  begin(): { test: string; slot: number; poll?: RawAnswer['poll']; group: number; end(): void } {
+    const test = this.currentTest();
+    const scope = pollScope.getStore();
+    const slot = scope ? scope.slot : this.nextSlot(test);
+    const poll = scope && { id: scope.id, attempt: scope.attempt, order: ++scope.calls };
+    const flight = this.inFlight.get(test);
+    const group = flight && flight.count > 0 ? flight.group : ++this.groups;
+    this.inFlight.set(test, { count: (flight?.count ?? 0) + 1, group });
+    return {
+      test,
+      slot,
+      ...(poll && { poll }),
+      group,
+      end: () => {
+        const current = this.inFlight.get(test);
+        if (current) current.count -= 1;
+      },
+    };
+  }
+
+  add(answer: RawAnswer): void {
+    this.answers.push(answer);
+  }
+
+  /** Runs a poll (`eventually`): every probe's answers share one slot, and only the last probe's are kept. */
+  async poll<T>(run: (probe: <R>(attempt: () => Promise<R>) => Promise<R>) => Promise<T>): Promise<T> {
+    const id = ++this.polls;
+    const slot = pollScope.getStore()?.slot ?? this.nextSlot(this.currentTest());
+    let attempts = 0;
+    return run((attempt) => pollScope.run({ id, slot, attempt: ++attempts, calls: 0 }, attempt));
+  }
+
+  /** The answers, normalised and in order. */
+  lines(): RecordedAnswer[] {
+    const lastAttempt = new Map<number, number>();
+    for (const answer of this.answers) {
+      if (answer.poll)
+        lastAttempt.set(answer.poll.id, Math.max(lastAttempt.get(answer.poll.id) ?? 0, answer.poll.attempt));
+    }
+    const kept = this.answers.filter(
+      (answer) => !answer.poll || answer.poll.attempt === lastAttempt.get(answer.poll.id),
+    );
+    const tests = [...new Set(kept.map((answer) => answer.test))];
+    return tests.flatMap((test) =>
+      this.testLines(
+        test,
+        kept.filter((answer) => answer.test === test),
+      ),
+    );
+  }
+
+  private testLines(test: string, answers: RawAnswer[]): RecordedAnswer[] {
+    const order = (answer: RawAnswer) => [answer.slot, answer.poll?.order ?? 0] as const;
+    const sorted = [...answers].sort((a, b) => order(a)[0] - order(b)[0] || order(a)[1] - order(b)[1]);
+    // Answers in one group race each other: sort them by their content with the values drawn at random blanked.
+    const groups = new Map<number, RawAnswer[]>();
+    for (const answer of sorted) groups.set(answer.group, [...(groups.get(answer.group) ?? []), answer]);
+    const blank = new Placeholders();
+    const content = (answer: RawAnswer) =>
+      JSON.stringify(blank.value([answer.method, answer.path, answer.status, answer.body])).replace(
+        /<[a-z]+#\d+>/gi,
+        '<>',
+      );
+    const ordered = [...groups.values()].flatMap((group) =>
+      group.length === 1 ? group : [...group].sort((a, b) => compareText(content(a), content(b))),
+    );
+    const placeholders = new Placeholders();
+    let seq = 0;
+    let lastSlot: number | undefined;
+    let inSlot = 0;
+    return ordered.map((answer) => {
+      if (answer.slot !== lastSlot || !answer.poll) {
+        seq += 1;
+        inSlot = 0;
+      }
+      lastSlot = answer.slot;
+      inSlot += 1;
+      return {
+        file: this.file,
+        test,
+        seq: answer.poll ? `${seq}.${inSlot}` : String(seq),
+        kind: answer.kind,
+        method: placeholders.text(answer.method),
+        path: placeholders.text(answer.path),
+        status: answer.status,
+        headers: placeholders.value(answer.headers) as Record<string, string>,
+        body: placeholders.value(answer.body),
+      };
+    });
+  }
+
+  private nextSlot(test: string): number {
+    const slot = (this.slots.get(test) ?? 0) + 1;
+    this.slots.set(test, slot);
+    return slot;
+  }
+}
+
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+let active: Recording | undefined;
+
+/** Runs `eventually`'s loop so that only its last probe's answers are recorded; a plain call when off. */
+export function recordPoll<T>(
+  run: (probe: <R>(attempt: () => Promise<R>) => Promise<R>) => Promise<T>,
+): Promise<T> {
+  return active ? active.poll(run) : run((attempt) => attempt());
+}
+
+/** Parses a body as JSON when it says it is JSON, otherwise keeps the text. */
+function parseBody(text: string, contentType: string | null): unknown {
+  if (text && contentType?.includes('json')) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+/**
+ * Whether the synchronous caller chain of this point runs through the test file. The frames after the first of
+ * Node's own (the microtask queue) are the awaiting callers V8 adds, which source maps print without `async`.
+ */
+function calledFromTest(testPath: string): boolean {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 60;
+  const frames = (new Error().stack ?? '').split('\n').slice(1);
+  Error.stackTraceLimit = limit;
+  const awaiting = frames.findIndex((line) => /^\s*at async |\(node:internal\//.test(line));
+  return frames.slice(0, awaiting === -1 ? undefined : awaiting).some((line) => line.includes(testPath));
+}
+
+/** Installs the recorder for one test file: wraps `fetch`, and lets `recordAdmin` and `recordPoll` record. */
+export function installAnswerRecorder(options: {
+  directory: string;
+  rootDir: string;
+  testPath: string;
+  currentTest: () => string;
+}): { recordAdmin: typeof recordAdmin; flush(): void } {
+  const file = relative(options.rootDir, options.testPath).split(sep).join('/');
+  const recording = new Recording(file, options.currentTest);
+  active = recording;
+  const originalFetch = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    if (!calledFromTest(options.testPath)) return originalFetch(input, init);
+    const call = recording.begin();
+    try {
+      const response = await originalFetch(input, init);
+      const text = await response.clone().text();
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      const headers: Record<string, string> = {};
+      response.headers.forEach((value, name) => {
+        if (!SKIPPED_HEADERS.has(name)) headers[name] = value;
+      });
+      recording.add({
+        ...call,
+        kind: 'http',
+        method: (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase(),
+        path: `${url.pathname}${url.search}`,
+        status: response.status,
+        headers,
+        body: parseBody(text, response.headers.get('content-type')),
+      });
+      return response;
+    } finally {
+      call.end();
+    }
+  };
+  return {
+    recordAdmin,
+    flush() {
+      globalThis.fetch = originalFetch;
+      active = undefined;
+      const lines = recording.lines();
+      mkdirSync(options.directory, { recursive: true });
+      writeFileSync(
+        join(options.directory, `${file.replace(/[/\\]/g, '__')}.jsonl`),
+        lines.map((line) => `${JSON.stringify(line)}\n`).join(''),
+      );
+    },
+  };
+}
+
+/** Records one `runAdmin` run: its arguments, exit code and printed output. */
+export async function recordAdmin(
+  argv: string[],
+  run: (out: (text: string) => void, err: (text: string) => void) => Promise<number>,
+): Promise<number> {
+  const recording = active;
+  if (!recording)
+    return run(
+      () => undefined,
+      () => undefined,
+    );
+  const call = recording.begin();
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  try {
+    const code = await run(
+      (text) => stdout.push(text),
+      (text) => stderr.push(text),
+    );
+    recording.add({
+      ...call,
+      kind: 'admin',
+      method: ['admin', ...argv].join(' '),
+      path: '',
+      status: code,
+      headers: {},
+      body: { stdout: stdout.join('\n'), stderr: stderr.join('\n') },
+    });
+    return code;
+  } finally {
+    call.end();
+  }
+}
