@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RecordedAnswer } from '../test/support/answer-recorder';
+import { Placeholders, type RecordedAnswer } from '../test/support/answer-recorder';
 
 /**
  * Answers whose content two runs of the same code do not repeat, and why. They are compared for presence only.
@@ -39,6 +39,21 @@ export function readRecording(path: string): RecordedAnswer[] {
       .filter((line) => line.trim() !== '')
       .map((line) => JSON.parse(line) as RecordedAnswer),
   );
+}
+
+/**
+ * Applies the recorder's current normalisation again, each test's answers in order, so that recordings made
+ * before a rule was added compare under it (normalised answers stay as they are).
+ */
+export function normaliseRecording(answers: RecordedAnswer[]): RecordedAnswer[] {
+  const sorted = [...answers].sort(compareAnswers);
+  let placeholders = new Placeholders();
+  return sorted.map((answer, index) => {
+    const previous = sorted[index - 1];
+    if (!previous || previous.file !== answer.file || previous.test !== answer.test)
+      placeholders = new Placeholders();
+    return placeholders.answer(answer);
+  });
 }
 
 export const answerKey = (answer: RecordedAnswer): string => `${answer.file} › ${answer.test} #${answer.seq}`;
@@ -153,7 +168,10 @@ if (require.main === module) {
     process.stderr.write('usage: npx tsx scripts/compare-answers.ts <recording A> <recording B>\n');
     process.exit(2);
   }
-  const comparison = compareRecordings(readRecording(a), readRecording(b));
+  const comparison = compareRecordings(
+    normaliseRecording(readRecording(a)),
+    normaliseRecording(readRecording(b)),
+  );
   process.stdout.write(describeComparison(comparison));
   if (hasDifferences(comparison)) process.exitCode = 1;
 }

@@ -54,10 +54,18 @@ const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d
 /** Epoch seconds or milliseconds between 2001 and 2286, the only numbers this large the service writes. */
 const isEpoch = (value: number): boolean =>
   Number.isInteger(value) && ((value >= 1e9 && value < 1e10) || (value >= 1e12 && value < 1e13));
+/** Measured times (a webhook POST's `durationMs`, and the same in the console's words): the machine's speed. */
+const DURATION_KEY = /^(?:durationMs|latencyMs|elapsedMs)$/;
+const DURATION_TEXT = /\bin \d+ ms\b/g;
 
-/** Each kind of value drawn at random, and the stem of its placeholder. */
+/** Each kind of value drawn at random, and the stem of its placeholder; earlier patterns go first. */
 const RANDOM_VALUES: { pattern: RegExp; stem: (match: string) => string }[] = [
-  { pattern: /\b(?:VA|VE|HX|WH|MG)[0-9a-f]{32}\b/g, stem: (match) => match.slice(0, 2) },
+  // SIDs and event ids: two capitals and 32 hex characters.
+  { pattern: /\b[A-Z]{2}[0-9a-f]{32}\b/g, stem: (match) => match.slice(0, 2) },
+  // Console session tokens.
+  { pattern: /\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g, stem: () => 'jwt' },
+  // Webhook signatures over payloads signed with random secrets.
+  { pattern: /\bv1,[A-Za-z0-9+/]{20,}={0,2}/g, stem: () => 'signature' },
   // API keys, console tokens and webhook secrets: a short lowercase prefix, `_`, base64 or base64url.
   {
     pattern: /\b[a-z]{2,8}_[A-Za-z0-9_+/-]{20,}={0,2}/g,
@@ -65,8 +73,12 @@ const RANDOM_VALUES: { pattern: RegExp; stem: (match: string) => string }[] = [
   },
   { pattern: /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, stem: () => 'uuid' },
   { pattern: /\botp-[a-z-]+-[0-9a-f]{8,12}\b/g, stem: () => 'table' },
+  // API key ids.
+  { pattern: /\b[0-9a-f]{12}\b/g, stem: () => 'id' },
   { pattern: /\b127\.0\.0\.1:\d+/g, stem: () => 'host' },
 ];
+/** Generated codes in the text of a message (the simulated carrier's inbox). */
+const CODE = /(?<![#\d])\d{4,10}(?!\d)/g;
 
 /** Numbers values drawn at random in order of first appearance; one per test. */
 export class Placeholders {
@@ -74,24 +86,54 @@ export class Placeholders {
   private readonly counts = new Map<string, number>();
 
   text(value: string): string {
-    let text = value.replace(ISO_TIME, '<time>');
+    // Whole strings of digits the length of an epoch: a header such as `webhook-timestamp`.
+    if (/^\d{10}$|^\d{13}$/.test(value) && isEpoch(Number(value))) return '<epoch>';
+    let text = value.replace(ISO_TIME, '<time>').replace(DURATION_TEXT, 'in <duration> ms');
     for (const { pattern, stem } of RANDOM_VALUES) {
       text = text.replace(pattern, (match) => this.placeholder(stem(match), match));
     }
     return text;
   }
 
-  /** A JSON value with its strings and epoch numbers normalised; object keys keep their order. */
-  value(value: unknown): unknown {
+  /** A JSON value with its strings, epoch numbers and durations normalised; object keys keep their order. */
+  value(value: unknown, key = ''): unknown {
     if (typeof value === 'string') return this.text(value);
-    if (typeof value === 'number') return isEpoch(value) ? '<epoch>' : value;
-    if (Array.isArray(value)) return value.map((item) => this.value(item));
+    if (typeof value === 'number') {
+      if (DURATION_KEY.test(key)) return '<duration>';
+      return isEpoch(value) ? '<epoch>' : value;
+    }
+    if (Array.isArray(value)) return value.map((item) => this.value(item, key));
     if (value && typeof value === 'object') {
       return Object.fromEntries(
-        Object.entries(value).map(([key, item]) => [this.text(key), this.value(item)]),
+        Object.entries(value).map(([name, item]) => [this.text(name), this.value(item, name)]),
       );
     }
     return value;
+  }
+
+  /** An answer's fields, normalised; again on a normalised answer, they stay as they are. */
+  answer<T extends Pick<RecordedAnswer, 'method' | 'path' | 'headers' | 'body'>>(answer: T): T {
+    const path = this.text(answer.path);
+    let body = answer.body;
+    if (path.startsWith('/_local/messages') && Array.isArray(body)) {
+      body = body.map((message: unknown) =>
+        message && typeof message === 'object' && typeof (message as { body?: unknown }).body === 'string'
+          ? {
+              ...message,
+              body: (message as { body: string }).body.replace(CODE, (code) =>
+                this.placeholder('code', code),
+              ),
+            }
+          : message,
+      );
+    }
+    return {
+      ...answer,
+      method: this.text(answer.method),
+      path,
+      headers: this.value(answer.headers) as Record<string, string>,
+      body: this.value(body),
+    };
   }
 
   private placeholder(stem: string, match: string): string {
@@ -203,10 +245,15 @@ class Recording {
     for (const answer of sorted) groups.set(answer.group, [...(groups.get(answer.group) ?? []), answer]);
     const blank = new Placeholders();
     const content = (answer: RawAnswer) =>
-      JSON.stringify(blank.value([answer.method, answer.path, answer.status, answer.body])).replace(
-        /<[a-z]+#\d+>/gi,
-        '<>',
-      );
+      JSON.stringify([
+        answer.status,
+        blank.answer({
+          method: answer.method,
+          path: answer.path,
+          headers: answer.headers,
+          body: answer.body,
+        }),
+      ]).replace(/<[a-z0-9]+#\d+>/gi, '<>');
     const ordered = [...groups.values()].flatMap((group) =>
       group.length === 1 ? group : [...group].sort((a, b) => compareText(content(a), content(b))),
     );
@@ -221,17 +268,17 @@ class Recording {
       }
       lastSlot = answer.slot;
       inSlot += 1;
-      return {
+      return placeholders.answer({
         file: this.file,
         test,
         seq: answer.poll ? `${seq}.${inSlot}` : String(seq),
         kind: answer.kind,
-        method: placeholders.text(answer.method),
-        path: placeholders.text(answer.path),
+        method: answer.method,
+        path: answer.path,
         status: answer.status,
-        headers: placeholders.value(answer.headers) as Record<string, string>,
-        body: placeholders.value(answer.body),
-      };
+        headers: answer.headers,
+        body: answer.body,
+      });
     });
   }
 

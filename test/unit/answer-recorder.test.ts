@@ -52,6 +52,46 @@ describe('Placeholders', () => {
       balance: 25_000_000,
     });
   });
+
+  it('blanks generated codes in the carrier inbox, measured durations and webhook signatures and times', () => {
+    const placeholders = new Placeholders();
+    const answer = placeholders.answer({
+      method: 'GET',
+      path: '/_local/messages?to=%2B14155550100',
+      headers: {},
+      body: [
+        { to: '+14155550100', body: 'Your code is 123456.' },
+        { to: '+14155550100', body: 'Acme: 987654, again 123456' },
+      ],
+    });
+    expect(answer.body).toEqual([
+      { to: '+14155550100', body: 'Your code is <code#1>.' },
+      { to: '+14155550100', body: 'Acme: <code#2>, again <code#1>' },
+    ]);
+    expect(
+      placeholders.value({
+        eventId: `EV${'e'.repeat(32)}`,
+        'webhook-timestamp': '1795691014',
+        'webhook-signature': 'v1,DuLnrBvxFqYSMn9Lkprkuq2a3BSpB9PK8JLVujEUB/Q=',
+        token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl',
+        keyId: '802451e1b100',
+        durationMs: 240,
+        timeline: 'attempt 1: 200 in 582 ms, delivered',
+        attempt: 2,
+      }),
+    ).toEqual({
+      eventId: '<EV#1>',
+      'webhook-timestamp': '<epoch>',
+      'webhook-signature': '<signature#1>',
+      token: '<jwt#1>',
+      keyId: '<id#1>',
+      durationMs: '<duration>',
+      timeline: 'attempt 1: 200 in <duration> ms, delivered',
+      attempt: 2,
+    });
+    // Applied again, as the comparison does, a normalised answer stays as it is.
+    expect(new Placeholders().answer(answer)).toEqual(answer);
+  });
 });
 
 describe('recorder', () => {
