@@ -73,12 +73,45 @@ const RANDOM_VALUES: { pattern: RegExp; stem: (match: string) => string }[] = [
   },
   { pattern: /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, stem: () => 'uuid' },
   { pattern: /\botp-[a-z-]+-[0-9a-f]{8,12}\b/g, stem: () => 'table' },
-  // API key ids.
-  { pattern: /\b[0-9a-f]{12}\b/g, stem: () => 'id' },
+  // API key ids (with a letter, so that no phone number's digits are taken for one).
+  { pattern: /\b(?=[0-9]*[a-f])[0-9a-f]{12}\b/g, stem: () => 'id' },
   { pattern: /\b127\.0\.0\.1:\d+/g, stem: () => 'host' },
 ];
 /** Generated codes in the text of a message (the simulated carrier's inbox). */
 const CODE = /(?<![#\d])\d{4,10}(?!\d)/g;
+
+const SID_FIELDS = ['sid', 'serviceSid', 'endpointSid'] as const;
+/** Services and webhook endpoints; lists of verifications keep their order (latest first). */
+const SID_PLACEHOLDER = /^<(?:VA|WH)#(\d+)>$/;
+
+/**
+ * A list whose items each carry a SID placeholder, in the placeholders' order: the service lists services and
+ * webhook endpoints in SID order, and SIDs are random.
+ */
+function sortedBySid(items: unknown[]): unknown[] {
+  const numbers = items.map((item) => {
+    if (!item || typeof item !== 'object') return undefined;
+    const field = SID_FIELDS.find((name) => typeof (item as Record<string, unknown>)[name] === 'string');
+    const match = field && SID_PLACEHOLDER.exec((item as Record<string, string>)[field]!);
+    return match ? Number(match[1]) : undefined;
+  });
+  if (items.length < 2 || numbers.some((number) => number === undefined)) return items;
+  return items
+    .map((item, index) => ({ item, number: numbers[index]! }))
+    .sort((a, b) => a.number - b.number)
+    .map(({ item }) => item);
+}
+
+/** The text as JSON when it is JSON, otherwise the text. */
+function parseJson(text: string): unknown {
+  const trimmed = text.trimStart();
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return text;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
 
 /** Numbers values drawn at random in order of first appearance; one per test. */
 export class Placeholders {
@@ -102,7 +135,7 @@ export class Placeholders {
       if (DURATION_KEY.test(key)) return '<duration>';
       return isEpoch(value) ? '<epoch>' : value;
     }
-    if (Array.isArray(value)) return value.map((item) => this.value(item, key));
+    if (Array.isArray(value)) return sortedBySid(value.map((item) => this.value(item, key)));
     if (value && typeof value === 'object') {
       return Object.fromEntries(
         Object.entries(value).map(([name, item]) => [this.text(name), this.value(item, name)]),
@@ -115,6 +148,16 @@ export class Placeholders {
   answer<T extends Pick<RecordedAnswer, 'method' | 'path' | 'headers' | 'body'>>(answer: T): T {
     const path = this.text(answer.path);
     let body = answer.body;
+    // An admin command's JSON output (`--json`) is compared as JSON, so that its numbers are normalised too.
+    if (
+      path === '' &&
+      body &&
+      typeof body === 'object' &&
+      'stdout' in body &&
+      typeof body.stdout === 'string'
+    ) {
+      body = { ...body, stdout: parseJson(body.stdout) };
+    }
     if (path.startsWith('/_local/messages') && Array.isArray(body)) {
       body = body.map((message: unknown) =>
         message && typeof message === 'object' && typeof (message as { body?: unknown }).body === 'string'
@@ -147,6 +190,34 @@ export class Placeholders {
   }
 }
 
+/**
+ * One test's answers, in order, normalised: placeholders numbered afresh; of reads of the same `/_local/` path
+ * in a row (a test waiting for a message or a webhook in its own loop), only the last, since how many reads
+ * the wait took is timing; sequence numbers counted again. Applied again to its result, it changes nothing.
+ */
+export function normaliseTest(answers: RecordedAnswer[]): RecordedAnswer[] {
+  const placeholders = new Placeholders();
+  const normalised = answers.map((answer) => placeholders.answer(answer));
+  const isObserverRead = (answer: RecordedAnswer | undefined) =>
+    answer?.kind === 'http' && answer.method === 'GET' && answer.path.startsWith('/_local/');
+  const kept = normalised.filter(
+    (answer, index) =>
+      !(
+        isObserverRead(answer) &&
+        isObserverRead(normalised[index + 1]) &&
+        normalised[index + 1]!.path === answer.path
+      ),
+  );
+  const slots = new Map<string, { seq: number; answers: number }>();
+  return kept.map((answer) => {
+    const [slot = '', sub] = answer.seq.split('.');
+    const known = slots.get(slot) ?? { seq: slots.size + 1, answers: 0 };
+    known.answers += 1;
+    slots.set(slot, known);
+    return { ...answer, seq: sub === undefined ? String(known.seq) : `${known.seq}.${known.answers}` };
+  });
+}
+
 /** An answer as received, before normalisation. */
 interface RawAnswer {
   test: string;
@@ -171,6 +242,8 @@ interface PollScope {
 }
 
 const pollScope = new AsyncLocalStorage<PollScope>();
+/** Set while an admin command runs: its own HTTP calls are part of its output, not answers to the test. */
+const adminScope = new AsyncLocalStorage<true>();
 
 /** The state of one test file's recording. */
 class Recording {
@@ -257,18 +330,17 @@ class Recording {
     const ordered = [...groups.values()].flatMap((group) =>
       group.length === 1 ? group : [...group].sort((a, b) => compareText(content(a), content(b))),
     );
-    const placeholders = new Placeholders();
     let seq = 0;
     let lastSlot: number | undefined;
     let inSlot = 0;
-    return ordered.map((answer) => {
+    const lines = ordered.map((answer): RecordedAnswer => {
       if (answer.slot !== lastSlot || !answer.poll) {
         seq += 1;
         inSlot = 0;
       }
       lastSlot = answer.slot;
       inSlot += 1;
-      return placeholders.answer({
+      return {
         file: this.file,
         test,
         seq: answer.poll ? `${seq}.${inSlot}` : String(seq),
@@ -278,8 +350,9 @@ class Recording {
         status: answer.status,
         headers: answer.headers,
         body: answer.body,
-      });
+      };
     });
+    return normaliseTest(lines);
   }
 
   private nextSlot(test: string): number {
@@ -337,7 +410,7 @@ export function installAnswerRecorder(options: {
   active = recording;
   const originalFetch = globalThis.fetch;
   globalThis.fetch = async (input, init) => {
-    if (!calledFromTest(options.testPath)) return originalFetch(input, init);
+    if (adminScope.getStore() || !calledFromTest(options.testPath)) return originalFetch(input, init);
     const call = recording.begin();
     try {
       const response = await originalFetch(input, init);
@@ -391,9 +464,11 @@ export async function recordAdmin(
   const stdout: string[] = [];
   const stderr: string[] = [];
   try {
-    const code = await run(
-      (text) => stdout.push(text),
-      (text) => stderr.push(text),
+    const code = await adminScope.run(true, () =>
+      run(
+        (text) => stdout.push(text),
+        (text) => stderr.push(text),
+      ),
     );
     recording.add({
       ...call,
