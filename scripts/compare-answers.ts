@@ -20,19 +20,51 @@ export interface Unstable {
   reason: string;
 }
 
-export const UNSTABLE: readonly Unstable[] = [];
+export const UNSTABLE: readonly Unstable[] = [
+  {
+    file: 'test/integration/guard-local.test.ts',
+    test: 'a service created a minute ago verifies 300 users',
+    reason:
+      'its numbers are drawn at random, and how many sends of the flood pass before the stream consumer (on its ' +
+      'own timer) blocks it is timing',
+  },
+  {
+    file: 'test/integration/guard-caps.test.ts',
+    test: 'a cap reached refuses the country (403) a moment after',
+    fields: ['value'],
+    reason: 'how many sends the stream consumer counted before the cap refused is timing',
+  },
+  {
+    file: 'test/integration/admin.test.ts',
+    test: 'balance and charges charges lists one line per accepted send',
+    fields: ['stdout'],
+    reason:
+      'two charges made at one instant of the fake clock are listed, as text, in the order of their random SIDs',
+  },
+  {
+    file: 'test/integration/guard.test.ts',
+    test: '',
+    fields: ['expected', 'services'],
+    reason:
+      "a block's expected run length and the order of the services it names vary between runs of the same code",
+  },
+];
 
 /**
  * The simulated carrier's receipt arrives on its own timer, which most tests do not wait for: an answer may
- * show `delivery_status` PENDING or already DELIVERED. Every other delivery status is compared.
+ * show a delivery PENDING (a message `accepted`) or already DELIVERED (`delivered`). Other values are compared.
  */
-const RACING_DELIVERY_STATUSES = new Set(['PENDING', 'DELIVERED']);
+const RACING: Readonly<Record<string, readonly string[]>> = {
+  delivery_status: ['PENDING', 'DELIVERED'],
+  deliveryStatus: ['PENDING', 'DELIVERED'],
+  outcome: ['accepted', 'delivered'],
+};
 
 /** The answer with the unstable fields and the racing delivery statuses blanked. */
 function comparable(value: unknown, fields: ReadonlySet<string>, key = ''): unknown {
   if (fields.has(key)) return '<unstable>';
-  if (key === 'delivery_status' && typeof value === 'string' && RACING_DELIVERY_STATUSES.has(value))
-    return '<PENDING or DELIVERED>';
+  const racing = Object.hasOwn(RACING, key) ? RACING[key] : undefined;
+  if (racing && typeof value === 'string' && racing.includes(value)) return `<${racing.join(' or ')}>`;
   if (Array.isArray(value)) return value.map((item) => comparable(item, fields, key));
   if (value && typeof value === 'object')
     return Object.fromEntries(

@@ -73,32 +73,40 @@ const RANDOM_VALUES: { pattern: RegExp; stem: (match: string) => string }[] = [
   },
   { pattern: /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, stem: () => 'uuid' },
   { pattern: /\botp-[a-z-]+-[0-9a-f]{8,12}\b/g, stem: () => 'table' },
-  // API key ids (with a letter, so that no phone number's digits are taken for one).
-  { pattern: /\b(?=[0-9]*[a-f])[0-9a-f]{12}\b/g, stem: () => 'id' },
+  // API key ids (never after a `+`: a phone number), and the prefixes of them tests pass (with a letter).
+  { pattern: /\b(?<!\+)[0-9a-f]{12}\b/g, stem: () => 'id' },
+  { pattern: /\b(?=[0-9]*[a-f])[0-9a-f]{8}\b/g, stem: () => 'hex' },
   { pattern: /\b127\.0\.0\.1:\d+/g, stem: () => 'host' },
 ];
 /** Generated codes in the text of a message (the simulated carrier's inbox). */
 const CODE = /(?<![#\d])\d{4,10}(?!\d)/g;
 
-const SID_FIELDS = ['sid', 'serviceSid', 'endpointSid'] as const;
-/** Services and webhook endpoints; lists of verifications keep their order (latest first). */
-const SID_PLACEHOLDER = /^<(?:VA|WH)#(\d+)>$/;
+const SID_FIELDS = ['sid', 'serviceSid', 'endpointSid', 'verificationSid'];
+const RAW_SID = /^[A-Z]{2}[0-9a-f]{32}$|^<[A-Z]{2}#\d+>$/;
 
 /**
- * A list whose items each carry a SID placeholder, in the placeholders' order: the service lists services and
- * webhook endpoints in SID order, and SIDs are random.
+ * Lists of SIDs or of things with SIDs (services, endpoints, templates, verifications, charges), sorted by their
+ * content with the values drawn at random blanked, then by the placeholders already given to their SIDs: the
+ * service orders them by SID, or by a time the fake clock makes equal, and SIDs are random. So the order of
+ * such lists is not compared.
  */
-function sortedBySid(items: unknown[]): unknown[] {
-  const numbers = items.map((item) => {
+function sortedBySid(items: unknown[], known: (sid: string) => string | undefined): unknown[] {
+  const sidOf = (item: unknown): string | undefined => {
+    if (typeof item === 'string') return RAW_SID.test(item) ? item : undefined;
     if (!item || typeof item !== 'object') return undefined;
-    const field = SID_FIELDS.find((name) => typeof (item as Record<string, unknown>)[name] === 'string');
-    const match = field && SID_PLACEHOLDER.exec((item as Record<string, string>)[field]!);
-    return match ? Number(match[1]) : undefined;
-  });
-  if (items.length < 2 || numbers.some((number) => number === undefined)) return items;
+    const field = SID_FIELDS.find((name) => RAW_SID.test(String((item as Record<string, unknown>)[name])));
+    return field && String((item as Record<string, unknown>)[field]);
+  };
+  if (items.length < 2 || !items.every((item) => sidOf(item) !== undefined)) return items;
+  const placeholderNumber = (item: unknown) => {
+    const sid = sidOf(item)!;
+    return Number(/#(\d+)>$/.exec(known(sid) ?? sid)?.[1] ?? Infinity);
+  };
+  const content = (item: unknown) =>
+    JSON.stringify(new Placeholders().value(item)).replace(/<[A-Za-z0-9]+#\d+>/g, '<>');
   return items
-    .map((item, index) => ({ item, number: numbers[index]! }))
-    .sort((a, b) => a.number - b.number)
+    .map((item) => ({ item, key: content(item), number: placeholderNumber(item) }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.number - b.number))
     .map(({ item }) => item);
 }
 
@@ -130,12 +138,18 @@ export class Placeholders {
 
   /** A JSON value with its strings, epoch numbers and durations normalised; object keys keep their order. */
   value(value: unknown, key = ''): unknown {
+    // API key ids are hexadecimal, and may have no letter.
+    if (key === 'keyId' && typeof value === 'string' && /^[0-9a-f]{12}$/.test(value))
+      return this.placeholder('id', value);
     if (typeof value === 'string') return this.text(value);
     if (typeof value === 'number') {
       if (DURATION_KEY.test(key)) return '<duration>';
       return isEpoch(value) ? '<epoch>' : value;
     }
-    if (Array.isArray(value)) return sortedBySid(value.map((item) => this.value(item, key)));
+    if (Array.isArray(value))
+      return sortedBySid(value, (sid) => this.seen.get(sid) ?? (/^<.*>$/.test(sid) ? sid : undefined)).map(
+        (item) => this.value(item, key),
+      );
     if (value && typeof value === 'object') {
       return Object.fromEntries(
         Object.entries(value).map(([name, item]) => [this.text(name), this.value(item, name)]),
@@ -386,16 +400,23 @@ function parseBody(text: string, contentType: string | null): unknown {
 }
 
 /**
- * Whether the synchronous caller chain of this point runs through the test file. The frames after the first of
- * Node's own (the microtask queue) are the awaiting callers V8 adds, which source maps print without `async`.
+ * Whether the synchronous caller chain of this point runs through the test file (before the first awaiting
+ * caller V8 adds). Read from V8's call sites: no source-mapped text, so it costs the service's own calls little.
  */
 function calledFromTest(testPath: string): boolean {
-  const limit = Error.stackTraceLimit;
+  const { prepareStackTrace, stackTraceLimit } = Error;
+  Error.prepareStackTrace = (_, callSites) => callSites;
   Error.stackTraceLimit = 60;
-  const frames = (new Error().stack ?? '').split('\n').slice(1);
-  Error.stackTraceLimit = limit;
-  const awaiting = frames.findIndex((line) => /^\s*at async |\(node:internal\//.test(line));
-  return frames.slice(0, awaiting === -1 ? undefined : awaiting).some((line) => line.includes(testPath));
+  const holder: { stack?: NodeJS.CallSite[] } = {};
+  Error.captureStackTrace(holder, calledFromTest);
+  const callSites = holder.stack ?? [];
+  Error.prepareStackTrace = prepareStackTrace;
+  Error.stackTraceLimit = stackTraceLimit;
+  for (const callSite of callSites) {
+    if (callSite.isAsync()) return false;
+    if (callSite.getFileName() === testPath) return true;
+  }
+  return false;
 }
 
 /** Installs the recorder for one test file: wraps `fetch`, and lets `recordAdmin` and `recordPoll` record. */

@@ -28,7 +28,7 @@ describe('Placeholders', () => {
     expect(
       placeholders.value({
         path: `/v2/Services/${SERVICE}/Verifications/${SID_B}`,
-        sids: [SID_B, SID_A, SID_B],
+        sids: `${SID_B} ${SID_A} ${SID_B}`,
         key: KEY,
         secret: 'whsec_2MsHC9JnHLgf9+nIa+FvrSvMZrYuRfi9o0tXiNgSG6Y=',
         request: '0d4f1c1e-8a4b-4c2a-9f7e-3b2a1c0d9e8f',
@@ -41,7 +41,7 @@ describe('Placeholders', () => {
       }),
     ).toEqual({
       path: '/v2/Services/<VA#1>/Verifications/<VE#1>',
-      sids: ['<VE#1>', '<VE#2>', '<VE#1>'],
+      sids: '<VE#1> <VE#2> <VE#1>',
       key: '<otpk#1>',
       secret: '<whsec#1>',
       request: '<uuid#1>',
@@ -109,7 +109,7 @@ describe('normaliseTest', () => {
     ...fields,
   });
 
-  it('keeps the last of reads of one /_local/ path in a row, lists services in SID order, parses admin JSON', () => {
+  it('keeps the last of reads of one /_local/ path in a row, sorts lists of SIDs by content, parses admin JSON', () => {
     const [first, second] = [`VA${'1'.repeat(32)}`, `VA${'2'.repeat(32)}`];
     const lines = normaliseTest([
       line('1', {
@@ -120,14 +120,31 @@ describe('normaliseTest', () => {
       line('2', { method: 'POST', path: `/v2/Services/${second}/Verifications` }),
       line('3', { path: '/_local/messages?to=1', body: [] }),
       line('4', { path: '/_local/messages?to=1', body: [{ body: 'Code 123456' }] }),
-      line('5', { path: '/console/api/me', body: { services: [{ sid: second }, { sid: first }] } }),
+      line('5', {
+        path: '/console/api/me',
+        body: {
+          services: [
+            { sid: second, name: 'b' },
+            { sid: first, name: 'a' },
+          ],
+        },
+      }),
       line('6', { path: '/_local/messages?to=1', body: [{ body: 'Code 123456' }] }),
     ]);
     expect(lines.map(({ seq, path, body }) => [seq, path, body])).toEqual([
       ['1', '', { stdout: { serviceSid: '<VA#1>', at: '<epoch>' }, stderr: '' }],
       ['2', '/v2/Services/<VA#2>/Verifications', {}],
       ['3', '/_local/messages?to=1', [{ body: 'Code <code#1>' }]],
-      ['4', '/console/api/me', { services: [{ sid: '<VA#1>' }, { sid: '<VA#2>' }] }],
+      [
+        '4',
+        '/console/api/me',
+        {
+          services: [
+            { sid: '<VA#1>', name: 'a' },
+            { sid: '<VA#2>', name: 'b' },
+          ],
+        },
+      ],
       ['5', '/_local/messages?to=1', [{ body: 'Code <code#1>' }]],
     ]);
     expect(normaliseTest(lines)).toEqual(lines);
