@@ -35,6 +35,12 @@ export const UNSTABLE: readonly Unstable[] = [
       'how many requests of the flood are refused before the budget for unknown keys refills is real time',
   },
   {
+    file: 'test/integration/webhooks.test.ts',
+    test: 'endpoints disabled endpoints get nothing, enabled ones get events again',
+    fields: ['signature'],
+    reason: "the POST log is read while the receiver may not yet have checked a POST's signature",
+  },
+  {
     file: 'test/integration/guard-caps.test.ts',
     test: 'a cap reached refuses the country (403) a moment after',
     fields: ['value'],
