@@ -41,6 +41,12 @@ export const UNSTABLE: readonly Unstable[] = [
     reason: "the POST log is read while the receiver may not yet have checked a POST's signature",
   },
   {
+    file: 'test/integration/console-webhook-deliveries.test.ts',
+    test: 'a delivered webhook and a failing one (HTTP 500)',
+    fields: ['entries'],
+    reason: 'a timeline is read while the first delivery attempt may not be recorded yet',
+  },
+  {
     file: 'test/integration/guard-caps.test.ts',
     test: 'a cap reached refuses the country (403) a moment after',
     fields: ['value'],
@@ -72,15 +78,16 @@ const RACING: Readonly<Record<string, readonly string[]>> = {
   outcome: ['accepted', 'delivered'],
 };
 
-/** The answer with the unstable fields and the racing delivery statuses blanked. */
+/** The answer without the unstable fields (present or not), and the racing delivery statuses blanked. */
 function comparable(value: unknown, fields: ReadonlySet<string>, key = ''): unknown {
-  if (fields.has(key)) return '<unstable>';
   const racing = Object.hasOwn(RACING, key) ? RACING[key] : undefined;
   if (racing && typeof value === 'string' && racing.includes(value)) return `<${racing.join(' or ')}>`;
   if (Array.isArray(value)) return value.map((item) => comparable(item, fields, key));
   if (value && typeof value === 'object')
     return Object.fromEntries(
-      Object.entries(value).map(([name, item]) => [name, comparable(item, fields, name)]),
+      Object.entries(value)
+        .filter(([name]) => !fields.has(name))
+        .map(([name, item]) => [name, comparable(item, fields, name)]),
     );
   return value;
 }
