@@ -53,6 +53,8 @@ module.exports = {
         '<rootDir>/test/models/',
       ],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      // Records the answers with OTP_RECORD_ANSWERS=<directory> (docs/testing.md); nothing otherwise.
+      setupFilesAfterEnv: ['<rootDir>/test/support/record-answers.ts'],
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },
   ],

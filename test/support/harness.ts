@@ -19,6 +19,7 @@ import { SETTING_ENV, type Settings } from '../../functions/core/settings';
 import type { ChannelBehaviour } from '../../local/carrier';
 import { startLocalStack, type LocalProviderSimulatorOptions, type LocalStack } from '../../local/stack';
 import { createTable } from '../../local/table';
+import { recordPoll } from './answer-recorder';
 import { FakeClock } from './fake-clock';
 
 /** Who the tests' own account changes are recorded as. */
@@ -263,10 +264,13 @@ export async function eventually<T>(
   intervalMs = 25,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+  // How many probes it takes is timing: the answer recorder keeps the last probe's answers only.
+  return recordPoll(async (attempt) => {
+    for (;;) {
+      const value = await attempt(probe);
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  });
 }
