@@ -588,11 +588,11 @@ const CONTENT_TYPES: Record<string, string> = {
  * Every answer of the console gets `nosniff`, errors included (the API's error middleware makes those), as the
  * pages and JSON always did.
  */
-const noSniff = {
-  after: async (request: { response: HttpResponse | null }) => {
-    if (request.response) request.response.headers['x-content-type-options'] = 'nosniff';
-  },
+const addNoSniff = async (request: { response: HttpResponse | null }) => {
+  if (request.response) request.response.headers['x-content-type-options'] = 'nosniff';
 };
+// Used first, so its onError runs last: after the error middleware has made the answer.
+const noSniff = { after: addNoSniff, onError: addNoSniff };
 
 /**
  * The handler of every console route: the API under `/console/api`, the files and their config elsewhere. It

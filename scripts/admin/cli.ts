@@ -149,8 +149,8 @@ function resolveTarget(values: OptionValues, readLocalStack: () => LocalStackSta
 
 /** What a command does with each deployment key, and the stack output that names its secret. */
 const DEPLOYMENT_KEYS = {
-  webhook: { use: 'Sealing a webhook secret', output: 'WebhookKeySecretArn' },
-  apiKeyTag: { use: 'Issuing an API key (its tag)', output: 'ApiKeyTagSecretArn' },
+  webhook: { use: 'Sealing a webhook secret', key: 'the webhook key', output: 'WebhookKeySecretArn' },
+  apiKeyTag: { use: 'Issuing an API key', key: "the API keys' tag key", output: 'ApiKeyTagSecretArn' },
 } as const;
 
 /**
@@ -168,12 +168,12 @@ async function deploymentKeyFor(
 ): Promise<KeyRing> {
   if (target.masterKey) return toKeyRing(target.masterKey);
   if (env.OTP_MASTER_KEY) return toKeyRing(env.OTP_MASTER_KEY);
-  const { use, output } = DEPLOYMENT_KEYS[group];
+  const { use, key, output } = DEPLOYMENT_KEYS[group];
   const variable = KEY_GROUPS[group].env;
   const secretArn = values['secret-arn'] ?? env[variable];
   if (!secretArn) {
     throw new AdminError(
-      `${use} needs the deployment's key: pass --secret-arn ARN (the stack output ${output}), or set ${variable} or OTP_MASTER_KEY`,
+      `${use} needs ${key}: pass --secret-arn ARN (the stack output ${output}), or set ${variable} or OTP_MASTER_KEY`,
     );
   }
   const client = new SecretsManagerClient(target.region ? { region: target.region } : {});
