@@ -34,7 +34,13 @@ export interface ServiceGuardSettings extends GuardSettings {
 export interface Service {
   sid: string;
   name: string;
+  /** The whole balance, whatever number of shards it is spread over. */
   balance: number;
+  /**
+   * How many shards the balance is spread over, for a service busier than one item's write limit allows
+   * (docs/adr/0014-sharded-balance.md); absent: 1.
+   */
+  balanceShards?: number;
   enabledChannels: Channel[];
   rules: DeliveryRules;
   /** Per-country customer prices replacing the list price. */

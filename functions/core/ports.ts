@@ -42,6 +42,11 @@ export interface SendContext {
   number: NumberRecord;
   /** The pumping guard's state for the number's country (same read); absent: no signal stored. */
   guard?: GuardView;
+  /**
+   * The service's balance is spread over shards this read did not read (`Service.balanceShards` > 1):
+   * `service.balance` holds one shard's, and only the accepting transaction can tell whether the whole pays.
+   */
+  balanceUnread?: true;
 }
 
 export interface SendContextQuery {
@@ -66,6 +71,8 @@ export interface AcceptSend {
   /** The number's send times after this send. */
   numberSends: number[];
   now: Date;
+  /** `Service.balanceShards` as read: how many items the balance is spread over. */
+  balanceShards?: number;
 }
 
 export type AcceptResult =
@@ -75,7 +82,12 @@ export type AcceptResult =
   /** Another send with the same key was accepted first. */
   | { ok: false; reason: 'idempotency_key_taken' }
   /** The number's log or another item changed since it was read: read again and decide again. */
-  | { ok: false; reason: 'conflict' };
+  | { ok: false; reason: 'conflict' }
+  /**
+   * Only the balance shard was in another transaction (a TransactionConflict): nothing read is known to have
+   * changed, so decide again at once; a new verification SID draws on another shard.
+   */
+  | { ok: false; reason: 'balance_busy' };
 
 export interface RecordRefusal {
   number: NumberRecord;

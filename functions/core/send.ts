@@ -141,6 +141,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       number: context.number,
       numberSends,
       now,
+      ...(context.service?.balanceShards && { balanceShards: context.service.balanceShards }),
     });
     const startingBeside = decision === 0 ? startDelivery() : undefined;
     const accepted = await accepting;
@@ -151,12 +152,16 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     if (accepted.reason === 'insufficient_funds' && context.service) {
       // The balance fell below the price after it was read: decide again knowing that, so the refusal is
       // counted against the number like any other.
+      // The transaction read every shard before it said so.
+      const { balanceUnread: _readNow, ...read } = context;
       context = {
-        ...context,
+        ...read,
         service: { ...context.service, balance: Math.min(context.service.balance, verdict.price - 1) },
       };
       continue;
     }
+    // Only the balance shard was busy: nothing read changed; the next decision's new SID draws on another shard.
+    if (accepted.reason === 'balance_busy') continue;
     // Another send changed what was read (same number or same key): read again and decide again.
     context = await readAgain();
   }
@@ -262,7 +267,9 @@ function decide(
   if (sendsWithin(settings.hourlyWindowSeconds) >= settings.hourlyLimit) {
     return refuse(true, 'rate_limited', `More than ${settings.hourlyLimit} sends to this number in an hour.`);
   }
-  if (service.balance < route.price) return refuse(true, 'insufficient_funds', 'Balance too low.');
+  // A balance spread over shards the read did not see is judged by the accepting transaction alone.
+  if (!context.balanceUnread && service.balance < route.price)
+    return refuse(true, 'insufficient_funds', 'Balance too low.');
   const exempt =
     guard.action === 'allow' && (guard.why === 'risk_check_disabled' || guard.why === 'safe_list');
   return {

@@ -68,7 +68,7 @@ function auditBooks(items: Item[], paidIn: ReadonlyMap<string, number>): string[
       problems.push(`verification ${String(verification.sid)} has ${lines.length} charge lines`);
     } else if (lines[0]!.amount !== verification.price) {
       problems.push(`verification ${String(verification.sid)} charged ${String(lines[0]!.amount)}`);
-    } else if (lines[0]!.pk !== `SERVICE#${String(verification.service_sid)}`) {
+    } else if (!inLedgerOf(lines[0]!, String(verification.service_sid))) {
       problems.push(`verification ${String(verification.sid)} charged to ${String(lines[0]!.pk)}`);
     }
   }
@@ -80,22 +80,36 @@ function auditBooks(items: Item[], paidIn: ReadonlyMap<string, number>): string[
   for (const [serviceSid, balance] of paidIn) {
     const service = items.find((item) => item.pk === `SERVICE#${serviceSid}` && item.sk === 'SERVICE');
     const charged = charges
-      .filter((charge) => charge.pk === `SERVICE#${serviceSid}`)
+      .filter((charge) => inLedgerOf(charge, serviceSid))
       .reduce((sum, charge) => sum + (charge.amount as number), 0);
+    // The service item holds shard 0; a spread balance has one more item per shard.
+    const shards = items.filter((item) => item.type === 'balance_shard' && item.service_sid === serviceSid);
+    const held = [service, ...shards].reduce((sum, item) => sum + ((item?.balance as number) ?? 0), 0);
     if (!service) problems.push(`service ${serviceSid} is missing`);
-    else if (service.balance !== balance - charged) {
-      problems.push(
-        `service ${serviceSid}: balance ${String(service.balance)}, expected ${balance} - ${charged}`,
-      );
+    else if (held !== balance - charged) {
+      problems.push(`service ${serviceSid}: balance ${held}, expected ${balance} - ${charged}`);
     }
+    for (const shard of [service, ...shards]) {
+      if (shard && (shard.balance as number) < 0)
+        problems.push(`${String(shard.pk)} holds ${String(shard.balance)}`);
+    }
+    const expectedShards = (service?.balance_shards as number | undefined) ?? 1;
+    if (service && shards.length !== expectedShards - 1)
+      problems.push(`service ${serviceSid}: ${shards.length + 1} balance shards, expected ${expectedShards}`);
   }
   return problems;
+}
+
+/** A charge line in one of the service's ledgers: its own partition, or a balance shard's (`SERVICE#<VA>#<n>`). */
+function inLedgerOf(charge: Item, serviceSid: string): boolean {
+  const pk = String(charge.pk);
+  return pk === `SERVICE#${serviceSid}` || pk.startsWith(`SERVICE#${serviceSid}#`);
 }
 
 /** The verifications and charge lines of one service in a scan. */
 export function ledgerOf(items: Item[], serviceSid: string): { verifications: Item[]; charges: Item[] } {
   return {
     verifications: items.filter((item) => item.type === 'verification' && item.service_sid === serviceSid),
-    charges: items.filter((item) => item.type === 'charge' && item.pk === `SERVICE#${serviceSid}`),
+    charges: items.filter((item) => item.type === 'charge' && inLedgerOf(item, serviceSid)),
   };
 }

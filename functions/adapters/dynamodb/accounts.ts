@@ -11,6 +11,7 @@ import {
   TransactWriteCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { keyIdOf } from '../../core/accounts/formats';
 import type {
   AccountStore,
@@ -32,9 +33,13 @@ import {
   templateFromItem,
   templateToItem,
 } from './items';
+import { readShardBalances, spreadEvenly } from './balance-shards';
 import { SERVICE_CHILD_PREFIX, keys, type ItemKey } from './keys';
 import { queryAll } from './requests';
 import { queryServiceChildren } from './service-children';
+
+/** Writes of a new spread, while sends keep changing the shards it read. */
+const SPREAD_ATTEMPTS = 5;
 
 type TransactItem = NonNullable<
   ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
@@ -131,11 +136,16 @@ export class DynamoAccountStore implements AccountStore {
     private readonly tableName: string,
   ) {}
 
+  /** With the whole balance: a service of several balance shards reads them all (one BatchGetItem). */
   async getService(serviceSid: string): Promise<Service | undefined> {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.service(serviceSid), ConsistentRead: true }),
     );
-    return Item && serviceFromItem(Item);
+    if (!Item) return undefined;
+    const service = serviceFromItem(Item);
+    if (service.balanceShards === undefined) return service;
+    const balances = await readShardBalances(this.client, this.tableName, serviceSid, service.balanceShards);
+    return { ...service, balance: balances.reduce((sum, balance) => sum + balance, 0) };
   }
 
   async createService(service: Service, audit: AuditRecord): Promise<void> {
@@ -224,24 +234,89 @@ export class DynamoAccountStore implements AccountStore {
     ]);
   }
 
+  /** A top-up spread evenly over the balance's shards, so that every shard can pay again. */
   async credit(serviceSid: string, line: CreditLine, audit: AuditRecord): Promise<number> {
+    const shards = line.reason === 'reconcile' ? 1 : await this.balanceShardsOf(serviceSid);
+    const add = (shard: number, units: number): TransactItem => ({
+      Update: {
+        TableName: this.tableName,
+        Key: keys.balanceShard(serviceSid, shard),
+        UpdateExpression: 'ADD balance :units',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':units': units },
+      },
+    });
     await this.transact([
-      line.reason === 'reconcile'
-        ? this.serviceExists(serviceSid)
-        : {
-            Update: {
-              TableName: this.tableName,
-              Key: keys.service(serviceSid),
-              UpdateExpression: 'ADD balance :units',
-              ConditionExpression: 'attribute_exists(pk)',
-              ExpressionAttributeValues: { ':units': line.amount },
-            },
-          },
+      ...(line.reason === 'reconcile'
+        ? [this.serviceExists(serviceSid)]
+        : spreadEvenly(line.amount, shards).flatMap((units, shard) =>
+            units !== 0 || shard === 0 ? [add(shard, units)] : [],
+          )),
       this.put(this.creditItem(serviceSid, line)),
       this.put(auditToItem(audit)),
     ]);
     // A transaction returns no values: the balance after, read at once (later sends may already have spent).
     return (await this.getService(serviceSid))!.balance;
+  }
+
+  async setBalanceShards(serviceSid: string, shards: number, audit: AuditRecord): Promise<void> {
+    // Every shard is written on the condition that it holds what was read: a send in between cancels the
+    // write, which then reads again.
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.balanceShardsOf(serviceSid);
+      if (shards <= current) throw new Error(`the balance is already spread over ${current} shards`);
+      const before = await readShardBalances(this.client, this.tableName, serviceSid, current);
+      const after = spreadEvenly(
+        before.reduce((sum, balance) => sum + balance, 0),
+        shards,
+      );
+      const shardWrite = (shard: number): TransactItem => {
+        const key = keys.balanceShard(serviceSid, shard);
+        if (shard >= current)
+          return this.put(
+            { ...key, type: 'balance_shard', service_sid: serviceSid, shard, balance: after[shard] },
+            'attribute_not_exists(pk)',
+          );
+        return {
+          Update: {
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: `SET balance = :after${shard === 0 ? ', balance_shards = :shards' : ''}`,
+            ConditionExpression: `balance = :before${
+              shard === 0
+                ? current === 1
+                  ? ' AND attribute_not_exists(balance_shards)'
+                  : ' AND balance_shards = :current'
+                : ''
+            }`,
+            ExpressionAttributeValues: {
+              ':after': after[shard],
+              ':before': before[shard],
+              ...(shard === 0 && { ':shards': shards }),
+              ...(shard === 0 && current > 1 && { ':current': current }),
+            },
+          },
+        };
+      };
+      try {
+        await this.transact([
+          ...Array.from({ length: shards }, (_, shard) => shardWrite(shard)),
+          {
+            Update: {
+              TableName: this.tableName,
+              Key: keys.serviceDirectory(serviceSid),
+              // The sweeper finds each shard's ledger from the directory.
+              UpdateExpression: 'SET ledger_shards = :shards',
+              ExpressionAttributeValues: { ':shards': shards },
+            },
+          },
+          this.put(auditToItem(audit)),
+        ]);
+        return;
+      } catch (error) {
+        if (attempt >= SPREAD_ATTEMPTS - 1 || !(error instanceof TransactionCanceledException)) throw error;
+      }
+    }
   }
 
   async putTemplate(serviceSid: string, template: Template, audit: AuditRecord): Promise<void> {
@@ -287,8 +362,24 @@ export class DynamoAccountStore implements AccountStore {
     ]);
   }
 
+  /** Every shard's ledger, in time order. */
   async listCharges(serviceSid: string): Promise<ChargeLine[]> {
-    return (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.charge)).map((item) => ({
+    const shards = await this.balanceShardsOf(serviceSid);
+    const lines = await Promise.all(
+      Array.from({ length: shards }, (_, shard) =>
+        queryAll(this.client, {
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: {
+            ':pk': keys.ledgerPartition(serviceSid, shard),
+            ':prefix': SERVICE_CHILD_PREFIX.charge,
+          },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    const sorted = lines.flat().sort((a, b) => ((a.sk as string) < (b.sk as string) ? -1 : 1));
+    return sorted.map((item) => ({
       at: item.at as string,
       verificationSid: item.verification_sid as string,
       amount: item.amount as number,
@@ -425,6 +516,19 @@ export class DynamoAccountStore implements AccountStore {
     return {
       Put: { TableName: this.tableName, Item: item, ...(condition && { ConditionExpression: condition }) },
     };
+  }
+
+  /** How many shards the service's balance is spread over (1 for a service that does not exist). */
+  private async balanceShardsOf(serviceSid: string): Promise<number> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.service(serviceSid),
+        ProjectionExpression: 'balance_shards',
+        ConsistentRead: true,
+      }),
+    );
+    return typeof Item?.balance_shards === 'number' ? Item.balance_shards : 1;
   }
 
   private serviceExists(serviceSid: string): TransactItem {

@@ -39,14 +39,40 @@ export class ActivityReader {
 
   /**
    * The service's charge lines from `from` (inclusive) to `to` (exclusive), newest first, at most `limit`;
-   * `truncated` when there were more.
+   * `truncated` when there were more. A service of several balance shards has a ledger per shard: each is read
+   * to the limit, then merged.
    */
   async charges(
     serviceSid: string,
     range: { from: Date; to: Date },
     limit: number,
   ): Promise<{ charges: ChargeRecord[]; truncated: boolean }> {
-    const charges: ChargeRecord[] = [];
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.service(serviceSid),
+        ProjectionExpression: 'balance_shards',
+      }),
+    );
+    const shards = typeof Item?.balance_shards === 'number' ? Item.balance_shards : 1;
+    const ledgers = await Promise.all(
+      Array.from({ length: shards }, (_, shard) => this.ledgerCharges(serviceSid, shard, range, limit)),
+    );
+    const charges = ledgers
+      .flat()
+      .sort((a, b) => (a.sk < b.sk ? 1 : -1))
+      .map(({ sk: _sk, ...charge }) => charge);
+    return { charges: charges.slice(0, limit), truncated: charges.length > limit };
+  }
+
+  /** One ledger's lines in the range, newest first, at most `limit` + 1 (the one more tells of more). */
+  private async ledgerCharges(
+    serviceSid: string,
+    shard: number,
+    range: { from: Date; to: Date },
+    limit: number,
+  ): Promise<(ChargeRecord & { sk: string })[]> {
+    const charges: (ChargeRecord & { sk: string })[] = [];
     let start: Record<string, unknown> | undefined;
     do {
       const page = await this.client.send(
@@ -54,7 +80,7 @@ export class ActivityReader {
           TableName: this.tableName,
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
           ExpressionAttributeValues: {
-            ':pk': keys.service(serviceSid).pk,
+            ':pk': keys.ledgerPartition(serviceSid, shard),
             ':from': `${SERVICE_CHILD_PREFIX.charge}${range.from.toISOString()}`,
             // Every line before `to`: `CHARGE#<to>` sorts after every `CHARGE#<earlier>#VE...`.
             ':to': `${SERVICE_CHILD_PREFIX.charge}${range.to.toISOString()}`,
@@ -66,6 +92,7 @@ export class ActivityReader {
       );
       for (const item of page.Items ?? []) {
         charges.push({
+          sk: item.sk as string,
           at: item.at as string,
           verificationSid: item.verification_sid as string,
           amount: item.amount as number,
@@ -73,8 +100,7 @@ export class ActivityReader {
       }
       start = page.LastEvaluatedKey;
     } while (start && charges.length <= limit);
-    const truncated = charges.length > limit;
-    return { charges: charges.slice(0, limit), truncated };
+    return charges;
   }
 
   /** The verifications named, in the order given; those gone (TTL, a week after expiry) are left out. */

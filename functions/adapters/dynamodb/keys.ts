@@ -67,6 +67,9 @@ export type PartitionFamily = keyof typeof PARTITION_FAMILY;
 
 const P = PARTITION_FAMILY;
 
+const ledgerPartition = (serviceSid: string, shard: number): string =>
+  shard === 0 ? `${P.service}${serviceSid}` : `${P.service}${serviceSid}#${shard}`;
+
 const guardCountryPartition = (scope: string, country: string): string =>
   scope === GLOBAL_SCOPE
     ? `${PARTITION_FAMILY.guard}${GLOBAL_SCOPE}#${country}`
@@ -79,9 +82,18 @@ export const keys = {
     pk: `${P.service}${serviceSid}`,
     sk: `TEMPLATE#${templateSid}`,
   }),
-  /** Ledger line of one charge, in time order under the service. */
-  charge: (serviceSid: string, at: Date, verificationSid: string): ItemKey => ({
-    pk: `${P.service}${serviceSid}`,
+  /**
+   * One part of a service's balance (docs/adr/0014-sharded-balance.md): part 0 is the service item's own
+   * `balance`; parts 1 and up are items of their own, each in a partition of its own, so that one busy service's
+   * sends spread their writes over several partitions.
+   */
+  balanceShard: (serviceSid: string, shard: number): ItemKey =>
+    shard === 0 ? keys.service(serviceSid) : { pk: ledgerPartition(serviceSid, shard), sk: 'BALANCE' },
+  /** The partition of a balance shard, where the charges it paid are kept: the service's own for shard 0. */
+  ledgerPartition: (serviceSid: string, shard: number): string => ledgerPartition(serviceSid, shard),
+  /** Ledger line of one charge, in time order in the partition of the balance shard that paid it. */
+  charge: (serviceSid: string, at: Date, verificationSid: string, shard = 0): ItemKey => ({
+    pk: ledgerPartition(serviceSid, shard),
     sk: `${SERVICE_CHILD_PREFIX.charge}${at.toISOString()}#${verificationSid}`,
   }),
   /** Ledger line of one credit (the opening balance, a top-up), in time order under the service. */
@@ -185,9 +197,12 @@ export const keys = {
   }),
   /** The signal aggregates of `scope` across countries, and its report of decisions. */
   guardScopeStats: (scope: string): ItemKey => ({ pk: `${P.guard}${scope}`, sk: 'STATS' }),
-  /** The sort-key bounds (inclusive) of a service's charge lines written from `from` to `to`, for a BETWEEN query. */
-  chargeRange: (serviceSid: string, from: Date, to: Date) => ({
-    pk: `${P.service}${serviceSid}`,
+  /**
+   * The sort-key bounds (inclusive) of one balance shard's charge lines written from `from` to `to`, for a
+   * BETWEEN query (a sharded service's ledger is the union of its shards' ranges).
+   */
+  chargeRange: (serviceSid: string, from: Date, to: Date, shard = 0) => ({
+    pk: ledgerPartition(serviceSid, shard),
     skFrom: `${SERVICE_CHILD_PREFIX.charge}${from.toISOString()}`,
     // `~` sorts after `#` and every SID character: the lines of the last millisecond are inside.
     skTo: `${SERVICE_CHILD_PREFIX.charge}${to.toISOString()}~`,

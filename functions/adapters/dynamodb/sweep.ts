@@ -23,12 +23,19 @@ export class DynamoDeliverySweepStore implements DeliverySweepStore {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': keys.serviceDirectory('').pk },
-      ProjectionExpression: 'service_sid',
+      ProjectionExpression: 'service_sid, ledger_shards',
     });
     const lines: string[][] = spans.map(() => []);
-    const queries = services.flatMap((item) =>
+    // A service whose balance is spread over shards keeps a ledger per shard (docs/adr/0014-sharded-balance.md).
+    const ledgers = services.flatMap((item) =>
+      Array.from({ length: typeof item.ledger_shards === 'number' ? item.ledger_shards : 1 }, (_, shard) => ({
+        serviceSid: item.service_sid as string,
+        shard,
+      })),
+    );
+    const queries = ledgers.flatMap(({ serviceSid, shard }) =>
       spans.map((span, index) => async () => {
-        const range = keys.chargeRange(item.service_sid as string, span.from, span.to);
+        const range = keys.chargeRange(serviceSid, span.from, span.to, shard);
         const found = await queryAll(this.client, {
           TableName: this.tableName,
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',

@@ -30,11 +30,14 @@ import {
 } from './items';
 import { keys, type ItemKey } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
+import { planDraws, readShardBalances, shardOf, type Draw } from './balance-shards';
 import { batchGetAll, isConditionFailure, oldImage, updateIfConditionHolds } from './requests';
 import { NOT_GUESSED, attr, statusWrite } from './status-write';
 
 /** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
 const MAX_TRANSACTION_RESENDS = 2;
+/** Transactions paying from several shards, one after another, while other sends keep changing the shards. */
+const MAX_SHARD_DRAWS = 3;
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -89,11 +92,13 @@ export class DynamoVerificationStore implements VerificationStore {
     );
     const find = (key: ItemKey | undefined) =>
       key && items.find((item) => item.pk === key.pk && item.sk === key.sk);
-    const service = find(wanted.service);
+    const serviceItem = find(wanted.service);
+    const service = serviceItem && serviceFromItem(serviceItem);
     const template = find(wanted.template);
     const idempotency = find(wanted.idempotency);
     return {
-      ...(service && { service: serviceFromItem(service) }),
+      ...(service && { service }),
+      ...(service?.balanceShards !== undefined && { balanceUnread: true as const }),
       ...(template && { template: templateFromItem(template) }),
       ...(idempotency && { idempotentSid: idempotency.verification_sid as string }),
       number: numberFromItem(query.e164, find(wanted.number)),
@@ -113,20 +118,46 @@ export class DynamoVerificationStore implements VerificationStore {
   }
 
   async acceptSend(input: AcceptSend): Promise<AcceptResult> {
+    const { verification } = input;
+    const shards = input.balanceShards ?? 1;
+    const drawn = { shard: shardOf(verification.sid, shards), amount: verification.price };
+    // The new verification's SID is unique, so it serves as the transaction's idempotency token.
+    const first = await this.accept(input, [drawn], verification.sid);
+    if (first.ok || first.reason !== 'insufficient_funds' || shards === 1) return first;
+    // The drawn shard cannot pay: the whole balance may. Refused only when every shard together cannot pay.
+    for (let attempt = 0; attempt < MAX_SHARD_DRAWS; attempt++) {
+      const balances = await readShardBalances(this.client, this.tableName, verification.serviceSid, shards);
+      const draws = planDraws(balances, verification.price);
+      if (!draws) return first;
+      // A token of its own: the first transaction's token names other writes (DynamoDB refuses the mismatch).
+      const result = await this.accept(input, draws, `${verification.sid}d${attempt}`);
+      if (result.ok || result.reason !== 'insufficient_funds') return result;
+    }
+    // The shards kept changing under it: decide again with a new SID.
+    return { ok: false, reason: 'balance_busy' };
+  }
+
+  /**
+   * The accepting transaction: the price taken from the shards in `draws`, the verification, its charge line (in
+   * the first shard's ledger), the number's log, and the Idempotency-Key. Resent with `token` while its answer is
+   * unclear.
+   */
+  private async accept(input: AcceptSend, draws: Draw[], token: string): Promise<AcceptResult> {
     const { verification, now } = input;
-    const items: { role: 'service' | 'idempotency' | 'number' | 'other'; item: TransactItem }[] = [
-      {
-        role: 'service',
+    const serviceSid = verification.serviceSid;
+    const items: { role: 'balance' | 'idempotency' | 'number' | 'other'; item: TransactItem }[] = [
+      ...draws.map(({ shard, amount }) => ({
+        role: 'balance' as const,
         item: {
           Update: {
             TableName: this.tableName,
-            Key: keys.service(verification.serviceSid),
+            Key: keys.balanceShard(serviceSid, shard),
             UpdateExpression: 'SET balance = balance - :price',
             ConditionExpression: 'attribute_exists(pk) AND balance >= :price',
-            ExpressionAttributeValues: { ':price': verification.price },
+            ExpressionAttributeValues: { ':price': amount },
           },
         },
-      },
+      })),
       {
         role: 'other',
         item: {
@@ -143,11 +174,15 @@ export class DynamoVerificationStore implements VerificationStore {
           Put: {
             TableName: this.tableName,
             Item: {
-              ...keys.charge(verification.serviceSid, now, verification.sid),
+              ...keys.charge(serviceSid, now, verification.sid, draws[0]?.shard ?? 0),
               type: 'charge',
               verification_sid: verification.sid,
               amount: verification.price,
               at: now.toISOString(),
+              // A price paid from several shards names them: the ledger of each shard stays explainable.
+              ...(draws.length > 1 && {
+                draws: Object.fromEntries(draws.map(({ shard, amount }) => [String(shard), amount])),
+              }),
             },
           },
         },
@@ -161,7 +196,7 @@ export class DynamoVerificationStore implements VerificationStore {
           Put: {
             TableName: this.tableName,
             Item: {
-              ...keys.idempotency(verification.serviceSid, input.idempotencyKey),
+              ...keys.idempotency(serviceSid, input.idempotencyKey),
               type: 'idempotency',
               verification_sid: verification.sid,
               ttl: ttlAfter(now, IDEMPOTENCY_RETENTION_SECONDS),
@@ -171,12 +206,12 @@ export class DynamoVerificationStore implements VerificationStore {
         },
       });
     }
-    // The new verification's SID is unique, so it serves as the transaction's idempotency token: DynamoDB
-    // applies a transaction repeated with the same token once (within 10 minutes); the SDK's retries reuse it.
+    // DynamoDB applies a transaction repeated with the same token once (within 10 minutes); the SDK's retries
+    // reuse it.
     const transaction = () =>
       new TransactWriteCommand({
         TransactItems: items.map(({ item }) => item),
-        ClientRequestToken: verification.sid,
+        ClientRequestToken: token,
       });
     try {
       for (let resend = 0; ; resend++) {
@@ -201,15 +236,18 @@ export class DynamoVerificationStore implements VerificationStore {
       }
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
-      const failed = (role: string) =>
-        items.some(
-          (entry, i) =>
-            entry.role === role && error.CancellationReasons?.[i]?.Code === 'ConditionalCheckFailed',
-        );
+      const reasons = error.CancellationReasons ?? [];
+      const failed = (role: string, code = 'ConditionalCheckFailed') =>
+        items.some((entry, i) => entry.role === role && reasons[i]?.Code === code);
       if (failed('idempotency')) return { ok: false, reason: 'idempotency_key_taken' };
       if (failed('number')) return { ok: false, reason: 'conflict' };
-      if (failed('service')) return { ok: false, reason: 'insufficient_funds' };
-      // TransactionConflict: another transaction held one of these items; deciding again is safe.
+      if (failed('balance')) return { ok: false, reason: 'insufficient_funds' };
+      // TransactionConflict on the balance shards alone: nothing read changed.
+      const busy = items.every(
+        (entry, i) => entry.role === 'balance' || ['None', undefined].includes(reasons[i]?.Code),
+      );
+      if (busy && failed('balance', 'TransactionConflict')) return { ok: false, reason: 'balance_busy' };
+      // TransactionConflict elsewhere: another transaction held one of these items; deciding again is safe.
       return { ok: false, reason: 'conflict' };
     }
   }

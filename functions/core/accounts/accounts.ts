@@ -13,6 +13,7 @@ import { ROUTES, type Channel } from '../routing';
 import {
   DEFAULT_TEMPLATE_SMS_PARTS,
   keyIdOf,
+  parseBalanceShards,
   parseTemplateBody,
   parseTopUp,
   templateSize,
@@ -175,6 +176,25 @@ export class Accounts {
       before.balance,
       before.balance + units,
     );
+  }
+
+  /**
+   * Spreads the balance over `shards` items, for a service busier than one item's write limit allows
+   * (docs/adr/0014-sharded-balance.md): the whole moves, evenly, in one write with its audit record; sends in
+   * flight draw on the new spread. Only ever more shards. Returns the service after.
+   */
+  async spreadBalance(context: ChangeContext, serviceSid: string, shards: string): Promise<Service> {
+    const before = await this.service(serviceSid);
+    const current = before.balanceShards ?? 1;
+    const count = valid(parseBalanceShards(shards, current));
+    if (count !== current) {
+      await this.deps.store.setBalanceShards(
+        serviceSid,
+        count,
+        this.audit(context, serviceSid, 'balance.shards', { shards: current }, { shards: count }),
+      );
+    }
+    return this.service(serviceSid);
   }
 
   /**

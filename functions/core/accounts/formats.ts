@@ -133,3 +133,19 @@ export function parseTopUp(units: number): Parsed<number> {
         `A top-up is more than 0 and at most ${(MAX_TOP_UP_UNITS / UNITS_PER_USD).toLocaleString('en-US')} USD`,
       );
 }
+
+/**
+ * The most shards a balance is spread over: a change of the spread rewrites every shard with its audit record in
+ * one transaction (at most 100 items).
+ */
+export const MAX_BALANCE_SHARDS = 64;
+
+/** A new shard count: more than the service has (shards are never merged back), at most MAX_BALANCE_SHARDS. */
+export function parseBalanceShards(text: string, current: number): Parsed<number> {
+  const shards = Number(text);
+  if (!/^\d+$/.test(text) || shards < 1 || shards > MAX_BALANCE_SHARDS)
+    return problem(`A balance shard count is a whole number from 1 to ${MAX_BALANCE_SHARDS}`);
+  if (shards < current)
+    return problem(`The balance is spread over ${current} shards; a spread can grow but never shrink`);
+  return ok(shards);
+}

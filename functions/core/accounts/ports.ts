@@ -115,6 +115,11 @@ export interface AccountStore {
    * line explains a balance older than the ledger and leaves the balance as it is.
    */
   credit(serviceSid: string, line: CreditLine, audit: AuditRecord): Promise<number>;
+  /**
+   * Spreads the balance evenly over `shards` items (more than it has), moving no money in or out: the balance
+   * before equals the balance after.
+   */
+  setBalanceShards(serviceSid: string, shards: number, audit: AuditRecord): Promise<void>;
   putTemplate(serviceSid: string, template: Template, audit: AuditRecord): Promise<void>;
   getTemplate(serviceSid: string, templateSid: string): Promise<Template | undefined>;
   listTemplates(serviceSid: string): Promise<Template[]>;

@@ -1,8 +1,9 @@
 /**
- * `balance show|topup|audit|reconcile`, `charges`: the balance and the ledger (charge lines of sends, credit
+ * `balance show|topup|shards|audit|reconcile`, `charges`: the balance and the ledger (charge lines of sends, credit
  * lines of the opening balance and top-ups).
  */
 import type { BalanceAudit } from '../../../functions/core/accounts/accounts';
+import { MAX_BALANCE_SHARDS } from '../../../functions/core/accounts/formats';
 import { formatUnits } from '../../../functions/core/money';
 import { table, usd } from '../format';
 import * as parse from '../validate';
@@ -124,9 +125,30 @@ const balanceReconcile = command({
   },
 });
 
+const balanceShards = command({
+  words: ['balance', 'shards'],
+  args: ['<VA>', '<count>'],
+  summary: 'Spread the balance over more items, for a service sending more than ~100 a second (audited)',
+  details: [
+    `The whole balance moves, evenly, in one write; nothing is added or taken. 1 to ${MAX_BALANCE_SHARDS}; a spread can grow, never shrink.`,
+    'Why and when: docs/adr/0014-sharded-balance.md and docs/operations.md.',
+  ],
+  examples: [`balance shards ${VA} 16`],
+  parse: ([sid, count]) => ({ sid: parse.serviceSid(sid!), count: count! }),
+  run: async (context, { sid, count }) => {
+    const service = await context.accounts.spreadBalance(context.change, sid, count);
+    const shards = service.balanceShards ?? 1;
+    return {
+      json: { serviceSid: sid, shards, balance: formatUnits(service.balance), currency: 'USD' },
+      text: `Balance of ${service.name}: ${usd(service.balance)}, spread over ${shards} shard${shards === 1 ? '' : 's'}`,
+    };
+  },
+});
+
 export const balanceCommands: readonly Command[] = [
   balanceShow,
   balanceTopUp,
+  balanceShards,
   balanceAudit,
   balanceReconcile,
   charges,
