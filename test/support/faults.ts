@@ -8,6 +8,7 @@ import {
   InternalServerError,
   ProvisionedThroughputExceededException,
   ThrottlingException,
+  TransactionCanceledException,
   TransactionInProgressException,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -17,9 +18,12 @@ import type { DeliveryInput, DeliveryWorkflow } from '../../functions/core/ports
  * `throttling` and `provisioned`: DynamoDB's two throttling errors (HTTP 400, retryable as throttling);
  * `internal`: InternalServerError (HTTP 500, retryable as transient); `stale`: an eventually consistent read
  * that does not see recent writes yet (answers "no item"); it never applies to a consistent read, exactly as
- * DynamoDB guarantees; `slow`: the call is held `delayMs` before it is sent (a slow write), then succeeds.
+ * DynamoDB guarantees; `slow`: the call is held `delayMs` before it is sent (a slow write), then succeeds;
+ * `conflict`: a TransactWriteItems cancelled because another transaction held an item (`TransactionConflict` on
+ * the items `pkPrefix` names, `None` on the others), applied nothing, as DynamoDB answers under contention.
  */
-export type FaultKind = 'throttling' | 'provisioned' | 'internal' | 'stale' | 'slow' | 'in-progress';
+export type FaultKind =
+  'throttling' | 'provisioned' | 'internal' | 'stale' | 'slow' | 'in-progress' | 'conflict';
 
 /**
  * `call`: above the SDK's retries, so the call as a whole fails, as when every retry was used up or the
@@ -34,6 +38,8 @@ export interface DynamoCall {
   operation: string;
   /** The partition keys the call names (key, item, each transaction item, each batch key). */
   pks: string[];
+  /** The sort keys, in the same order. */
+  sks: string[];
   consistent: boolean;
   /** The `UpdateExpression` of an UpdateItem, to tell one write of an item from another. */
   update?: string;
@@ -51,6 +57,8 @@ export interface FaultRule {
   pkPrefix?: string;
   /** Any other condition. */
   where?: (call: DynamoCall) => boolean;
+  /** `conflict` only: the items of the transaction another one held (default: those `pkPrefix` names, or all). */
+  conflictOn?: (pk: string, sk: string) => boolean;
   /** Let this many matching calls through before failing. Default 0: the next matching call fails. */
   skip?: number;
   /** How many matching calls to fail, one after the other. Default 1. */
@@ -69,7 +77,8 @@ export interface Injected {
   readonly calls: DynamoCall[];
 }
 
-interface ActiveRule extends Required<Omit<FaultRule, 'operation' | 'pkPrefix' | 'where'>> {
+interface ActiveRule extends Required<Omit<FaultRule, 'operation' | 'pkPrefix' | 'where' | 'conflictOn'>> {
+  conflictOn: (pk: string, sk: string) => boolean;
   matches: (call: DynamoCall) => boolean;
   seen: number;
   fired: number;
@@ -93,6 +102,7 @@ export class DynamoFaults {
       times: rule.times ?? 1,
       kind,
       timing: rule.timing ?? 'before',
+      conflictOn: rule.conflictOn ?? ((pk) => rule.pkPrefix === undefined || pk.startsWith(rule.pkPrefix)),
       // Staleness is a property of the answer to one read, not of an attempt.
       layer: kind === 'stale' ? 'call' : (rule.layer ?? 'call'),
       matches: (call) =>
@@ -134,8 +144,8 @@ export class DynamoFaults {
           await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
           return next(args);
         }
-        if (rule.timing === 'after') await next(args);
-        throw faultError(rule.kind);
+        if (rule.timing === 'after' && rule.kind !== 'conflict') await next(args);
+        throw faultError(rule.kind, call, rule.conflictOn);
       },
       { step: 'initialize', priority: 'high', name: 'faultInjectionPerCall' },
     );
@@ -149,8 +159,8 @@ export class DynamoFaults {
         // Mark the logged call (the last one of this operation) as faulted, for assertions.
         const logged = [...this.calls].reverse().find((c) => c.operation === call.operation);
         if (logged) logged.fault = { kind: rule.kind, timing: rule.timing, layer: 'attempt' };
-        if (rule.timing === 'after') await next(args);
-        throw faultError(rule.kind);
+        if (rule.timing === 'after' && rule.kind !== 'conflict') await next(args);
+        throw faultError(rule.kind, call, rule.conflictOn);
       };
     client.middlewareStack.addRelativeTo(perAttempt as never, {
       relation: 'after',
@@ -184,9 +194,24 @@ function staleOutput(operation: string): Record<string, unknown> {
   return { $metadata };
 }
 
-function faultError(kind: FaultKind): Error {
+function faultError(
+  kind: FaultKind,
+  call: DynamoCall,
+  conflictOn: (pk: string, sk: string) => boolean,
+): Error {
   const message = `Injected fault (${kind})`;
   switch (kind) {
+    case 'conflict':
+      return new TransactionCanceledException({
+        message: `Transaction cancelled (injected): [${call.pks.map(() => 'TransactionConflict').join(', ')}]`,
+        $metadata: { httpStatusCode: 400 },
+        // A transaction's items in order, one key each: the conflict is on the items the rule names.
+        CancellationReasons: call.pks.map((pk, i) =>
+          conflictOn(pk, call.sks[i]!)
+            ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }
+            : { Code: 'None' },
+        ),
+      });
     case 'throttling':
       return new ThrottlingException({ message, $metadata: { httpStatusCode: 400 } });
     case 'provisioned':
@@ -203,10 +228,14 @@ function faultError(kind: FaultKind): Error {
 /** The operation and the partition keys of a call, from document or marshalled input alike. */
 function describeCall(commandName: string | undefined, input: Input): DynamoCall {
   const pks: string[] = [];
+  const sks: string[] = [];
+  const text = (attribute: unknown) =>
+    typeof attribute === 'string' ? attribute : (attribute as { S?: unknown } | undefined)?.S;
   const add = (key: unknown) => {
-    const pk = (key as { pk?: unknown } | undefined)?.pk;
-    const value = typeof pk === 'string' ? pk : (pk as { S?: unknown } | undefined)?.S;
-    if (typeof value === 'string') pks.push(value);
+    const pk = text((key as { pk?: unknown } | undefined)?.pk);
+    if (typeof pk !== 'string') return;
+    pks.push(pk);
+    sks.push(String(text((key as { sk?: unknown }).sk)));
   };
   add(input.Key);
   add(input.Item);
@@ -224,6 +253,7 @@ function describeCall(commandName: string | undefined, input: Input): DynamoCall
   return {
     operation: (commandName ?? 'Unknown').replace(/Command$/, ''),
     pks,
+    sks,
     consistent,
     ...(typeof input.UpdateExpression === 'string' && { update: input.UpdateExpression }),
   };
