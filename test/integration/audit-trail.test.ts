@@ -348,6 +348,11 @@ describe('admin command', () => {
         { action: 'balance.topup', before: { balance: 10_000 }, after: { credit: 10_000, balance: 20_000 } },
       ],
     },
+    {
+      command: 'balance shards',
+      args: () => [sid(), '2'],
+      expect: () => [{ action: 'balance.shards', before: { shards: 1 }, after: { shards: 2 } }],
+    },
     { command: 'balance audit', args: () => [sid()] },
     {
       command: 'balance reconcile',

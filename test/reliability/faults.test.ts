@@ -11,7 +11,14 @@ import {
   type FaultKind,
   type FaultTiming,
 } from '../support/faults';
-import { eventually, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
+import {
+  BY_TEST,
+  eventually,
+  startHarness,
+  type Account,
+  type ApiClient,
+  type Harness,
+} from '../support/harness';
 
 const PRICE_US = 500;
 let harness: Harness;
@@ -358,6 +365,22 @@ describe("Step Functions start failures (the ledger, the sweeper's outbox)", () 
     expect(await harness.stack.sweep()).toEqual([]);
     await harness.stack.workflow.idle();
     expect(harness.stack.carrier.messagesTo(to)).toHaveLength(1);
+  });
+
+  it("a spread balance: the sweeper finds stalled sends in every shard's ledger", async () => {
+    const account = await books.open();
+    await harness.accounts.spreadBalance(BY_TEST, account.serviceSid, '8');
+    const api = harness.client(account);
+    flaky.failNext(6);
+    const sids: string[] = [];
+    for (let i = 0; i < 6; i++) sids.push((await api.send({ To: freshUsNumber() })).body.sid as string);
+    expect(flaky.failed.map((input) => input.sid)).toEqual(sids);
+    const ledgers = new Set((await ledger(account)).charges.map((line) => line.pk));
+    expect(ledgers.size).toBeGreaterThan(1);
+
+    harness.clock.advance(31_000);
+    expect([...(await harness.stack.sweep())].sort()).toEqual([...sids].sort());
+    await Promise.all(sids.map((sid) => delivered(api, sid)));
   });
 
   it('a restart that fails too is retried by the next sweep, and does not hold up the others', async () => {
