@@ -11,6 +11,9 @@ const tableKeys: Record<string, () => ItemKey> = {
   service: () => keys.service('VA1'),
   template: () => keys.template('VA1', 'HX1'),
   charge: () => keys.charge('VA1', at, 'VE1'),
+  shardCharge: () => keys.charge('VA1', at, 'VE1', 3),
+  balanceShard: () => keys.balanceShard('VA1', 3),
+  ledgerPartition: () => ({ pk: keys.ledgerPartition('VA1', 3), sk: '' }),
   serviceApiKey: () => keys.serviceApiKey('VA1', 'ab'),
   apiKey: () => keys.apiKey('ab'),
   verification: () => keys.verification('VE1'),
@@ -29,6 +32,7 @@ const tableKeys: Record<string, () => ItemKey> = {
   webhookDeliveries: () => ({ ...keys.webhookDeliveries('VA1'), sk: '' }),
   webhookDeliveryRange: () => ({ pk: keys.webhookDeliveryRange('VA1', at, at).pk, sk: '' }),
   chargeRange: () => ({ pk: keys.chargeRange('VA1', at, at).pk, sk: '' }),
+  shardChargeRange: () => ({ pk: keys.chargeRange('VA1', at, at, 3).pk, sk: '' }),
   sweepCursor: () => keys.sweepCursor(),
   credit: () => keys.credit('VA1', '2026-01-02T03:04:05.678Z#ab'),
   audit: () => keys.audit('VA1', '2026-01-02T03:04:05.678Z#ab'),
@@ -52,4 +56,12 @@ test.each(Object.entries(tableKeys))('%s is in a partition family', (_name, buil
 test('no family prefix is a prefix of another (a LeadingKeys pattern would cover both)', () => {
   const prefixes = Object.values(PARTITION_FAMILY);
   for (const a of prefixes) for (const b of prefixes) if (a !== b) expect(b.startsWith(a)).toBe(false);
+});
+
+test("a balance shard's charge lines share its partition; shard 0 is the service's own", () => {
+  expect(keys.balanceShard('VA1', 0)).toEqual(keys.service('VA1'));
+  expect(keys.charge('VA1', at, 'VE1', 0).pk).toBe(keys.service('VA1').pk);
+  expect(keys.charge('VA1', at, 'VE1', 3).pk).toBe(keys.balanceShard('VA1', 3).pk);
+  expect(keys.chargeRange('VA1', at, at, 3).pk).toBe(keys.balanceShard('VA1', 3).pk);
+  expect(keys.balanceShard('VA1', 3).pk).not.toBe(keys.balanceShard('VA1', 4).pk);
 });
