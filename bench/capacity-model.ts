@@ -2,7 +2,8 @@
  * The capacity model's arithmetic, over a trace of requests on a virtual clock (bench/capacity.ts records and
  * replays it): per second, the write and read units on each item, each partition key and each partition key's
  * write tail, against DynamoDB's per-partition limits; and the transaction conflicts a window of a transaction's
- * latency predicts. No DynamoDB here: a unit test drives it with a hand-made trace.
+ * latency predicts, with the retries they cost the send. No DynamoDB here: a unit test drives it with a hand-made
+ * trace.
  */
 import type { ItemAccess } from './meter';
 
@@ -15,6 +16,11 @@ export const CEILING_SHARE = 0.5;
 /** An item access as the model reads it; `appends` marks a write that creates the last sort key of its partition. */
 export interface ModelAccess extends ItemAccess {
   appends?: boolean;
+  /**
+   * An API key's own item, spread over as many keys as the per-key limit requires (spreadApiKeys): more sends
+   * bring more keys, so its load per key stays at the limit whatever the rate.
+   */
+  keySpread?: boolean;
 }
 
 export interface TimedRequest {
@@ -22,6 +28,10 @@ export interface TimedRequest {
   at: number;
   transactional: boolean;
   items: ModelAccess[];
+  /** The index of the verification the request belongs to (which of the service's API keys it uses). */
+  verification?: number;
+  /** The send's accepting transaction (balance, verification, charge line, number): retried on a conflict. */
+  accepting?: boolean;
 }
 
 type Scope = 'item' | 'partition' | 'tail';
@@ -37,8 +47,33 @@ interface HotSpot {
   rcu: number;
   /** The larger of wcu / 1000 and rcu / 3000. */
   share: number;
-  /** The rate at which it reaches CEILING_SHARE of its limit (loads grow with the rate). */
+  /** The rate at which it reaches CEILING_SHARE of its limit (loads grow with the rate; Infinity when not). */
   rateAtCeiling: number;
+}
+
+/** The hot spot with the highest share of its limit, as bench/results.json reports it. */
+interface Hottest {
+  /** Its key family and scope: `SERVICE#<VA>/SERVICE (item)`. */
+  item: string;
+  key: string;
+  wcuPerSecond: number;
+  rcuPerSecond: number;
+  shareOfLimit: number;
+}
+
+/**
+ * The send's accepting transaction under conflicts: cancelled by a TransactionConflict with probability p, it is
+ * retried until applied, so a send takes 1 / (1 - p) transactions. A cancelled transaction is assumed to consume
+ * the units of the applied one (AWS documents no lower figure).
+ */
+interface Retries {
+  /** Accepting transactions that met another transaction's write on one of their items within the window, of all. */
+  conflictProbability: number;
+  transactionsPerSend: number;
+  retriesPerSend: number;
+  /** WCU of one accepting transaction (the mean over the trace). */
+  wcuPerTransaction: number;
+  extraWcuPerSend: number;
 }
 
 interface ConflictModel {
@@ -58,11 +93,51 @@ interface ConflictModel {
 
 export interface CapacityModel {
   rate: number;
+  /** The same rate, by the name the results' readers look for. */
+  sendsPerSecond: number;
   seconds: number;
   hotSpots: HotSpot[];
+  hottest: Hottest | undefined;
   /** The first hot spot to reach CEILING_SHARE of its limit as the rate grows. */
   ceiling: HotSpot | undefined;
+  /** Its rate (Infinity without a load that grows with the rate). */
+  ceilingSendsPerSecond: number;
+  /** The send's accepting transaction's conflict probability (retries.conflictProbability). */
+  conflictRate: number;
+  retries: Retries;
   conflicts: ConflictModel;
+}
+
+/** API keys one service's sends come from: the fewest that keep each within the per-key limit. */
+export function apiKeysFor(
+  rate: number,
+  keyRequestsPerVerification: number,
+  keyRequestsPerMinute: number,
+): number {
+  return Math.max(1, Math.ceil((rate * keyRequestsPerVerification * 60) / keyRequestsPerMinute));
+}
+
+/**
+ * The trace with each API key's own item renamed per verification (`<pk>~<verification mod keys>`), so that each
+ * of `keys` keys takes an equal share of the verifications; requests of no verification keep their key.
+ */
+export function spreadApiKeys(
+  trace: TimedRequest[],
+  keys: number,
+  isKeyItem: (access: ModelAccess) => boolean,
+): TimedRequest[] {
+  return trace.map((request) => {
+    const verification = request.verification;
+    if (verification === undefined || !request.items.some(isKeyItem)) return request;
+    return {
+      ...request,
+      items: request.items.map((access) =>
+        isKeyItem(access)
+          ? { ...access, pk: `${access.pk}~${verification % keys}`, keySpread: true }
+          : access,
+      ),
+    };
+  });
 }
 
 const ID_SEGMENTS: [RegExp, string][] = [
@@ -91,6 +166,8 @@ export function itemFamily(pk: string, sk: string): string {
 
 interface Load {
   family: string;
+  /** Its load does not grow with the rate (ModelAccess.keySpread). */
+  constant: boolean;
   /** Units by virtual second. */
   wcu: Map<number, number>;
   rcu: Map<number, number>;
@@ -99,7 +176,7 @@ interface Load {
 function add(loads: Map<string, Load>, key: string, family: string, second: number, access: ModelAccess) {
   let load = loads.get(key);
   if (!load) {
-    load = { family, wcu: new Map(), rcu: new Map() };
+    load = { family, constant: access.keySpread === true, wcu: new Map(), rcu: new Map() };
     loads.set(key, load);
   }
   if (access.wcu > 0) load.wcu.set(second, (load.wcu.get(second) ?? 0) + access.wcu);
@@ -125,7 +202,7 @@ function hotSpots(scope: Scope, loads: Map<string, Load>, rate: number): HotSpot
       wcu: round3(wcu),
       rcu: round3(rcu),
       share: round3(share),
-      rateAtCeiling: share > 0 ? Math.round((rate * CEILING_SHARE) / share) : Infinity,
+      rateAtCeiling: share > 0 && !load.constant ? Math.round((rate * CEILING_SHARE) / share) : Infinity,
     });
   }
   return [...byFamily.values()];
@@ -188,15 +265,68 @@ export function analyseCapacity(
     ...hotSpots('tail', tails, options.rate),
   ].sort((a, b) => b.share - a.share);
   const ceiling = spots.reduce<HotSpot | undefined>(
-    (first, spot) => (spot.share > 0 && (!first || spot.rateAtCeiling < first.rateAtCeiling) ? spot : first),
+    (first, spot) =>
+      Number.isFinite(spot.rateAtCeiling) && (!first || spot.rateAtCeiling < first.rateAtCeiling)
+        ? spot
+        : first,
     undefined,
   );
+  const top = spots[0];
+  const retries = acceptingRetries(sorted, options.windowMs);
   return {
     rate: options.rate,
+    sendsPerSecond: options.rate,
     seconds: options.seconds,
     hotSpots: spots,
+    hottest: top && {
+      item: `${top.family} (${top.scope})`,
+      key: top.key,
+      wcuPerSecond: top.wcu,
+      rcuPerSecond: top.rcu,
+      shareOfLimit: top.share,
+    },
     ceiling,
+    ceilingSendsPerSecond: ceiling?.rateAtCeiling ?? Infinity,
+    conflictRate: retries.conflictProbability,
+    retries,
     conflicts: countConflicts(sorted, options.rate, options.windowMs),
+  };
+}
+
+/**
+ * The share of accepting transactions that meet another transaction's write on one of their items less than
+ * `windowMs` earlier (the later of two overlapping transactions is the one cancelled), and what retrying them
+ * costs. `sorted` in time order.
+ */
+function acceptingRetries(sorted: TimedRequest[], windowMs: number): Retries {
+  const lastTransaction = new Map<string, number>();
+  let accepting = 0;
+  let conflicting = 0;
+  let wcu = 0;
+  for (const request of sorted) {
+    const writes = request.items.filter((access) => access.wcu > 0 && !access.range);
+    if (request.accepting) {
+      accepting++;
+      wcu += writes.reduce((sum, access) => sum + access.wcu, 0);
+      const met = writes.some((access) => {
+        const before = lastTransaction.get(`${access.pk}/${access.sk}`);
+        return before !== undefined && request.at - before < windowMs;
+      });
+      if (met) conflicting++;
+    }
+    if (request.transactional)
+      for (const access of writes) lastTransaction.set(`${access.pk}/${access.sk}`, request.at);
+  }
+  const p = accepting > 0 ? conflicting / accepting : 0;
+  const wcuPerTransaction = accepting > 0 ? wcu / accepting : 0;
+  // At p = 1 every attempt meets another: no number of retries applies it.
+  const retriesPerSend = p < 1 ? p / (1 - p) : Infinity;
+  return {
+    conflictProbability: p,
+    transactionsPerSend: round3(1 + retriesPerSend),
+    retriesPerSend: round3(retriesPerSend),
+    wcuPerTransaction: round3(wcuPerTransaction),
+    extraWcuPerSend: round3(retriesPerSend * wcuPerTransaction),
   };
 }
 

@@ -7,15 +7,18 @@
  * right check, a second fetch, and the sweeper's two looks at it. The replay places each step at an offset
  * from its send (STEP_OFFSETS_MS) and spreads the sample's requests of a step evenly over the sends, copy after
  * copy of the sample; the items of one verification (its SID, its number, its ledger line, any item it created)
- * are renamed per copy, the others (the service item, the API key, guard state) stay shared. Virtual time wraps
- * at `seconds`, so every second is a steady state with every step's load in it.
+ * are renamed per copy, the others (the service item, guard state) stay shared. The API key's own item is
+ * spread over the fewest keys the per-key limit allows, verification after verification. Virtual time wraps at
+ * `seconds`, so every second is a steady state with every step's load in it.
  */
 import { keys } from '../functions/adapters/dynamodb/keys';
 import { channelsFor } from './counts';
 import { checkEvent, fetchEvent, lambdaContext, sendEvent, type Caller } from './events';
 import {
   analyseCapacity,
+  apiKeysFor,
   markAppends,
+  spreadApiKeys,
   type CapacityModel,
   type ModelAccess,
   type TimedRequest,
@@ -63,10 +66,14 @@ export interface CapacityPlan {
   /** Virtual seconds replayed (the steady state wraps at this period). */
   seconds: number;
   windowMs: number;
+  /** Each API key's limit over all endpoints (the default setting unless said). */
+  keyRequestsPerMinute: number;
 }
 
 export interface CapacityResults extends CapacityModel {
   sample: number;
+  /** The keys the replay spreads the sends over, and the figures that size them. */
+  apiKeys: { keys: number; keyRequestsPerVerification: number; keyRequestsPerMinute: number };
   stepOffsetsMs: Record<string, number>;
   notIncluded: string[];
   /** Requests and units of one verification in the sample (a check on the replay: per send, not per second). */
@@ -84,7 +91,13 @@ export async function measureCapacity(
   plan: CapacityPlan,
 ): Promise<CapacityResults> {
   const sample = await recordSample(service, caller, plan.sample);
-  const trace = replay(sample.requests, sample.own, plan);
+  // Every API request writes its key's item once (the per-key limit's count).
+  const keyRequests = sample.requests.filter((request) =>
+    request.items.some((access) => isKeyItem(access) && access.wcu > 0),
+  ).length;
+  const keyRequestsPerVerification = keyRequests / plan.sample;
+  const apiKeys = apiKeysFor(plan.rate, keyRequestsPerVerification, plan.keyRequestsPerMinute);
+  const trace = spreadApiKeys(replay(sample.requests, sample.own, plan), apiKeys, isKeyItem);
   const model = analyseCapacity(trace, plan);
   const total = (field: 'wcu' | 'rcu') =>
     sample.requests.reduce((sum, request) => sum + request.items.reduce((s, item) => s + item[field], 0), 0);
@@ -92,6 +105,11 @@ export async function measureCapacity(
   return {
     ...model,
     sample: plan.sample,
+    apiKeys: {
+      keys: apiKeys,
+      keyRequestsPerVerification: Math.round(keyRequestsPerVerification * 100) / 100,
+      keyRequestsPerMinute: plan.keyRequestsPerMinute,
+    },
     stepOffsetsMs: STEP_OFFSETS_MS,
     notIncluded: NOT_INCLUDED,
     perVerification: {
@@ -101,6 +119,9 @@ export async function measureCapacity(
     },
   };
 }
+
+/** An API key's own item, not the service's pointer to it (which lives in the service's partition). */
+const isKeyItem = (access: ModelAccess) => access.pk.startsWith(keys.apiKey('').pk);
 
 /** The sample's numbers: a range of their own, so a carrier rule by prefix delivers them on the first channel. */
 const SAMPLE_NUMBERS_FROM = 30_000_000;
@@ -201,6 +222,8 @@ function replay(
         trace.push({
           at,
           transactional: request.transactional,
+          verification: Math.floor(position),
+          accepting: step === 'send/api' && request.transactional,
           items: request.items.map((item) => (own(item) ? renamed(item, copy) : item)),
         });
       });

@@ -98,17 +98,22 @@ export function moveLongCells(markdown: string, maxChars = MAX_CELL_CHARS): stri
     });
     if (notes.length > 0) out.push('', ...notes.map((note, n) => `${n + 1}. ${note}`));
     for (const paragraph of paragraphs) out.push('', paragraph);
-    if (notes.length > 0 || paragraphs.length > 0) out.push('');
+    // A line right under a table is one of its rows to Markdown (prettier pads the table to its width).
+    const textFollows = (lines[index] ?? '').trim() !== '';
+    if (notes.length > 0 || paragraphs.length > 0 || textFollows) out.push('');
   }
   return out.join('\n');
 }
 
-/** The targets as a list (as a table, their long names and notes made the page's widest table). */
+/**
+ * The targets as a list (as a table, their long names and notes made the page's widest table); each name states
+ * its limit, so the limit is not repeated.
+ */
 export function targetsList(targets: Target[]): string {
   return targets
     .map(
       (target) =>
-        `- ${target.met ? 'met' : '**missed**'}: ${target.target}. Measured ${target.measured}, limit ${target.limit}.` +
+        `- ${target.met ? 'met' : '**missed**'}: ${target.target}. Measured ${target.measured}.` +
         (target.note ? ` ${target.note}.` : ''),
     )
     .join('\n');

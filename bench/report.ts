@@ -75,13 +75,14 @@ export function evaluateTargets(
   latency: LatencyResults,
   bundles: BundleResults | undefined,
   cost?: CostResults,
+  capacity?: CapacityResults,
 ): Target[] {
   const targets: Target[] = [];
   if (cost) {
     const projected = cost.totalFourServices.projected;
     const onUrl = cost.totalWithReceiptsOnFunctionUrl?.projected;
     targets.push({
-      target: 'projected AWS bill per million verifications, default deployment',
+      target: `projected AWS bill per million verifications, default deployment: at most $${BILL_TARGET_USD.toFixed(2)}`,
       limit: `<= $${BILL_TARGET_USD.toFixed(2)}`,
       measured: `$${projected.toFixed(2)}`,
       met: projected <= BILL_TARGET_USD,
@@ -115,7 +116,7 @@ export function evaluateTargets(
   const coldSend = op('send accepted, cold function (first request of the key there)');
   if (coldSend) {
     targets.push({
-      target: 'accepted send on a cold function (first request of the key there)',
+      target: 'accepted send on a cold function (first request of the key there): at most 3 round trips',
       limit: '<= 3',
       measured: `${fmt(coldSend.withAuth.requests)} (${Object.entries(coldSend.withAuth.byKind)
         .map(([kind, n]) => `${kind} ${fmt(n)}`)
@@ -130,7 +131,8 @@ export function evaluateTargets(
       limit: '<= 1.3',
       measured: `${fmt(operation.ratioP50)} (${fmt(operation.handler.p50)} ms / ${fmt(operation.dynamo.p50)} ms)`,
       met: operation.ratioP50 <= 1.3,
-      note: `overhead p50 ${fmt(operation.overhead.p50)} ms; vs raw round trips ${fmt(operation.ratioToRaw)}`,
+      // Its overhead and its ratio to raw round trips are in the latency table.
+      note: '',
     });
   }
   // The SDK choice is one setting for every function, so it is judged on all the measured functions together:
@@ -149,7 +151,7 @@ export function evaluateTargets(
   );
   // "Measurably faster": the runtime's SDK at least 5 % slower over them all.
   const bundledSdkWins = measuredSdk.length > 0 && sdkTotals.runtimeMs >= sdkTotals.bundledMs * 1.05;
-  const overall = `the ${measuredSdk.length} functions measured start in ${fmt(round(sdkTotals.bundledMs, 0))} ms bundled vs ${fmt(round(sdkTotals.runtimeMs, 0))} ms with the runtime's SDK (sum of medians)`;
+  const overall = `all ${measuredSdk.length} measured: ${fmt(round(sdkTotals.bundledMs, 0))} vs ${fmt(round(sdkTotals.runtimeMs, 0))} ms (sums of medians)`;
   for (const bundle of bundles?.results ?? []) {
     if (bundle.error || bundle.entry === BASELINE_ENTRY) continue;
     // Target: a cold start near a bare function's (the baseline: a document client and one GetItem).
@@ -157,14 +159,15 @@ export function evaluateTargets(
     if (deployed?.spawnToResponseMs) {
       const max = bundle.entry === FUNCTIONS.send.entry ? 1.3 : 1.1;
       targets.push({
-        target: `cold start of ${bundle.entry}: spawn to answer <= ${max} x the baseline's`,
+        target: `cold start of ${bundle.entry} <= ${max} x the baseline's`,
         limit: `<= ${max}`,
         measured:
           bundle.ratioToBaseline === undefined
             ? 'no baseline'
             : `${fmt(bundle.ratioToBaseline)} (${fmt(deployed.spawnToResponseMs.median)} ms / ${fmt(deployed.pairedBaselineMs ?? Number.NaN)} ms)`,
         met: bundle.ratioToBaseline !== undefined && bundle.ratioToBaseline <= max,
-        note: `require ${fmt(deployed.requireMs ?? Number.NaN)} ms, first invoke ${fmt(deployed.firstInvokeMs ?? Number.NaN)} ms`,
+        // Its require and first invoke times are in the bundles table.
+        note: '',
       });
     }
     // Target: under 400 KB, unless bundling the AWS SDK (which takes a bundle past it) measurably starts faster
@@ -172,7 +175,7 @@ export function evaluateTargets(
     // and queue consumers, with no cold start here, take the same setting.
     const sdk = sdkChoiceOf(bundle);
     targets.push({
-      target: `bundle ${bundle.entry} under 400 KB minified, or the bundled AWS SDK starts faster`,
+      target: `bundle ${bundle.entry} under 400 KB minified, or the bundled SDK starts faster`,
       limit: '< 400 KB',
       measured: `${fmt(bundle.kb)} KB`,
       met: bundle.bytes < BUNDLE_LIMIT_BYTES || bundledSdkWins,
@@ -182,13 +185,45 @@ export function evaluateTargets(
             sdk
               ? `this one ${fmt(sdk.bundledMs)} ms bundled vs ${fmt(sdk.runtimeMs)} ms with the runtime's SDK; `
               : 'no cold start of its own; '
-          }${overall}; largest: ${bundle.largest
-            .slice(0, 3)
-            .map((part) => `${part.source} ${fmt(part.kb)} KB`)
-            .join(', ')}`,
+          }${overall}`,
     });
   }
+  if (capacity) targets.push(...capacityTargets(capacity));
   return targets;
+}
+
+/** The rate one service must sustain (sends a second). */
+const CAPACITY_TARGET_RATE = 1000;
+/** Every capacity target's name starts so (`--capacity` replaces them alone in the saved results). */
+export const CAPACITY_TARGET_PREFIX = 'capacity of one service';
+
+/**
+ * At the target rate no item, partition key or ledger tail above CEILING_SHARE of a partition's limits, and the
+ * first of them to reach it at or above that rate. A run at another rate judges the first at its own rate, and a
+ * rate below the target cannot meet it.
+ */
+export function capacityTargets(capacity: CapacityResults): Target[] {
+  const share = capacity.hottest?.shareOfLimit ?? 0;
+  // JSON keeps Infinity (no load that grows with the rate) as null.
+  const ceiling: number | null = capacity.ceilingSendsPerSecond;
+  const atRate = capacity.rate === CAPACITY_TARGET_RATE ? '' : ` (replayed at ${fmt(capacity.rate)} sends/s)`;
+  return [
+    {
+      target: `${CAPACITY_TARGET_PREFIX} at ${fmt(CAPACITY_TARGET_RATE)} sends/s: no item, partition key or tail above ${CEILING_SHARE * 100} % of its limit`,
+      limit: `<= ${CEILING_SHARE * 100} %`,
+      // A family in backticks: `<VA>` would be an HTML tag in Markdown.
+      measured: `${fmt(round(share * 100, 1))} %${capacity.hottest ? ` on \`${capacity.hottest.item}\`` : ''}${atRate}`,
+      met: capacity.rate >= CAPACITY_TARGET_RATE && share <= CEILING_SHARE,
+      note: '',
+    },
+    {
+      target: `${CAPACITY_TARGET_PREFIX}: the first hot spot reaches ${CEILING_SHARE * 100} % at or above ${fmt(CAPACITY_TARGET_RATE)} sends/s`,
+      limit: `>= ${fmt(CAPACITY_TARGET_RATE)}`,
+      measured: `${rateText(ceiling)}${capacity.ceiling ? ` (\`${capacity.ceiling.family}\`, ${capacity.ceiling.scope})` : ''}`,
+      met: ceiling === null || ceiling >= CAPACITY_TARGET_RATE,
+      note: '',
+    },
+  ];
 }
 
 type Render = (header: string[], rows: (string | number)[][]) => string;
@@ -236,6 +271,98 @@ export function guardConsumerLine(guard: GuardConsumerCount): string {
   );
 }
 
+/** A bundle's short name in the notes under its table: the entry's file name. */
+const entryName = (entry: string) => entry.replace(/^.*\//, '');
+
+/**
+ * The bundles table (sizes, cold starts, each "what if" as a column) and, under it, each bundle's AWS clients
+ * and largest parts as one list line: as cells they made the table the page's widest.
+ */
+function bundleTables(bundles: BundleResults, render: Render, heading: (text: string) => string): string[] {
+  const runs = Math.max(0, ...bundles.results.map((bundle) => deployedRun(bundle)?.runs ?? 0));
+  const out = [
+    heading(
+      `Lambda bundles (esbuild as CDK: minify, node22, cjs); cold start on Node ${bundles.node}, ms, median of ${runs} runs`,
+    ),
+  ];
+  out.push(
+    render(
+      [
+        'entry',
+        'KB',
+        'gzip KB',
+        'spawn to answer',
+        'ratio to baseline',
+        'baseline beside it',
+        'require',
+        'first invoke',
+        'other SDK choice',
+        'answer',
+        ...bundles.whatIf.map((_, n) => `what if ${n + 1}, KB`),
+      ],
+      bundles.results.map((bundle) => {
+        const whatIf = bundles.whatIf.map((variant) => variant.kb[bundle.entry] ?? '-');
+        if (bundle.error)
+          return [bundle.entry, '-', '-', 'not bundled', ...Array<string>(6).fill('-'), ...whatIf];
+        const deployed = deployedRun(bundle);
+        const other = bundle.cold.find((run) => run !== deployed);
+        const spawn = deployed?.spawnToResponseMs;
+        const answer = deployed?.answer || '-';
+        return [
+          bundle.entry,
+          bundle.kb,
+          bundle.gzipKb,
+          spawn
+            ? `${fmt(spawn.median)}${deployed.runs === runs ? '' : ` (${deployed.runs} runs)`}`
+            : deployed?.error
+              ? 'failed'
+              : 'size only',
+          bundle.ratioToBaseline ?? '-',
+          deployed?.pairedBaselineMs ?? '-',
+          deployed?.requireMs ?? '-',
+          deployed?.firstInvokeMs ?? '-',
+          other?.spawnToResponseMs ? fmt(other.spawnToResponseMs.median) : '-',
+          answer.length > 12 ? `${answer.slice(0, 11)}…` : answer,
+          ...whatIf,
+        ];
+      }),
+    ),
+  );
+  out.push('');
+  const whatIfs = bundles.whatIf.map((variant, n) => `what if ${n + 1}: ${variant.variant}`);
+  const failures = bundles.results.flatMap((bundle) => {
+    const error = bundle.error ?? deployedRun(bundle)?.error;
+    return error ? [`${entryName(bundle.entry)}: ${error.split('\n')[0]}`] : [];
+  });
+  out.push(
+    [
+      '"Size only": a stream or queue consumer. The other SDK choice: the baseline bundled, an entry with the runtime\'s SDK',
+      ...whatIfs,
+      ...failures,
+    ].join('; ') + '. AWS clients, then the largest parts (KB):',
+  );
+  out.push('');
+  for (const bundle of bundles.results) {
+    const clients =
+      // Older results have no client list.
+      (bundle.awsClients ?? []).join(' ') + (bundle.clientsAsDeclared === false ? ' (not as declared)' : '');
+    const parts = bundle.largest
+      .slice(0, 3)
+      .map((part) => `${part.source.replace(' (this project)', '').replace('@aws-sdk/', '')} ${fmt(part.kb)}`)
+      .join(', ');
+    out.push(`- ${entryName(bundle.entry)}: ${clients || '-'}; ${parts}`);
+  }
+  if (bundles.consoleAssets) {
+    out.push('');
+    out.push(
+      `Account console page (console/ui, esbuild, minified): ${bundles.consoleAssets
+        .map((asset) => `${asset.file} ${fmt(asset.kb)} KB (${fmt(asset.gzipKb)} gzipped)`)
+        .join(', ')}`,
+    );
+  }
+  return out;
+}
+
 export function renderReport(results: BenchResults, markdown = false): string {
   const render: Render = markdown ? markdownTable : table;
   const heading = (text: string) => (markdown ? `\n### ${text}\n` : `\n== ${text} ==\n`);
@@ -258,7 +385,8 @@ export function renderReport(results: BenchResults, markdown = false): string {
         'operation',
         'answer',
         'requests (all)',
-        'of which per-key limit / key lookup',
+        // The API-key middleware's: the per-key limit's write, the key lookup on a cache miss.
+        'of which auth',
         'without them',
         'RRU',
         'WRU',
@@ -396,13 +524,13 @@ export function renderReport(results: BenchResults, markdown = false): string {
           'operation',
           'connections',
           'req/s',
-          'latency p50',
+          'p50 ms',
           'p97.5',
           'p99',
           'requests',
           's',
           'unexpected',
-          'DynamoDB req per request',
+          'DynamoDB req/request',
         ],
         results.throughput.runs.map((run) => [
           run.operation,
@@ -420,83 +548,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
     );
   }
 
-  if (results.bundles) {
-    out.push(
-      heading(
-        `Lambda bundles (esbuild as CDK: minify, node22, cjs); cold start on Node ${results.bundles.node}`,
-      ),
-    );
-    out.push(
-      render(
-        [
-          'entry',
-          'KB',
-          'gzip KB',
-          'cold: spawn to answer (median)',
-          'ratio to baseline',
-          'baseline beside it',
-          'require',
-          'first invoke',
-          'the other SDK choice (spawn to answer)',
-          'answer',
-          'AWS clients',
-          'largest parts',
-        ],
-        results.bundles.results.map((bundle) => {
-          if (bundle.error)
-            return [bundle.entry, '-', '-', `not bundled: ${bundle.error}`, ...Array<string>(8).fill('-')];
-          const deployed = deployedRun(bundle);
-          const other = bundle.cold.find((run) => run !== deployed);
-          return [
-            bundle.entry,
-            bundle.kb,
-            bundle.gzipKb,
-            deployed?.spawnToResponseMs
-              ? `${fmt(deployed.spawnToResponseMs.median)} (${deployed.runs} runs)`
-              : deployed?.error
-                ? `failed: ${deployed.error.split('\n')[0]}`
-                : 'size only (stream/queue consumer)',
-            bundle.ratioToBaseline ?? '-',
-            deployed?.pairedBaselineMs ?? '-',
-            deployed?.requireMs ?? '-',
-            deployed?.firstInvokeMs ?? '-',
-            other?.spawnToResponseMs ? `${fmt(other.spawnToResponseMs.median)} (${other.variant})` : '-',
-            deployed?.answer || '-',
-            // Older results have no client list.
-            (bundle.awsClients ?? []).join(' ') +
-              (bundle.clientsAsDeclared === false ? ' (not as declared)' : ''),
-            bundle.largest
-              .slice(0, 3)
-              .map((part) => `${part.source} ${fmt(part.kb)}`)
-              .join(', '),
-          ];
-        }),
-      ),
-    );
-    if (results.bundles.consoleAssets) {
-      out.push(
-        `Account console page (console/ui, esbuild, minified): ${results.bundles.consoleAssets
-          .map((asset) => `${asset.file} ${fmt(asset.kb)} KB (${fmt(asset.gzipKb)} gzipped)`)
-          .join(', ')}`,
-      );
-    }
-    if (results.bundles.whatIf.length > 0) {
-      out.push('');
-      const entries = results.bundles.results.map((bundle) => bundle.entry);
-      out.push(
-        render(
-          ['what if (KB)', ...entries.map((entry) => entry.replace('functions/', ''))],
-          [
-            ['as deployed', ...results.bundles.results.map((bundle) => (bundle.error ? '-' : bundle.kb))],
-            ...results.bundles.whatIf.map((variant) => [
-              variant.variant,
-              ...entries.map((entry) => variant.kb[entry] ?? '-'),
-            ]),
-          ],
-        ),
-      );
-    }
-  }
+  if (results.bundles) out.push(...bundleTables(results.bundles, render, heading));
 
   const cost = results.cost;
   out.push(
@@ -506,7 +558,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
   );
   out.push(
     render(
-      ['service', 'durations measured here', 'durations projected to AWS', 'basis'],
+      ['service', 'measured here', 'projected to AWS', 'basis'],
       [
         ...cost.lines.map((line) => [
           line.service,
@@ -618,12 +670,18 @@ const CAPACITY_ROWS = 6;
 
 const rateText = (rate: number | null) => (rate === null || !Number.isFinite(rate) ? '-' : fmt(rate));
 
-/** The capacity model's section: the hottest families at the replayed rate, today's ceiling, the conflicts. */
+const percent = (share: number) => `${fmt(round(share * 100, 2))} %`;
+
+/**
+ * The capacity model's section: the hottest families at the replayed rate, today's ceiling, the API keys the
+ * sends come from, the send's conflicts and their retries.
+ */
 export function renderCapacity(capacity: CapacityResults, markdown = false): string {
   const render: Render = markdown ? markdownTable : table;
   // `<VA>` would be an HTML tag in Markdown.
   const name = (family: string) => (markdown ? `\`${family}\`` : family);
-  const heading = `Capacity of one service at ${fmt(capacity.rate)} verifications/s (model, ${capacity.seconds} virtual s)`;
+  const keys = capacity.apiKeys;
+  const heading = `Capacity of one service at ${fmt(capacity.rate)} sends/s (model, ${capacity.seconds} virtual s, ${fmt(keys.keys)} API keys)`;
   const out = [markdown ? `\n### ${heading}\n` : `\n== ${heading} ==\n`];
   out.push(
     render(
@@ -635,7 +693,7 @@ export function renderCapacity(capacity: CapacityResults, markdown = false): str
           name(spot.family),
           spot.wcu,
           spot.rcu,
-          `${fmt(round(spot.share * 100, 1))} %`,
+          percent(spot.share),
           rateText(spot.rateAtCeiling),
         ]),
     ),
@@ -644,15 +702,21 @@ export function renderCapacity(capacity: CapacityResults, markdown = false): str
   out.push('');
   const ceiling = capacity.ceiling;
   const conflicts = capacity.conflicts;
+  const retries = capacity.retries;
   const families = Object.entries(conflicts.byFamily)
     .map(([family, n]) => `${name(family)} ${fmt(n)}`)
     .join(', ');
+  const retriesText = (value: number | null) =>
+    value === null || !Number.isFinite(value) ? 'unbounded' : fmt(value);
   out.push(
     (ceiling
-      ? `Ceiling: ${rateText(ceiling.rateAtCeiling)} verifications/s, where ${name(ceiling.family)} (${ceiling.scope}) reaches ${CEILING_SHARE * 100} % of a partition's ${PARTITION_LIMITS.wcu} WCU / ${PARTITION_LIMITS.rcu} RCU a second. `
-      : 'No load. ') +
-      `Transactions taking ${conflicts.windowMs} ms: ${fmt(conflicts.conflicting)} writes met one in progress on their item (${fmt(conflicts.transactions)} transactions${families ? `; ${families}` : ''}); ` +
-      `${conflicts.conflictFamily ? name(conflicts.conflictFamily) : 'no item'} gets writes closer than that from ${rateText(conflicts.conflictFreeRate)} verifications/s. ` +
+      ? `Ceiling: ${rateText(capacity.ceilingSendsPerSecond)} sends/s, where ${name(ceiling.family)} (${ceiling.scope}) reaches ${CEILING_SHARE * 100} % of a partition's ${PARTITION_LIMITS.wcu} WCU / ${PARTITION_LIMITS.rcu} RCU a second. `
+      : 'No load that grows with the rate. ') +
+      `API keys: ${fmt(keys.keys)}, each at most ${fmt(keys.keyRequestsPerMinute)} requests/min (${fmt(keys.keyRequestsPerVerification)} a verification). ` +
+      `Conflict rate p (sends whose transaction met another transaction's write on one of its items within ${conflicts.windowMs} ms): ${String(round(capacity.conflictRate, 4))}; ` +
+      `retries a send ${retriesText(retries.retriesPerSend)}, +${retriesText(retries.extraWcuPerSend)} WCU a send (a cancelled transaction assumed to cost the applied one's ${fmt(retries.wcuPerTransaction)} WCU). ` +
+      `Writes meeting a transaction: ${fmt(conflicts.conflicting)} (${fmt(conflicts.transactions)} transactions${families ? `; ${families}` : ''}); ` +
+      `${conflicts.conflictFamily ? name(conflicts.conflictFamily) : 'no item'} gets writes closer than ${conflicts.windowMs} ms from ${rateText(conflicts.conflictFreeRate)} sends/s. ` +
       `Per verification: ${fmt(capacity.perVerification.requests)} requests, ${fmt(capacity.perVerification.wcu)} WCU, ${fmt(capacity.perVerification.rcu)} RCU (sample of ${capacity.sample}). ` +
       `Not included: ${capacity.notIncluded.join('; ')}.`,
   );
