@@ -17,6 +17,11 @@ export const CEILING_SHARE = 0.5;
 export interface ModelAccess extends ItemAccess {
   appends?: boolean;
   /**
+   * An item of one verification (its record, its number, its ledger line): its requests are steps of one flow,
+   * seconds apart, so the model counts no conflict on it (repeated numbers are not modelled).
+   */
+  own?: boolean;
+  /**
    * An API key's own item, spread over as many keys as the per-key limit requires (spreadApiKeys): more sends
    * bring more keys, so its load per key stays at the limit whatever the rate.
    */
@@ -145,6 +150,8 @@ const ID_SEGMENTS: [RegExp, string][] = [
   [/^[0-9a-f]{16,}(~\d+)?$/, '<hash>'],
   [/^\+\d+(~\d+)?$/, '<number>'],
   [/^[A-Z]{2}$/, '<country>'],
+  // A balance shard's partition, `SERVICE#<VA>#<n>`.
+  [/^\d{1,2}$/, '<shard>'],
 ];
 
 const familySegment = (segment: string): string => {
@@ -304,10 +311,12 @@ function acceptingRetries(sorted: TimedRequest[], windowMs: number): Retries {
   let conflicting = 0;
   let wcu = 0;
   for (const request of sorted) {
-    const writes = request.items.filter((access) => access.wcu > 0 && !access.range);
+    const all = request.items.filter((access) => access.wcu > 0 && !access.range);
+    const writes = all.filter((access) => !access.own);
     if (request.accepting) {
       accepting++;
-      wcu += writes.reduce((sum, access) => sum + access.wcu, 0);
+      // A cancelled transaction is assumed to cost what the applied one does: every item's units.
+      wcu += all.reduce((sum, access) => sum + access.wcu, 0);
       const met = writes.some((access) => {
         const before = lastTransaction.get(`${access.pk}/${access.sk}`);
         return before !== undefined && request.at - before < windowMs;
@@ -341,7 +350,7 @@ function countConflicts(sorted: TimedRequest[], rate: number, windowMs: number):
     if (request.transactional) transactions++;
     let met: string | undefined;
     for (const access of request.items) {
-      if (access.wcu === 0 || access.range) continue;
+      if (access.wcu === 0 || access.range || access.own) continue;
       const key = `${access.pk}/${access.sk}`;
       const before = lastWrite.get(key);
       if (before && request.at - before.at < windowMs && (before.transactional || request.transactional))

@@ -68,10 +68,13 @@ export interface CapacityPlan {
   windowMs: number;
   /** Each API key's limit over all endpoints (the default setting unless said). */
   keyRequestsPerMinute: number;
+  /** The shards the sampled service's balance is spread over (`balance shards`; 1: as every service starts). */
+  balanceShards: number;
 }
 
 export interface CapacityResults extends CapacityModel {
   sample: number;
+  balanceShards: number;
   /** The keys the replay spreads the sends over, and the figures that size them. */
   apiKeys: { keys: number; keyRequestsPerVerification: number; keyRequestsPerMinute: number };
   stepOffsetsMs: Record<string, number>;
@@ -105,6 +108,7 @@ export async function measureCapacity(
   return {
     ...model,
     sample: plan.sample,
+    balanceShards: plan.balanceShards,
     apiKeys: {
       keys: apiKeys,
       keyRequestsPerVerification: Math.round(keyRequestsPerVerification * 100) / 100,
@@ -224,7 +228,7 @@ function replay(
           transactional: request.transactional,
           verification: Math.floor(position),
           accepting: step === 'send/api' && request.transactional,
-          items: request.items.map((item) => (own(item) ? renamed(item, copy) : item)),
+          items: request.items.map((item) => (own(item) ? { ...renamed(item, copy), own: true } : item)),
         });
       });
     }

@@ -9,7 +9,7 @@
  *   npm run bench -- --markdown --from-results   the same from the last run's results (targets judged again),
  *                                                without running
  *   npm run bench -- --fees [--markdown]         the provider fees per verification alone (bench/fees.ts)
- *   npm run bench -- --capacity [--capacity-rate N] [--capacity-window-ms MS] [--markdown]
+ *   npm run bench -- --capacity [--capacity-rate N] [--capacity-window-ms MS] [--capacity-shards N] [--markdown]
  *                                                the capacity model alone, added to the last run's results
  */
 import { execFileSync } from 'node:child_process';
@@ -82,6 +82,8 @@ const CAPACITY: CapacityPlan = {
   windowMs: numberArg('--capacity-window-ms', DEFAULT_TRANSACTION_WINDOW_MS),
   // The bench service runs without the limit (it would refuse the load); the model spreads keys by its default.
   keyRequestsPerMinute: DEFAULT_SETTINGS.keyRequestsPerMinute,
+  // A service this busy spreads its balance (docs/adr/0014-sharded-balance.md); `--capacity-shards 1` shows why.
+  balanceShards: numberArg('--capacity-shards', 64),
 };
 
 /** The bench service as every part that counts requests runs it. */
@@ -161,7 +163,11 @@ async function main(): Promise<void> {
       counts.guardConsumer = await countGuardConsumer(db, guard);
       partDone('guard consumer');
       log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
-      capacity = await measureCapacity(service, caller, CAPACITY);
+      capacity = await measureCapacity(
+        service,
+        await createAccount(db, 1_000_000, CAPACITY.balanceShards),
+        CAPACITY,
+      );
       partDone('capacity');
 
       // Latency runs without the capacity probes (they read items around every write).
@@ -243,7 +249,11 @@ async function capacityOnly(): Promise<void> {
     try {
       const caller = await createAccount(db, 1_000_000);
       log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
-      capacity = await measureCapacity(service, caller, CAPACITY);
+      capacity = await measureCapacity(
+        service,
+        await createAccount(db, 1_000_000, CAPACITY.balanceShards),
+        CAPACITY,
+      );
     } finally {
       await service.close();
     }

@@ -87,14 +87,15 @@ export interface Account {
   apiKey: string;
 }
 
-/** A service with all channels and a default template; the balance in USD. */
-export async function createAccount(db: BenchDb, balanceUsd: number): Promise<Account> {
+/** A service with all channels and a default template; the balance in USD, spread over `balanceShards`. */
+export async function createAccount(db: BenchDb, balanceUsd: number, balanceShards = 1): Promise<Account> {
   const service = await db.accounts.createService(BY_BENCH, {
     name: 'Bench',
     balance: Math.round(balanceUsd * UNITS_PER_USD),
     channels: [...CHANNELS],
     defaultTemplateBody: 'Your Bench verification code is {code}. It expires in 5 minutes.',
   });
+  if (balanceShards > 1) await db.accounts.spreadBalance(BY_BENCH, service.sid, String(balanceShards));
   const { apiKey } = await db.accounts.issueApiKey(BY_BENCH, service.sid);
   return { serviceSid: service.sid, apiKey };
 }
