@@ -247,7 +247,6 @@ async function capacityOnly(): Promise<void> {
     const service = await startBenchService(db, SERVICE_OPTIONS);
     let capacity;
     try {
-      const caller = await createAccount(db, 1_000_000);
       log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
       capacity = await measureCapacity(
         service,
