@@ -318,7 +318,7 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
   }
 
   // The pumping guard's stream consumer: its reads and transactional rewrites of the aggregates, per send at
-  // the rate it was measured (bench/guard-consumer.ts). Its Lambda time (a batch a second) is not priced.
+  // the rate it was measured (bench/guard-consumer.ts). Its Lambda time (a batch a window) is not priced.
   const guard = counts.guardConsumer?.perSend;
   if (guard) {
     rru += guard.rru;

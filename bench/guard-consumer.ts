@@ -1,7 +1,8 @@
 /**
  * The pumping guard's stream consumer in the bill: its DynamoDB requests per send, counted on DynamoDB Local by
  * running the real consumer (`consumeGuardEvents` over `DynamoGuardStore`, as the GuardSignals Lambda runs it)
- * over a service's traffic, one batch a second as the event source's batching window makes them.
+ * over a service's traffic, one batch per batching window (`GUARD_BATCH_WINDOW_SECONDS`), as the event source
+ * makes them.
  *
  * The consumer's cost is per batch, not per send: each batch reads and rewrites, in one transaction, the
  * aggregates and the state of every (scope, country) it touches, whole. So the figure depends on the traffic's
@@ -19,6 +20,7 @@ import { keys } from '../functions/adapters/dynamodb/keys';
 import { MemoryGuardStore } from '../functions/adapters/memory/guard';
 import {
   GLOBAL_SCOPE,
+  GUARD_BATCH_WINDOW_SECONDS,
   consumeGuardEvents,
   countryKey,
   type GuardBatch,
@@ -121,29 +123,33 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
   let sequence = 0;
   let sends = 0;
   let batches = 0;
-  const second = async (t: number) => {
-    const at = start + t * 1000;
-    const events = pending.get(t) ?? [];
-    pending.delete(t);
-    for (let i = 0; i < plan.sendsPerSecond; i++) {
-      const { country, e164 } = mobile(random);
-      const sentAt = at + Math.floor((i / plan.sendsPerSecond) * 1000);
-      events.push({ kind: 'send', serviceSid, country, e164, at: sentAt, accepted: true, price: 600 });
-      if (random() < CHECKED_SHARE) {
-        const delay = 10 + Math.floor(random() * 30);
-        const list = pending.get(t + delay) ?? [];
-        list.push({ kind: 'conversion', serviceSid, country, e164, at: sentAt + delay * 1000, sentAt });
-        pending.set(t + delay, list);
+  /** One batching window from second `t`: its sends, the checks that came in it, then one batch. */
+  const window = async (t: number) => {
+    const events: PositionedGuardEvent[] = [];
+    for (let s = t; s < t + GUARD_BATCH_WINDOW_SECONDS; s++) {
+      const at = start + s * 1000;
+      events.push(...(pending.get(s) ?? []));
+      pending.delete(s);
+      for (let i = 0; i < plan.sendsPerSecond; i++) {
+        const { country, e164 } = mobile(random);
+        const sentAt = at + Math.floor((i / plan.sendsPerSecond) * 1000);
+        events.push({ kind: 'send', serviceSid, country, e164, at: sentAt, accepted: true, price: 600 });
+        if (random() < CHECKED_SHARE) {
+          const delay = 10 + Math.floor(random() * 30);
+          const list = pending.get(s + delay) ?? [];
+          list.push({ kind: 'conversion', serviceSid, country, e164, at: sentAt + delay * 1000, sentAt });
+          pending.set(s + delay, list);
+        }
       }
     }
     for (const event of events)
       event.position = { shard: SHARD, sequence: `4${String(++sequence).padStart(20, '0')}` };
-    now = at + 1000;
+    now = start + (t + GUARD_BATCH_WINDOW_SECONDS) * 1000;
     await consumeGuardEvents(deps, events);
   };
 
   try {
-    for (let t = 0; t < plan.warmupSeconds; t++) await second(t);
+    for (let t = 0; t < plan.warmupSeconds; t += GUARD_BATCH_WINDOW_SECONDS) await window(t);
     const warmed: GuardBatch = { countries: new Map(), scopes: new Map() };
     for (const scope of [serviceSid, GLOBAL_SCOPE])
       for (const { country } of COUNTRIES) {
@@ -152,15 +158,16 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
       }
     const scope = memory.scope(serviceSid);
     if (scope) warmed.scopes.set(serviceSid, { ...scope, version: 0 });
-    if (!(await dynamo.save(warmed)))
+    if (!(await dynamo.save(warmed)).complete)
       throw new Error('guard consumer bench: the warmed aggregates were not stored');
     deps = { store: dynamo, clock };
     // Priced from here: every write is bracketed by reads of the items it touches (slower, unmetered).
     meter.probe = db.documents;
     meter.reset();
-    for (let t = plan.warmupSeconds; t < plan.warmupSeconds + plan.measuredSeconds; t++) {
-      await second(t);
-      sends += plan.sendsPerSecond;
+    const end = plan.warmupSeconds + plan.measuredSeconds;
+    for (let t = plan.warmupSeconds; t < end; t += GUARD_BATCH_WINDOW_SECONDS) {
+      await window(t);
+      sends += plan.sendsPerSecond * GUARD_BATCH_WINDOW_SECONDS;
       batches += 1;
     }
     const total = summarize(meter.snapshot());

@@ -37,6 +37,7 @@ import {
   type CountryKey,
   type CountryRecord,
   type GuardBatch,
+  type SavedRecords,
   type GuardSignalStore,
   type ScopeRecord,
 } from '../../functions/core/guard/consumer';
@@ -225,12 +226,12 @@ class BenchGuardStore implements GuardSignalStore {
     return batch;
   }
 
-  async save(batch: GuardBatch): Promise<boolean> {
+  async save(batch: GuardBatch): Promise<SavedRecords> {
     for (const [key, record] of batch.countries)
       this.countries.set(key, { ...record, version: record.version + 1 });
     for (const [key, record] of batch.scopes)
       this.scopes.set(key, { ...record, version: record.version + 1 });
-    return true;
+    return { complete: true, written: new Set([...batch.countries.keys(), ...batch.scopes.keys()]) };
   }
 
   view(serviceSid: string, country: string): GuardView {

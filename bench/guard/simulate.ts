@@ -1,16 +1,17 @@
 /**
  * One scenario on one seed: the warm-up (two days of the service's own legitimate traffic, drawn from another
  * seed, folded into the guard), then the measured window replayed through the adapter (bench/guard/backend.ts)
- * with a clock the bench owns. The window is cut into 10-second batching windows: a window's calls run side by
- * side (each at its own time), then the guard's consumer runs once, as the Lambda's batching would.
+ * with a clock the bench owns. The window is cut into the consumer's batching windows: a window's calls run side
+ * by side (each at its own time), then the guard's consumer runs once, as the Lambda's batching would.
  */
+import { GUARD_BATCH_WINDOW_SECONDS } from '../../functions/core/guard/consumer';
 import { ROUTES } from '../../functions/core/routing';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import type { GuardBench, GuardSnapshot, HistoryEvent } from './backend';
 import type { Scenario } from './scenarios';
 import { HOUR, WARM_SEED_OFFSET, legitimate, type Check, type PlannedSend } from './traffic';
 
-const TICK_MS = 10_000;
+const TICK_MS = GUARD_BATCH_WINDOW_SECONDS * 1000;
 /** Calls of one window made at once. */
 const CONCURRENCY = 16;
 const WARM_DAYS = 2;

@@ -4,6 +4,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { GUARD_BATCH_WINDOW_SECONDS } from '../../functions/core/guard/consumer';
 
 export interface GuardSignalsProps {
   table: dynamodb.ITable;
@@ -42,8 +43,8 @@ export class GuardSignals extends Construct {
       new DynamoEventSource(props.table, {
         startingPosition: lambda.StartingPosition.LATEST,
         batchSize: 500,
-        // Up to a second of sends folded in one batch: fewer writes of the aggregates, a block a second later.
-        maxBatchingWindow: Duration.seconds(1),
+        // A window of sends folded in one batch: the aggregates are written once per batch (docs/guard.md).
+        maxBatchingWindow: Duration.seconds(GUARD_BATCH_WINDOW_SECONDS),
         bisectBatchOnError: true,
         retryAttempts: 3,
         onFailure: new SqsDlq(dropped),

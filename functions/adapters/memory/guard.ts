@@ -9,6 +9,7 @@ import {
   type CountryRecord,
   type GuardBatch,
   type GuardSignalStore,
+  type SavedRecords,
   type ScopeRecord,
 } from '../../core/guard/consumer';
 import type { CountryCaps, GuardView } from '../../core/guard/model';
@@ -42,16 +43,21 @@ export class MemoryGuardStore implements GuardSignalStore {
     return batch;
   }
 
-  async save(batch: GuardBatch): Promise<boolean> {
-    const same = <T extends { version: number }>(stored: Map<string, T>, key: string, record: T) =>
-      (stored.get(key)?.version ?? 0) === record.version;
-    for (const [key, record] of batch.countries) if (!same(this.countries, key, record)) return false;
-    for (const [key, record] of batch.scopes) if (!same(this.scopes, key, record)) return false;
-    for (const [key, record] of batch.countries)
-      this.countries.set(key, clone({ ...record, version: record.version + 1 }));
-    for (const [key, record] of batch.scopes)
-      this.scopes.set(key, clone({ ...record, version: record.version + 1 }));
-    return true;
+  /** Each record on its own version, as the DynamoDB store writes them. */
+  async save(batch: GuardBatch): Promise<SavedRecords> {
+    const written = new Set<string>();
+    let complete = true;
+    const write = <T extends { version: number }>(stored: Map<string, T>, key: string, record: T) => {
+      if ((stored.get(key)?.version ?? 0) !== record.version) {
+        complete = false;
+        return;
+      }
+      stored.set(key, clone({ ...record, version: record.version + 1 }));
+      written.add(key);
+    };
+    for (const [key, record] of batch.countries) write(this.countries, key, record);
+    for (const [key, record] of batch.scopes) write(this.scopes, key, record);
+    return { complete, written };
   }
 
   /** The stored records, for tests. */

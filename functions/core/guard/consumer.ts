@@ -66,6 +66,13 @@ export type FoldedMarks = Record<string, { seq: string; at: number }>;
  */
 export const FOLDED_KEEP_MS = 3 * 3_600_000;
 
+/**
+ * The stream consumer's batching window: the event source folds this long of traffic into one batch, so a block
+ * starts up to this long after the sends that make it. The consumer's cost is per batch (it rewrites what a batch
+ * touches), and the guard's evaluation (`npm run bench:guard`) folds batches of this same length.
+ */
+export const GUARD_BATCH_WINDOW_SECONDS = 30;
+
 export interface CountryRecord {
   stats: CountryStats;
   state: CountryGuardState;
@@ -105,10 +112,17 @@ export interface GuardSignalStore {
   /** The records of these countries and scopes that exist (one read). */
   load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch>;
   /**
-   * Writes every record if each stored version is still the one read (`version`), all or none; false when one
-   * changed meanwhile.
+   * Writes each record whose stored version is still the one read (`version`); says which were written
+   * (`countryKey(scope, country)` for a country, the scope for a scope). A record left out changed meanwhile: the
+   * batch is folded again, and the shard marks of the records written keep it from counting twice there.
    */
-  save(batch: GuardBatch): Promise<boolean>;
+  save(batch: GuardBatch): Promise<SavedRecords>;
+}
+
+export interface SavedRecords {
+  /** Every record of the batch was written. */
+  complete: boolean;
+  written: Set<string>;
 }
 
 export interface GuardConsumerDeps {
@@ -207,6 +221,8 @@ export async function consumeGuardEvents(
       countries.set(countryKey(scope, event.country), { scope, country: event.country });
   }
 
+  // Blocks started by records an earlier attempt wrote: told once, when written.
+  const told: StartedBlock[] = [];
   for (let attempt = 0; ; attempt++) {
     const batch = await deps.store.load([...countries.values()], [...scopes]);
     const started: { scope: string; country: string; block: StartedBlock }[] = [];
@@ -297,10 +313,13 @@ export async function consumeGuardEvents(
       record.state = evaluated.state;
       for (const block of evaluated.started) started.push({ scope: name, country: '*', block });
     }
-    if (await deps.store.save(batch)) {
-      for (const { scope: name, country: code, block } of started) deps.onBlockStarted?.(name, code, block);
-      return started.map(({ block }) => block);
+    const saved = await deps.store.save(batch);
+    for (const { scope: name, country: code, block } of started) {
+      if (!saved.written.has(code === '*' ? name : countryKey(name, code))) continue;
+      deps.onBlockStarted?.(name, code, block);
+      told.push(block);
     }
+    if (saved.complete) return told;
     if (attempt + 1 >= MAX_ATTEMPTS) throw new Error('the guard state kept changing under this batch');
   }
 }
