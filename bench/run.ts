@@ -61,7 +61,7 @@ const PLAN = quick
       levels: [1, 8],
       durationS: 2,
       coldRuns: 3,
-      guard: { sendsPerSecond: 10, warmupSeconds: 60, measuredSeconds: 20 },
+      guard: { sendsPerSecond: 10, warmupSeconds: 120, measuredSeconds: 60 },
       capacity: { sample: 20, seconds: 5 },
     }
   : {
@@ -72,7 +72,7 @@ const PLAN = quick
       levels: [1, 8, 32],
       durationS: 5,
       coldRuns: 20,
-      guard: { sendsPerSecond: 10, warmupSeconds: 600, measuredSeconds: 60 },
+      guard: { sendsPerSecond: 10, warmupSeconds: 600, measuredSeconds: 120 },
       capacity: { sample: 100, seconds: 10 },
     };
 

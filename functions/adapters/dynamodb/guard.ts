@@ -10,7 +10,7 @@
  * costs units by size, so packing them is most of the consumer's bill saved (docs/guard.md). Items written before
  * packing (`stats`, `report` as strings) are still read.
  */
-import { brotliCompressSync, brotliDecompressSync, constants as zlib } from 'node:zlib';
+import type * as Zlib from 'node:zlib';
 import {
   BatchGetCommand,
   GetCommand,
@@ -51,9 +51,18 @@ import { isConditionFailure, queryAll, updateExisting } from './requests';
 
 type Item = Record<string, unknown>;
 
+/**
+ * zlib on first use: the send path imports this module for the state it reads and never packs, and loading zlib
+ * would add milliseconds to its cold start.
+ */
+let zlibModule: typeof Zlib | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const zlib = (): typeof Zlib => (zlibModule ??= require('node:zlib') as typeof Zlib);
+
 const parse = <T>(item: Item | undefined, attribute: string): T | undefined => {
   const packed = item?.[`${attribute}_packed`];
-  if (packed instanceof Uint8Array) return JSON.parse(brotliDecompressSync(packed).toString('utf8')) as T;
+  if (packed instanceof Uint8Array)
+    return JSON.parse(zlib().brotliDecompressSync(packed).toString('utf8')) as T;
   return typeof item?.[attribute] === 'string' ? (JSON.parse(item[attribute]) as T) : undefined;
 };
 
@@ -62,7 +71,9 @@ const parse = <T>(item: Item | undefined, attribute: string): T | undefined => {
  * that runs once per batching window.
  */
 const pack = (value: unknown): Uint8Array =>
-  brotliCompressSync(JSON.stringify(value), { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } });
+  zlib().brotliCompressSync(JSON.stringify(value), {
+    params: { [zlib().constants.BROTLI_PARAM_QUALITY]: 11 },
+  });
 
 /** The keys a send to `country` adds to its BatchGetItem: the service's country and scope state, the global one. */
 export function guardViewKeys(serviceSid: string, country: string): ItemKey[] {
