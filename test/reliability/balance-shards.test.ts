@@ -68,14 +68,19 @@ describe('spreading a balance', () => {
     expect(await shardBalances(account)).toEqual([16_668, 16_667, 16_667, 16_667, 16_667, 16_667]);
   });
 
-  it('a top-up is spread over the shards, with one credit line', async () => {
+  it('a top-up is spread over the four poorest shards, with one credit line', async () => {
     const account = await books.open(0);
     await spread(account, 4);
     expect(await books.topUp(account, 1_003)).toBe(1_003);
     expect(await shardBalances(account)).toEqual([251, 251, 251, 250]);
+    // Over 8 shards, the next goes to the four that hold least (the new, empty ones), not to all eight.
+    await spread(account, 8);
+    expect(await shardBalances(account)).toEqual([126, 126, 126, 125, 125, 125, 125, 125]);
+    expect(await books.topUp(account, 400)).toBe(1_403);
+    expect(await shardBalances(account)).toEqual([126, 126, 126, 225, 225, 225, 225, 125]);
     expect(await harness.accounts.balanceAudit(account.serviceSid)).toMatchObject({
       difference: 0,
-      creditLines: 1,
+      creditLines: 2,
     });
   });
 });

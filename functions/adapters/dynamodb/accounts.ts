@@ -40,6 +40,10 @@ import { queryServiceChildren } from './service-children';
 
 /** Writes of a new spread, while sends keep changing the shards it read. */
 const SPREAD_ATTEMPTS = 5;
+/** The shards one top-up adds to, the poorest first. */
+const TOP_UP_SHARDS = 4;
+/** Transactions of one top-up while sends in progress cancel it. */
+const CREDIT_ATTEMPTS = 6;
 
 type TransactItem = NonNullable<
   ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
@@ -234,7 +238,11 @@ export class DynamoAccountStore implements AccountStore {
     ]);
   }
 
-  /** A top-up spread evenly over the balance's shards, so that every shard can pay again. */
+  /**
+   * A top-up spread over the poorest shards (at most `TOP_UP_SHARDS`): every shard a transaction touches is one
+   * more that a send in progress can cancel it on, so a busy service's top-up does not touch them all; the sends
+   * pay from several shards when the one they draw on runs dry. Tried again while sends keep cancelling it.
+   */
   async credit(serviceSid: string, line: CreditLine, audit: AuditRecord): Promise<number> {
     const shards = line.reason === 'reconcile' ? 1 : await this.balanceShardsOf(serviceSid);
     const add = (shard: number, units: number): TransactItem => ({
@@ -246,15 +254,33 @@ export class DynamoAccountStore implements AccountStore {
         ExpressionAttributeValues: { ':units': units },
       },
     });
-    await this.transact([
-      ...(line.reason === 'reconcile'
-        ? [this.serviceExists(serviceSid)]
-        : spreadEvenly(line.amount, shards).flatMap((units, shard) =>
-            units !== 0 || shard === 0 ? [add(shard, units)] : [],
-          )),
-      this.put(this.creditItem(serviceSid, line)),
-      this.put(auditToItem(audit)),
-    ]);
+    for (let attempt = 0; ; attempt++) {
+      let balanceWrites: TransactItem[] = [this.serviceExists(serviceSid)];
+      if (line.reason !== 'reconcile' && shards === 1) balanceWrites = [add(0, line.amount)];
+      else if (line.reason !== 'reconcile') {
+        const balances = await readShardBalances(this.client, this.tableName, serviceSid, shards);
+        const poorest = balances
+          .map((balance, shard) => ({ balance, shard }))
+          .sort((x, y) => x.balance - y.balance || x.shard - y.shard)
+          .slice(0, TOP_UP_SHARDS)
+          .map(({ shard }) => shard);
+        balanceWrites = spreadEvenly(line.amount, poorest.length).map((units, i) => add(poorest[i]!, units));
+      }
+      try {
+        await this.transact([
+          ...balanceWrites,
+          this.put(this.creditItem(serviceSid, line)),
+          this.put(auditToItem(audit)),
+        ]);
+        break;
+      } catch (error) {
+        const conflict =
+          error instanceof TransactionCanceledException &&
+          (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict');
+        if (!conflict || attempt + 1 >= CREDIT_ATTEMPTS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+      }
+    }
     // A transaction returns no values: the balance after, read at once (later sends may already have spent).
     return (await this.getService(serviceSid))!.balance;
   }
