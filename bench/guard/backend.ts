@@ -436,6 +436,11 @@ function createDynamoDocument(endpoint: string, count: () => void): DynamoDBDocu
 export async function dynamoBench(db: BenchDb, options: BenchOptions): Promise<GuardBench> {
   const table = await addTable(db);
   const account = await createAccount(table, 1_000_000_000);
+  // The same service as in memory: the scenario's allow-list, or none (a service that keeps the countries it
+  // already sends to), not a new service's default one (which leaves out the high-risk countries).
+  await table.accounts.setRules({ actor: 'bench' }, account.serviceSid, {
+    allowedCountries: options.allowedCountries ?? null,
+  });
   await new DynamoGuardAdmin(table.documents, table.tableName).setLevel(account.serviceSid, options.level);
   let requests = 0;
   const client = createDynamoDocument(table.endpoint, () => requests++);
