@@ -59,6 +59,7 @@ async function main(): Promise<void> {
         all.map((result) => result.ratioToBaseline),
         2,
       ),
+      byRound: all.map((result) => result.ratioToBaseline).join(' '),
       answer: measured[0]?.answer,
       error: first.error ?? measured.find((run) => run?.error)?.error,
       largest: first.largest.map((part) => `${part.source} ${part.kb}`).join(', '),
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${header}\n`);
   for (const row of rows) {
     process.stdout.write(
-      `${row.entry.padEnd(30)} ${String(row.kb).padStart(6)} KB  starts ${byRound[0]!.find((r) => r.entry === row.entry)?.workflowStarts ?? 0} secrets ${byRound[0]!.find((r) => r.entry === row.entry)?.secretReads ?? 0}  require ${row.requireMs ?? '-'}  first invoke ${row.firstInvokeMs ?? '-'}  spawn to answer ${row.spawnToAnswerMs ?? '-'}  baseline beside ${row.pairedBaselineMs ?? '-'}  ratio ${row.ratio ?? '-'}  ${row.error ?? row.answer ?? ''}\n    ${row.largest}\n`,
+      `${row.entry.padEnd(30)} ${String(row.kb).padStart(6)} KB  starts ${byRound[0]!.find((r) => r.entry === row.entry)?.workflowStarts ?? 0} secrets ${byRound[0]!.find((r) => r.entry === row.entry)?.secretReads ?? 0}  require ${row.requireMs ?? '-'}  first invoke ${row.firstInvokeMs ?? '-'}  spawn to answer ${row.spawnToAnswerMs ?? '-'}  baseline beside ${row.pairedBaselineMs ?? '-'}  ratio ${row.ratio ?? '-'} (by round: ${row.byRound})  ${row.error ?? row.answer ?? ''}\n    ${row.largest}\n`,
     );
   }
   if (jsonFile) writeFileSync(jsonFile, `${JSON.stringify({ header, rows, byRound }, null, 2)}\n`);

@@ -17,7 +17,7 @@ import { deriveKey } from '../functions/adapters/crypto';
 import { SIGNATURE_HEADER, signPayload } from '../functions/adapters/providers/signature';
 import { checkEvent, fetchEvent, lambdaContext, receiptEvent, sendEvent, type Caller } from './events';
 import { AUTH, DynamoMeter, diffTotals, type Totals } from './meter';
-import type { BenchService } from './service';
+import { LOCAL_CARRIER_PATH, type BenchService } from './service';
 import { NumberSource, type BenchDb } from './setup';
 import { distribution, median, percentile, round, type Distribution } from './stats';
 
@@ -56,6 +56,31 @@ interface TaskLatency {
   task: string;
   duration: Distribution;
   dynamo: Distribution;
+  /**
+   * Time inside the carrier's API call (the deliver task's): the simulated carrier answers over loopback in this
+   * same process, so its own work is not the function's. The cost model prices an assumed carrier call instead.
+   */
+  carrier?: Distribution;
+}
+
+/** Wall time spent in `fetch` calls to the simulated carrier, summed, while installed. */
+function carrierMeter() {
+  const original = globalThis.fetch;
+  const meter = { busyMs: 0, uninstall: () => void (globalThis.fetch = original) };
+  globalThis.fetch = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (!url.includes(LOCAL_CARRIER_PATH)) return original(input, init);
+    const started = performance.now();
+    try {
+      const response = await original(input, init);
+      // The body is read by the provider after this resolves: read it here, inside the timed span.
+      const body = await response.arrayBuffer();
+      return new Response(body, { status: response.status, headers: response.headers });
+    } finally {
+      meter.busyMs += performance.now() - started;
+    }
+  };
+  return meter;
 }
 
 export interface LatencyResults {
@@ -321,6 +346,8 @@ async function measureTasks(
   const receiptMeter = service.meters.receipts;
   const durations = { deliver: [] as number[], afterWait: [] as number[], receipt: [] as number[] };
   const dynamo = { deliver: [] as number[], afterWait: [] as number[], receipt: [] as number[] };
+  const carrierMs: number[] = [];
+  const carrier = carrierMeter();
   const waitSeconds = service.taskDeps.settings.channelWaitSeconds;
   try {
     for (let i = 0; i < iterations + 20; i++) {
@@ -332,11 +359,13 @@ async function measureTasks(
       service.random.forget(sid);
 
       let busy = meter.busyMs;
+      const carrierBusy = carrier.busyMs;
       let started = performance.now();
       const delivered = await deliverOverChannel(service.taskDeps, { sid, channelIndex: 0, waitSeconds });
       if (keep) {
         durations.deliver.push(performance.now() - started);
         dynamo.deliver.push(meter.busyMs - busy);
+        carrierMs.push(carrier.busyMs - carrierBusy);
       }
       if (delivered.next !== 'wait') throw new Error(`deliver task answered ${delivered.next}`);
 
@@ -370,6 +399,7 @@ async function measureTasks(
         throw new Error(`after-wait task saw ${after.deliveryStatus}`);
     }
   } finally {
+    carrier.uninstall();
     service.carrier.clearRules();
   }
   return [
@@ -377,6 +407,7 @@ async function measureTasks(
       task: 'deliver (task)',
       duration: distribution(durations.deliver),
       dynamo: distribution(dynamo.deliver),
+      carrier: distribution(carrierMs),
     },
     {
       task: 'receipt handler',

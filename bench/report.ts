@@ -503,7 +503,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
   out.push('');
   out.push(
     render(
-      ['delivery side', 'n', 'mean', 'p50', 'p95', 'DynamoDB p50'],
+      ['delivery side', 'n', 'mean', 'p50', 'p95', 'DynamoDB p50', 'carrier call p50'],
       lat.tasks.map((entry) => [
         entry.task,
         entry.duration.n,
@@ -511,6 +511,7 @@ export function renderReport(results: BenchResults, markdown = false): string {
         entry.duration.p50,
         entry.duration.p95,
         entry.dynamo.p50,
+        entry.carrier?.p50 ?? '-',
       ]),
     ),
   );

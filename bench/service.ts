@@ -30,6 +30,9 @@ import {
   type BenchDb,
 } from './setup';
 
+/** Where the simulated carrier answers, on the bench's own HTTP server. */
+export const LOCAL_CARRIER_PATH = '/_local/carrier';
+
 export interface BenchService {
   masterKey: string;
   /**
@@ -123,7 +126,7 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     db,
     masterKey,
     settings: options.settings,
-    carrierUrl: `${url}/_local/carrier`,
+    carrierUrl: `${url}${LOCAL_CARRIER_PATH}`,
     random,
     logger,
   };
@@ -180,7 +183,7 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     local: [
       {
         method: 'POST',
-        path: '/_local/carrier/messages',
+        path: `${LOCAL_CARRIER_PATH}/messages`,
         handle: ({ headers, body }) => {
           if (!carrier.isAuthorized(headers.authorization))
             return { status: 401, body: { error: 'unauthorized' } };

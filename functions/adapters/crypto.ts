@@ -76,6 +76,10 @@ export class HmacApiKeyTagger implements ApiKeyTagger {
     return this.keys.ready?.() ?? Promise.resolve();
   }
 
+  isReady(): boolean {
+    return this.keys.isReady?.() ?? true;
+  }
+
   tag(signed: string): string {
     const mac = createHmac('sha256', (this.tagKey ??= this.keys.key('api-key-tag')))
       .update(signed)

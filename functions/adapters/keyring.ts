@@ -26,6 +26,8 @@ export interface KeyRing {
   key(purpose: KeyPurpose): Buffer;
   /** Settles when the keys can be asked for; absent when they always can. */
   ready?(): Promise<void>;
+  /** False while `ready` would still wait; absent when the keys always can be asked for. */
+  isReady?(): boolean;
 }
 
 /**
@@ -69,6 +71,7 @@ export function deferredKeyRing(
       return loaded.key(purpose);
     },
     ready,
+    isReady: () => loaded !== undefined,
   };
 }
 

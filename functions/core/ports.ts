@@ -260,6 +260,8 @@ export interface DeliveryInput {
 export interface ApiKeyTagger {
   /** Settles when the key is loaded (a deployed function reads it at its first invocation). Absent: always. */
   ready?(): Promise<void>;
+  /** False while `ready` would still wait (a cold instance). Absent: always ready. */
+  isReady?(): boolean;
   /** The tag of `signed` (the key's prefix and body): base64url, `API_KEY_TAG_LENGTH` characters. */
   tag(signed: string): string;
 }

@@ -21,6 +21,7 @@ import {
   systemClock,
 } from '../../functions/adapters/crypto';
 import { apiKeyToItems } from '../../functions/adapters/dynamodb/items';
+import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/adapters/keyring';
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { API_KEY_GUARD_DEFAULTS, ApiKeyGuard } from '../../functions/http/middleware';
@@ -72,7 +73,12 @@ afterAll(() => {
 
 /** A warm function instance: its own handler, guard (on the wall clock, as deployed) and DynamoDB client. */
 function instance(
-  options: { clock?: FakeClock; legacyApiKeysUntil?: Date; guard?: typeof API_KEY_GUARD_DEFAULTS } = {},
+  options: {
+    clock?: FakeClock;
+    legacyApiKeysUntil?: Date;
+    guard?: typeof API_KEY_GUARD_DEFAULTS;
+    keys?: KeyRing;
+  } = {},
 ) {
   const client = createDocumentClient({ endpoint: dynamoEndpoint() });
   clients.push(client);
@@ -84,7 +90,7 @@ function instance(
       clock: options.clock ?? new FakeClock(),
       // High enough that no real key of these tests meets its own per-key limit.
       settings: { keyRequestsPerMinute: 100_000 },
-      apiKeyTagger: new HmacApiKeyTagger(MASTER_KEY),
+      apiKeyTagger: new HmacApiKeyTagger(options.keys ?? MASTER_KEY),
       legacyApiKeysUntil: options.legacyApiKeysUntil,
       logger: silentLogger,
     },
@@ -170,6 +176,43 @@ describe('a made-up key of the tagged format', () => {
     const [key] = await freshKeys(1);
     expect((await a.fetch(key!)).status).toBe(404);
     expect(a.calls().filter((call) => call.pks.some((pk) => pk.startsWith('APIKEY#')))).toHaveLength(1);
+  });
+});
+
+describe('a cold instance, its key secret still being read', () => {
+  /** An instance whose key secret arrives when the test says so. */
+  function cold() {
+    let arrive = () => {};
+    const read = new Promise<KeyRing>((resolve) => (arrive = () => resolve(masterKeyRing(MASTER_KEY))));
+    return { ...instance({ keys: deferredKeyRing(() => read) }), arrive };
+  }
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+  it("makes the request's own read beside the secret's, and its key write once the key is checked", async () => {
+    const [apiKey] = await freshKeys(1);
+    const a = cold();
+    const answer = a.fetch(apiKey!);
+    await settled();
+    // The fetch's GetItem went out while the secret was on its way; nothing touched the key's item yet.
+    expect(a.calls().map((call) => call.operation)).toEqual(['GetItem']);
+    a.arrive();
+    expect((await answer).status).toBe(404);
+    expect(a.calls().map((call) => call.operation)).toEqual(['GetItem', 'UpdateItem']);
+    // Warm now: a forged key costs nothing again.
+    a.resetCalls();
+    expect((await a.fetch(forgedKey())).status).toBe(401);
+    expect(a.calls()).toEqual([]);
+  });
+
+  it('answers a forged key 401 once the secret is read, having written nothing', async () => {
+    const a = cold();
+    const answer = a.fetch(forgedKey());
+    await settled();
+    a.arrive();
+    const refused = await answer;
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('unauthorized');
+    expect(a.calls().map((call) => call.operation)).toEqual(['GetItem']);
   });
 });
 
