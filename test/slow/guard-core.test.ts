@@ -232,6 +232,61 @@ describe('signals', () => {
     expect(await code('+4915123456789')).toBe('sent');
   });
 
+  it('country surge: a flood minutes old is closed by its unchecked burst, before the typing pace would', async () => {
+    await baseline(established(), 2);
+    const at = now() - 90_000;
+    // 30 unchecked sends 90 s old: real users would have checked only some by now, so the conversion test alone
+    // does not conclude; past what the half hour's checked codes vouch for, they close the country.
+    const flood = (count: number) =>
+      Array.from({ length: count }, (_, i) => sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at));
+    await consume(flood(18));
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toBeUndefined();
+    await consume(flood(30).slice(18));
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toMatchObject({
+      reason: 'country_surge',
+      level: 'standard',
+    });
+    expect(await code(notProbe((n) => gb(1_000_500 + n)))).toBe('blocked_by_policy');
+  });
+
+  it('country surge: the closure is renewed while the surge goes on, refused, and its few probes go unchecked', async () => {
+    await baseline(established(), 2);
+    let sent = 0;
+    const flood = (at: number, count: number, accepted = true) =>
+      Array.from({ length: count }, () => {
+        const i = sent++;
+        return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
+      });
+    await consume(flood(now() - 90_000, 30));
+    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    expect(closed.reason).toBe('country_surge');
+    // 20 minutes on: the flood went on, refused, and three probes went through, their codes never checked.
+    for (let minute = 1; minute <= 20; minute++) {
+      world.clock.advance(MINUTE);
+      await consume([...flood(now(), 10, false), ...(minute % 6 === 0 ? flood(now(), 1) : [])]);
+    }
+    const renewed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    // Renewed for a full hold once the third probe was in (minute 18), past the first hold's end.
+    expect(renewed.until).toBe(now() - 2 * MINUTE + 30 * MINUTE);
+    expect(renewed.until).toBeGreaterThan(closed.until);
+    expect(renewed.since).toBe(closed.since);
+  });
+
+  it('country surge: without the surge, a few unchecked probes do not renew the closure', async () => {
+    await baseline(established(), 2);
+    await consume(
+      Array.from({ length: 30 }, (_, i) =>
+        sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), now() - 90_000),
+      ),
+    );
+    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    for (let minute = 1; minute <= 20; minute++) {
+      world.clock.advance(MINUTE);
+      await consume(minute % 6 === 0 ? [sendEvent(gb(2_222_000 + minute))] : []);
+    }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+  });
+
   it('never-seen countries: unchecked sends to new countries block new countries once the service has a baseline', async () => {
     await baseline([...established(), ...established().map((e) => e.replace('+4474', '+4475'))], 3);
     const at = now() - 10 * MINUTE;

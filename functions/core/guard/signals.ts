@@ -56,9 +56,13 @@ const LEGIT_FLOOR_CONVERSION = 0.3;
  * users' checked codes vouch for as many unchecked sends).
  */
 const UNCHECKED_BURST = 20;
+/** The same in a country surge where the service has a baseline (its rules have more to go on). */
+const SURGE_UNCHECKED_BURST = 30;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
 const PROBE_PER_MILLE = 20;
 const PROBE_PERIOD_MS = 15 * MINUTE;
+/** Probes, none checked beyond half what real users would, that renew a block whose rule still fires. */
+const PROBES_TO_CONFIRM = 3;
 
 const RECENT_MS = 60 * MINUTE;
 const RANGE_BUCKET_MS = 5 * MINUTE;
@@ -721,6 +725,7 @@ function carry<T extends { since: number; until: number; probes?: ProbeCohorts; 
   hold: number,
   now: number,
   onVindicated: () => void,
+  stillFiring = false,
 ): T | undefined {
   if (block.until <= now) return undefined;
   const probes = cohortsOf(block.probes ?? {}, MINUTE, now - RECENT_MS);
@@ -730,7 +735,11 @@ function carry<T extends { since: number; until: number; probes?: ProbeCohorts; 
     return undefined;
   }
   const kept = { ...block, ...(block.probes && { probes: trimProbes(block.probes, now) }) };
-  if (damning(evidence, LOG_ALPHA.renew) && block.until < now + hold / 2) {
+  // While the block's own signal still holds (the surge goes on, refused), a few probes checked no better than
+  // the rule assumed suffice: at 2 % of a flood, the probes of one hold are too few for the test alone.
+  const confirmed =
+    stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked <= 0.5 * evidence.expected;
+  if ((confirmed || damning(evidence, LOG_ALPHA.renew)) && block.until < now + hold / 2) {
     kept.until = now + hold;
     kept.probes = {};
   }
@@ -920,13 +929,25 @@ export function evaluateCountry(
 
   let novelty: NoveltyBlock | undefined;
   let closed: CountryBlock | undefined;
+  // The last 15 minutes' sends (refused ones too) against the country's usual rate.
+  const age = now - stats.base.since;
+  const window = (BASELINE_HALF_LIFE_MS / Math.LN2) * (1 - Math.pow(0.5, age / BASELINE_HALF_LIFE_MS));
+  const usual15 = window > 0 ? (stats.base.s / window) * 15 * MINUTE : 0;
+  const sends15 = sum(
+    Object.entries(stats.minutes)
+      .filter(([key]) => Number(key) * MINUTE >= now - 15 * MINUTE)
+      .map(([, m]) => m.s),
+  );
   if (scope === 'service') {
     const countryPrefix = countryPrefixOf(country) ?? '+';
     const vindicate = () => {
       vindicated[countryPrefix] = now + VINDICATED_MS;
     };
     novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
-    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicate);
+    const surging =
+      previous.closed?.reason === 'country_surge' &&
+      sends15 >= THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
+    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicate, surging);
     const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
     const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
       minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
@@ -987,43 +1008,34 @@ export function evaluateCountry(
       }
 
       // The country's volume far above its usual rate, its codes checked far less than usual.
-      const age = now - stats.base.since;
-      const window = (BASELINE_HALF_LIFE_MS / Math.LN2) * (1 - Math.pow(0.5, age / BASELINE_HALF_LIFE_MS));
-      const usual15 = window > 0 ? (stats.base.s / window) * 15 * MINUTE : 0;
-      const sends15 = sum(
-        Object.entries(stats.minutes)
-          .filter(([key]) => Number(key) * MINUTE >= now - 15 * MINUTE)
-          .map(([, m]) => m.s),
+      // Judged on the surge's own 15 minutes: the half hour's earlier, checked sends would dilute it.
+      const surge = conversionEvidence(
+        minuteCohorts(stats.minutes, now - 15 * MINUTE, (m) => [m.a, m.c]),
+        conversion,
+        now,
       );
+      // Or, in a surge, unchecked sends past what the last half hour's checked codes vouch for (the learning
+      // rule's burst): a flood is stopped in minutes, before the typing pace lets the test above conclude.
+      // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
+      const narrower = novelty?.level === 'standard' || blocks.some((b) => b.level === 'standard');
+      const bursting = !narrower && uncheckedBurstOf(stats, now, SURGE_UNCHECKED_BURST).bursting;
       const surgeLevel = levelOf(
         (l) =>
           startsAt(closed, l) &&
           sends15 >= THRESHOLDS.countrySurge[l].overRate * Math.max(usual15, 2) &&
-          damning(all, LOG_ALPHA.start[l]),
+          (damning(surge, LOG_ALPHA.start[l]) || bursting),
       );
       if (surgeLevel)
         closed = closeCountry(stats, closed, 'country_surge', surgeLevel, now, started, country, {
           sends_15m: sends15,
           usual_15m: round2(usual15),
-          checked: all.checked,
-          expected: round2(all.expected),
+          checked: surge.checked,
+          expected: round2(surge.expected),
         });
     } else if (!countryLifted) {
       // Learning: no baseline yet, so no rule compares with one; the country's checked codes alone decide.
       const level = levelOf((l) => damning(all, LOG_ALPHA.start[l]));
-      const burst = sum(
-        Object.entries(stats.minutes)
-          .filter(([key]) => Number(key) * MINUTE >= now - 10 * MINUTE)
-          .map(([, m]) => m.a),
-      );
-      const checked10 = sum(
-        Object.entries(stats.minutes)
-          .filter(([key]) => Number(key) * MINUTE >= now - 10 * MINUTE)
-          .map(([, m]) => m.c),
-      );
-      const checked30 = sum(cohorts30((m) => [m.c, 0]).map((c) => c.sends));
-      // Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for.
-      const bursting = burst - checked10 >= UNCHECKED_BURST + checked30;
+      const { bursting, burst } = uncheckedBurstOf(stats, now);
       const found = bursting ? 'standard' : level;
       if (found && startsAt(closed, found))
         closed = closeCountry(stats, closed, 'low_conversion', found, now, started, country, {
@@ -1065,6 +1077,22 @@ export function evaluateCountry(
     },
     started,
   };
+}
+
+/** Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for. */
+function uncheckedBurstOf(
+  stats: CountryStats,
+  now: number,
+  threshold = UNCHECKED_BURST,
+): { bursting: boolean; burst: number } {
+  const since = (minutes: number, pick: (m: MinuteBucket) => number) =>
+    sum(
+      Object.entries(stats.minutes)
+        .filter(([key]) => Number(key) * MINUTE >= now - minutes * MINUTE)
+        .map(([, m]) => pick(m)),
+    );
+  const burst = since(10, (m) => m.a);
+  return { bursting: burst - since(10, (m) => m.c) >= threshold + since(30, (m) => m.c), burst };
 }
 
 /** Checked codes in the last 35 minutes that keep a range open while its country is closed. */
