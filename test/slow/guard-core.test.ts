@@ -272,6 +272,26 @@ describe('signals', () => {
     expect(renewed.since).toBe(closed.since);
   });
 
+  it("country surge: a real user's checked code among the probes does not end a closure the surge keeps up", async () => {
+    await baseline(established(), 2);
+    let sent = 0;
+    const flood = (at: number, count: number, accepted = true) =>
+      Array.from({ length: count }, () => {
+        const i = sent++;
+        return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
+      });
+    await consume(flood(now() - 90_000, 30));
+    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    for (let minute = 1; minute <= 20; minute++) {
+      world.clock.advance(MINUTE);
+      const probe = minute % 4 === 0 ? flood(now(), 1) : [];
+      // The second probe is a real user's: checked 40 s later.
+      const checked = minute === 8 ? [conversionEvent(probe[0]!.e164, now(), now() + 40_000)] : [];
+      await consume([...flood(now(), 10, false), ...probe, ...checked]);
+    }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBeGreaterThan(closed.until);
+  });
+
   it('country surge: without the surge, a few unchecked probes do not renew the closure', async () => {
     await baseline(established(), 2);
     await consume(

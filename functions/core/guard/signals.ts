@@ -61,7 +61,7 @@ const SURGE_UNCHECKED_BURST = 30;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
 const PROBE_PER_MILLE = 20;
 const PROBE_PERIOD_MS = 15 * MINUTE;
-/** Probes, none checked beyond half what real users would, that renew a block whose rule still fires. */
+/** Probes, checked less often than real users would, that renew a block whose rule still fires. */
 const PROBES_TO_CONFIRM = 3;
 
 const RECENT_MS = 60 * MINUTE;
@@ -735,10 +735,11 @@ function carry<T extends { since: number; until: number; probes?: ProbeCohorts; 
     return undefined;
   }
   const kept = { ...block, ...(block.probes && { probes: trimProbes(block.probes, now) }) };
-  // While the block's own signal still holds (the surge goes on, refused), a few probes checked no better than
-  // the rule assumed suffice: at 2 % of a flood, the probes of one hold are too few for the test alone.
+  // While the block's own signal still holds (the surge goes on, refused), a few probes checked less often than
+  // the rule assumes real users check suffice: at 2 % of a flood, the probes of one hold are too few for the test
+  // alone, and the country's real users among them check theirs.
   const confirmed =
-    stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked <= 0.5 * evidence.expected;
+    stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
   if ((confirmed || damning(evidence, LOG_ALPHA.renew)) && block.until < now + hold / 2) {
     kept.until = now + hold;
     kept.probes = {};
