@@ -249,7 +249,8 @@ describe('signals', () => {
     expect(await code(notProbe((n) => gb(1_000_500 + n)))).toBe('blocked_by_policy');
   });
 
-  it('country surge: the closure is renewed while the surge goes on, refused, and its few probes go unchecked', async () => {
+  /** A warm GB closed by a flood of 30 unchecked sends 90 s ago; `flood` makes more of it (new numbers). */
+  async function floodClosingGb() {
     await baseline(established(), 2);
     let sent = 0;
     const flood = (at: number, count: number, accepted = true) =>
@@ -258,7 +259,11 @@ describe('signals', () => {
         return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
       });
     await consume(flood(now() - 90_000, 30));
-    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    return { flood, closed: world.store.guard.country(serviceSid, 'GB')!.state.closed! };
+  }
+
+  it('country surge: the closure is renewed while the surge goes on, refused, and its few probes go unchecked', async () => {
+    const { flood, closed } = await floodClosingGb();
     expect(closed.reason).toBe('country_surge');
     // 20 minutes on: the flood went on, refused, and three probes went through, their codes never checked.
     for (let minute = 1; minute <= 20; minute++) {
@@ -273,15 +278,7 @@ describe('signals', () => {
   });
 
   it("country surge: a real user's checked code among the probes does not end a closure the surge keeps up", async () => {
-    await baseline(established(), 2);
-    let sent = 0;
-    const flood = (at: number, count: number, accepted = true) =>
-      Array.from({ length: count }, () => {
-        const i = sent++;
-        return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
-      });
-    await consume(flood(now() - 90_000, 30));
-    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    const { flood, closed } = await floodClosingGb();
     for (let minute = 1; minute <= 20; minute++) {
       world.clock.advance(MINUTE);
       const probe = minute % 4 === 0 ? flood(now(), 1) : [];
