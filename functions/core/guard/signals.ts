@@ -635,6 +635,19 @@ const minuteCohorts = (
       return { at: Number(key) * MINUTE + MINUTE / 2, sends, checked };
     });
 
+/** One field of the country's minute buckets, summed over the last `minutes` minutes. */
+const minutesSum = (
+  stats: CountryStats,
+  now: number,
+  minutes: number,
+  pick: (bucket: MinuteBucket) => number,
+): number =>
+  sum(
+    Object.entries(stats.minutes)
+      .filter(([key]) => Number(key) * MINUTE >= now - minutes * MINUTE)
+      .map(([, m]) => pick(m)),
+  );
+
 const cohortsOf = (counts: Record<string, [number, number]>, width: number, from = 0): Cohort[] =>
   Object.entries(counts)
     .filter(([key]) => Number(key) * width >= from)
@@ -873,17 +886,9 @@ export function evaluateCountry(
   }
 
   // A range's share of the country's recent traffic far above its baseline share, its codes not checked.
-  const country30 = sum(
-    Object.entries(stats.minutes)
-      .filter(([key]) => Number(key) * MINUTE >= now - 30 * MINUTE)
-      .map(([, m]) => m.s),
-  );
+  const country30 = minutesSum(stats, now, 30, (m) => m.s);
   if (baseline) {
-    const accepted30 = sum(
-      Object.entries(stats.minutes)
-        .filter(([key]) => Number(key) * MINUTE >= now - 30 * MINUTE)
-        .map(([, m]) => m.a),
-    );
+    const accepted30 = minutesSum(stats, now, 30, (m) => m.a);
     for (const [range, buckets] of Object.entries(stats.recentRanges)) {
       const inWindow = Object.entries(buckets).filter(
         ([key]) => Number(key) * RANGE_BUCKET_MS >= now - 30 * MINUTE,
@@ -934,11 +939,7 @@ export function evaluateCountry(
   const age = now - stats.base.since;
   const window = (BASELINE_HALF_LIFE_MS / Math.LN2) * (1 - Math.pow(0.5, age / BASELINE_HALF_LIFE_MS));
   const usual15 = window > 0 ? (stats.base.s / window) * 15 * MINUTE : 0;
-  const sends15 = sum(
-    Object.entries(stats.minutes)
-      .filter(([key]) => Number(key) * MINUTE >= now - 15 * MINUTE)
-      .map(([, m]) => m.s),
-  );
+  const sends15 = minutesSum(stats, now, 15, (m) => m.s);
   if (scope === 'service') {
     const countryPrefix = countryPrefixOf(country) ?? '+';
     const vindicate = () => {
@@ -1086,12 +1087,7 @@ function uncheckedBurstOf(
   now: number,
   threshold = UNCHECKED_BURST,
 ): { bursting: boolean; burst: number } {
-  const since = (minutes: number, pick: (m: MinuteBucket) => number) =>
-    sum(
-      Object.entries(stats.minutes)
-        .filter(([key]) => Number(key) * MINUTE >= now - minutes * MINUTE)
-        .map(([, m]) => pick(m)),
-    );
+  const since = (minutes: number, pick: (m: MinuteBucket) => number) => minutesSum(stats, now, minutes, pick);
   const burst = since(10, (m) => m.a);
   return { bursting: burst - since(10, (m) => m.c) >= threshold + since(30, (m) => m.c), burst };
 }
