@@ -11,6 +11,7 @@ import {
   HOUR,
   MINUTE,
   RANGE_SPREAD_MODEL,
+  campaignUsers,
   carrierOutage,
   corporateOnboarding,
   dripAttack,
@@ -165,6 +166,10 @@ export const SCENARIOS: Scenario[] = [
       allowedCountries: served(DAILY_CURVES_MODEL),
     },
   ),
+  legit('campaign', 'Push campaign, ID at 10x, 20 min', 1, (seed, from, to) => [
+    ...base(seed, from, to),
+    ...campaignUsers(seed, 'ID', from + 10 * MINUTE, from + 30 * MINUTE, rateOf('ID', 9)(from)),
+  ]),
   legit('mistype', '30 % wrong code first', 1, (seed, from, to) =>
     mistypes(base(seed, from, to), seed, 0.3, from, to),
   ),

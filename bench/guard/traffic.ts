@@ -192,6 +192,23 @@ export function newCountryUsers(seed: number, country: string, from: number, to:
 }
 
 /**
+ * A push campaign: the country's own users (drawn as its real users are, over its ranges by weight) at `rate` sends
+ * an hour over [from, to), on top of its usual traffic; they check their codes as the country's users do.
+ */
+export function campaignUsers(seed: number, country: string, from: number, to: number, rate: number) {
+  const rand = mulberry32(seed * 31 + 13);
+  const numbers = numbersOf(country);
+  const { conversion } = COUNTRIES[country]!;
+  return arrivals(rand, from, to, () => rate).map((at): PlannedSend => ({
+    at,
+    to: numbers.user(rand),
+    country,
+    group: 'focus',
+    ...legitFollowUp(rand, conversion),
+  }));
+}
+
+/**
  * A company onboards `count` employees whose numbers are one sequential block (NXX-0100 upwards in one of the
  * country's ranges), at random times over [from, to); every one checks the code.
  */
