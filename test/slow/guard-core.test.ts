@@ -289,6 +289,21 @@ describe('signals', () => {
     expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBeGreaterThan(closed.until);
   });
 
+  it('country surge: renewed again while the surge goes on, on the last hour of probes (a hold has too few)', async () => {
+    const { flood } = await floodClosingGb();
+    for (let minute = 1; minute <= 20; minute++) {
+      world.clock.advance(MINUTE);
+      await consume([...flood(now(), 10, false), ...(minute % 6 === 0 ? flood(now(), 1) : [])]);
+    }
+    const renewed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    // 20 more minutes of the refused flood with a single new probe: the hold's own probes are one.
+    for (let minute = 21; minute <= 40; minute++) {
+      world.clock.advance(MINUTE);
+      await consume([...flood(now(), 10, false), ...(minute === 30 ? flood(now(), 1) : [])]);
+    }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBeGreaterThan(renewed.until);
+  });
+
   it('country surge: without the surge, a few unchecked probes do not renew the closure', async () => {
     await baseline(established(), 2);
     await consume(

@@ -755,7 +755,8 @@ function carry<T extends { since: number; until: number; probes?: ProbeCohorts; 
     stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
   if ((confirmed || damning(evidence, LOG_ALPHA.renew)) && block.until < now + hold / 2) {
     kept.until = now + hold;
-    kept.probes = {};
+    // The last hour's probes still count while the surge goes on: a hold's own are too few to renew the next.
+    if (!stillFiring) kept.probes = {};
   }
   return kept;
 }
