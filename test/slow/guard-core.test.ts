@@ -601,6 +601,31 @@ describe('caps', () => {
     expect(await code(gb(21_000_000))).toBe('sent');
   });
 
+  it('a daily cap reached under the hourly block (sends folded late) is a block of its own, told of, past the hour', async () => {
+    const service = world.store.getService(serviceSid)!;
+    world.store.putService({
+      ...service,
+      guard: { level: 'standard', safeList: [], caps: { GB: { hourlySends: 5, dailySends: 8 } } },
+    });
+    const started: string[] = [];
+    const deps = {
+      store: world.store.guard,
+      clock: world.clock,
+      onBlockStarted: (_s: string, _c: string, block: { figures: Record<string, unknown> }) =>
+        started.push(Object.keys(block.figures).join(',')),
+    };
+    const hourStart = Math.floor(now() / 3_600_000) * 3_600_000;
+    const at = Math.max(hourStart, now() - 60_000);
+    const sends = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => sendEvent(gb(1_000_000 + (from + i) * 7_777), at));
+    await consumeGuardEvents(deps, sends(0, 5));
+    // Three more sends accepted before the hourly block reached the send path, folded now: the day's 8.
+    await consumeGuardEvents(deps, sends(5, 3));
+    expect(started).toEqual(['hourly_sends,cap', 'daily_sends,cap']);
+    world.clock.advance(hourStart + 3_600_000 + MINUTE - now());
+    expect(await code(notProbe((n) => gb(21_000_000 + n)))).toBe('blocked_by_policy');
+  });
+
   it('a spend cap counts the prices of accepted sends', async () => {
     const service = world.store.getService(serviceSid)!;
     world.store.putService({

@@ -1050,16 +1050,16 @@ export function evaluateCountry(
     }
   }
 
-  if (scope === 'service' && context.caps) {
-    const cap = capReached(stats, context.caps, now);
-    if (cap)
-      propose({
-        prefix: countryPrefixOf(country) ?? '+',
-        reason: 'country_cap',
-        level: 'standard',
-        until: cap.until,
-        figures: cap.figures,
-      });
+  const cap = scope === 'service' && context.caps ? capReached(stats, context.caps, now) : undefined;
+  if (cap) {
+    const prefix = countryPrefixOf(country) ?? '+';
+    // A longer cap reached under a shorter one's block (the day's, by sends folded late, during the hour's) is a
+    // block of its own: it outlasts the hour, and its owner is told of it.
+    const shorter = blocks.findIndex(
+      (b) => b.reason === 'country_cap' && b.prefix === prefix && b.until > now && b.until < cap.until,
+    );
+    if (shorter >= 0) blocks.splice(shorter, 1);
+    propose({ prefix, reason: 'country_cap', level: 'standard', until: cap.until, figures: cap.figures });
   }
 
   const established = Object.entries(stats.ranges)
@@ -1125,7 +1125,7 @@ function closeCountry(
   return merged.block;
 }
 
-/** The first cap reached, and when it lifts (the end of the hour or the day). */
+/** The cap reached that lasts longest (a day's before an hour's), and when it lifts (the end of that hour or day). */
 function capReached(
   stats: CountryStats,
   caps: CountryCaps,
@@ -1139,10 +1139,11 @@ function capReached(
     [caps.dailySends, day?.[1], (Math.floor(now / DAY) + 1) * DAY, 'daily_sends'],
     [caps.dailySpend, day?.[2], (Math.floor(now / DAY) + 1) * DAY, 'daily_spend'],
   ];
+  let reached: { until: number; figures: Figures } | undefined;
   for (const [cap, value, until, name] of checks)
-    if (cap !== undefined && value !== undefined && value >= cap)
-      return { until, figures: { [name]: value, cap } };
-  return undefined;
+    if (cap !== undefined && value !== undefined && value >= cap && until > (reached?.until ?? 0))
+      reached = { until, figures: { [name]: value, cap } };
+  return reached;
 }
 
 function scopeCohorts(stats: ScopeStats, from: number, pick: (m: ScopeMinute) => [number, number]): Cohort[] {
