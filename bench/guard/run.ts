@@ -11,12 +11,14 @@
  *   --jobs N            child processes (default 2)
  *   --markdown          print a markdown section (commit, seed split, run time, tables) and write it to
  *                       docs/bench-results.md
+ *   --level strict      the guard level the services run at (default `standard`, the level that is reported)
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
- *   --report            print the tables of the last run again, from bench/guard/results.json
- * The raw figures go to bench/guard/results.json.
+ *   --report            print the tables of the last run again (with --markdown, of the published run)
+ * Every run writes its raw figures to bench/guard/last-run.json (git-ignored); a `--markdown` run also to
+ * bench/guard/results.json, the committed figures behind the published tables, so tuning runs leave them alone.
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { formatFile, writeSection } from '../markdown';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
@@ -24,21 +26,24 @@ import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
 import { runScenario, type RunResult, type Tally } from './simulate';
 import { HELD_OUT_SEEDS, TRAINING_SEEDS } from './traffic';
 
-const LEVEL = 'standard';
+type BenchLevel = 'standard' | 'strict';
+const LEVELS: readonly BenchLevel[] = ['standard', 'strict'];
 const RESULTS_FILE = 'bench/guard/results.json';
+const LAST_RUN_FILE = 'bench/guard/last-run.json';
 
 interface Job {
   seed: number;
+  level: BenchLevel;
   scenarios: string[];
 }
 
 type ChildMessage =
   { type: 'result'; result: RunResult } | { type: 'done' } | { type: 'error'; error: string };
 
-const memoryFactory = (scenario: Scenario, guardState?: GuardSnapshot) =>
+const memoryFactory = (level: BenchLevel) => (scenario: Scenario, guardState?: GuardSnapshot) =>
   Promise.resolve(
     memoryBench({
-      level: LEVEL,
+      level,
       ...(scenario.allowedCountries && { allowedCountries: scenario.allowedCountries }),
       ...(guardState && { guardState }),
     }),
@@ -54,7 +59,12 @@ function child(): void {
       try {
         const cache = new Map<string, GuardSnapshot>();
         for (const name of message.job.scenarios) {
-          const result = await runScenario(scenarioByName(name), message.job.seed, memoryFactory, cache);
+          const result = await runScenario(
+            scenarioByName(name),
+            message.job.seed,
+            memoryFactory(message.job.level),
+            cache,
+          );
           process.send!({ type: 'result', result } satisfies ChildMessage);
         }
         process.send!({ type: 'done' } satisfies ChildMessage);
@@ -71,11 +81,12 @@ function child(): void {
 async function matrix(
   seeds: number[],
   scenarios: Scenario[],
+  level: BenchLevel,
   jobs: number,
   onResult: (results: RunResult[]) => void,
 ): Promise<RunResult[]> {
   // The costliest scenarios first within a seed; seeds handed out one at a time to whichever child is free.
-  const queue: Job[] = seeds.map((seed) => ({ seed, scenarios: scenarios.map((s) => s.name) }));
+  const queue: Job[] = seeds.map((seed) => ({ seed, level, scenarios: scenarios.map((s) => s.name) }));
   const total = seeds.length * scenarios.length;
   const results: RunResult[] = [];
   const started = performance.now();
@@ -219,7 +230,7 @@ const usd = (x: number | undefined) => (x === undefined ? '-' : `$${x.toFixed(2)
 
 function markdown(
   summaries: ScenarioSummary[],
-  meta: { commit: string; seeds: number[]; split: string; seconds: number; jobs: number },
+  meta: { commit: string; level: BenchLevel; seeds: number[]; split: string; seconds: number; jobs: number },
 ): string {
   const lines: string[] = [];
   lines.push(`### Pumping guard matrix, commit \`${meta.commit}\``);
@@ -228,7 +239,9 @@ function markdown(
     `Seeds run: ${meta.split}, ${meta.seeds.join(', ')}. Training seeds (tuning only): ${TRAINING_SEEDS.join(', ')}; held-out seeds (reported): ${HELD_OUT_SEEDS.join(', ')}. Warm-ups from seed + 10000.`,
   );
   lines.push('');
-  lines.push(`Level \`${LEVEL}\`, in memory, ${meta.jobs} processes, run time ${meta.seconds.toFixed(0)} s.`);
+  lines.push(
+    `Level \`${meta.level}\`, in memory, ${meta.jobs} processes, run time ${meta.seconds.toFixed(0)} s.`,
+  );
   lines.push('');
   lines.push('Legitimate sends refused (`blocked_by_policy`); worst = the highest seed.');
   lines.push('');
@@ -285,7 +298,7 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
   return lines.join('\n');
 }
 
-async function dynamodbConfirmation(seed: number, names: string[]): Promise<void> {
+async function dynamodbConfirmation(seed: number, names: string[], level: BenchLevel): Promise<void> {
   const db = await startBenchDb();
   try {
     for (const name of names) {
@@ -295,7 +308,7 @@ async function dynamodbConfirmation(seed: number, names: string[]): Promise<void
       );
       const result = await runScenario(scenario, seed, (s) =>
         dynamoBench(db, {
-          level: LEVEL,
+          level,
           ...(s.allowedCountries && { allowedCountries: s.allowedCountries }),
         }),
       );
@@ -310,15 +323,22 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--child')) return child();
   const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  const level = (option('--level') ?? 'standard') as BenchLevel;
+  if (!LEVELS.includes(level)) throw new Error(`--level: one of ${LEVELS.join(', ')}`);
   if (args.includes('--dynamodb'))
     return dynamodbConfirmation(
       Number(option('--seeds')?.split(',')[0] ?? HELD_OUT_SEEDS[0]),
       option('--scenarios')?.split(',') ?? ['warm', 'b_flood'],
+      level,
     );
+  const markdownWanted = args.includes('--markdown');
   if (args.includes('--report')) {
-    // The tables again from the last run's results.json (no run).
-    const last = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as {
+    // The tables again, no run: of the published run for --markdown, else of the last run (on a fresh clone, the
+    // published one).
+    const file = markdownWanted || !existsSync(LAST_RUN_FILE) ? RESULTS_FILE : LAST_RUN_FILE;
+    const last = JSON.parse(readFileSync(file, 'utf8')) as {
       commit: string;
+      level?: BenchLevel;
       seeds: number[];
       split: string;
       seconds: number;
@@ -328,11 +348,11 @@ async function main(): Promise<void> {
       summaries: ScenarioSummary[];
     };
     if (last.partial) last.split += ` (partial: ${last.runs.length} runs)`;
-    const text = args.includes('--markdown')
-      ? markdown(last.summaries, { ...last, jobs: last.jobs ?? 2 })
+    const text = markdownWanted
+      ? markdown(last.summaries, { ...last, level: last.level ?? 'standard', jobs: last.jobs ?? 2 })
       : plain(last.summaries, last.seconds);
     console.log(text);
-    if (args.includes('--markdown')) await writeSection('guard', text);
+    if (markdownWanted) await writeSection('guard', text);
     return;
   }
   const seedsArg = option('--seeds');
@@ -347,7 +367,7 @@ async function main(): Promise<void> {
   const commit = execSync('git rev-parse --short HEAD').toString().trim();
   const started = performance.now();
   process.stderr.write(
-    `${scenarios.length} scenarios x ${seeds.length} seeds (${split}), ${jobs} processes\n`,
+    `${scenarios.length} scenarios x ${seeds.length} seeds (${split}) at ${level}, ${jobs} processes\n`,
   );
   const write = (results: RunResult[], partial: boolean) => {
     const seconds = (performance.now() - started) / 1000;
@@ -355,7 +375,7 @@ async function main(): Promise<void> {
     const summary = {
       commit,
       date: new Date().toISOString(),
-      level: LEVEL,
+      level,
       split,
       seeds,
       jobs,
@@ -364,18 +384,22 @@ async function main(): Promise<void> {
       summaries: summarise(scenarios, runs),
       runs,
     };
-    writeFileSync(RESULTS_FILE, JSON.stringify(summary, null, 1) + '\n');
+    writeFileSync(LAST_RUN_FILE, JSON.stringify(summary, null, 1) + '\n');
     return summary;
   };
   // Written after every run too (marked partial), so an interrupted matrix still has its figures.
-  const results = await matrix(seeds, scenarios, jobs, (soFar) => write(soFar, true));
+  const results = await matrix(seeds, scenarios, level, jobs, (soFar) => write(soFar, true));
   const { summaries, seconds } = write(results, false);
-  await formatFile(RESULTS_FILE);
-  const text = args.includes('--markdown')
-    ? markdown(summaries, { commit, seeds, split, seconds, jobs })
+  const text = markdownWanted
+    ? markdown(summaries, { commit, level, seeds, split, seconds, jobs })
     : plain(summaries, seconds);
   console.log(text);
-  if (args.includes('--markdown')) await writeSection('guard', text);
+  if (markdownWanted) {
+    // The published figures: what docs/bench-results.md shows, and what `--report --markdown` renders again.
+    copyFileSync(LAST_RUN_FILE, RESULTS_FILE);
+    await formatFile(RESULTS_FILE);
+    await writeSection('guard', text);
+  }
 }
 
 main().catch((error: unknown) => {

@@ -102,18 +102,7 @@ it('a balance for exactly N sends, 3N simultaneous sends: exactly N accepted, ba
   const api = harness.client(account);
   const responses = await times(3 * N, () => api.send({ To: freshUsNumber() }));
 
-  const codes = statuses(responses);
-  expect(count(codes, 201)).toBe(N);
-  expect(count(codes, 402)).toBe(2 * N);
-  expect(responses.filter((r) => r.status === 402).every((r) => r.body.code === 'insufficient_funds')).toBe(
-    true,
-  );
-  expect((await harness.accounts.getService(account.serviceSid))!.balance).toBe(0);
-  const accepted = responses.filter((r) => r.status === 201).map((r) => r.body.sid as string);
-  const { verifications, charges } = ledgerOf(await harness.scanTable(), account.serviceSid);
-  expect(charges.map((line) => line.verification_sid).sort()).toEqual([...accepted].sort());
-  expect(verifications.map((item) => item.sid).sort()).toEqual([...accepted].sort());
-  expect(charges.every((line) => line.amount === PRICE_US)).toBe(true);
+  await books.expectSpentExactly(account, responses, N, PRICE_US);
 });
 
 it('top-ups in the middle: 3K sends racing T top-ups on a balance for K: at most K+T accepted, none lost', async () => {
@@ -127,19 +116,7 @@ it('top-ups in the middle: 3K sends racing T top-ups on a balance for K: at most
   );
   const responses = (await Promise.all(work)).filter((r): r is ApiResponse => r !== undefined);
 
-  const accepted = count(statuses(responses), 201);
-  expect(accepted).toBeGreaterThanOrEqual(K);
-  expect(accepted).toBeLessThanOrEqual(K + T);
-  expect(responses.every((r) => r.status === 201 || r.body.code === 'insufficient_funds')).toBe(true);
-  expect((await harness.accounts.getService(account.serviceSid))!.balance).toBe(
-    (K + T - accepted) * PRICE_US,
-  );
-  // The core's own proof, with a credit line for the opening balance and one per top-up.
-  expect(await harness.accounts.balanceAudit(account.serviceSid)).toMatchObject({
-    difference: 0,
-    creditLines: 1 + T,
-    chargeLines: accepted,
-  });
+  await books.expectTopUpsKept(account, responses, { worth: K, topUps: T, price: PRICE_US });
 });
 
 it('simultaneous right and wrong checks: at most one 200, never more than 5 attempts, never negative', async () => {

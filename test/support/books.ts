@@ -5,7 +5,7 @@
  * charge lines. `proveBalances` asks the accounts core the same of its own ledger (credits − charges).
  */
 import { UNITS_PER_USD } from '../../functions/core/money';
-import { BY_TEST, type Account, type Harness } from './harness';
+import { BY_TEST, type Account, type ApiResponse, type Harness } from './harness';
 
 type Item = Record<string, unknown>;
 
@@ -43,6 +43,50 @@ export class Books {
         (audit) =>
           `service ${audit.serviceSid}: balance ${audit.balance}, credits ${audit.credits} - charges ${audit.charges}`,
       );
+  }
+
+  /**
+   * After sends that raced for a balance worth exactly `worth` of them at `price`: that many accepted, the others
+   * refused `insufficient_funds`, the balance 0, and one verification and one charge line of `price` for each
+   * accepted send, none for a refused one.
+   */
+  async expectSpentExactly(account: Account, responses: ApiResponse[], worth: number, price: number) {
+    const accepted = responses.filter((r) => r.status === 201).map((r) => r.body.sid as string);
+    expect(accepted).toHaveLength(worth);
+    const refused = responses.filter((r) => r.status !== 201);
+    expect(refused.map((r) => [r.status, r.body.code])).toEqual(
+      refused.map(() => [402, 'insufficient_funds']),
+    );
+    expect((await this.harness.accounts.getService(account.serviceSid))!.balance).toBe(0);
+    const { verifications, charges } = ledgerOf(await this.harness.scanTable(), account.serviceSid);
+    expect(charges.map((line) => line.verification_sid).sort()).toEqual([...accepted].sort());
+    expect(verifications.map((item) => item.sid).sort()).toEqual([...accepted].sort());
+    expect(charges.every((line) => line.amount === price)).toBe(true);
+  }
+
+  /**
+   * After sends racing `topUps` top-ups of `price` each on a balance worth `worth` sends: between `worth` and
+   * `worth + topUps` accepted, every other refused `insufficient_funds`, what was not spent still held, and the
+   * core's ledger proving it (a credit line for the opening balance and one per top-up). Returns the accepted.
+   */
+  async expectTopUpsKept(
+    account: Account,
+    responses: ApiResponse[],
+    { worth, topUps, price }: { worth: number; topUps: number; price: number },
+  ): Promise<number> {
+    const accepted = responses.filter((r) => r.status === 201).length;
+    expect(accepted).toBeGreaterThanOrEqual(worth);
+    expect(accepted).toBeLessThanOrEqual(worth + topUps);
+    expect(responses.every((r) => r.status === 201 || r.body.code === 'insufficient_funds')).toBe(true);
+    expect((await this.harness.accounts.getService(account.serviceSid))!.balance).toBe(
+      (worth + topUps - accepted) * price,
+    );
+    expect(await this.harness.accounts.balanceAudit(account.serviceSid)).toMatchObject({
+      difference: 0,
+      creditLines: 1 + topUps,
+      chargeLines: accepted,
+    });
+    return accepted;
   }
 
   /** Every breach of the invariants, as readable lines; empty when the books balance. */
