@@ -12,13 +12,17 @@ import { renderReport, type BenchResults, type Target } from './report';
 
 const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
 
-export type Section = 'bench' | 'fees' | 'capacity' | 'guard';
+export type Section = 'bench' | 'fees' | 'capacity' | 'guard' | 'guardStrict';
 
 const SECTIONS: Record<Section, { heading: string; command: string }> = {
   bench: { heading: 'Service', command: 'npm run bench -- --markdown' },
   fees: { heading: 'Provider fees', command: 'npm run bench -- --fees --markdown' },
   capacity: { heading: 'Capacity of one service', command: 'npm run bench -- --capacity --markdown' },
   guard: { heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
+  guardStrict: {
+    heading: 'Pumping guard at strict',
+    command: 'npm run bench:guard -- --level strict --markdown',
+  },
 };
 
 const MAX_CELL_CHARS = 40;

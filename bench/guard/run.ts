@@ -15,11 +15,12 @@
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
  *   --report            print the tables of the last run again (with --markdown, of the published run)
  * Every run writes its raw figures to bench/guard/last-run.json (git-ignored); a `--markdown` run also to
- * bench/guard/results.json, the committed figures behind the published tables, so tuning runs leave them alone.
+ * bench/guard/results.json (results-strict.json at strict, shown in one table), the committed figures behind the
+ * published tables, so tuning runs leave them alone.
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { formatFile, writeSection } from '../markdown';
+import { formatFile, writeSection, type Section } from '../markdown';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
@@ -28,7 +29,12 @@ import { HELD_OUT_SEEDS, TRAINING_SEEDS } from './traffic';
 
 type BenchLevel = 'standard' | 'strict';
 const LEVELS: readonly BenchLevel[] = ['standard', 'strict'];
-const RESULTS_FILE = 'bench/guard/results.json';
+/** The published run's raw figures, by level: what docs/bench-results.md shows. */
+const RESULTS_FILES: Record<BenchLevel, string> = {
+  standard: 'bench/guard/results.json',
+  strict: 'bench/guard/results-strict.json',
+};
+const SECTIONS: Record<BenchLevel, Section> = { standard: 'guard', strict: 'guardStrict' };
 const LAST_RUN_FILE = 'bench/guard/last-run.json';
 
 interface Job {
@@ -278,6 +284,42 @@ function markdown(
   return lines.join('\n');
 }
 
+/**
+ * A level other than the reported one, in one table: what it buys against the attacks and what it costs real
+ * users, beside the full matrix at `standard`.
+ */
+function compactMarkdown(
+  summaries: ScenarioSummary[],
+  meta: { commit: string; level: BenchLevel; split: string; seeds: number[] },
+): string {
+  const lines = [
+    `### At \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
+    '',
+    'Sends refused: worst = the highest seed (legitimate), the lowest (attacks). Own/beside: the own users of a',
+    'legitimate scenario, the legitimate sends beside an attack; worst seed.',
+    '',
+    '| Scenario | Worst | Mean | Own/beside |',
+    '| --- | ---: | ---: | ---: |',
+  ];
+  for (const s of summaries) {
+    const refused = s.kind === 'legit' ? s.legitRefused : s.attackRefused;
+    const beside = s.kind === 'legit' ? s.focusRefused : s.legitRefused;
+    lines.push(`| ${s.name} | ${p(refused?.worst, 1)} | ${p(refused?.mean, 1)} | ${p(beside?.worst, 1)} |`);
+    if (s.afterFirstRefused)
+      lines.push(
+        `| ${s.name}: after 20 | ${p(s.afterFirstRefused.worst, 1)} | ${p(s.afterFirstRefused.mean, 1)} | |`,
+      );
+    if (s.insideRefused)
+      lines.push(`| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | |`);
+  }
+  return lines.join('\n');
+}
+
+const render = (
+  summaries: ScenarioSummary[],
+  meta: { commit: string; level: BenchLevel; seeds: number[]; split: string; seconds: number; jobs: number },
+) => (meta.level === 'standard' ? markdown(summaries, meta) : compactMarkdown(summaries, meta));
+
 function plain(summaries: ScenarioSummary[], seconds: number): string {
   const lines = [`Pumping guard matrix: ${seconds.toFixed(0)} s`];
   for (const s of summaries) {
@@ -335,7 +377,7 @@ async function main(): Promise<void> {
   if (args.includes('--report')) {
     // The tables again, no run: of the published run for --markdown, else of the last run (on a fresh clone, the
     // published one).
-    const file = markdownWanted || !existsSync(LAST_RUN_FILE) ? RESULTS_FILE : LAST_RUN_FILE;
+    const file = markdownWanted || !existsSync(LAST_RUN_FILE) ? RESULTS_FILES[level] : LAST_RUN_FILE;
     const last = JSON.parse(readFileSync(file, 'utf8')) as {
       commit: string;
       level?: BenchLevel;
@@ -348,11 +390,12 @@ async function main(): Promise<void> {
       summaries: ScenarioSummary[];
     };
     if (last.partial) last.split += ` (partial: ${last.runs.length} runs)`;
+    const shown = last.level ?? 'standard';
     const text = markdownWanted
-      ? markdown(last.summaries, { ...last, level: last.level ?? 'standard', jobs: last.jobs ?? 2 })
+      ? render(last.summaries, { ...last, level: shown, jobs: last.jobs ?? 2 })
       : plain(last.summaries, last.seconds);
     console.log(text);
-    if (markdownWanted) await writeSection('guard', text);
+    if (markdownWanted) await writeSection(SECTIONS[shown], text);
     return;
   }
   const seedsArg = option('--seeds');
@@ -391,14 +434,14 @@ async function main(): Promise<void> {
   const results = await matrix(seeds, scenarios, level, jobs, (soFar) => write(soFar, true));
   const { summaries, seconds } = write(results, false);
   const text = markdownWanted
-    ? markdown(summaries, { commit, level, seeds, split, seconds, jobs })
+    ? render(summaries, { commit, level, seeds, split, seconds, jobs })
     : plain(summaries, seconds);
   console.log(text);
   if (markdownWanted) {
     // The published figures: what docs/bench-results.md shows, and what `--report --markdown` renders again.
-    copyFileSync(LAST_RUN_FILE, RESULTS_FILE);
-    await formatFile(RESULTS_FILE);
-    await writeSection('guard', text);
+    copyFileSync(LAST_RUN_FILE, RESULTS_FILES[level]);
+    await formatFile(RESULTS_FILES[level]);
+    await writeSection(SECTIONS[level], text);
   }
 }
 
