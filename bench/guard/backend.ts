@@ -207,13 +207,21 @@ class BenchGuardStore implements GuardSignalStore {
   private readonly countries: Map<string, CountryRecord>;
   private readonly scopes: Map<string, ScopeRecord>;
 
-  constructor(from?: GuardSnapshot) {
+  /** `strict`: the services at `strict` (the service's level lives on its item, which this store does not hold). */
+  constructor(
+    from: GuardSnapshot | undefined,
+    private readonly strict: ReadonlySet<string>,
+  ) {
     this.countries = from ? structuredClone(from.countries) : new Map();
     this.scopes = from ? structuredClone(from.scopes) : new Map();
   }
 
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
-    const batch: GuardBatch = { countries: new Map(), scopes: new Map() };
+    const batch: GuardBatch = {
+      countries: new Map(),
+      scopes: new Map(),
+      strict: new Set(scopes.filter((scope) => this.strict.has(scope))),
+    };
     for (const { scope, country } of countries) {
       const key = countryKey(scope, country);
       const record = this.countries.get(key);
@@ -245,7 +253,10 @@ class BenchGuardStore implements GuardSignalStore {
 
 export function memoryBench(options: BenchOptions): GuardBench {
   const store = new MemoryStore();
-  const guard = new BenchGuardStore(options.guardState);
+  const guard = new BenchGuardStore(
+    options.guardState,
+    new Set(options.level === 'strict' ? [SERVICE_SID] : []),
+  );
   store.putService({
     sid: SERVICE_SID,
     name: 'Bench',

@@ -320,3 +320,27 @@ describe("the consumer's health", () => {
     expect(await everything(t)).toEqual(before);
   });
 });
+
+test("the consumer reads each service's caps and level off its item: the strict rules run for strict services", async () => {
+  const t = await table();
+  const store = new DynamoGuardStore(t.client, t.tableName);
+  const strictSid = `VA${'d'.repeat(32)}`;
+  for (const [sid, level] of [
+    [serviceSid, 'standard'],
+    [strictSid, 'strict'],
+  ])
+    await t.client.send(
+      new PutCommand({
+        TableName: t.tableName,
+        Item: {
+          ...keys.service(sid!),
+          guard_level: level,
+          guard_safe_list: [],
+          ...(level === 'strict' && { guard_caps: { GB: { hourlySends: 5 } } }),
+        },
+      }),
+    );
+  const batch = await store.load([], [serviceSid, strictSid]);
+  expect([...batch.strict!]).toEqual([strictSid]);
+  expect(Object.fromEntries(batch.caps!)).toEqual({ [strictSid]: { GB: { hourlySends: 5 } } });
+});

@@ -354,6 +354,93 @@ describe('signals', () => {
   });
 });
 
+describe('strict: a flood closed on its volume, before its codes can be judged', () => {
+  /** 12 sends seconds old, spread over six GB ranges the service never sent to (+447404 to +447409). */
+  const novelFlood = (at: number, from = 0) =>
+    Array.from({ length: 12 }, (_, i) => sendEvent(gb((4 + (i % 6)) * 1_000_000 + 100 + from + i * 7), at));
+  const closed = () => world.store.guard.country(serviceSid, 'GB')!.state.closed;
+  /** Something folded for GB now, so that its rules run again (a refused send). */
+  const tick = () => consume([{ ...sendEvent(gb(2_500_123)), accepted: false }]);
+
+  it('closes the country of a service at strict, provisionally, for minutes', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000));
+    expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
+    expect(closed()!.until).toBe(now() + 4 * MINUTE);
+    expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('blocked_by_policy');
+  });
+
+  it('never runs for a service at standard: no closure, so its users are not even counted as probes', async () => {
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000));
+    expect(closed()).toBeUndefined();
+    expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('sent');
+  });
+
+  it('not on volume the country usually has, nor on one range (its own rules judge a range)', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000).slice(0, 9));
+    expect(closed()).toBeUndefined();
+    await consume(Array.from({ length: 12 }, (_, i) => sendEvent(gb(6_000_100 + i * 37), now() - 20_000)));
+    expect(closed()).toBeUndefined();
+  });
+
+  it('kept when the codes that started it go unchecked: a closure of its own, held', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000));
+    world.clock.advance(MINUTE);
+    await tick();
+    expect(closed()!.provisional).toBeUndefined();
+    expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict' });
+    expect(closed()!.until).toBe(now() + 30 * MINUTE);
+  });
+
+  it('standard evidence after it is told of as a block that starts: services at standard never saw the strict one', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    const started: string[] = [];
+    const consumeTelling = (events: GuardEvent[]) =>
+      consumeGuardEvents(
+        {
+          store: world.store.guard,
+          clock: world.clock,
+          onBlockStarted: (_s, _c, block) => started.push(`${block.reason}/${block.level}`),
+        },
+        events,
+      );
+    await consumeTelling(novelFlood(now() - 20_000));
+    expect(started).toEqual(['country_surge/strict']);
+    // The flood goes on over the whole numbering: its unchecked burst is standard evidence.
+    await consumeTelling(
+      Array.from({ length: 30 }, (_, i) =>
+        sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), now() - 90_000),
+      ),
+    );
+    expect(started).toEqual(['country_surge/strict', 'country_surge/standard']);
+    expect(closed()).toMatchObject({ level: 'standard' });
+    expect(closed()!.provisional).toBeUndefined();
+  });
+
+  it('lifted once a crowd checks its codes, and that rule then leaves the country alone', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    const at = now() - 20_000;
+    const crowd = novelFlood(at);
+    await consume(crowd);
+    expect(closed()?.provisional).toBe(true);
+    world.clock.advance(40_000);
+    // Three of the twelve checked within a minute of their send, as real users type theirs.
+    await consume(crowd.slice(0, 3).map((s) => conversionEvent(s.e164, at, at + 45_000)));
+    expect(closed()).toBeUndefined();
+    world.clock.advance(MINUTE);
+    await consume(novelFlood(now() - 10_000, 1_000));
+    expect(closed()).toBeUndefined();
+  });
+});
+
 describe('learning: a service or country without a baseline', () => {
   it('a brand-new service whose users check their codes is never refused, whatever its volume and spread', async () => {
     const events: GuardEvent[] = [];

@@ -201,10 +201,12 @@ export class DynamoGuardStore implements GuardSignalStore {
         .filter((item) => item.type === 'guard_state' && typeof item.state === 'string')
         .map((item) => [`${String(item.pk)}/${String(item.sk)}`, item.state as string]),
     );
-    const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map() };
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map(), strict: new Set() };
     for (const scope of scopes) {
-      const caps = find(keys.service(scope))?.guard_caps;
+      const service = find(keys.service(scope));
+      const caps = service?.guard_caps;
       if (caps && typeof caps === 'object') batch.caps!.set(scope, caps as Record<string, CountryCaps>);
+      if (service?.guard_level === 'strict') batch.strict!.add(scope);
     }
     for (const { scope, country } of countries) {
       const stats = find(keys.guardCountryStats(scope, country));

@@ -12,7 +12,8 @@ import {
   type SavedRecords,
   type ScopeRecord,
 } from '../../core/guard/consumer';
-import type { CountryCaps, GuardView } from '../../core/guard/model';
+import type { GuardView } from '../../core/guard/model';
+import type { ServiceGuardSettings } from '../../core/model';
 
 const clone = <T>(value: T): T => structuredClone(value);
 
@@ -20,17 +21,17 @@ export class MemoryGuardStore implements GuardSignalStore {
   private readonly countries = new Map<string, CountryRecord>();
   private readonly scopes = new Map<string, ScopeRecord>();
 
-  /** `capsOf`: the caps a service's owner set (the memory store's service records). */
+  /** `settingsOf`: a service's guard settings (the memory store's service records). */
   constructor(
-    private readonly capsOf: (serviceSid: string) => Record<string, CountryCaps> | undefined = () =>
-      undefined,
+    private readonly settingsOf: (serviceSid: string) => ServiceGuardSettings | undefined = () => undefined,
   ) {}
 
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
-    const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map() };
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map(), strict: new Set() };
     for (const scope of scopes) {
-      const caps = this.capsOf(scope);
-      if (caps) batch.caps!.set(scope, clone(caps));
+      const settings = this.settingsOf(scope);
+      if (settings?.caps) batch.caps!.set(scope, clone(settings.caps));
+      if (settings?.level === 'strict') batch.strict!.add(scope);
     }
     for (const { scope, country } of countries) {
       const record = this.countries.get(countryKey(scope, country));

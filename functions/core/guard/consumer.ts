@@ -100,6 +100,8 @@ export interface GuardBatch {
   scopes: Map<string, ScopeRecord>;
   /** The caps each service's owner set, by service SID then country (`*`: every other country). */
   caps?: Map<string, Record<string, CountryCaps>>;
+  /** The services whose level is `strict` (its rules that refuse real users too run for them alone). */
+  strict?: Set<string>;
 }
 
 /** The caps that apply to a country: its own, else the service's `*` entry. */
@@ -301,6 +303,7 @@ export async function consumeGuardEvents(
         now,
         scope: global ? 'global' : 'service',
         ...(caps && { caps }),
+        ...(batch.strict?.has(name) && { strict: true }),
       });
       record.state = evaluated.state;
       for (const block of evaluated.started) started.push({ scope: name, country: code, block });

@@ -97,6 +97,11 @@ export interface NoveltyBlock {
   until: number;
   figures: Figures;
   probes?: ProbeCohorts;
+  /**
+   * Started (at `strict`) on a flood's volume before its codes could be judged: it lapses at its near `until`
+   * unless the codes of the sends that started it go unchecked.
+   */
+  provisional?: true;
 }
 
 /**
@@ -120,7 +125,8 @@ export interface CountryGuardState {
   lifted: Record<string, number>;
   /**
    * Prefixes whose block the probes vindicated, until (epoch ms): the rules make no block of exactly that prefix
-   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply.
+   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. The key `flood`:
+   * a flood's provisional closure lapsed unconfirmed, and that rule leaves the country alone until then.
    */
   vindicated?: Record<string, number>;
 }

@@ -64,6 +64,21 @@ const PROBE_PERIOD_MS = 15 * MINUTE;
 /** Probes, checked less often than real users would, that renew a block whose rule still fires. */
 const PROBES_TO_CONFIRM = 3;
 
+/**
+ * At `strict`, a flood into ranges not established, seen in `windowMs`, closes the country for `holdMs` before its
+ * codes can be judged (provisional), kept only if the codes of the sends that started it went unchecked. No range
+ * may hold more than `topShare` of those sends: one range is a surge or a sequence, and its own rules judge it.
+ */
+const NOVEL_FLOOD = {
+  windowMs: 3 * MINUTE,
+  sends: 10,
+  peak: 2,
+  alpha: 1e-6,
+  topShare: 0.25,
+  holdMs: 4 * MINUTE,
+} as const;
+/** The `vindicated` key of a flood's provisional closure that lapsed unconfirmed. */
+const FLOOD_LAPSED = 'flood';
 const RECENT_MS = 60 * MINUTE;
 const RANGE_BUCKET_MS = 5 * MINUTE;
 const RANGE_RECENT_MS = 35 * MINUTE;
@@ -586,6 +601,24 @@ function conversionEvidence(cohorts: Cohort[], conversion: number, now: number):
   return { sends, checked, expected, eventual, logChance };
 }
 
+/**
+ * The same, exact: the chance of so few checked codes, each send checked independently with its own chance (a
+ * Poisson binomial). For the few sends of a flood's first minutes, where the bound above is loose by an order of
+ * magnitude; its cost grows with sends x checked codes.
+ */
+function exactConversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
+  const evidence = conversionEvidence(cohorts, conversion, now);
+  const { checked } = evidence;
+  // chances[j]: the chance that exactly j codes (0..checked) of the sends so far were checked.
+  let chances = [1, ...new Array<number>(checked).fill(0)];
+  for (const cohort of cohorts) {
+    const q = Math.min(conversion * typedBy(now - cohort.at), 0.999);
+    for (let i = 0; i < cohort.sends; i++)
+      chances = chances.map((chance, j) => chance * (1 - q) + (j > 0 ? chances[j - 1]! * q : 0));
+  }
+  return { ...evidence, logChance: checked < evidence.expected ? Math.log(sum(chances)) : 0 };
+}
+
 /** Whether the evidence starts (or renews) a block: unlikely enough, and well below what real users check. */
 const damning = (evidence: Evidence, logAlpha: number): boolean =>
   evidence.logChance < logAlpha && evidence.checked <= 0.5 * evidence.expected;
@@ -791,8 +824,13 @@ function mergeNovelty<T extends NoveltyBlock>(
   now: number,
 ): { block: T; started: boolean } {
   const { hold, ...rest } = found;
-  if (current && current.until > now)
-    return { block: { ...current, ...rest, until: Math.max(current.until, now + hold) }, started: false };
+  if (current && current.until > now) {
+    // Standard evidence upgrading a strict block starts it for the services at standard, which never saw it; and
+    // any rule's evidence confirms a flood's provisional closure.
+    const { provisional: _provisional, ...kept } = current;
+    const block = { ...kept, ...rest, until: Math.max(current.until, now + hold) } as unknown as T;
+    return { block, started: current.level === 'strict' && rest.level === 'standard' };
+  }
   return { block: { ...rest, since: now, until: now + hold, probes: {} } as unknown as T, started: true };
 }
 
@@ -803,6 +841,8 @@ export interface CountryContext {
   scope: 'service' | 'global';
   /** The caps the service's owner set for this country (service scope). */
   caps?: CountryCaps;
+  /** The service is at `strict`: the flood rule that refuses a real crowd's first minutes runs for it alone. */
+  strict?: boolean;
 }
 
 /**
@@ -951,6 +991,11 @@ export function evaluateCountry(
       previous.closed?.reason === 'country_surge' &&
       sends15 >= THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
     closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicate, surging);
+    // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
+    // country alone for a while (the crowd's volume would close it again at once); the other rules do not.
+    const lapsed =
+      previous.closed?.provisional && !closed?.provisional && closed?.since !== previous.closed.since;
+    if (lapsed) vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
     const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
     const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
       minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
@@ -1022,9 +1067,21 @@ export function evaluateCountry(
       // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
       const narrower = novelty?.level === 'standard' || blocks.some((b) => b.level === 'standard');
       const bursting = !narrower && uncheckedBurstOf(stats, now, SURGE_UNCHECKED_BURST).bursting;
+      const floodQuiet = !context.strict || (vindicated[FLOOD_LAPSED] ?? 0) > now;
+      closed = floodClosure(stats, closed, {
+        now,
+        conversion,
+        window,
+        started,
+        country,
+        floodQuiet,
+        onLapse: () => {
+          vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
+        },
+      });
       const surgeLevel = levelOf(
         (l) =>
-          startsAt(closed, l) &&
+          (startsAt(closed, l) || !!closed?.provisional) &&
           sends15 >= THRESHOLDS.countrySurge[l].overRate * Math.max(usual15, 2) &&
           (damning(surge, LOG_ALPHA.start[l]) || bursting),
       );
@@ -1080,6 +1137,79 @@ export function evaluateCountry(
     },
     started,
   };
+}
+
+/**
+ * At `strict`, a flood into ranges not established (`NOVEL_FLOOD`): many more such sends in minutes than the
+ * country's usual, spread thin, close the country (but its open ranges) at once, before real users could have typed
+ * their codes, for a few minutes. A flood drawn over the whole numbering also hits established ranges, so the
+ * closure is the country's. It is kept (for the closure's hold) only if the codes of the sends that started it then
+ * go unchecked, judged at the country's own conversion and the sequence rule's bar: the volume and the spread
+ * already said much. A real crowd checks its codes and the closure lapses: the price of `strict` is that crowd's
+ * first minutes refused.
+ */
+function floodClosure(
+  stats: CountryStats,
+  closed: CountryBlock | undefined,
+  context: {
+    now: number;
+    conversion: number;
+    window: number;
+    started: StartedBlock[];
+    country: string;
+    floodQuiet: boolean;
+    onLapse: () => void;
+  },
+): CountryBlock | undefined {
+  const { now, conversion, window, started, country } = context;
+  if (closed?.provisional) {
+    // `conversion` is half the baseline's (the rules' margin); a crowd of real users converts as the country's do.
+    const trigger = exactConversionEvidence(
+      minuteCohorts(stats.minutes, closed.since - NOVEL_FLOOD.windowMs, (m) => [m.na, m.nc]),
+      2 * conversion,
+      now,
+    );
+    // Real users' codes come back within the typing time: as soon as they are checked about as often as the
+    // country's users check theirs, the crowd is let through (a flood, even with a few fake checks, is not).
+    if (trigger.checked >= 2 && trigger.checked > 0.5 * trigger.expected) {
+      context.onLapse();
+      return undefined;
+    }
+    if (!damning(trigger, LOG_ALPHA.sequential.standard)) return closed;
+    const { provisional: _provisional, ...confirmed } = closed;
+    return {
+      ...confirmed,
+      until: Math.max(closed.until, now + COUNTRY_HOLD_MS),
+      figures: { ...closed.figures, checked: trigger.checked, expected: round2(trigger.expected) },
+    };
+  }
+  if (closed || context.floodQuiet) return closed;
+  // Accepted sends only: refused ones never start (or restart) a closure on their volume.
+  const novel = minutesSum(stats, now, NOVEL_FLOOD.windowMs / MINUTE, (m) => m.na);
+  const usual = window > 0 ? (stats.base.n / window) * NOVEL_FLOOD.windowMs : 0;
+  // Spread thin: over the range buckets' span, no range not established holds much of such sends.
+  const spanFrom = (rangeBucketIndex(now) - 1) * RANGE_BUCKET_MS;
+  const spanNovel = minutesSum(stats, now, (now - spanFrom) / MINUTE, (m) => m.na);
+  const busiest = Math.max(
+    0,
+    ...Object.entries(stats.recentRanges)
+      .filter(([range]) => !isEstablishedRange(stats.ranges[range]))
+      .map(([, buckets]) =>
+        sum(
+          Object.entries(buckets)
+            .filter(([key]) => Number(key) * RANGE_BUCKET_MS >= spanFrom)
+            .map(([, [, accepted]]) => accepted),
+        ),
+      ),
+  );
+  // Far past what the usual rate (a daily mean; an afternoon peaks near twice it) would give by chance.
+  const unlikely = poissonAtLeast(novel, NOVEL_FLOOD.peak * usual) < NOVEL_FLOOD.alpha;
+  if (novel < NOVEL_FLOOD.sends || !unlikely || busiest > NOVEL_FLOOD.topShare * spanNovel) return undefined;
+  const block = closeCountry(stats, undefined, 'country_surge', 'strict', now, started, country, {
+    novel_sends_3m: novel,
+    usual_3m: round2(usual),
+  });
+  return { ...block, until: now + NOVEL_FLOOD.holdMs, provisional: true };
 }
 
 /** Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for. */
