@@ -296,21 +296,26 @@ function compactMarkdown(
     `### At \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
     '',
     'Sends refused: worst = the highest seed (legitimate), the lowest (attacks). Own/beside: the own users of a',
-    'legitimate scenario, the legitimate sends beside an attack; worst seed.',
+    'legitimate scenario, the legitimate sends beside an attack; cost: what the accepted attack sends cost; worst seed.',
     '',
-    '| Scenario | Worst | Mean | Own/beside |',
-    '| --- | ---: | ---: | ---: |',
+    '| Scenario | Worst | Mean | Own/beside | Cost worst | Cost mean |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const s of summaries) {
     const refused = s.kind === 'legit' ? s.legitRefused : s.attackRefused;
     const beside = s.kind === 'legit' ? s.focusRefused : s.legitRefused;
-    lines.push(`| ${s.name} | ${p(refused?.worst, 1)} | ${p(refused?.mean, 1)} | ${p(beside?.worst, 1)} |`);
+    const cost = s.attackCost ? ` ${usd(s.attackCost.worst)} | ${usd(s.attackCost.mean)} |` : ' | |';
+    lines.push(
+      `| ${s.name} | ${p(refused?.worst, 1)} | ${p(refused?.mean, 1)} | ${p(beside?.worst, 1)} |${cost}`,
+    );
     if (s.afterFirstRefused)
       lines.push(
-        `| ${s.name}: after 20 | ${p(s.afterFirstRefused.worst, 1)} | ${p(s.afterFirstRefused.mean, 1)} | |`,
+        `| ${s.name}: after 20 | ${p(s.afterFirstRefused.worst, 1)} | ${p(s.afterFirstRefused.mean, 1)} | | | |`,
       );
     if (s.insideRefused)
-      lines.push(`| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | |`);
+      lines.push(
+        `| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | | | |`,
+      );
   }
   return lines.join('\n');
 }
