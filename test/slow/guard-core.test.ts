@@ -378,7 +378,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('sent');
   });
 
-  it('not on volume the country usually has, nor on one range (its own rules judge a range)', async () => {
+  it('not on fewer than 10 such sends, nor on one range (its own rules judge a range)', async () => {
     setLevel('strict');
     await baseline(established(), 2);
     await consume(novelFlood(now() - 20_000).slice(0, 9));

@@ -993,9 +993,10 @@ export function evaluateCountry(
     closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicate, surging);
     // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
     // country alone for a while (the crowd's volume would close it again at once); the other rules do not.
-    const lapsed =
-      previous.closed?.provisional && !closed?.provisional && closed?.since !== previous.closed.since;
-    if (lapsed) vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
+    const quietFloodRule = () => {
+      vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
+    };
+    if (previous.closed?.provisional && !closed) quietFloodRule();
     const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
     const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
       minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
@@ -1067,17 +1068,14 @@ export function evaluateCountry(
       // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
       const narrower = novelty?.level === 'standard' || blocks.some((b) => b.level === 'standard');
       const bursting = !narrower && uncheckedBurstOf(stats, now, SURGE_UNCHECKED_BURST).bursting;
-      const floodQuiet = !context.strict || (vindicated[FLOOD_LAPSED] ?? 0) > now;
       closed = floodClosure(stats, closed, {
         now,
         conversion,
         window,
         started,
         country,
-        floodQuiet,
-        onLapse: () => {
-          vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
-        },
+        mayStart: !!context.strict && (vindicated[FLOOD_LAPSED] ?? 0) <= now,
+        onLapse: quietFloodRule,
       });
       const surgeLevel = levelOf(
         (l) =>
@@ -1157,7 +1155,8 @@ function floodClosure(
     window: number;
     started: StartedBlock[];
     country: string;
-    floodQuiet: boolean;
+    /** The service is at strict and no provisional closure lapsed lately. */
+    mayStart: boolean;
     onLapse: () => void;
   },
 ): CountryBlock | undefined {
@@ -1183,7 +1182,7 @@ function floodClosure(
       figures: { ...closed.figures, checked: trigger.checked, expected: round2(trigger.expected) },
     };
   }
-  if (closed || context.floodQuiet) return closed;
+  if (closed || !context.mayStart) return closed;
   // Accepted sends only: refused ones never start (or restart) a closure on their volume.
   const novel = minutesSum(stats, now, NOVEL_FLOOD.windowMs / MINUTE, (m) => m.na);
   const usual = window > 0 ? (stats.base.n / window) * NOVEL_FLOOD.windowMs : 0;
