@@ -19,7 +19,7 @@ export interface LocalGuardOptions {
   logger: Logger;
   /** The consumer's metrics (blocks, caps reached, its own health); none by default. */
   metrics?: Metrics;
-  /** Pause between reads of an idle stream; default 1 s (the Lambda event source's batching window). */
+  /** Pause between reads of the stream; default 1 s (the Lambda event source's batching window). */
   intervalMs?: number;
 }
 
@@ -46,6 +46,7 @@ export async function startLocalGuard(options: LocalGuardOptions): Promise<Local
     tableName: options.tableName,
     logger: options.logger,
     intervalMs: options.intervalMs ?? 1000,
+    batching: true,
     handle: (event, shardId) =>
       handleGuardStream(deps, { ...event, shardId }, { logger: options.logger, metrics: options.metrics }),
   });

@@ -36,6 +36,7 @@ import { DynamoReplayGuard } from '../functions/adapters/dynamodb/receipt-tokens
 import type { Env } from '../functions/wiring/env';
 import { FUNCTIONS, ROUTES, type FunctionName } from '../lib/functions';
 import { isProviderCheckEvent, runProviderCheckFromEnv } from '../functions/wiring/provider-check';
+import type { CheckClock } from '../functions/adapters/providers/check';
 import { buildConsoleHandler } from '../functions/console/routes';
 import { buildConsoleDeps } from '../functions/wiring/console';
 import { buildConsoleAssets } from '../lib/console-assets';
@@ -95,6 +96,11 @@ export interface LocalStackOptions {
    * idle stream is read (default 1 s).
    */
   guardConsumer?: boolean | { intervalMs: number };
+  /**
+   * Paces `providers check`'s dry runs (one every 250 ms, DryRun's rate on AWS); the system's clock by default.
+   * The simulator enforces no rate, so tests lend a clock that counts the waits without waiting.
+   */
+  providerCheckClock?: CheckClock;
 }
 
 /** What tests may change in the provider simulator. */
@@ -196,7 +202,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const deadline = Date.now() + DELIVER_TIMEOUT_MS;
     return runProviderCheckFromEnv(
       env,
-      { aws: awsSenders, vonageCredentials: inlineVonageCredentials(env) },
+      {
+        aws: awsSenders,
+        vonageCredentials: inlineVonageCredentials(env),
+        ...(options.providerCheckClock && { checkClock: options.providerCheckClock }),
+      },
       event,
       () => deadline - Date.now(),
     );

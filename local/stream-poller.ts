@@ -25,6 +25,11 @@ export interface StreamPollerOptions {
   logger: Logger;
   /** Pause between reads of an idle shard. */
   intervalMs?: number;
+  /**
+   * Pause after every read, busy or not, as Lambda's batching window gathers records before it invokes: the
+   * handler gets fewer, larger batches. Off by default (read again at once while records flow).
+   */
+  batching?: boolean;
   /** Attempts of a failing batch before it is skipped (Lambda: retry attempts of the event source). */
   maxAttempts?: number;
 }
@@ -99,8 +104,8 @@ export class StreamPoller {
           this.options.logger.log('error', 'stream.describe_failed', { error: String(error) });
         });
       }
-      // Read again at once while records flow; otherwise wait a little.
-      if (!busy && !this.stopped) {
+      // Read again at once while records flow (unless batching); otherwise wait a little.
+      if ((!busy || this.options.batching) && !this.stopped) {
         await new Promise<void>((resolve) => {
           this.wake = resolve;
           this.timer = setTimeout(resolve, interval);

@@ -20,7 +20,12 @@ import {
 } from '../adapters/providers/config';
 import { AwsSmsProvider } from '../adapters/providers/aws-sms';
 import { AwsWhatsAppProvider } from '../adapters/providers/aws-whatsapp';
-import { awsSmsChecker, awsWhatsAppChecker, vonageChecker } from '../adapters/providers/check';
+import {
+  awsSmsChecker,
+  awsWhatsAppChecker,
+  vonageChecker,
+  type CheckClock,
+} from '../adapters/providers/check';
 import type { VonageCredentials } from '../adapters/providers/vonage';
 import { isObject } from '../adapters/shape';
 import { allowedChannelsFromEnv, type Env } from './env';
@@ -65,6 +70,8 @@ export function readCheckEvent(event: unknown): ProviderCheckRequest {
 export interface ProviderCheckWiring {
   aws: Partial<Record<'aws-sms' | 'aws-whatsapp', Provider>>;
   vonageCredentials: () => Promise<VonageCredentials>;
+  /** What paces the dry runs (DryRun's rate); the system's clock but where a test lends its own. */
+  checkClock?: CheckClock;
 }
 
 /**
@@ -85,7 +92,7 @@ export function runProviderCheckFromEnv(
   const allowed = allowedChannelsFromEnv(env);
   const checkers: Record<string, ProviderChecker> = {};
   const sms = wiring.aws['aws-sms'];
-  if (sms instanceof AwsSmsProvider) checkers['aws-sms'] = awsSmsChecker(sms);
+  if (sms instanceof AwsSmsProvider) checkers['aws-sms'] = awsSmsChecker(sms, wiring.checkClock);
   const whatsApp = wiring.aws['aws-whatsapp'];
   if (whatsApp instanceof AwsWhatsAppProvider) checkers['aws-whatsapp'] = awsWhatsAppChecker(whatsApp);
   if (providersInUse(config).includes('vonage'))

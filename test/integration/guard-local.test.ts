@@ -12,7 +12,7 @@ import { eventually, startHarness, type Harness } from '../support/harness';
 let harness: Harness;
 
 beforeAll(async () => {
-  harness = await startHarness({ guardConsumer: { intervalMs: 50 } });
+  harness = await startHarness({ guardConsumer: { intervalMs: 250 } });
 });
 afterAll(async () => {
   await harness.close();

@@ -1,9 +1,10 @@
 /**
  * The deliver function's side of the post-deploy check: its event (no code, nothing that could send), the
- * handler's dispatch, and Vonage's offline checks (the key parses and signs, the id is a UUID).
+ * handler's dispatch, AWS SMS's dry runs paced to DryRun's rate, and Vonage's offline checks (the key parses
+ * and signs, the id is a UUID).
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { vonageChecker } from '../../functions/adapters/providers/check';
+import { awsSmsChecker, vonageChecker } from '../../functions/adapters/providers/check';
 import { PROVIDER_CHECK_KIND } from '../../functions/core/provider-check';
 import { isProviderCheckEvent, readCheckEvent } from '../../functions/wiring/provider-check';
 import { handler } from '../../functions/entries/deliver';
@@ -88,4 +89,55 @@ test('the deliver handler answers a check event with a report, with no table, ke
   await expect(handler({ kind: PROVIDER_CHECK_KIND, code: '123456' } as never)).rejects.toThrow(
     /unknown fields: code/,
   );
+});
+
+describe('AWS SMS dry runs, paced to DryRun’s rate', () => {
+  /** A clock that only moves when waited on, and a provider that notes when each dry run reached it. */
+  function fixture(throttleFirst = 0) {
+    let now = 1_000_000;
+    const calls: number[] = [];
+    const clock = {
+      now: () => new Date(now),
+      sleep: (ms: number) => {
+        now += ms;
+        return Promise.resolve();
+      },
+    };
+    const provider = {
+      hasRegisteredTemplate: () => true,
+      dryRun: () => {
+        calls.push(now);
+        if (calls.length <= throttleFirst)
+          return Promise.reject(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+        return Promise.resolve('message-id');
+      },
+    };
+    return { calls, checker: awsSmsChecker(provider, clock) };
+  }
+
+  test('one every 250 ms: under the five a second AWS allows', async () => {
+    const { calls, checker } = fixture();
+    for (const country of ['US', 'GB', 'DE', 'IN'])
+      expect(await checker.check({ channel: 'sms', country, to: '+14155550100' })).toEqual([
+        expect.objectContaining({ check: 'DryRun SendTextMessage', ok: true }),
+      ]);
+    expect(calls.slice(1).map((at, i) => at - calls[i]!)).toEqual([250, 250, 250]);
+  });
+
+  test('a throttled dry run is tried once more, a second later', async () => {
+    const { calls, checker } = fixture(1);
+    const [outcome] = await checker.check({ channel: 'sms', country: 'US', to: '+14155550100' });
+    expect(outcome).toMatchObject({ ok: true });
+    expect(calls[1]! - calls[0]!).toBe(1_000);
+  });
+
+  test('throttled twice, the country fails with AWS’s error', async () => {
+    const { calls, checker } = fixture(2);
+    const [outcome] = await checker.check({ channel: 'sms', country: 'US', to: '+14155550100' });
+    expect(outcome).toMatchObject({
+      ok: false,
+      detail: 'to +14155550100: ThrottlingException: Rate exceeded',
+    });
+    expect(calls).toHaveLength(2);
+  });
 });

@@ -31,7 +31,10 @@ export interface CheckClock {
 const systemClock: CheckClock = { now: () => new Date(), sleep };
 
 /** AWS End User Messaging SMS: a DryRun SendTextMessage per channel and destination country. */
-export function awsSmsChecker(provider: AwsSmsProvider, clock: CheckClock = systemClock): ProviderChecker {
+export function awsSmsChecker(
+  provider: Pick<AwsSmsProvider, 'dryRun' | 'hasRegisteredTemplate'>,
+  clock: CheckClock = systemClock,
+): ProviderChecker {
   let last = 0;
   const paced = async <T>(call: () => Promise<T>): Promise<T> => {
     const wait = last + DRY_RUN_INTERVAL_MS - clock.now().getTime();
