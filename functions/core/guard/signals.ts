@@ -77,6 +77,13 @@ const NOVEL_FLOOD = {
   topShare: 0.25,
   holdMs: 4 * MINUTE,
 } as const;
+/**
+ * A range concentrated: at least `sends` of the country's last 30 minutes where its usual share (at least
+ * `floorShare`, for a range seldom or never seen) would give so many less than once in `1 / chance`. Narrow as a
+ * sequence is, and judged as one (`LOG_ALPHA.narrow`, `NARROW_CONVERSION`): a drip into one range is stopped
+ * before the half hour holds enough of its codes for the bar of a broad surge.
+ */
+const CONCENTRATION = { sends: 5, floorShare: 0.01, chance: 1e-6 } as const;
 /** The `vindicated` key of a flood's provisional closure that lapsed unconfirmed. */
 const FLOOD_LAPSED = 'flood';
 const RECENT_MS = 60 * MINUTE;
@@ -112,9 +119,15 @@ export const GLOBAL_QUORUM = 3;
  */
 const LOG_ALPHA = {
   start: { standard: Math.log(1e-5), strict: Math.log(1e-3) },
-  sequential: { standard: Math.log(5e-2), strict: Math.log(2e-1) },
+  /** Narrow traffic (a sequence, a concentrated range): its shape alone is rare for real users. */
+  narrow: { standard: Math.log(5e-2), strict: Math.log(2e-1) },
   renew: Math.log(1e-2),
 } as const;
+/**
+ * The conversion narrow traffic is judged at, at least: real users in one range or sequence are people of one
+ * organisation or carrier, who check their codes as the country's users do, not at the rules' half margin.
+ */
+const NARROW_CONVERSION = 0.45;
 
 /** One event from the stream. A send refused (`accepted: false`) can never be checked. */
 export type GuardEvent =
@@ -890,12 +903,14 @@ export function evaluateCountry(
     );
     const blocked = blocks.find((b) => b.prefix === prefix);
     // Numbers in a sequence are people of one organisation (staff, a batch of SIMs): they check their codes.
-    const evidence = conversionEvidence(cohortsOf(suspect.m, MINUTE), Math.max(conversion, 0.45), now);
+    const evidence = conversionEvidence(
+      cohortsOf(suspect.m, MINUTE),
+      Math.max(conversion, NARROW_CONVERSION),
+      now,
+    );
     const level = levelOf(
       (l) =>
-        startsAt(blocked, l) &&
-        run >= THRESHOLDS.sequential[l].run &&
-        damning(evidence, LOG_ALPHA.sequential[l]),
+        startsAt(blocked, l) && run >= THRESHOLDS.sequential[l].run && damning(evidence, LOG_ALPHA.narrow[l]),
     );
     if (!level) continue;
     propose({
@@ -942,19 +957,27 @@ export function evaluateCountry(
       const baseAll = Math.max(0, stats.base.s - accepted30);
       const baseShare = baseAll > 0 ? baseRange / baseAll : 0;
       const blocked = blocks.find((b) => b.prefix === range);
-      const evidence = conversionEvidence(
-        inWindow.map(([key, [, a, c]]) => ({
-          at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
-          sends: a,
-          checked: c,
-        })),
-        conversion,
-        now,
-      );
+      const cohorts = inWindow.map(([key, [, a, c]]) => ({
+        at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
+        sends: a,
+        checked: c,
+      }));
+      const concentrated =
+        sends >= CONCENTRATION.sends &&
+        poissonAtLeast(sends, country30 * Math.max(baseShare, CONCENTRATION.floorShare)) <
+          CONCENTRATION.chance;
+      // A few dozen sends at most: the exact chance, where the bound would hide a drip for minutes.
+      const evidence = concentrated
+        ? exactConversionEvidence(cohorts, Math.max(conversion, NARROW_CONVERSION), now)
+        : conversionEvidence(cohorts, conversion, now);
       const level = levelOf((l) => {
         const t = THRESHOLDS.prefixSurge[l];
         const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
-        return startsAt(blocked, l) && surging && damning(evidence, LOG_ALPHA.start[l]);
+        return (
+          startsAt(blocked, l) &&
+          surging &&
+          damning(evidence, concentrated ? LOG_ALPHA.narrow[l] : LOG_ALPHA.start[l])
+        );
       });
       if (level)
         propose({
@@ -966,6 +989,7 @@ export function evaluateCountry(
             sends_30m: sends,
             share: round2(share),
             baseline_share: round2(baseShare),
+            ...(concentrated && { concentrated: 1 }),
             checked: evidence.checked,
             expected: round2(evidence.expected),
           },
@@ -1174,7 +1198,7 @@ function floodClosure(
       context.onLapse();
       return undefined;
     }
-    if (!damning(trigger, LOG_ALPHA.sequential.standard)) return closed;
+    if (!damning(trigger, LOG_ALPHA.narrow.standard)) return closed;
     const { provisional: _provisional, ...confirmed } = closed;
     return {
       ...confirmed,
