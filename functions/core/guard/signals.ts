@@ -5,7 +5,7 @@
  * One principle runs through every rule (docs/guard.md, "Rules"): a destination is refused only on evidence
  * that its codes are checked far less than real users check theirs. Volume, novelty and sequences only say
  * where to look; the evidence is a test of the checked codes against what real users would have checked by
- * now, given how long ago each code was sent (`conversionEvidence`). Rules that compare with a baseline (a
+ * now, given how long ago each code was sent (`conversionEvidence`, evidence.ts). Rules that compare with a baseline (a
  * range's usual share, ranges never seen) act only where the service has one (`hasBaseline`); before that a
  * country is judged on its conversions alone. A block takes a few probes through; it is renewed only while the
  * probes' codes go unchecked, and lifted early when they are checked.
@@ -33,18 +33,21 @@ import type {
   ProbeCohorts,
   ScopeGuardState,
 } from './model';
+import {
+  conversionEvidence,
+  damning,
+  exactConversionEvidence,
+  poissonAtLeast,
+  sum,
+  vindicating,
+  type Cohort,
+} from './evidence';
 import { countryPrefixOf, placeOf } from './prefix';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const BASELINE_HALF_LIFE_MS = 3 * DAY;
-/**
- * How long real users take to check a code: none before `TYPING_MIN_MS`, all who will by `TYPING_FULL_MS`,
- * evenly between (slower than most real users: the evidence against a send grows no faster than this).
- */
-const TYPING_MIN_MS = 10_000;
-const TYPING_FULL_MS = 180_000;
 /** A country has a baseline when this many codes were checked there, the first sends this long ago. */
 const BASELINE = { conversions: 30, ageMs: DAY } as const;
 /** The same across countries, for the service-wide rules. */
@@ -567,74 +570,6 @@ export function longestRun(suffixes: number[]): number {
   return best;
 }
 
-/** Sends made at one time (`at`), how many were accepted, how many of those were checked. */
-interface Cohort {
-  at: number;
-  sends: number;
-  checked: number;
-}
-
-/** Share of the codes real users will ever check that they have checked `ageMs` after the send. */
-const typedBy = (ageMs: number): number =>
-  Math.min(1, Math.max(0, (ageMs - TYPING_MIN_MS) / (TYPING_FULL_MS - TYPING_MIN_MS)));
-
-interface Evidence {
-  sends: number;
-  checked: number;
-  /** Checked codes real users converting at `conversion` would have by now. */
-  expected: number;
-  /** Checked codes they will have once every code has had its time to be typed. */
-  eventual: number;
-  /** Log of the chance of so few checked codes from such users (0: no evidence at all). */
-  logChance: number;
-}
-
-/**
- * How unlikely the checked codes of these cohorts are if real users (checking `conversion` of their codes, at
- * the pace of `typedBy`) had sent them: the exact chance when none was checked, a Chernoff bound otherwise (it
- * overstates the chance, so the test errs towards real users).
- */
-function conversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
-  let expected = 0;
-  let eventual = 0;
-  let logNone = 0;
-  let sends = 0;
-  let checked = 0;
-  for (const cohort of cohorts) {
-    const q = conversion * typedBy(now - cohort.at);
-    expected += cohort.sends * q;
-    eventual += cohort.sends * conversion;
-    logNone += cohort.sends * Math.log(1 - Math.min(q, 0.999));
-    sends += cohort.sends;
-    checked += cohort.checked;
-  }
-  let logChance = 0;
-  if (checked === 0) logChance = logNone;
-  else if (checked < expected) logChance = -expected + checked + checked * Math.log(expected / checked);
-  return { sends, checked, expected, eventual, logChance };
-}
-
-/**
- * The same, exact: the chance of so few checked codes, each send checked independently with its own chance (a
- * Poisson binomial). For the few sends of a flood's first minutes, where the bound above is loose by an order of
- * magnitude; its cost grows with sends x checked codes.
- */
-function exactConversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
-  const evidence = conversionEvidence(cohorts, conversion, now);
-  const { checked } = evidence;
-  // chances[j]: the chance that exactly j codes (0..checked) of the sends so far were checked.
-  let chances = [1, ...new Array<number>(checked).fill(0)];
-  for (const cohort of cohorts) {
-    const q = Math.min(conversion * typedBy(now - cohort.at), 0.999);
-    for (let i = 0; i < cohort.sends; i++)
-      chances = chances.map((chance, j) => chance * (1 - q) + (j > 0 ? chances[j - 1]! * q : 0));
-  }
-  return { ...evidence, logChance: checked < evidence.expected ? Math.log(sum(chances)) : 0 };
-}
-
-/** Whether the evidence starts (or renews) a block: unlikely enough, and well below what real users check. */
-const damning = (evidence: Evidence, logAlpha: number): boolean =>
-  evidence.logChance < logAlpha && evidence.checked <= 0.5 * evidence.expected;
 /**
  * Whether a rule may start a block at `level` where `current` holds: none yet, or a strict one that standard
  * evidence now upgrades (else a block started at strict would never refuse at standard while it lasts).
@@ -642,30 +577,6 @@ const damning = (evidence: Evidence, logAlpha: number): boolean =>
 const startsAt = (current: { level: BlockLevel } | undefined, level: BlockLevel): boolean =>
   !current || (level === 'standard' && current.level === 'strict');
 
-/** The chance of at least `k` events of a Poisson count with mean `mean`. */
-function poissonAtLeast(k: number, mean: number): number {
-  let term = Math.exp(-mean);
-  let below = 0;
-  for (let i = 0; i < k; i++) {
-    below += term;
-    term *= mean / (i + 1);
-  }
-  return Math.max(0, 1 - below);
-}
-
-/** How unlikely probes' checked codes must be from fake checks before they lift a block. */
-const VINDICATION_ALPHA = 1e-2;
-
-/**
- * Whether a block's probes show real users behind it: their codes checked at least as often as the rules assume
- * real users check theirs, and more than fake checks at a quarter of that rate (a drip attack's, made at once,
- * not at a typing pace) would plausibly give. The second test keeps a couple of early checks among many young
- * probes from lifting a block.
- */
-const vindicating = (evidence: Evidence): boolean =>
-  evidence.checked >= 2 &&
-  evidence.checked >= evidence.expected &&
-  poissonAtLeast(evidence.checked, evidence.eventual / 4) < VINDICATION_ALPHA;
 /** After probes vindicated a destination, the rules leave it alone this long (its old evidence is spent). */
 const VINDICATED_MS = 30 * MINUTE;
 
@@ -698,8 +609,6 @@ const cohortsOf = (counts: Record<string, [number, number]>, width: number, from
   Object.entries(counts)
     .filter(([key]) => Number(key) * width >= from)
     .map(([key, [sends, checked]]) => ({ at: Number(key) * width + width / 2, sends, checked }));
-
-const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
 /**
  * The conversion real users of this country are assumed to reach at least: half the baseline's (what came before
