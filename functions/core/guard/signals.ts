@@ -5,9 +5,9 @@
  * One principle runs through every rule (docs/guard.md, "Rules"): a destination is refused only on evidence
  * that its codes are checked far less than real users check theirs. Volume, novelty and sequences only say
  * where to look; the evidence is a test of the checked codes against what real users would have checked by
- * now, given how long ago each code was sent (`conversionEvidence`, evidence.ts). Rules that compare with a baseline (a
- * range's usual share, ranges never seen) act only where the service has one (`hasBaseline`); before that a
- * country is judged on its conversions alone. A block takes a few probes through; it is renewed only while the
+ * now, given how long ago each code was sent (`conversionEvidence`, evidence.ts). Rules that compare with a
+ * baseline (a range's usual share, ranges never seen) act only where the service has one (`hasBaseline`);
+ * before that a country is judged on its conversions alone. A block takes a few probes through; it is renewed only while the
  * probes' codes go unchecked, and lifted early when they are checked.
  *
  * Aggregates per scope (a service, or `GLOBAL` for all services) and country, bounded in size whatever the
