@@ -26,8 +26,9 @@ export interface StreamPollerOptions {
   /** Pause between reads of an idle shard. */
   intervalMs?: number;
   /**
-   * Pause after every read, busy or not, as Lambda's batching window gathers records before it invokes: the
-   * handler gets fewer, larger batches. Off by default (read again at once while records flow).
+   * Pause after every read but a full page (a backlog is read on at once), as Lambda's batching window gathers
+   * records before it invokes: the handler gets fewer, larger batches. Off by default (read again at once while
+   * records flow).
    */
   batching?: boolean;
   /** Attempts of a failing batch before it is skipped (Lambda: retry attempts of the event source). */
@@ -35,6 +36,8 @@ export interface StreamPollerOptions {
 }
 
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+/** Records per read (Lambda's default batch size for a stream). */
+const PAGE_SIZE = 100;
 /** How often the stream's shards are listed again, for shards opened since. */
 const DISCOVERY_INTERVAL_MS = 2000;
 
@@ -87,11 +90,13 @@ export class StreamPoller {
   private async run(): Promise<void> {
     const interval = this.options.intervalMs ?? 50;
     while (!this.stopped) {
+      // Records read (read again at once), or, when batching, a full page read (a backlog: read on).
       let busy = false;
       for (const [shardId, iterator] of [...this.iterators]) {
         if (this.stopped) break;
         try {
-          busy = (await this.readShard(shardId, iterator)) || busy;
+          const read = await this.readShard(shardId, iterator);
+          busy = (this.options.batching ? read === PAGE_SIZE : read > 0) || busy;
         } catch (error) {
           if (this.stopped) break;
           // An expired iterator, or DynamoDB Local busy: continue after the last record read.
@@ -104,8 +109,7 @@ export class StreamPoller {
           this.options.logger.log('error', 'stream.describe_failed', { error: String(error) });
         });
       }
-      // Read again at once while records flow (unless batching); otherwise wait a little.
-      if ((!busy || this.options.batching) && !this.stopped) {
+      if (!busy && !this.stopped) {
         await new Promise<void>((resolve) => {
           this.wake = resolve;
           this.timer = setTimeout(resolve, interval);
@@ -114,9 +118,11 @@ export class StreamPoller {
     }
   }
 
-  /** Reads one page of a shard; true when it had records. */
-  private async readShard(shardId: string, iterator: string): Promise<boolean> {
-    const page = await this.streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 100 }));
+  /** Reads one page of a shard; how many records it had. */
+  private async readShard(shardId: string, iterator: string): Promise<number> {
+    const page = await this.streams.send(
+      new GetRecordsCommand({ ShardIterator: iterator, Limit: PAGE_SIZE }),
+    );
     const records = page.Records ?? [];
     if (records.length > 0) {
       await this.deliver(records, shardId);
@@ -131,7 +137,7 @@ export class StreamPoller {
       this.finished.add(shardId);
       await this.discoverShards();
     }
-    return records.length > 0;
+    return records.length;
   }
 
   /** Opens the shards not seen before whose parent is read to its end (or unknown: trimmed away). */
