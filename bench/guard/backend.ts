@@ -45,7 +45,7 @@ import type { GuardLevel, GuardView } from '../../functions/core/guard/model';
 import type { GuardEvent } from '../../functions/core/guard/signals';
 import type { Service } from '../../functions/core/model';
 import { UNITS_PER_USD } from '../../functions/core/money';
-import type { VerificationStore } from '../../functions/core/ports';
+import type { DeliveryStore, VerificationStore } from '../../functions/core/ports';
 import { CHANNELS } from '../../functions/core/routing';
 import { sendVerification, type SendDeps } from '../../functions/core/send';
 import { DEFAULT_SETTINGS } from '../../functions/core/settings';
@@ -77,6 +77,8 @@ export interface GuardBench {
   send(at: number, to: string): Promise<SendOutcome>;
   /** Checks the code of an accepted send (`wrong`: another code). */
   check(at: number, sid: string, wrong: boolean): Promise<void>;
+  /** A receipt: the code of an accepted send reached the phone (the store's `markDelivered`, as on a receipt). */
+  deliver(at: number, sid: string): Promise<void>;
   /** The guard's consumer on everything since its last run, at `at` (the batching window's end). */
   consume(at: number): Promise<SeenDecision[]>;
   /** Folds a history (sends and their checks), in 10-minute batches, as the guard would have seen it. */
@@ -122,12 +124,15 @@ function sendDeps(store: VerificationStore, random: RememberingRandom): SendDeps
 }
 
 /** The send, check and consumer calls over a store, a guard store and a source of events. */
+/** The store a run writes: sends and checks, and receipts. */
+type BenchStore = VerificationStore & Pick<DeliveryStore, 'markDelivered'>;
+
 function benchOver(
-  store: VerificationStore,
+  store: BenchStore,
   guard: GuardSignalStore,
   serviceSid: string,
   drain: () => Promise<GuardEvent[]>,
-): Pick<GuardBench, 'send' | 'check' | 'consume' | 'foldHistory'> {
+): Pick<GuardBench, 'send' | 'check' | 'deliver' | 'consume' | 'foldHistory'> {
   const random = new RememberingRandom();
   const deps = sendDeps(store, random);
   const at = (time: number) => ({ now: () => new Date(DAY + time) });
@@ -148,6 +153,9 @@ function benchOver(
         { store, vault: deps.vault, clock: at(time) },
         { serviceSid, verificationSid: sid, code: guess },
       ).catch(() => undefined);
+    },
+    deliver: async (time, sid) => {
+      await store.markDelivered(sid, 'sms', new Date(DAY + time));
     },
     consume: async (time) => {
       const events = await drain();
@@ -270,10 +278,12 @@ export function memoryBench(options: BenchOptions): GuardBench {
     guard: { level: options.level, safeList: [] },
   });
   // What the table's stream would carry, taken from the store's writes (functions/adapters/guard/stream.ts):
-  // an accepted send, a verification become VERIFIED, a number log with a guard refusal.
+  // an accepted send, a verification become VERIFIED or DELIVERED, a number log with a guard refusal.
   const pending: GuardEvent[] = [];
+  // The accepted sends the guard judged, by SID, until their receipt: what its stream record would name.
+  const judged = new Map<string, Omit<Extract<GuardEvent, { kind: 'delivered' }>, 'kind' | 'at'>>();
   let refusals = 0;
-  const wrapped: VerificationStore = Object.create(store) as VerificationStore;
+  const wrapped: BenchStore = Object.create(store) as BenchStore;
   wrapped.loadSendContext = async (query) => {
     const context = await store.loadSendContext({ ...query, country: undefined });
     return query.country ? { ...context, guard: guard.view(query.serviceSid, query.country) } : context;
@@ -283,6 +293,12 @@ export function memoryBench(options: BenchOptions): GuardBench {
     // As the stream mapper does: a send the guard did not judge feeds no signal.
     if (result.ok && !input.verification.guardExempt) {
       const v = input.verification;
+      judged.set(v.sid, {
+        serviceSid: v.serviceSid,
+        e164: v.to,
+        country: v.country!,
+        sentAt: input.now.getTime(),
+      });
       pending.push({
         kind: 'send',
         serviceSid: v.serviceSid,
@@ -314,6 +330,13 @@ export function memoryBench(options: BenchOptions): GuardBench {
       });
     }
     return result;
+  };
+  wrapped.markDelivered = async (sid, channel, now, answered) => {
+    const delivered = await store.markDelivered(sid, channel, now, answered);
+    const send = delivered ? judged.get(sid) : undefined;
+    if (send) pending.push({ ...send, kind: 'delivered', at: now.getTime() });
+    judged.delete(sid);
+    return delivered;
   };
   const drain = async () => {
     for (const refusal of store.guardRefusals.slice(refusals)) {

@@ -9,7 +9,7 @@ import { ROUTES } from '../../functions/core/routing';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import type { GuardBench, GuardSnapshot, HistoryEvent } from './backend';
 import type { Scenario } from './scenarios';
-import { HOUR, WARM_SEED_OFFSET, legitimate, type Check, type PlannedSend } from './traffic';
+import { HOUR, RECEIPT_MS, WARM_SEED_OFFSET, legitimate, type Check, type PlannedSend } from './traffic';
 
 const TICK_MS = GUARD_BATCH_WINDOW_SECONDS * 1000;
 /** Calls of one window made at once. */
@@ -49,7 +49,7 @@ const emptyTally = (): Tally => ({ sends: 0, blocked: 0, refusedOther: 0, charge
 interface Item {
   at: number;
   seq: number;
-  kind: 'send' | 'check';
+  kind: 'send' | 'check' | 'receipt';
   plan: PlannedSend;
   /** 0: the first send; 1: the planned retry; the block retry keeps the attempt it retries. */
   attempt: 0 | 1;
@@ -197,6 +197,10 @@ export async function runScenario(
       await bench.check(item.at, item.sid!, item.check!.wrong === true);
       return;
     }
+    if (item.kind === 'receipt') {
+      await bench.deliver(item.at, item.sid!);
+      return;
+    }
     if (plan.group === 'attack') {
       // The pausing attacker (e2) makes no send while paused.
       if (item.at < pausedUntil) return;
@@ -208,6 +212,13 @@ export async function runScenario(
     if (outcome.ok) {
       const price = (ROUTES[plan.country]?.price ?? 0) / UNITS_PER_USD;
       for (const t of counted) t.charged += price;
+      queue.push({
+        at: item.at + (plan.receiptAfterMs ?? RECEIPT_MS),
+        kind: 'receipt',
+        plan,
+        attempt: item.attempt,
+        sid: outcome.sid,
+      });
       const checks = item.attempt === 0 ? plan.checks : plan.retry?.checks;
       for (const check of checks ?? [])
         queue.push({

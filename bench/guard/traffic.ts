@@ -46,7 +46,15 @@ export interface PlannedSend {
   retry?: { afterMs: number; checks?: Check[] };
   /** A person refused with `blocked_by_policy` tries once more 45 s later (an attacker's script does not). */
   retryOnBlock?: boolean;
+  /**
+   * When each accepted send's delivery receipt comes (its retry's too); absent: `RECEIPT_MS` after it, for real
+   * and pumped numbers alike (a pumping carrier delivers: it is paid by the message).
+   */
+  receiptAfterMs?: number;
 }
+
+/** A receipt's usual delay after the send. */
+export const RECEIPT_MS = 3_000;
 
 /** Legitimate first sends per day, share of codes checked right, UTC offset (hours) for local-time curves. */
 export const COUNTRIES: Record<string, { daily: number; conversion: number; utc: number }> = {
@@ -259,6 +267,8 @@ export function carrierOutage(sends: PlannedSend[], seed: number, country: strin
         ? { afterMs: 30_000 + rand() * 60_000, ...(converts && { checks: [{ afterMs: late }] }) }
         : undefined,
       retryOnBlock: true,
+      // The receipt comes when the code does.
+      receiptAfterMs: late,
     };
   });
 }

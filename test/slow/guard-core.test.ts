@@ -186,13 +186,19 @@ describe('signals', () => {
     expect(await code(gb(1_000_001))).toBe('sent');
   });
 
-  /** `count` sends into +44 7408, one every 2 minutes, the last 3 minutes ago; `checked(i)`: its code checked. */
-  async function drip(count: number, checked: (i: number) => boolean = () => false) {
+  /**
+   * `count` sends into +44 7408, one every 2 minutes, the last 3 minutes ago; `checked(i)`: its code checked;
+   * `receiptMs`: each send's receipt came this long after it (none by default).
+   */
+  async function drip(count: number, checked: (i: number) => boolean = () => false, receiptMs?: number) {
     const events: GuardEvent[] = [];
     for (let i = 0; i < count; i++) {
       const at = now() - 3 * MINUTE - (count - 1 - i) * 2 * MINUTE;
-      events.push(sendEvent(gb(8_000_000 + i * 1013), at));
-      if (checked(i)) events.push(conversionEvent(gb(8_000_000 + i * 1013), at, at + 40_000));
+      const e164 = gb(8_000_000 + i * 1013);
+      events.push(sendEvent(e164, at));
+      if (receiptMs !== undefined && at + receiptMs <= now())
+        events.push({ ...sendEvent(e164, at + receiptMs), kind: 'delivered', sentAt: at });
+      if (checked(i)) events.push(conversionEvent(e164, at, at + 40_000));
     }
     await consume(events);
   }
@@ -225,6 +231,48 @@ describe('signals', () => {
     // unchecked at 0.45 are not below the narrow bar (0.55^4 is about 0.09), so no count of sends alone blocks.
     await drip(4);
     expect(world.store.guard.country(serviceSid, 'GB')!.state.blocks).toEqual([]);
+  });
+
+  it('a drip checking a quarter of its codes: blocked once prompt receipts say they reached the phones', async () => {
+    const blocksAfter = async (...args: Parameters<typeof drip>) => {
+      world = coreWorld();
+      serviceSid = world.addService().sid;
+      await baseline(established(), 2);
+      await todaysTraffic();
+      await drip(...args);
+      return world.store.guard.country(serviceSid, 'GB')!.state.blocks;
+    };
+    const quarter = (i: number) => i % 4 === 0;
+    // 2 of 8 checked is more than half of what 0.45 would give: no evidence without receipts.
+    expect(await blocksAfter(8, quarter)).toEqual([]);
+    // Receipts 5 minutes late (a carrier's backlog): the codes may have reached their users only now.
+    expect(await blocksAfter(8, quarter, 5 * MINUTE)).toEqual([]);
+    // Real users' delivered codes, most of them checked.
+    expect(await blocksAfter(8, (i) => i % 4 !== 0, 3_000)).toEqual([]);
+    // Prompt receipts: the delivered codes are judged at the country's own conversion (every code of the
+    // baseline was checked: 0.9, its cap).
+    const [block, ...others] = await blocksAfter(8, quarter, 3_000);
+    expect(others).toEqual([]);
+    expect(block).toMatchObject({ prefix: '+447408', reason: 'prefix_surge', level: 'standard' });
+    expect(block!.figures).toMatchObject({ concentrated: 1, delivered: 8, checked: 2 });
+    // Near 8 x 0.9 (the codes of the last bucket not quite due yet); at 0.45 it could not pass 3.6.
+    expect(block!.figures.expected).toBeGreaterThan(6.5);
+    expect(await code(notProbe((n) => gb(8_055_555 + n)))).toBe('blocked_by_policy');
+  });
+
+  it('a receipt marks its send as delivered and nothing else: no checked code, no scope-wide count', async () => {
+    const at = now() - MINUTE;
+    await consume([sendEvent(gb(1_234_567), at)]);
+    const before = world.store.guard.scope(serviceSid)!;
+    await consume([{ ...sendEvent(gb(1_234_567), at + 2_000), kind: 'delivered', sentAt: at }]);
+    const stats = world.store.guard.country(serviceSid, 'GB')!.stats;
+    expect(Object.values(stats.recentRanges['+447401']!)).toEqual([[1, 1, 0, 1]]);
+    expect(Object.values(stats.minutes).map((m) => m.c)).toEqual([0]);
+    expect(stats.base.c).toBe(0);
+    expect(world.store.guard.scope(serviceSid)).toEqual(before);
+    expect(
+      Object.values(world.store.guard.country(GLOBAL_SCOPE, 'GB')!.stats.recentRanges['+447401']!),
+    ).toEqual([[1, 1, 0, 1]]);
   });
 
   it('share against baseline: a range at its usual share is not blocked even with no code checked', async () => {

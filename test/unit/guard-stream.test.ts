@@ -88,12 +88,36 @@ describe('guard events from the stream', () => {
       at: Date.parse('2026-11-22T10:00:40.000Z'),
       sentAt: Date.parse(created),
     });
-    // A later write (delivery settled) of a verified code is not counted again; a wrong guess is no conversion.
+    // A later write of a verified code (its receipt) is no second conversion; a wrong guess is no conversion.
     expect(
       guardEventFromStreamRecord(record('MODIFY', { ...after, delivery_status: 'DELIVERED' }, after)),
-    ).toBeUndefined();
+    ).toMatchObject({ kind: 'delivered' });
     expect(
       guardEventFromStreamRecord(record('MODIFY', { ...before, last_guess: 'wrong' }, before)),
+    ).toBeUndefined();
+  });
+
+  it('a verification that became DELIVERED is a receipt, with its time and its send time (once)', () => {
+    const sent = verificationToItem(verification);
+    const delivered = { ...sent, delivery_status: 'DELIVERED', event_at: '2026-11-22T10:00:03.000Z' };
+    expect(guardEventFromStreamRecord(record('MODIFY', delivered, sent))).toEqual({
+      kind: 'delivered',
+      serviceSid: verification.serviceSid,
+      e164: verification.to,
+      country: 'GB',
+      at: Date.parse('2026-11-22T10:00:03.000Z'),
+      sentAt: Date.parse(created),
+    });
+    // SENT (no receipt) is not delivered; a duplicate receipt, or the code checked after it, is no second receipt.
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', { ...sent, delivery_status: 'SENT' }, sent)),
+    ).toBeUndefined();
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', { ...delivered, event_seq: 3 }, delivered)),
+    ).toBeUndefined();
+    const exempt = { ...delivered, guard_exempt: true };
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', exempt, { ...sent, guard_exempt: true })),
     ).toBeUndefined();
   });
 

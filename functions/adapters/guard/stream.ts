@@ -1,7 +1,7 @@
 /**
  * The table's stream as guard events: a new verification is an accepted send (with the guard's shadow decision,
- * if any), a verification that became VERIFIED a checked code, a number log that gained a guard decision a send
- * the guard refused. Every other record is not the guard's.
+ * if any), a verification that became VERIFIED a checked code, one that became DELIVERED a receipt, a number log
+ * that gained a guard decision a send the guard refused. Every other record is not the guard's.
  */
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { streamImages } from '../dynamodb/stream-images';
@@ -44,11 +44,12 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
         ...(verification.guard && { decision: verification.guard }),
       };
     }
-    const was = settledStatus(verificationFromItem(before));
-    if (was !== 'VERIFIED' && settledStatus(verification) === 'VERIFIED') {
-      const at = typeof after.event_at === 'string' ? Date.parse(after.event_at) : sentAt;
+    const previous = verificationFromItem(before);
+    const at = typeof after.event_at === 'string' ? Date.parse(after.event_at) : sentAt;
+    if (settledStatus(previous) !== 'VERIFIED' && settledStatus(verification) === 'VERIFIED')
       return { kind: 'conversion', ...common, at, sentAt };
-    }
+    if (previous.deliveryStatus !== 'DELIVERED' && verification.deliveryStatus === 'DELIVERED')
+      return { kind: 'delivered', ...common, at, sentAt };
     return undefined;
   }
 

@@ -218,7 +218,7 @@ export async function consumeGuardEvents(
   const countries = new Map<string, CountryKey>();
   const scopes = new Set<string>();
   for (const event of events) {
-    scopes.add(event.serviceSid);
+    if (event.kind !== 'delivered') scopes.add(event.serviceSid);
     for (const scope of [event.serviceSid, GLOBAL_SCOPE])
       countries.set(countryKey(scope, event.country), { scope, country: event.country });
   }
@@ -266,6 +266,13 @@ export async function consumeGuardEvents(
     // In time order: the scope-wide fold needs to know whether the send's range was established at the time.
     for (const event of events) {
       const ownCountry = country(event.serviceSid, event.country);
+      const global = country(GLOBAL_SCOPE, event.country);
+      if (event.kind === 'delivered') {
+        // A receipt marks its send's range bucket, nothing else: no scope-wide count, no probe, no report.
+        if (fresh(ownCountry, event)) applyCountryEvent(ownCountry.stats, event);
+        if (fresh(global, event)) applyCountryEvent(global.stats, event);
+        continue;
+      }
       const own = scope(event.serviceSid);
       const ownFresh = fresh(ownCountry, event);
       const scopeFresh = fresh(own, event);
@@ -277,7 +284,6 @@ export async function consumeGuardEvents(
           ? applyCountryEvent(structuredClone(ownCountry.stats), event)
           : undefined;
       if (ownFresh && facts) foldCountryProbes(ownCountry.state, event, facts.novelRange);
-      const global = country(GLOBAL_SCOPE, event.country);
       if (fresh(global, event)) applyCountryEvent(global.stats, event, serviceTag(event.serviceSid));
       if (scopeFresh && facts) {
         const { novelCountry } = applyScopeEvent(own.stats, event, facts);

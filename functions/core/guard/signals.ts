@@ -41,6 +41,7 @@ import {
   sum,
   vindicating,
   type Cohort,
+  type Evidence,
 } from './evidence';
 import { countryPrefixOf, placeOf } from './prefix';
 
@@ -125,12 +126,28 @@ const LOG_ALPHA = {
   /** Narrow traffic (a sequence, a concentrated range): its shape alone is rare for real users. */
   narrow: { standard: Math.log(5e-2), strict: Math.log(2e-1) },
   renew: Math.log(1e-2),
+  /**
+   * A concentrated range's codes a prompt receipt says were delivered, at the country's own conversion: the
+   * narrow bar, once `RECEIVED_SENDS` such codes are there (a real range's few users fall short of their
+   * country's conversion now and then; with fewer codes they refused real users on training seeds).
+   */
+  received: { standard: Math.log(5e-2), strict: Math.log(1e-1) },
 } as const;
 /**
  * The conversion narrow traffic is judged at, at least: real users in one range or sequence are people of one
  * organisation or carrier, who check their codes as the country's users do, not at the rules' half margin.
  */
 const NARROW_CONVERSION = 0.45;
+/**
+ * A receipt this soon after the send says the code reached the phone while its user waited for it (the delivery
+ * switches channel after 8 s unconfirmed, so a code the user waits for is confirmed well within this). Such codes
+ * are judged at the country's own conversion: no outage or delay can keep them from their users.
+ */
+const PROMPT_RECEIPT_MS = 30_000;
+/** Delivered codes a concentrated range needs before they are judged at the country's own conversion. */
+const RECEIVED_SENDS = 8;
+/** The country's own conversion, at most: a few fast-checking days must not make every user suspect. */
+const MAX_OWN_CONVERSION = 0.9;
 
 /** One event from the stream. A send refused (`accepted: false`) can never be checked. */
 export type GuardEvent =
@@ -144,6 +161,15 @@ export type GuardEvent =
       /** The send's price (units of 0.0001 USD), for the spend caps; refused sends cost nothing. */
       price?: number;
       decision?: GuardDecision;
+    }
+  | {
+      /** A receipt said the send's code reached the phone (`at`); only a prompt one is counted. */
+      kind: 'delivered';
+      serviceSid: string;
+      e164: string;
+      country: string;
+      at: number;
+      sentAt: number;
     }
   | {
       kind: 'conversion';
@@ -181,6 +207,8 @@ interface Suspect {
   tags?: string[];
 }
 
+type RangeBucket = [number, number, number, number?];
+
 /** One number of a run: [last 3 digits, when (epoch seconds), 0 accepted / 1 checked / 2 refused, service tag]. */
 type RunEntry = [number, number, number, string?];
 
@@ -191,8 +219,11 @@ export interface CountryStats {
   /** Range → [sends, checked], decayed to `base.t`. */
   ranges: Record<string, [number, number]>;
   minutes: Record<string, MinuteBucket>;
-  /** Range → five-minute index → [sends, accepted, checked]. */
-  recentRanges: Record<string, Record<string, [number, number, number]>>;
+  /**
+   * Range → five-minute index → [sends, accepted, checked, delivered promptly]; the fourth is absent in
+   * buckets stored before receipts were counted.
+   */
+  recentRanges: Record<string, Record<string, RangeBucket>>;
   /** Global scope: range → tags of services that sent there lately. */
   rangeTags?: Record<string, string[]>;
   runs: Record<string, RunEntry[]>;
@@ -343,6 +374,12 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
   if (stats.base.t === 0 || event.at > stats.base.t + HOUR) decayCountry(stats, event.at);
   const weight = Math.pow(2, (event.at - stats.base.t) / BASELINE_HALF_LIFE_MS);
   const novelRange = !isEstablishedRange(stats.ranges[place.range]);
+  if (event.kind === 'delivered') {
+    // Counted in the send's bucket, when the receipt was prompt; a late one (an outage's) tells nothing.
+    const bucket = stats.recentRanges[place.range]?.[String(rangeBucketIndex(event.sentAt))];
+    if (bucket && event.at - event.sentAt <= PROMPT_RECEIPT_MS) bucket[3] = (bucket[3] ?? 0) + 1;
+    return { novelRange };
+  }
   const minuteKey = String(minuteIndex(event.kind === 'send' ? event.at : event.sentAt));
   const rangeKey = String(rangeBucketIndex(event.kind === 'send' ? event.at : event.sentAt));
   if (event.kind === 'send') {
@@ -458,7 +495,7 @@ export function applyScopeEvent(
       const d = decay(known ?? { s: 0, c: 0, t: event.at }, event.at);
       stats.countries[event.country] = { ...d, s: d.s + 1 };
     }
-  } else {
+  } else if (event.kind === 'conversion') {
     const minute = stats.minutes[String(minuteIndex(event.sentAt))];
     if (minute && novelCountry) minute.nc += 1;
     if (minute && facts.novelRange) minute.rc += 1;
@@ -615,12 +652,18 @@ const cohortsOf = (counts: Record<string, [number, number]>, width: number, from
  * the last hour, which is what is being judged), or the floor without a baseline.
  */
 function legitConversion(stats: CountryStats, now: number): number {
-  if (!hasBaseline(stats, now)) return LEGIT_FLOOR_CONVERSION;
+  const measured = measuredConversion(stats, now);
+  if (measured === undefined) return LEGIT_FLOOR_CONVERSION;
+  return Math.min(0.475, Math.max(LEGIT_FLOOR_CONVERSION / 2, 0.5 * measured));
+}
+
+/** The share of the country's codes checked before the last hour; none without a baseline. */
+function measuredConversion(stats: CountryStats, now: number): number | undefined {
+  if (!hasBaseline(stats, now)) return undefined;
   const recent = Object.values(stats.minutes);
   const sends = stats.base.s - sum(recent.map((m) => m.a));
   const checked = stats.base.c - sum(recent.map((m) => m.c));
-  if (sends < 10) return LEGIT_FLOOR_CONVERSION;
-  return Math.min(0.475, Math.max(LEGIT_FLOOR_CONVERSION / 2, 0.5 * (checked / sends)));
+  return sends < 10 ? undefined : checked / sends;
 }
 
 const liftedPrefix = (lifted: Record<string, number>, prefix: string, now: number) =>
@@ -642,7 +685,7 @@ function countProbe(probes: ProbeCohorts | undefined, event: GuardEvent): ProbeC
   const cohorts = probes ?? {};
   if (event.kind === 'send') {
     if (event.accepted) (cohorts[String(minuteIndex(event.at))] ??= [0, 0])[0] += 1;
-  } else {
+  } else if (event.kind === 'conversion') {
     const cohort = cohorts[String(minuteIndex(event.sentAt))];
     if (cohort) cohort[1] += 1;
   }
@@ -879,16 +922,35 @@ export function evaluateCountry(
       const evidence = concentrated
         ? exactConversionEvidence(cohorts, Math.max(conversion, NARROW_CONVERSION), now)
         : conversionEvidence(cohorts, conversion, now);
+      // The codes a prompt receipt says reached their phones, against the country's own conversion. The checked
+      // codes are all the range's, whether or not a receipt came (the test errs towards real users).
+      const own = concentrated ? measuredConversion(stats, now) : undefined;
+      const received =
+        own === undefined
+          ? undefined
+          : exactConversionEvidence(
+              inWindow.map(([key, [, , c, d]]) => ({
+                at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
+                sends: d ?? 0,
+                checked: c,
+              })),
+              Math.min(MAX_OWN_CONVERSION, Math.max(own, NARROW_CONVERSION)),
+              now,
+            );
+      const damnedBy = (l: BlockLevel): Evidence | undefined => {
+        if (!concentrated) return damning(evidence, LOG_ALPHA.start[l]) ? evidence : undefined;
+        if (damning(evidence, LOG_ALPHA.narrow[l])) return evidence;
+        return received && received.sends >= RECEIVED_SENDS && damning(received, LOG_ALPHA.received[l])
+          ? received
+          : undefined;
+      };
       const level = levelOf((l) => {
         const t = THRESHOLDS.prefixSurge[l];
         const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
-        return (
-          startsAt(blocked, l) &&
-          surging &&
-          damning(evidence, concentrated ? LOG_ALPHA.narrow[l] : LOG_ALPHA.start[l])
-        );
+        return startsAt(blocked, l) && surging && damnedBy(l) !== undefined;
       });
-      if (level)
+      const damned = level && damnedBy(level);
+      if (level && damned)
         propose({
           prefix: range,
           reason: 'prefix_surge',
@@ -899,8 +961,9 @@ export function evaluateCountry(
             share: round2(share),
             baseline_share: round2(baseShare),
             ...(concentrated && { concentrated: 1 }),
-            checked: evidence.checked,
-            expected: round2(evidence.expected),
+            ...(damned === received && { delivered: damned.sends }),
+            checked: damned.checked,
+            expected: round2(damned.expected),
           },
           ...(scope === 'global' && { services: stats.rangeTags?.[range] ?? [] }),
         });
