@@ -1,21 +1,23 @@
 /**
- * The guard's signals, off the request path: a pure fold of send and conversion events (from the table's
- * stream) into stored aggregates, and the rules that turn the aggregates into the blocks the send path reads.
+ * The guard's signals, off the request path: a pure fold of send, receipt and conversion events (from the
+ * table's stream) into stored aggregates, and the rules that turn the aggregates into the blocks the send path
+ * reads.
  *
  * One principle runs through every rule (docs/guard.md, "Rules"): a destination is refused only on evidence
  * that its codes are checked far less than real users check theirs. Volume, novelty and sequences only say
  * where to look; the evidence is a test of the checked codes against what real users would have checked by
  * now, given how long ago each code was sent (`conversionEvidence`, evidence.ts). Rules that compare with a
  * baseline (a range's usual share, ranges never seen) act only where the service has one (`hasBaseline`);
- * before that a country is judged on its conversions alone. A block takes a few probes through; it is renewed only while the
- * probes' codes go unchecked, and lifted early when they are checked.
+ * before that a country is judged on its conversions alone. A block takes a few probes through; it is renewed
+ * only while the probes' codes go unchecked, and lifted early when they are checked.
  *
  * Aggregates per scope (a service, or `GLOBAL` for all services) and country, bounded in size whatever the
  * traffic (`LIMITS`):
  * - decayed totals (half-life `BASELINE_HALF_LIFE_MS`) of sends and checked codes, for the country and per range
  *   (country prefix + first 4 national digits): the baseline, and which ranges are established;
  * - one-minute buckets of the last hour (sends, accepted, checked; the same for ranges not established);
- * - five-minute buckets per range over the last 35 minutes (a range's share of the country's recent traffic);
+ * - five-minute buckets per range over the last 35 minutes (a range's share of the country's recent traffic, and
+ *   its codes a prompt receipt says were delivered);
  * - per run prefix (all but the last 3 digits) the last numbers sent to (near-sequential runs), and for runs
  *   long enough to be suspect, their sends and checked codes per minute;
  * - the hour's and the day's sends and spend (the owner's caps).
