@@ -264,7 +264,10 @@ describe('signals', () => {
     const at = now() - MINUTE;
     await consume([sendEvent(gb(1_234_567), at)]);
     const before = world.store.guard.scope(serviceSid)!;
+    const load = jest.spyOn(world.store.guard, 'load');
     await consume([{ ...sendEvent(gb(1_234_567), at + 2_000), kind: 'delivered', sentAt: at }]);
+    // The service's settings (level, caps) are read for the evaluation the receipt's batch runs.
+    expect(load.mock.calls[0]![1]).toEqual([serviceSid]);
     const stats = world.store.guard.country(serviceSid, 'GB')!.stats;
     expect(Object.values(stats.recentRanges['+447401']!)).toEqual([[1, 1, 0, 1]]);
     expect(Object.values(stats.minutes).map((m) => m.c)).toEqual([0]);
@@ -466,6 +469,17 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
     expect(closed()!.until).toBe(now() + 4 * MINUTE);
     expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('blocked_by_policy');
+  });
+
+  it('not lifted by checks that come before a crowd would have checked its codes', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    const at = now() - 20_000;
+    const flood = novelFlood(at);
+    await consume(flood);
+    // Another batch moments later (receipts, a busy stream): two codes checked at once are no crowd yet.
+    await consume(flood.slice(0, 2).map((s) => conversionEvent(s.e164, at, at + 5_000)));
+    expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
   });
 
   it('never runs for a service at standard: no closure, so its users are not even counted as probes', async () => {

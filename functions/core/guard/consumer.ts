@@ -218,7 +218,8 @@ export async function consumeGuardEvents(
   const countries = new Map<string, CountryKey>();
   const scopes = new Set<string>();
   for (const event of events) {
-    if (event.kind !== 'delivered') scopes.add(event.serviceSid);
+    // A receipt's service too: its item says the service's level and caps, which every evaluation needs.
+    scopes.add(event.serviceSid);
     for (const scope of [event.serviceSid, GLOBAL_SCOPE])
       countries.set(countryKey(scope, event.country), { scope, country: event.country });
   }
