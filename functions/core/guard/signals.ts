@@ -90,8 +90,8 @@ const NOVEL_FLOOD = {
  * before the half hour holds enough of its codes for the bar of a broad surge.
  */
 const CONCENTRATION = { sends: 5, floorShare: 0.01, chance: 1e-6 } as const;
-/** Checked codes a crowd would have by now before a flood's provisional closure may lapse on its checks. */
-const LAPSE_EXPECTED = 2;
+/** A flood's provisional closure may lapse on its checks this long after it started (a batching window). */
+const LAPSE_AFTER_MS = 30_000;
 /** The `vindicated` key of a flood's provisional closure that lapsed unconfirmed. */
 const FLOOD_LAPSED = 'flood';
 const RECENT_MS = 60 * MINUTE;
@@ -1170,10 +1170,10 @@ function floodClosure(
     );
     // Real users' codes come back within the typing time: as soon as they are checked about as often as the
     // country's users check theirs, the crowd is let through (a flood, even with a few fake checks, is not).
-    // Not before a crowd's codes are due: an evaluation moments after the closure (another batch) would let
-    // a couple of real users' checks among the flood lift it.
+    // Not within a batching window of the closure: the rule closed knowing those checks, and judging them again
+    // moments later (another batch: receipts) let a couple of real users' checks among a flood lift it.
     if (
-      trigger.expected >= LAPSE_EXPECTED &&
+      now - closed.since >= LAPSE_AFTER_MS &&
       trigger.checked >= 2 &&
       trigger.checked > 0.5 * trigger.expected
     ) {
