@@ -471,13 +471,13 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('blocked_by_policy');
   });
 
-  it('not lifted by checks that come before a crowd would have checked its codes', async () => {
+  it('not lifted within a batching window of its start: it was closed knowing those checks', async () => {
     setLevel('strict');
     await baseline(established(), 2);
     const at = now() - 20_000;
     const flood = novelFlood(at);
     await consume(flood);
-    // Another batch moments later (receipts, a busy stream): two codes checked at once are no crowd yet.
+    // Another batch moments later (receipts, a busy stream), two codes checked: no new evidence of a crowd yet.
     await consume(flood.slice(0, 2).map((s) => conversionEvent(s.e164, at, at + 5_000)));
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
   });
