@@ -9,8 +9,8 @@
  * rate (sends a batch) and on the items' sizes, which grow with the ranges seen until their bounds. The
  * aggregates are first warmed (unmetered) for `warmupSeconds` of the same traffic, then a window is metered
  * and priced by DynamoDB's rules from item sizes (bench/meter.ts). The warm-up runs the same consumer on the
- * in-memory store, whose records are then stored as they are. A send here is a verification: its send
- * and, for the checked share, its checked code (each a stream record the consumer folds).
+ * in-memory store, whose records are then stored as they are. A send here is a verification: its send, its
+ * delivery receipt and, for the checked share, its checked code (each a stream record the consumer folds).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -42,8 +42,10 @@ export interface GuardConsumerPlan {
 export interface GuardConsumerCount {
   sendsPerSecond: number;
   countries: string[];
-  /** Of the sends, the share whose code is checked (a second stream record each). */
+  /** Of the sends, the share whose code is checked (one more stream record each). */
   checkedShare: number;
+  /** Of the sends, the share with a delivery receipt (one more stream record each). */
+  receiptShare: number;
   warmupSeconds: number;
   measuredSeconds: number;
   /** In the metered window. */
@@ -64,6 +66,8 @@ const COUNTRIES: { country: string; prefix: string; digits: number; share: numbe
   { country: 'BR', prefix: '+55119', digits: 8, share: 0.1 },
 ];
 const CHECKED_SHARE = 0.75;
+/** Most sends get a receipt seconds later (the guard counts a prompt one, guard.md); the rest none. */
+const RECEIPT_SHARE = 0.95;
 const SHARD = 'shardId-00000001700000000000-bench';
 
 /** A fixed-seed generator: the same traffic every run. */
@@ -118,7 +122,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
   const dynamo = new DynamoGuardStore(client, db.tableName);
   let deps = { store: memory as GuardSignalStore, clock };
   const random = generator(7);
-  // Checked codes come 10 to 40 s after their send: they wait for their batch.
+  // Receipts come 2 to 10 s after their send, checked codes 10 to 40 s: each waits for its second's batch.
   const pending = new Map<number, PositionedGuardEvent[]>();
   let sequence = 0;
   let sends = 0;
@@ -134,11 +138,18 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
         const { country, e164 } = mobile(random);
         const sentAt = at + Math.floor((i / plan.sendsPerSecond) * 1000);
         events.push({ kind: 'send', serviceSid, country, e164, at: sentAt, accepted: true, price: 600 });
+        const later = (delay: number, event: PositionedGuardEvent) => {
+          const list = pending.get(s + delay) ?? [];
+          list.push(event);
+          pending.set(s + delay, list);
+        };
+        if (random() < RECEIPT_SHARE) {
+          const delay = 2 + Math.floor(random() * 9);
+          later(delay, { kind: 'delivered', serviceSid, country, e164, at: sentAt + delay * 1000, sentAt });
+        }
         if (random() < CHECKED_SHARE) {
           const delay = 10 + Math.floor(random() * 30);
-          const list = pending.get(s + delay) ?? [];
-          list.push({ kind: 'conversion', serviceSid, country, e164, at: sentAt + delay * 1000, sentAt });
-          pending.set(s + delay, list);
+          later(delay, { kind: 'conversion', serviceSid, country, e164, at: sentAt + delay * 1000, sentAt });
         }
       }
     }
@@ -176,6 +187,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
       sendsPerSecond: plan.sendsPerSecond,
       countries: COUNTRIES.map((c) => c.country),
       checkedShare: CHECKED_SHARE,
+      receiptShare: RECEIPT_SHARE,
       warmupSeconds: plan.warmupSeconds,
       measuredSeconds: plan.measuredSeconds,
       sends,

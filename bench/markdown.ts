@@ -12,7 +12,7 @@ import { renderReport, type BenchResults, type Target } from './report';
 
 const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
 
-export type Section = 'bench' | 'fees' | 'capacity' | 'guard' | 'guardStrict';
+export type Section = 'bench' | 'fees' | 'capacity' | 'guard' | 'guardStrict' | 'guardNoReceipts';
 
 const SECTIONS: Record<Section, { heading: string; command: string }> = {
   bench: { heading: 'Service', command: 'npm run bench -- --markdown' },
@@ -22,6 +22,10 @@ const SECTIONS: Record<Section, { heading: string; command: string }> = {
   guardStrict: {
     heading: 'Pumping guard at strict',
     command: 'npm run bench:guard -- --level strict --markdown',
+  },
+  guardNoReceipts: {
+    heading: 'Pumping guard without receipts',
+    command: 'npm run bench:guard -- --receipts none --markdown',
   },
 };
 

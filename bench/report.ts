@@ -266,7 +266,7 @@ export function guardConsumerLine(guard: GuardConsumerCount): string {
   return (
     `The guard's stream consumer in the DynamoDB line: ${fmt(guard.perSend.wru)} WRU + ${fmt(guard.perSend.rru)} RRU per send ` +
     `(${fmt(guard.perSend.wru * 1_000_000)} WRU + ${fmt(guard.perSend.rru * 1_000_000)} RRU per million sends), ` +
-    `one service at ${guard.sendsPerSecond} sends/s over ${guard.countries.length} countries (${guard.checkedShare * 100} % checked), ` +
+    `one service at ${guard.sendsPerSecond} sends/s over ${guard.countries.length} countries (${guard.checkedShare * 100} % checked, ${(guard.receiptShare ?? 0) * 100} % with a receipt), ` +
     `a batch every ${GUARD_BATCH_WINDOW_SECONDS} s, after ${guard.warmupSeconds} s of warm-up; largest guard item ${fmt(Math.round(guard.largestItemBytes / 1024))} KB. ` +
     'It rewrites the items a batch touches whole: per send it shrinks as the rate grows and grows with the item sizes.'
   );

@@ -54,7 +54,7 @@ import { RecordingWorkflow, RememberingRandom, addTable, createAccount, type Ben
 /** The measured day's midnight; the run's times are ms from it. */
 const DAY = new Date('2026-11-22T00:00:00.000Z').getTime();
 
-type SendOutcome = { ok: true; sid: string } | { ok: false; code: string };
+export type SendOutcome = { ok: true; sid: string } | { ok: false; code: string };
 
 /** A guard decision seen on the stream (a refusal, or at shadow a send it would have refused). */
 interface SeenDecision {
@@ -123,10 +123,10 @@ function sendDeps(store: VerificationStore, random: RememberingRandom): SendDeps
   };
 }
 
-/** The send, check and consumer calls over a store, a guard store and a source of events. */
 /** The store a run writes: sends and checks, and receipts. */
 type BenchStore = VerificationStore & Pick<DeliveryStore, 'markDelivered'>;
 
+/** The send, check and consumer calls over a store, a guard store and a source of events. */
 function benchOver(
   store: BenchStore,
   guard: GuardSignalStore,

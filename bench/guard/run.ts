@@ -12,11 +12,12 @@
  *   --markdown          print a markdown section (commit, seed split, run time, tables) and write it to
  *                       docs/bench-results.md
  *   --level strict      the guard level the services run at (default `standard`, the level that is reported)
+ *   --receipts none     no delivery receipts (default `prompt`: every accepted send's, 3 s after it)
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
  *   --report            print the tables of the last run again (with --markdown, of the published run)
  * Every run writes its raw figures to bench/guard/last-run.json (git-ignored); a `--markdown` run also to
- * bench/guard/results.json (results-strict.json at strict, shown in one table), the committed figures behind the
- * published tables, so tuning runs leave them alone.
+ * bench/guard/results.json (results-strict.json at strict, results-no-receipts.json without receipts, each
+ * shown in one table), the committed figures behind the published tables, so tuning runs leave them alone.
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -24,22 +25,30 @@ import { formatFile, writeSection, type Section } from '../markdown';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
-import { runScenario, type RunResult, type Tally } from './simulate';
+import { RECEIPT_MODES, runScenario, type ReceiptMode, type RunResult, type Tally } from './simulate';
 import { HELD_OUT_SEEDS, TRAINING_SEEDS } from './traffic';
 
 type BenchLevel = 'standard' | 'strict';
 const LEVELS: readonly BenchLevel[] = ['standard', 'strict'];
-/** The published run's raw figures, by level: what docs/bench-results.md shows. */
-const RESULTS_FILES: Record<BenchLevel, string> = {
-  standard: 'bench/guard/results.json',
-  strict: 'bench/guard/results-strict.json',
-};
-const SECTIONS: Record<BenchLevel, Section> = { standard: 'guard', strict: 'guardStrict' };
+/** The runs docs/bench-results.md publishes: the reported one in full, the others each in one table. */
+const PUBLISHED = {
+  'standard/prompt': { file: 'bench/guard/results.json', section: 'guard' },
+  'strict/prompt': { file: 'bench/guard/results-strict.json', section: 'guardStrict' },
+  'standard/none': { file: 'bench/guard/results-no-receipts.json', section: 'guardNoReceipts' },
+} satisfies Record<string, { file: string; section: Section }>;
+type Published = keyof typeof PUBLISHED;
+function published(level: BenchLevel, receipts: ReceiptMode): (typeof PUBLISHED)[Published] {
+  const key = `${level}/${receipts}`;
+  if (!(key in PUBLISHED))
+    throw new Error(`--markdown: no published table for --level ${level} --receipts ${receipts}`);
+  return PUBLISHED[key as Published];
+}
 const LAST_RUN_FILE = 'bench/guard/last-run.json';
 
 interface Job {
   seed: number;
   level: BenchLevel;
+  receipts: ReceiptMode;
   scenarios: string[];
 }
 
@@ -70,6 +79,7 @@ function child(): void {
             message.job.seed,
             memoryFactory(message.job.level),
             cache,
+            message.job.receipts,
           );
           process.send!({ type: 'result', result } satisfies ChildMessage);
         }
@@ -88,11 +98,17 @@ async function matrix(
   seeds: number[],
   scenarios: Scenario[],
   level: BenchLevel,
+  receipts: ReceiptMode,
   jobs: number,
   onResult: (results: RunResult[]) => void,
 ): Promise<RunResult[]> {
   // The costliest scenarios first within a seed; seeds handed out one at a time to whichever child is free.
-  const queue: Job[] = seeds.map((seed) => ({ seed, level, scenarios: scenarios.map((s) => s.name) }));
+  const queue: Job[] = seeds.map((seed) => ({
+    seed,
+    level,
+    receipts,
+    scenarios: scenarios.map((s) => s.name),
+  }));
   const total = seeds.length * scenarios.length;
   const results: RunResult[] = [];
   const started = performance.now();
@@ -234,10 +250,17 @@ const pct = (part: number, whole: number) => (whole === 0 ? '-' : `${((100 * par
 const p = (x: number | undefined, digits = 2) => (x === undefined ? '-' : `${(100 * x).toFixed(digits)} %`);
 const usd = (x: number | undefined) => (x === undefined ? '-' : `$${x.toFixed(2)}`);
 
-function markdown(
-  summaries: ScenarioSummary[],
-  meta: { commit: string; level: BenchLevel; seeds: number[]; split: string; seconds: number; jobs: number },
-): string {
+interface Meta {
+  commit: string;
+  level: BenchLevel;
+  receipts: ReceiptMode;
+  seeds: number[];
+  split: string;
+  seconds: number;
+  jobs: number;
+}
+
+function markdown(summaries: ScenarioSummary[], meta: Meta): string {
   const lines: string[] = [];
   lines.push(`### Pumping guard matrix, commit \`${meta.commit}\``);
   lines.push('');
@@ -285,23 +308,33 @@ function markdown(
 }
 
 /**
- * A level other than the reported one, in one table: what it buys against the attacks and what it costs real
- * users, beside the full matrix at `standard`.
+ * A run other than the reported one, in one table: what a level buys against the attacks and costs real users,
+ * or what the attacks' figures owe to receipts. Without receipts, the legitimate scenarios in one line: the
+ * receipt rule can only refuse, so taking receipts away can only lower those figures.
  */
-function compactMarkdown(
-  summaries: ScenarioSummary[],
-  meta: { commit: string; level: BenchLevel; split: string; seeds: number[] },
-): string {
+function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
+  const receipts = meta.receipts === 'none';
+  const legit = summaries.filter((s) => s.kind === 'legit');
+  const worstLegit = legit.reduce<ScenarioSummary | undefined>(
+    (worst, s) => ((s.legitRefused?.worst ?? 0) > (worst?.legitRefused?.worst ?? -1) ? s : worst),
+    undefined,
+  );
   const lines = [
-    `### At \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
+    `### ${receipts ? 'No delivery receipts' : 'At'} \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
     '',
+    ...(receipts && worstLegit
+      ? [
+          `Legitimate scenarios: at most ${p(worstLegit.legitRefused?.worst)} of legitimate sends refused on a seed (${worstLegit.name}).`,
+          '',
+        ]
+      : []),
     'Sends refused: worst = the highest seed (legitimate), the lowest (attacks). Own/beside: the own users of a',
     'legitimate scenario, the legitimate sends beside an attack; cost: what the accepted attack sends cost; worst seed.',
     '',
     '| Scenario | Worst | Mean | Own/beside | Cost worst | Cost mean |',
     '| --- | ---: | ---: | ---: | ---: | ---: |',
   ];
-  for (const s of summaries) {
+  for (const s of receipts ? summaries.filter((x) => x.kind === 'attack') : summaries) {
     const refused = s.kind === 'legit' ? s.legitRefused : s.attackRefused;
     const beside = s.kind === 'legit' ? s.focusRefused : s.legitRefused;
     const cost = s.attackCost ? ` ${usd(s.attackCost.worst)} | ${usd(s.attackCost.mean)} |` : ' | |';
@@ -320,10 +353,10 @@ function compactMarkdown(
   return lines.join('\n');
 }
 
-const render = (
-  summaries: ScenarioSummary[],
-  meta: { commit: string; level: BenchLevel; seeds: number[]; split: string; seconds: number; jobs: number },
-) => (meta.level === 'standard' ? markdown(summaries, meta) : compactMarkdown(summaries, meta));
+const render = (summaries: ScenarioSummary[], meta: Meta) =>
+  meta.level === 'standard' && meta.receipts === 'prompt'
+    ? markdown(summaries, meta)
+    : compactMarkdown(summaries, meta);
 
 function plain(summaries: ScenarioSummary[], seconds: number): string {
   const lines = [`Pumping guard matrix: ${seconds.toFixed(0)} s`];
@@ -372,6 +405,8 @@ async function main(): Promise<void> {
   const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
   const level = (option('--level') ?? 'standard') as BenchLevel;
   if (!LEVELS.includes(level)) throw new Error(`--level: one of ${LEVELS.join(', ')}`);
+  const receipts = (option('--receipts') ?? 'prompt') as ReceiptMode;
+  if (!RECEIPT_MODES.includes(receipts)) throw new Error(`--receipts: one of ${RECEIPT_MODES.join(', ')}`);
   if (args.includes('--dynamodb'))
     return dynamodbConfirmation(
       Number(option('--seeds')?.split(',')[0] ?? HELD_OUT_SEEDS[0]),
@@ -382,10 +417,12 @@ async function main(): Promise<void> {
   if (args.includes('--report')) {
     // The tables again, no run: of the published run for --markdown, else of the last run (on a fresh clone, the
     // published one).
-    const file = markdownWanted || !existsSync(LAST_RUN_FILE) ? RESULTS_FILES[level] : LAST_RUN_FILE;
+    const file =
+      markdownWanted || !existsSync(LAST_RUN_FILE) ? published(level, receipts).file : LAST_RUN_FILE;
     const last = JSON.parse(readFileSync(file, 'utf8')) as {
       commit: string;
       level?: BenchLevel;
+      receipts?: ReceiptMode;
       seeds: number[];
       split: string;
       seconds: number;
@@ -395,12 +432,13 @@ async function main(): Promise<void> {
       summaries: ScenarioSummary[];
     };
     if (last.partial) last.split += ` (partial: ${last.runs.length} runs)`;
-    const shown = last.level ?? 'standard';
+    // Figures from before receipts could be turned off had them all.
+    const shown = { level: last.level ?? 'standard', receipts: last.receipts ?? 'prompt' };
     const text = markdownWanted
-      ? render(last.summaries, { ...last, level: shown, jobs: last.jobs ?? 2 })
+      ? render(last.summaries, { ...last, ...shown, jobs: last.jobs ?? 2 })
       : plain(last.summaries, last.seconds);
     console.log(text);
-    if (markdownWanted) await writeSection(SECTIONS[shown], text);
+    if (markdownWanted) await writeSection(published(shown.level, shown.receipts).section, text);
     return;
   }
   const seedsArg = option('--seeds');
@@ -412,10 +450,12 @@ async function main(): Promise<void> {
   const split = seedsArg ? 'chosen' : args.includes('--train') ? 'training' : 'held-out';
   const scenarios = option('--scenarios')?.split(',').map(scenarioByName) ?? SCENARIOS;
   const jobs = Number(option('--jobs') ?? 2);
+  // Before the run: a --markdown run with no published table fails now, not after ten minutes.
+  const target = markdownWanted ? published(level, receipts) : undefined;
   const commit = execSync('git rev-parse --short HEAD').toString().trim();
   const started = performance.now();
   process.stderr.write(
-    `${scenarios.length} scenarios x ${seeds.length} seeds (${split}) at ${level}, ${jobs} processes\n`,
+    `${scenarios.length} scenarios x ${seeds.length} seeds (${split}) at ${level}, receipts ${receipts}, ${jobs} processes\n`,
   );
   const write = (results: RunResult[], partial: boolean) => {
     const seconds = (performance.now() - started) / 1000;
@@ -424,6 +464,7 @@ async function main(): Promise<void> {
       commit,
       date: new Date().toISOString(),
       level,
+      receipts,
       split,
       seeds,
       jobs,
@@ -436,17 +477,17 @@ async function main(): Promise<void> {
     return summary;
   };
   // Written after every run too (marked partial), so an interrupted matrix still has its figures.
-  const results = await matrix(seeds, scenarios, level, jobs, (soFar) => write(soFar, true));
+  const results = await matrix(seeds, scenarios, level, receipts, jobs, (soFar) => write(soFar, true));
   const { summaries, seconds } = write(results, false);
-  const text = markdownWanted
-    ? render(summaries, { commit, level, seeds, split, seconds, jobs })
+  const text = target
+    ? render(summaries, { commit, level, receipts, seeds, split, seconds, jobs })
     : plain(summaries, seconds);
   console.log(text);
-  if (markdownWanted) {
+  if (target) {
     // The published figures: what docs/bench-results.md shows, and what `--report --markdown` renders again.
-    copyFileSync(LAST_RUN_FILE, RESULTS_FILES[level]);
-    await formatFile(RESULTS_FILES[level]);
-    await writeSection(SECTIONS[level], text);
+    copyFileSync(LAST_RUN_FILE, target.file);
+    await formatFile(target.file);
+    await writeSection(target.section, text);
   }
 }
 

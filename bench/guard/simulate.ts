@@ -135,6 +135,14 @@ const warmKey = (scenario: Scenario, seed: number) => `${seed}/${scenario.model.
 export type BenchFactory = (scenario: Scenario, guardState?: GuardSnapshot) => Promise<GuardBench>;
 
 /**
+ * Delivery receipts: `prompt`, every accepted send's at its planned time (3 s, or the scenario's); `none`, no
+ * receipt at all, as from carriers and countries that report none (docs/bench.md): the guard's receipt rule
+ * then never acts, so the two bracket what receipts are worth.
+ */
+export type ReceiptMode = 'prompt' | 'none';
+export const RECEIPT_MODES: readonly ReceiptMode[] = ['prompt', 'none'];
+
+/**
  * Runs a scenario for a seed. `warmCache` keeps warm-ups (guard snapshots) for other scenarios of the seed, when
  * the bench can snapshot (memory).
  */
@@ -143,6 +151,7 @@ export async function runScenario(
   seed: number,
   createBench: BenchFactory,
   warmCache?: Map<string, GuardSnapshot>,
+  receipts: ReceiptMode = 'prompt',
 ): Promise<RunResult> {
   const started = performance.now();
   let bench: GuardBench;
@@ -212,13 +221,14 @@ export async function runScenario(
     if (outcome.ok) {
       const price = (ROUTES[plan.country]?.price ?? 0) / UNITS_PER_USD;
       for (const t of counted) t.charged += price;
-      queue.push({
-        at: item.at + (plan.receiptAfterMs ?? RECEIPT_MS),
-        kind: 'receipt',
-        plan,
-        attempt: item.attempt,
-        sid: outcome.sid,
-      });
+      if (receipts === 'prompt')
+        queue.push({
+          at: item.at + (plan.receiptAfterMs ?? RECEIPT_MS),
+          kind: 'receipt',
+          plan,
+          attempt: item.attempt,
+          sid: outcome.sid,
+        });
       const checks = item.attempt === 0 ? plan.checks : plan.retry?.checks;
       for (const check of checks ?? [])
         queue.push({

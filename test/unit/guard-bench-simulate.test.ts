@@ -1,0 +1,74 @@
+/**
+ * The pumping-guard bench's replay (bench/guard/simulate.ts) over a bench that records its calls: receipts come
+ * at their planned time for every accepted send, or never (`--receipts none`, what the figures without receipts
+ * are run with); refused sends get none; the consumer runs once per batching window after the window's calls.
+ */
+import type { GuardBench, SendOutcome } from '../../bench/guard/backend';
+import type { Scenario } from '../../bench/guard/scenarios';
+import { runScenario, type ReceiptMode } from '../../bench/guard/simulate';
+import { BASE_MODEL, RECEIPT_MS, type PlannedSend } from '../../bench/guard/traffic';
+
+const gb = (n: number) => `+4477009${String(n).padStart(5, '0')}`;
+
+/** Three users: one checks, one never does, one is refused; the outage's receipt comes 30 minutes late. */
+const PLANS: PlannedSend[] = [
+  { at: 1_000, to: gb(1), country: 'GB', group: 'legit', checks: [{ afterMs: 20_000 }] },
+  { at: 2_000, to: gb(2), country: 'GB', group: 'legit' },
+  { at: 3_000, to: gb(3), country: 'GB', group: 'attack' },
+  { at: 4_000, to: gb(4), country: 'GB', group: 'legit', receiptAfterMs: 1_800_000 },
+];
+
+const scenario: Scenario = {
+  name: 'receipts',
+  kind: 'attack',
+  title: 'receipts',
+  model: BASE_MODEL,
+  warm: false,
+  from: 0,
+  to: 60_000,
+  traffic: () => PLANS,
+};
+
+async function replay(receipts: ReceiptMode) {
+  const calls: string[] = [];
+  const bench: GuardBench = {
+    serviceSid: 'VA1',
+    send: (at, to): Promise<SendOutcome> => {
+      calls.push(`send ${at} ${to}`);
+      return Promise.resolve(
+        to === gb(3) ? { ok: false, code: 'blocked_by_policy' } : { ok: true, sid: `sid-${to}` },
+      );
+    },
+    check: (at, sid) => Promise.resolve(void calls.push(`check ${at} ${sid}`)),
+    deliver: (at, sid) => Promise.resolve(void calls.push(`deliver ${at} ${sid}`)),
+    consume: (at) => Promise.resolve((calls.push(`consume ${at}`), [])),
+    foldHistory: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+    requests: () => 0,
+  };
+  const result = await runScenario(scenario, 1, () => Promise.resolve(bench), undefined, receipts);
+  return { calls, result };
+}
+
+test('receipts come for every accepted send at its planned time, after its window the consumer runs', async () => {
+  const { calls, result } = await replay('prompt');
+  expect(calls.filter((c) => c.startsWith('deliver'))).toEqual([
+    `deliver ${1_000 + RECEIPT_MS} sid-${gb(1)}`,
+    `deliver ${2_000 + RECEIPT_MS} sid-${gb(2)}`,
+    `deliver ${4_000 + 1_800_000} sid-${gb(4)}`,
+  ]);
+  // The late receipt's window is replayed too: the consumer runs after it, at the window's end.
+  expect(calls.at(-1)).toBe('consume 1830000');
+  expect(calls.indexOf(`deliver 1804000 sid-${gb(4)}`)).toBe(calls.length - 2);
+  expect(result.attack).toMatchObject({ sends: 1, blocked: 1 });
+});
+
+test('--receipts none: no receipt at all, the rest of the replay unchanged', async () => {
+  const prompt = await replay('prompt');
+  const none = await replay('none');
+  expect(none.calls.filter((c) => c.startsWith('deliver'))).toEqual([]);
+  expect(none.calls.filter((c) => !c.startsWith('consume'))).toEqual(
+    prompt.calls.filter((c) => !c.startsWith('deliver') && !c.startsWith('consume')),
+  );
+  expect(none.result.legit).toEqual(prompt.result.legit);
+});
