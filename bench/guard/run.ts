@@ -320,17 +320,19 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
     undefined,
   );
   const lines = [
-    `### ${receipts ? 'No delivery receipts' : 'At'} \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
+    `### ${receipts ? 'No delivery receipts, at' : 'At'} \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
     '',
-    ...(receipts && worstLegit
+    // The page shows the strict table first: the same columns, explained once.
+    ...(receipts
       ? [
-          `Legitimate scenarios: at most ${p(worstLegit.legitRefused?.worst)} of legitimate sends refused on a seed (${worstLegit.name}).`,
+          `Legitimate sends refused, worst seed of any scenario: ${p(worstLegit?.legitRefused?.worst)} (${worstLegit?.name}). Columns as at \`strict\` above.`,
           '',
         ]
-      : []),
-    'Sends refused: worst = the highest seed (legitimate), the lowest (attacks). Own/beside: the own users of a',
-    'legitimate scenario, the legitimate sends beside an attack; cost: what the accepted attack sends cost; worst seed.',
-    '',
+      : [
+          'Sends refused: worst = the highest seed (legitimate), the lowest (attacks). Own/beside: the own users of a',
+          'legitimate scenario, the legitimate sends beside an attack; cost: what the accepted attack sends cost; worst seed.',
+          '',
+        ]),
     '| Scenario | Worst | Mean | Own/beside | Cost worst | Cost mean |',
     '| --- | ---: | ---: | ---: | ---: | ---: |',
   ];
