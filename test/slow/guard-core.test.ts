@@ -502,11 +502,49 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     setLevel('strict');
     await baseline(established(), 2);
     await consume(novelFlood(now() - 20_000));
+    const since = closed()!.since;
     world.clock.advance(MINUTE);
     await tick();
     expect(closed()!.provisional).toBeUndefined();
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict' });
-    expect(closed()!.until).toBe(now() + 30 * MINUTE);
+    expect(closed()!.until).toBe(since + 30 * MINUTE);
+  });
+
+  it('held 30 minutes from the closure, whichever batch confirmed it', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000));
+    const since = closed()!.since;
+    // Confirmed by a batch 45 s on (receipts, another shard) rather than a minute on: the same hold.
+    world.clock.advance(45_000);
+    await tick();
+    expect(closed()!.provisional).toBeUndefined();
+    expect(closed()!.until).toBe(since + 30 * MINUTE);
+  });
+
+  it('a flood back after its confirmed closure is closed again on fewer sends, for an hour after the hold', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000));
+    world.clock.advance(MINUTE);
+    await tick();
+    const until = closed()!.until;
+    // The attacker waits out the hold, then comes back with 9 sends: fewer than a first closure needs.
+    world.clock.set(new Date(until + MINUTE));
+    await consume(novelFlood(now() - 20_000, 5_000).slice(0, 9));
+    expect(closed()).toMatchObject({ reason: 'country_surge', provisional: true });
+    expect(closed()!.figures).toMatchObject({ novel_sends_3m: 9, returning: 1 });
+  });
+
+  it('a confirmed closure is forgotten an hour after its hold: 9 sends close nothing then', async () => {
+    setLevel('strict');
+    await baseline(established(), 2);
+    await consume(novelFlood(now() - 20_000));
+    world.clock.advance(MINUTE);
+    await tick();
+    world.clock.set(new Date(closed()!.until + 61 * MINUTE));
+    await consume(novelFlood(now() - 20_000, 5_000).slice(0, 9));
+    expect(closed()).toBeUndefined();
   });
 
   it('standard evidence after it is told of as a block that starts: services at standard never saw the strict one', async () => {

@@ -125,8 +125,9 @@ export interface CountryGuardState {
   lifted: Record<string, number>;
   /**
    * Prefixes whose block the probes vindicated, until (epoch ms): the rules make no block of exactly that prefix
-   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. The key `flood`:
-   * a flood's provisional closure lapsed unconfirmed, and that rule leaves the country alone until then.
+   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. Two keys are a
+   * rule's timers: `flood`, a flood's provisional closure lapsed unconfirmed, and that rule leaves the country
+   * alone until then; `flood_confirmed`, one was confirmed, and that rule closes again on fewer sends until then.
    */
   vindicated?: Record<string, number>;
 }

@@ -82,6 +82,11 @@ const NOVEL_FLOOD = {
   alpha: 1e-6,
   topShare: 0.25,
   holdMs: 4 * MINUTE,
+  /**
+   * After a closure its codes confirmed, to the end of its hold and `memoryMs` more, the flood closes again on
+   * fewer sends (`sends`, `alpha`): an attacker who waits out the hold comes back into the same country.
+   */
+  returning: { sends: 5, alpha: 1e-3, memoryMs: 60 * MINUTE },
 } as const;
 /**
  * A range concentrated: at least `sends` of the country's last 30 minutes where its usual share (at least
@@ -94,6 +99,8 @@ const CONCENTRATION = { sends: 5, floorShare: 0.01, chance: 1e-6 } as const;
 const LAPSE_AFTER_MS = 30_000;
 /** The `vindicated` key of a flood's provisional closure that lapsed unconfirmed. */
 const FLOOD_LAPSED = 'flood';
+/** The `vindicated` key (a rule's timer, as `FLOOD_LAPSED`) of a flood closure its codes confirmed. */
+const FLOOD_CONFIRMED = 'flood_confirmed';
 const RECENT_MS = 60 * MINUTE;
 const RANGE_BUCKET_MS = 5 * MINUTE;
 const RANGE_RECENT_MS = 35 * MINUTE;
@@ -1075,6 +1082,7 @@ export function evaluateCountry(
         started,
         country,
         mayStart: !!context.strict && (vindicated[FLOOD_LAPSED] ?? 0) <= now,
+        returning: (vindicated[FLOOD_CONFIRMED] ?? 0) > now,
         onLapse: quietFloodRule,
       });
       const surgeLevel = levelOf(
@@ -1104,6 +1112,10 @@ export function evaluateCountry(
         });
     }
   }
+
+  // A flood's closure confirmed (by its codes, or any rule's evidence): the flood rule watches for its return.
+  if (previous.closed?.provisional && closed && !closed.provisional)
+    vindicated[FLOOD_CONFIRMED] = closed.since + COUNTRY_HOLD_MS + NOVEL_FLOOD.returning.memoryMs;
 
   const cap = scope === 'service' && context.caps ? capReached(stats, context.caps, now) : undefined;
   if (cap) {
@@ -1157,6 +1169,8 @@ function floodClosure(
     country: string;
     /** The service is at strict and no provisional closure lapsed lately. */
     mayStart: boolean;
+    /** A closure of a flood was confirmed lately (`NOVEL_FLOOD.returning`). */
+    returning: boolean;
     onLapse: () => void;
   },
 ): CountryBlock | undefined {
@@ -1182,9 +1196,11 @@ function floodClosure(
     }
     if (!damning(trigger, LOG_ALPHA.narrow.standard)) return closed;
     const { provisional: _provisional, ...confirmed } = closed;
+    // The hold counts from the closure, not from the batch that confirmed it: how often the consumer runs (a
+    // batch of receipts moments later) must not move when the country opens again.
     return {
       ...confirmed,
-      until: Math.max(closed.until, now + COUNTRY_HOLD_MS),
+      until: Math.max(closed.until, closed.since + COUNTRY_HOLD_MS),
       figures: { ...closed.figures, checked: trigger.checked, expected: round2(trigger.expected) },
     };
   }
@@ -1208,11 +1224,13 @@ function floodClosure(
       ),
   );
   // Far past what the usual rate (a daily mean; an afternoon peaks near twice it) would give by chance.
-  const unlikely = poissonAtLeast(novel, NOVEL_FLOOD.peak * usual) < NOVEL_FLOOD.alpha;
-  if (novel < NOVEL_FLOOD.sends || !unlikely || busiest > NOVEL_FLOOD.topShare * spanNovel) return undefined;
+  const bar = context.returning ? NOVEL_FLOOD.returning : NOVEL_FLOOD;
+  const unlikely = poissonAtLeast(novel, NOVEL_FLOOD.peak * usual) < bar.alpha;
+  if (novel < bar.sends || !unlikely || busiest > NOVEL_FLOOD.topShare * spanNovel) return undefined;
   const block = closeCountry(stats, undefined, 'country_surge', 'strict', now, started, country, {
     novel_sends_3m: novel,
     usual_3m: round2(usual),
+    ...(context.returning && { returning: 1 }),
   });
   return { ...block, until: now + NOVEL_FLOOD.holdMs, provisional: true };
 }
