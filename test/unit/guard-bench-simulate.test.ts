@@ -1,7 +1,8 @@
 /**
  * The pumping-guard bench's replay (bench/guard/simulate.ts) over a bench that records its calls: receipts come
  * at their planned time for every accepted send, or never (`--receipts none`, what the figures without receipts
- * are run with); refused sends get none; the consumer runs once per batching window after the window's calls.
+ * are run with); refused sends get none; the consumer runs once per batching window, after every call of the
+ * window, those the window's own sends led to included.
  */
 import type { GuardBench, SendOutcome } from '../../bench/guard/backend';
 import type { Scenario } from '../../bench/guard/scenarios';
@@ -50,15 +51,17 @@ async function replay(receipts: ReceiptMode) {
   return { calls, result };
 }
 
-test('receipts come for every accepted send at its planned time, after its window the consumer runs', async () => {
+test('receipts come for every accepted send at its planned time; one batch per batching window', async () => {
   const { calls, result } = await replay('prompt');
   expect(calls.filter((c) => c.startsWith('deliver'))).toEqual([
     `deliver ${1_000 + RECEIPT_MS} sid-${gb(1)}`,
     `deliver ${2_000 + RECEIPT_MS} sid-${gb(2)}`,
     `deliver ${4_000 + 1_800_000} sid-${gb(4)}`,
   ]);
-  // The late receipt's window is replayed too: the consumer runs after it, at the window's end.
-  expect(calls.at(-1)).toBe('consume 1830000');
+  // One batch per batching window, the receipts and the check the window's sends led to included; the late
+  // receipt's window is replayed too.
+  expect(calls.filter((c) => c.startsWith('consume'))).toEqual(['consume 30000', 'consume 1830000']);
+  expect(calls.indexOf('consume 30000')).toBe(calls.indexOf(`check 21000 sid-${gb(1)}`) + 1);
   expect(calls.indexOf(`deliver 1804000 sid-${gb(4)}`)).toBe(calls.length - 2);
   expect(result.attack).toMatchObject({ sends: 1, blocked: 1 });
 });
