@@ -498,16 +498,23 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     expect(closed()).toBeUndefined();
   });
 
-  it('kept when the codes that started it go unchecked: a closure of its own, held', async () => {
+  /** At strict, a flood closed and, a minute on, its codes unchecked: the closure confirmed. */
+  async function confirmedFlood() {
     setLevel('strict');
     await baseline(established(), 2);
     await consume(novelFlood(now() - 20_000));
-    const since = closed()!.since;
     world.clock.advance(MINUTE);
     await tick();
-    expect(closed()!.provisional).toBeUndefined();
-    expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict' });
-    expect(closed()!.until).toBe(since + 30 * MINUTE);
+    return closed()!;
+  }
+
+  it('kept when the codes that started it go unchecked: a closure of its own, held', async () => {
+    const kept = await confirmedFlood();
+    expect(kept.provisional).toBeUndefined();
+    expect(kept).toMatchObject({ reason: 'country_surge', level: 'strict' });
+    // 30 minutes from the closure, a minute before the batch that confirmed it.
+    expect(kept.until).toBe(kept.since + 30 * MINUTE);
+    expect(kept.since).toBe(now() - MINUTE);
   });
 
   it('held 30 minutes from the closure, whichever batch confirmed it', async () => {
@@ -523,12 +530,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   });
 
   it('a flood back after its confirmed closure is closed again on fewer sends, for an hour after the hold', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
-    await consume(novelFlood(now() - 20_000));
-    world.clock.advance(MINUTE);
-    await tick();
-    const until = closed()!.until;
+    const { until } = await confirmedFlood();
     // The attacker waits out the hold, then comes back with 9 sends: fewer than a first closure needs.
     world.clock.set(new Date(until + MINUTE));
     await consume(novelFlood(now() - 20_000, 5_000).slice(0, 9));
@@ -537,12 +539,8 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   });
 
   it('a confirmed closure is forgotten an hour after its hold: 9 sends close nothing then', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
-    await consume(novelFlood(now() - 20_000));
-    world.clock.advance(MINUTE);
-    await tick();
-    world.clock.set(new Date(closed()!.until + 61 * MINUTE));
+    const { until } = await confirmedFlood();
+    world.clock.set(new Date(until + 61 * MINUTE));
     await consume(novelFlood(now() - 20_000, 5_000).slice(0, 9));
     expect(closed()).toBeUndefined();
   });
