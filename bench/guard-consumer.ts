@@ -50,6 +50,8 @@ export interface GuardConsumerCount {
   measuredSeconds: number;
   /** In the metered window. */
   sends: number;
+  /** The stream records the metered batches folded, by kind (`send`, `delivered`, `conversion`). */
+  records: Record<string, number>;
   batches: number;
   /** Per send (and its checked code): requests, RRU and WRU by DynamoDB's rules from item sizes. */
   perSend: RequestSummary;
@@ -127,8 +129,9 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
   let sequence = 0;
   let sends = 0;
   let batches = 0;
+  const records: Record<string, number> = {};
   /** One batching window from second `t`: its sends, the checks that came in it, then one batch. */
-  const window = async (t: number) => {
+  const window = async (t: number, metered = false) => {
     const events: PositionedGuardEvent[] = [];
     for (let s = t; s < t + GUARD_BATCH_WINDOW_SECONDS; s++) {
       const at = start + s * 1000;
@@ -156,6 +159,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
     for (const event of events)
       event.position = { shard: SHARD, sequence: `4${String(++sequence).padStart(20, '0')}` };
     now = start + (t + GUARD_BATCH_WINDOW_SECONDS) * 1000;
+    if (metered) for (const { kind } of events) records[kind] = (records[kind] ?? 0) + 1;
     await consumeGuardEvents(deps, events);
   };
 
@@ -177,7 +181,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
     meter.reset();
     const end = plan.warmupSeconds + plan.measuredSeconds;
     for (let t = plan.warmupSeconds; t < end; t += GUARD_BATCH_WINDOW_SECONDS) {
-      await window(t);
+      await window(t, true);
       sends += plan.sendsPerSecond * GUARD_BATCH_WINDOW_SECONDS;
       batches += 1;
     }
@@ -191,6 +195,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
       warmupSeconds: plan.warmupSeconds,
       measuredSeconds: plan.measuredSeconds,
       sends,
+      records,
       batches,
       perSend: {
         byKind: Object.fromEntries(Object.entries(total.byKind).map(([kind, calls]) => [kind, per(calls)])),

@@ -48,6 +48,12 @@ test('the consumer over a service traffic: a read a batch and a write a record, 
     measuredSeconds: 2 * window,
   });
   expect(counted).toMatchObject({ sends: 2 * window * 5, batches: 2, sendsPerSecond: 5 });
+  // Every stream record the real consumer receives for a send is in the bill: the send, most sends' receipts,
+  // three quarters' checked codes (those of the window's sends and of the sends just before it).
+  const { send, delivered = 0, conversion = 0 } = counted.records;
+  expect(send).toBe(counted.sends);
+  expect(delivered / counted.sends).toBeGreaterThan(0.85);
+  expect(conversion / counted.sends).toBeGreaterThan(0.6);
   const perSend = (calls: number) => Math.round((calls / counted.sends) * 10_000) / 10_000;
   // One read a batch; a write per record it touches (5 countries, the service's and the global, and the scope):
   // a conditional PutItem when no state changed, a transaction of two when one did.
