@@ -313,17 +313,19 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
  * receipt rule can only refuse, so taking receipts away can only lower those figures.
  */
 function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
-  const receipts = meta.receipts === 'none';
-  const legit = summaries.filter((s) => s.kind === 'legit');
-  const worstLegit = legit.reduce<ScenarioSummary | undefined>(
-    (worst, s) => ((s.legitRefused?.worst ?? 0) > (worst?.legitRefused?.worst ?? -1) ? s : worst),
-    undefined,
-  );
+  const noReceipts = meta.receipts === 'none';
+  // The legitimate scenario with the most refused on a seed (the first of a tie).
+  const worstLegit = summaries
+    .filter((s) => s.kind === 'legit')
+    .reduce<ScenarioSummary | undefined>(
+      (worst, s) => ((s.legitRefused?.worst ?? 0) > (worst?.legitRefused?.worst ?? -1) ? s : worst),
+      undefined,
+    );
   const lines = [
-    `### ${receipts ? 'No delivery receipts, at' : 'At'} \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
+    `### ${noReceipts ? 'No delivery receipts, at' : 'At'} \`${meta.level}\`, commit \`${meta.commit}\`, ${meta.split} seeds ${meta.seeds[0]}-${meta.seeds.at(-1)}`,
     '',
     // The page shows the strict table first: the same columns, explained once.
-    ...(receipts
+    ...(noReceipts
       ? [
           `Legitimate sends refused, worst seed of any scenario: ${p(worstLegit?.legitRefused?.worst)} (${worstLegit?.name}). Columns as at \`strict\` above.`,
           '',
@@ -336,7 +338,7 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
     '| Scenario | Worst | Mean | Own/beside | Cost worst | Cost mean |',
     '| --- | ---: | ---: | ---: | ---: | ---: |',
   ];
-  for (const s of receipts ? summaries.filter((x) => x.kind === 'attack') : summaries) {
+  for (const s of noReceipts ? summaries.filter((x) => x.kind === 'attack') : summaries) {
     const refused = s.kind === 'legit' ? s.legitRefused : s.attackRefused;
     const beside = s.kind === 'legit' ? s.focusRefused : s.legitRefused;
     const cost = s.attackCost ? ` ${usd(s.attackCost.worst)} | ${usd(s.attackCost.mean)} |` : ' | |';
