@@ -461,22 +461,29 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   const closed = () => world.store.guard.country(serviceSid, 'GB')!.state.closed;
   /** Something folded for GB now, so that its rules run again (a refused send). */
   const tick = () => consume([{ ...sendEvent(gb(2_500_123)), accepted: false }]);
-
-  it('closes the country of a service at strict, provisionally, for minutes', async () => {
+  /** The service at strict, GB's baseline made. */
+  async function strictService() {
     setLevel('strict');
     await baseline(established(), 2);
-    await consume(novelFlood(now() - 20_000));
+  }
+  /** At strict, a flood folded 20 s after its sends: the closure still provisional. */
+  async function floodClosed() {
+    await strictService();
+    const at = now() - 20_000;
+    const flood = novelFlood(at);
+    await consume(flood);
+    return { at, flood };
+  }
+
+  it('closes the country of a service at strict, provisionally, for minutes', async () => {
+    await floodClosed();
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
     expect(closed()!.until).toBe(now() + 4 * MINUTE);
     expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('blocked_by_policy');
   });
 
   it('not lifted within a batching window of its start: it was closed knowing those checks', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
-    const at = now() - 20_000;
-    const flood = novelFlood(at);
-    await consume(flood);
+    const { at, flood } = await floodClosed();
     // Another batch moments later (receipts, a busy stream), two codes checked: no new evidence of a crowd yet.
     await consume(flood.slice(0, 2).map((s) => conversionEvent(s.e164, at, at + 5_000)));
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
@@ -490,8 +497,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   });
 
   it('not on fewer than 10 such sends, nor on one range (its own rules judge a range)', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
+    await strictService();
     await consume(novelFlood(now() - 20_000).slice(0, 9));
     expect(closed()).toBeUndefined();
     await consume(Array.from({ length: 12 }, (_, i) => sendEvent(gb(6_000_100 + i * 37), now() - 20_000)));
@@ -500,9 +506,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
 
   /** At strict, a flood closed and, a minute on, its codes unchecked: the closure confirmed. */
   async function confirmedFlood() {
-    setLevel('strict');
-    await baseline(established(), 2);
-    await consume(novelFlood(now() - 20_000));
+    await floodClosed();
     world.clock.advance(MINUTE);
     await tick();
     return closed()!;
@@ -518,9 +522,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   });
 
   it('held 30 minutes from the closure, whichever batch confirmed it', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
-    await consume(novelFlood(now() - 20_000));
+    await floodClosed();
     const since = closed()!.since;
     // Confirmed by a batch 45 s on (receipts, another shard) rather than a minute on: the same hold.
     world.clock.advance(45_000);
@@ -546,8 +548,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   });
 
   it('standard evidence after it is told of as a block that starts: services at standard never saw the strict one', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
+    await strictService();
     const started: string[] = [];
     const consumeTelling = (events: GuardEvent[]) =>
       consumeGuardEvents(
@@ -572,11 +573,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
   });
 
   it('lifted once a crowd checks its codes, and that rule then leaves the country alone', async () => {
-    setLevel('strict');
-    await baseline(established(), 2);
-    const at = now() - 20_000;
-    const crowd = novelFlood(at);
-    await consume(crowd);
+    const { at, flood: crowd } = await floodClosed();
     expect(closed()?.provisional).toBe(true);
     world.clock.advance(40_000);
     // Three of the twelve checked within a minute of their send, as real users type theirs.
