@@ -303,6 +303,10 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
       lines.push(
         `| ${s.name}: after first 20 | ${s.seeds} | | ${p(after.worst, 1)} | ${p(after.mean, 1)} | | | |`,
       );
+    if (s.focusRefused)
+      lines.push(
+        `| ${s.name}: its campaign's users, refused (worst = highest) | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | |`,
+      );
   }
   return lines.join('\n');
 }
@@ -353,6 +357,8 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
       lines.push(
         `| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | | | |`,
       );
+    if (s.kind === 'attack' && s.focusRefused)
+      lines.push(`| ${s.name}: campaign | | | ${p(s.focusRefused.worst, 1)} | | |`);
   }
   return lines.join('\n');
 }
@@ -376,6 +382,9 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
             ? `; inside ${p(s.insideRefused?.mean, 1)} outside ${p(s.outsideRefused?.mean, 1)}`
             : '') +
           (s.afterFirstRefused ? `; after first 20 worst ${p(s.afterFirstRefused.worst, 1)}` : '') +
+          (s.focusRefused
+            ? `; its campaign refused worst ${p(s.focusRefused.worst)} mean ${p(s.focusRefused.mean)}`
+            : '') +
           `; legit refused worst ${p(s.legitRefused?.worst)}`,
       );
   }

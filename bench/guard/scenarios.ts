@@ -200,6 +200,12 @@ export const SCENARIOS: Scenario[] = [
     (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
     { pauseOnBlockMs: 30 * MINUTE },
   ),
+  // What a real crowd meets after a flood: at `strict`, the hour after a confirmed closure's hold, when the flood
+  // rule closes again sooner (`NOVEL_FLOOD.returning`); `standard` has no such rule (its control).
+  onAttack('flood_then_campaign', '(b) for 10 min, then a campaign 40 min on', 70 / 60, (seed, from) => [
+    ...floodAttack(seed, 'ID', from, from + 10 * MINUTE, rateOf('ID', 10)),
+    ...campaignUsers(seed, 'ID', from + 40 * MINUTE, from + 60 * MINUTE, rateOf('ID', 9)(from + 40 * MINUTE)),
+  ]),
   onAttack(
     'new_flood',
     'New service: random flood, ID',

@@ -294,7 +294,7 @@ describe('signals', () => {
     await todaysTraffic(8);
     // Well above the country's usual share of sends to ranges not established (half the way to all of them).
     await consume(
-      Array.from({ length: 30 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17), now() - 8 * MINUTE)),
+      Array.from({ length: 30 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17), now() - 4 * MINUTE)),
     );
     const state = world.store.guard.country(serviceSid, 'GB')!.state;
     expect(state.closed).toBeUndefined();
@@ -304,6 +304,18 @@ describe('signals', () => {
       'unusual traffic to new destinations',
     );
     expect(await code(gb(2_000_123))).toBe('sent');
+  });
+
+  it('never-seen ranges: a surge that stopped starts no block on its codes, judged once old enough', async () => {
+    await baseline(established(), 2);
+    await todaysTraffic(8);
+    // The same 30 sends 8 minutes ago and none since (a flood over, its refused sends still in the half hour):
+    // an hour's block now would refuse only the real users who come after it.
+    await consume(
+      Array.from({ length: 30 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17), now() - 8 * MINUTE)),
+    );
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.novelty).toBeUndefined();
+    expect(await code(gb(40_123_456))).toBe('sent');
   });
 
   it('never-seen ranges: a burst seconds old is not refused (the old volume-only rule refused it)', async () => {
@@ -416,6 +428,58 @@ describe('signals', () => {
       world.clock.advance(MINUTE);
       await consume(minute % 6 === 0 ? [sendEvent(gb(2_222_000 + minute))] : []);
     }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+  });
+
+  /** Minutes 1 to `last` of a refused flood (10 a minute) with an unchecked probe every other minute up to 6. */
+  async function floodFor(
+    flood: (at: number, count: number, accepted?: boolean) => GuardEvent[],
+    last: number,
+  ) {
+    for (let minute = 1; minute <= last; minute++) {
+      world.clock.advance(MINUTE);
+      await consume([
+        ...flood(now(), 10, false),
+        ...(minute % 2 === 0 && minute <= 6 ? flood(now(), 1) : []),
+      ]);
+    }
+  }
+
+  /** Minutes `first` to `last`: no flood, a send every fourth minute (the consumer runs on it). */
+  async function quiet(first: number, last: number) {
+    for (let minute = first; minute <= last; minute++) {
+      world.clock.advance(MINUTE);
+      if (minute % 4 === 0) await consume([sendEvent(gb(2_222_000 + minute))]);
+    }
+  }
+
+  it('country surge: once the flood stops, its probes do not renew the closure: it ends at its hold', async () => {
+    const { flood, closed } = await floodClosingGb();
+    await floodFor(flood, 8);
+    // Minutes 9 to 20: the flood is over, a real user now and then; its refused sends are still in the last 15
+    // minutes' count.
+    await quiet(9, 20);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+  });
+
+  it("country surge: a crowd after the flood, within its hold, is not kept out by the flood's probes", async () => {
+    const { flood, closed } = await floodClosingGb();
+    await floodFor(flood, 6);
+    await quiet(7, 13);
+    // Minutes 14 to 20: a crowd as big as the flood, refused but for one probe, a real user who checks it.
+    for (let minute = 14; minute <= 20; minute++) {
+      world.clock.advance(MINUTE);
+      const probe = minute === 16 ? flood(now(), 1) : [];
+      const checked = probe.map((p) => conversionEvent(p.e164, now(), now() + 40_000));
+      await consume([...flood(now(), 10, false), ...probe, ...checked]);
+    }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+  });
+
+  it('country surge: the surge renews on its fresh probes only: none in its last 5 minutes, no renewal', async () => {
+    const { flood, closed } = await floodClosingGb();
+    // The refused sends go on to minute 20, the last probe at minute 6.
+    await floodFor(flood, 20);
     expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
   });
 

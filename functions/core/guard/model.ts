@@ -110,6 +110,11 @@ export interface NoveltyBlock {
  */
 export interface CountryBlock extends NoveltyBlock {
   open: string[];
+  /**
+   * A surge's closure: the last batch that found its surge over (epoch ms). Probes from before it never renew
+   * the closure for a surge that comes after: a crowd of real users after the flood is a surge of its own.
+   */
+  calm?: number;
 }
 
 /** What the send path reads for one scope (a service, or all services) and one country. */

@@ -64,6 +64,8 @@ const LEGIT_FLOOR_CONVERSION = 0.3;
 const UNCHECKED_BURST = 20;
 /** The same in a country surge where the service has a baseline (its rules have more to go on). */
 const SURGE_UNCHECKED_BURST = 30;
+/** A surge's closure is renewed while its last this many minutes still surge (`carry`). */
+const SURGE_ON_MINUTES = 5;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
 const PROBE_PER_MILLE = 20;
 const PROBE_PERIOD_MS = 15 * MINUTE;
@@ -741,16 +743,23 @@ export function foldScopeProbes(
  * A conversion-judged block after this evaluation: lifted when its probes were checked as real users check
  * codes, renewed when they were not (or the rule fired again), else kept until it ends.
  */
-function carry<T extends { since: number; until: number; probes?: ProbeCohorts; figures: Figures }>(
+function carry<
+  T extends { since: number; until: number; probes?: ProbeCohorts; figures: Figures; calm?: number },
+>(
   block: T,
   conversion: number,
   hold: number,
   now: number,
   onVindicated: () => void,
-  stillFiring = false,
+  /** A surge's closure: whether its surge goes on (absent: a block that no surge keeps). */
+  surge?: boolean,
 ): T | undefined {
   if (block.until <= now) return undefined;
-  const probes = cohortsOf(block.probes ?? {}, MINUTE, now - RECENT_MS);
+  const stillFiring = surge === true;
+  // While a surge goes on, only the probes of this surge speak for it: those from before the last calm were
+  // another surge's (a flood's, where this one may be a crowd of real users).
+  const from = Math.max(now - RECENT_MS, stillFiring ? (block.calm ?? 0) : 0);
+  const probes = cohortsOf(block.probes ?? {}, MINUTE, from);
   const evidence = conversionEvidence(probes, conversion, now);
   if (vindicating(evidence)) {
     onVindicated();
@@ -760,9 +769,12 @@ function carry<T extends { since: number; until: number; probes?: ProbeCohorts; 
   // While the block's own signal still holds (the surge goes on, refused), a few probes checked less often than
   // the rule assumes real users check suffice: at 2 % of a flood, the probes of one hold are too few for the test
   // alone, and the country's real users among them check theirs.
+  const fresh = probes.some((c) => c.at >= now - SURGE_ON_MINUTES * MINUTE);
   const confirmed =
-    stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
-  if ((confirmed || damning(evidence, LOG_ALPHA.renew)) && block.until < now + hold / 2) {
+    stillFiring && fresh && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
+  // A surge's closure whose surge is over ends at its hold: its probes sampled the surge, not what comes after.
+  const renewing = confirmed || (surge === undefined && damning(evidence, LOG_ALPHA.renew));
+  if (renewing && block.until < now + hold / 2) {
     kept.until = now + hold;
     // The last hour's probes still count while the surge goes on: a hold's own are too few to renew the next.
     if (!stillFiring) kept.probes = {};
@@ -994,10 +1006,23 @@ export function evaluateCountry(
       vindicated[countryPrefix] = now + VINDICATED_MS;
     };
     novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
+    // The surge goes on: judged on its last minutes (at the rate of 15), so that the tail of a flood that stopped
+    // (its refused sends still in the 15 minutes) does not renew the closure for the half hour after it.
     const surging =
       previous.closed?.reason === 'country_surge' &&
-      sends15 >= THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
-    closed = previous.closed && carry(previous.closed, conversion, COUNTRY_HOLD_MS, now, vindicate, surging);
+      (minutesSum(stats, now, SURGE_ON_MINUTES, (m) => m.s) * 15) / SURGE_ON_MINUTES >=
+        THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
+    closed =
+      previous.closed &&
+      carry(
+        previous.closed,
+        conversion,
+        COUNTRY_HOLD_MS,
+        now,
+        vindicate,
+        previous.closed.reason === 'country_surge' ? surging : undefined,
+      );
+    if (closed?.reason === 'country_surge' && !surging) closed = { ...closed, calm: now };
     // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
     // country alone for a while (the crowd's volume would close it again at once); the other rules do not.
     const quietFloodRule = () => {
@@ -1026,9 +1051,14 @@ export function evaluateCountry(
         conversion,
         now,
       );
+      // Still going on: its last minutes carry at least half its half hour's rate. A flood that stopped leaves its
+      // refused sends in the half hour; its codes, now old enough to judge, must not start an hour's block after it.
+      const novelNow = minutesSum(stats, now, SURGE_ON_MINUTES, (m) => m.n);
+      const ongoing = novelNow * 30 >= 0.5 * novel * SURGE_ON_MINUTES;
       const level = levelOf(
         (l) =>
           startsAt(novelty, l) &&
+          ongoing &&
           fraction >=
             Math.max(
               THRESHOLDS.novelSurge[l].minFraction,
