@@ -4,7 +4,13 @@
  */
 import { parsePhone } from '../../functions/core/phone';
 import { numbersOf } from '../../bench/guard/population';
-import { NEW_COUNTRY, SCENARIOS, SPREAD_INSIDE, SPREAD_OUTSIDE } from '../../bench/guard/scenarios';
+import {
+  NEW_COUNTRY,
+  SCENARIOS,
+  SPREAD_INSIDE,
+  SPREAD_OUTSIDE,
+  scenarioByName,
+} from '../../bench/guard/scenarios';
 import {
   BASE_MODEL,
   COUNTRIES,
@@ -92,6 +98,20 @@ describe('guard bench generator', () => {
     for (let i = 0; i < 3000; i++) drawn.add(us.user(rand).slice(2, 6));
     // 3000 users over the Zipf weights land in hundreds of distinct ranges.
     expect(drawn.size).toBeGreaterThan(500);
+  });
+
+  it('flood_then_campaign: the flood stops, and the campaign (its own users) comes 30 minutes after it', () => {
+    const scenario = scenarioByName('flood_then_campaign');
+    for (const seed of [1, 101]) {
+      const sends = scenario.traffic(seed);
+      const flood = sends.filter((s) => s.group === 'attack').map((s) => s.at);
+      const campaign = sends.filter((s) => s.group === 'focus');
+      expect(flood.length).toBeGreaterThan(50);
+      expect(campaign.length).toBeGreaterThan(100);
+      expect(campaign.every((s) => s.country === 'ID')).toBe(true);
+      expect(Math.min(...campaign.map((s) => s.at)) - Math.max(...flood)).toBeGreaterThanOrEqual(29 * 60_000);
+      expect(Math.max(...campaign.map((s) => s.at))).toBeLessThan(scenario.to);
+    }
   });
 
   it('keeps the training and held-out seeds apart, with at least 10 held out', () => {
