@@ -383,8 +383,8 @@ describe('signals', () => {
       await consume([...flood(now(), 10, false), ...(minute % 6 === 0 ? flood(now(), 1) : [])]);
     }
     const renewed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
-    // Renewed for a full hold once the third probe was in (minute 18), past the first hold's end.
-    expect(renewed.until).toBe(now() - 2 * MINUTE + 30 * MINUTE);
+    // Renewed for a full hold past the third probe (minute 18) once it was in, past the first hold's end.
+    expect(renewed.until).toBe(heldPast(now() - 2 * MINUTE));
     expect(renewed.until).toBeGreaterThan(closed.until);
     expect(renewed.since).toBe(closed.since);
   });
@@ -431,40 +431,47 @@ describe('signals', () => {
     expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
   });
 
-  /** Minutes 1 to `last` of a refused flood (10 a minute) with an unchecked probe every other minute up to 6. */
+  /**
+   * Minutes 1 to `last` of a refused flood (10 a minute) with an unchecked probe every other minute up to 6;
+   * returns when the last probe was sent.
+   */
   async function floodFor(
     flood: (at: number, count: number, accepted?: boolean) => GuardEvent[],
     last: number,
-  ) {
+  ): Promise<number> {
+    let probeAt = 0;
     for (let minute = 1; minute <= last; minute++) {
       world.clock.advance(MINUTE);
-      await consume([
-        ...flood(now(), 10, false),
-        ...(minute % 2 === 0 && minute <= 6 ? flood(now(), 1) : []),
-      ]);
+      const probe = minute % 2 === 0 && minute <= 6 ? flood(now(), 1) : [];
+      if (probe.length > 0) probeAt = now();
+      await consume([...flood(now(), 10, false), ...probe]);
     }
+    return probeAt;
   }
 
-  /** Minutes `first` to `last`: no flood, a send every fourth minute (the consumer runs on it). */
+  /** Minutes `first` to `last`: no flood, a real user every fourth minute, refused (the consumer runs on it). */
   async function quiet(first: number, last: number) {
     for (let minute = first; minute <= last; minute++) {
       world.clock.advance(MINUTE);
-      if (minute % 4 === 0) await consume([sendEvent(gb(2_222_000 + minute))]);
+      if (minute % 4 === 0) await consume([{ ...sendEvent(gb(2_222_000 + minute)), accepted: false }]);
     }
   }
 
-  it('country surge: once the flood stops, its probes do not renew the closure: it ends at its hold', async () => {
-    const { flood, closed } = await floodClosingGb();
-    await floodFor(flood, 8);
+  /** A surge's closure holds 30 minutes past its newest probe (probes are kept per minute, at its middle). */
+  const heldPast = (probeAt: number) => Math.floor(probeAt / MINUTE) * MINUTE + MINUTE / 2 + 30 * MINUTE;
+
+  it('country surge: once the flood stops, its probes do not renew the closure: it ends a hold after them', async () => {
+    const { flood } = await floodClosingGb();
+    const lastProbe = await floodFor(flood, 8);
     // Minutes 9 to 20: the flood is over, a real user now and then; its refused sends are still in the last 15
     // minutes' count.
     await quiet(9, 20);
-    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(heldPast(lastProbe));
   });
 
   it("country surge: a crowd after the flood, within its hold, is not kept out by the flood's probes", async () => {
-    const { flood, closed } = await floodClosingGb();
-    await floodFor(flood, 6);
+    const { flood } = await floodClosingGb();
+    const lastProbe = await floodFor(flood, 6);
     await quiet(7, 13);
     // Minutes 14 to 20: a crowd as big as the flood, refused but for one probe, a real user who checks it.
     for (let minute = 14; minute <= 20; minute++) {
@@ -473,14 +480,19 @@ describe('signals', () => {
       const checked = probe.map((p) => conversionEvent(p.e164, now(), now() + 40_000));
       await consume([...flood(now(), 10, false), ...probe, ...checked]);
     }
-    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(heldPast(lastProbe));
   });
 
-  it('country surge: the surge renews on its fresh probes only: none in its last 5 minutes, no renewal', async () => {
-    const { flood, closed } = await floodClosingGb();
-    // The refused sends go on to minute 20, the last probe at minute 6.
-    await floodFor(flood, 20);
-    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(closed.until);
+  it('country surge: refused sends alone keep no closure: it ends a hold after the last probe', async () => {
+    const { flood } = await floodClosingGb();
+    // The refused sends go on to minute 20, the last probe at minute 6; then to minute 40.
+    const lastProbe = await floodFor(flood, 20);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBe(heldPast(lastProbe));
+    for (let minute = 21; minute <= 40; minute++) {
+      world.clock.advance(MINUTE);
+      await consume(flood(now(), 10, false));
+    }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toBeUndefined();
   });
 
   it('never-seen countries: unchecked sends to new countries block new countries once the service has a baseline', async () => {

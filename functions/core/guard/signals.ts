@@ -769,15 +769,18 @@ function carry<
   // While the block's own signal still holds (the surge goes on, refused), a few probes checked less often than
   // the rule assumes real users check suffice: at 2 % of a flood, the probes of one hold are too few for the test
   // alone, and the country's real users among them check theirs.
-  const fresh = probes.some((c) => c.at >= now - SURGE_ON_MINUTES * MINUTE);
   const confirmed =
-    stillFiring && fresh && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
-  // A surge's closure whose surge is over ends at its hold: its probes sampled the surge, not what comes after.
-  const renewing = confirmed || (surge === undefined && damning(evidence, LOG_ALPHA.renew));
-  if (renewing && block.until < now + hold / 2) {
-    kept.until = now + hold;
+    stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
+  if (confirmed) {
+    // Held a hold past the surge's newest probe: as long as the flood lasts and a hold after it, not a hold past
+    // the batch that happened to judge it (a flood that stopped keeps it no longer than that).
+    const newest = Math.max(...probes.map((c) => c.at));
+    if (newest + hold > kept.until) kept.until = newest + hold;
     // The last hour's probes still count while the surge goes on: a hold's own are too few to renew the next.
-    if (!stillFiring) kept.probes = {};
+  } else if (surge === undefined && damning(evidence, LOG_ALPHA.renew) && block.until < now + hold / 2) {
+    // A surge's closure whose surge is over ends at its hold: its probes sampled the surge, not what came after.
+    kept.until = now + hold;
+    kept.probes = {};
   }
   return kept;
 }
