@@ -305,7 +305,7 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
       );
     if (s.focusRefused)
       lines.push(
-        `| ${s.name}: its campaign's users, refused (worst = highest) | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | |`,
+        `| ${s.name}: campaign users | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | |`,
       );
   }
   return lines.join('\n');
