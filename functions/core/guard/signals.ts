@@ -64,7 +64,7 @@ const LEGIT_FLOOR_CONVERSION = 0.3;
 const UNCHECKED_BURST = 20;
 /** The same in a country surge where the service has a baseline (its rules have more to go on). */
 const SURGE_UNCHECKED_BURST = 30;
-/** A surge's closure is renewed while its last this many minutes still surge (`carry`). */
+/** A surge goes on while its last this many minutes keep it up: only then is its closure renewed or a block started. */
 const SURGE_ON_MINUTES = 5;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
 const PROBE_PER_MILLE = 20;
