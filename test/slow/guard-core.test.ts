@@ -318,6 +318,52 @@ describe('signals', () => {
     expect(await code(gb(40_123_456))).toBe('sent');
   });
 
+  it('never-seen ranges: the block ends 15 minutes after its traffic stops, and lasts while it goes on', async () => {
+    /** Minutes `first` to `last`: 4 sends a minute into ranges not established (refused), or one established. */
+    const minutes = async (first: number, last: number, novel: boolean) => {
+      for (let minute = first; minute <= last; minute++) {
+        world.clock.advance(MINUTE);
+        await consume(
+          novel
+            ? Array.from({ length: 4 }, (_, i) => ({
+                ...sendEvent(gb((40 + ((minute * 4 + i) % 60)) * 1_000_000 + 17 + minute)),
+                accepted: false,
+              }))
+            : [sendEvent(gb(2_000_000 + minute * 7))],
+        );
+      }
+    };
+    const blockedOnceOver = async (goesOnFor: number) => {
+      world = coreWorld();
+      serviceSid = world.addService().sid;
+      await baseline(established(), 2);
+      await todaysTraffic(8);
+      await consume(
+        Array.from({ length: 30 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17), now() - 4 * MINUTE)),
+      );
+      const novelty = world.store.guard.country(serviceSid, 'GB')!.state.novelty!;
+      expect(novelty.reason).toBe('novel_prefix_surge');
+      await minutes(1, goesOnFor, true);
+      // Then 20 minutes with a real user a minute in the established ranges, nothing new.
+      const states: boolean[] = [];
+      for (let minute = goesOnFor + 1; minute <= goesOnFor + 20; minute++) {
+        await minutes(minute, minute, false);
+        states.push(world.store.guard.country(serviceSid, 'GB')!.state.novelty !== undefined);
+      }
+      return { states, until: novelty.until };
+    };
+    // The flood stops at once: a few minutes tell it is over (its last 5 minutes below half its half hour's
+    // rate), then 15 more; its hour's hold would have lasted to the end.
+    const stopped = await blockedOnceOver(0);
+    expect(stopped.until).toBeGreaterThan(now());
+    expect(stopped.states.slice(0, 15).every(Boolean)).toBe(true);
+    expect(stopped.states.at(-1)).toBe(false);
+    // 25 minutes more of it, refused: still blocked 15 minutes after the first quiet minute would have ended it.
+    const goingOn = await blockedOnceOver(25);
+    expect(goingOn.states.slice(0, 15).every(Boolean)).toBe(true);
+    expect(await code(notProbe((n) => gb(99_123_456 + n)))).toBe('sent');
+  });
+
   it('never-seen ranges: a burst seconds old is not refused (the old volume-only rule refused it)', async () => {
     await baseline(established(), 2);
     await consume(Array.from({ length: 12 }, (_, i) => sendEvent(gb((4 + i) * 1_000_000 + 17))));

@@ -102,6 +102,11 @@ export interface NoveltyBlock {
    * unless the codes of the sends that started it go unchecked.
    */
   provisional?: true;
+  /**
+   * A block of ranges not established (`novelty`): the first batch that found the sends there over (epoch ms). It
+   * ends a while after (`NOVELTY_QUIET_MS`) unless they go on again.
+   */
+  quiet?: number;
 }
 
 /**

@@ -66,6 +66,11 @@ const UNCHECKED_BURST = 20;
 const SURGE_UNCHECKED_BURST = 30;
 /** A surge goes on while its last this many minutes keep it up: only then is its closure renewed or a block started. */
 const SURGE_ON_MINUTES = 5;
+/**
+ * A block of ranges not established outlives the traffic that made it by this long: a flood's refused sends stop
+ * with it, and a crowd of real users that comes after it is traffic of its own, judged afresh.
+ */
+const NOVELTY_QUIET_MS = 15 * MINUTE;
 /** A probe: about one send in 50 to a blocked destination goes through (`isProbe`). */
 const PROBE_PER_MILLE = 20;
 const PROBE_PERIOD_MS = 15 * MINUTE;
@@ -1009,6 +1014,14 @@ export function evaluateCountry(
       vindicated[countryPrefix] = now + VINDICATED_MS;
     };
     novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
+    // Sends to ranges not established go on: their last minutes carry at least half their half hour's rate.
+    const novel = minutesSum(stats, now, 30, (m) => m.n);
+    const ongoing =
+      novel > 0 &&
+      minutesSum(stats, now, SURGE_ON_MINUTES, (m) => m.n) * 30 >= 0.5 * novel * SURGE_ON_MINUTES;
+    if (novelty && ongoing) delete novelty.quiet;
+    else if (novelty && novelty.quiet === undefined) novelty.quiet = now;
+    else if (novelty?.quiet !== undefined && now >= novelty.quiet + NOVELTY_QUIET_MS) novelty = undefined;
     // The surge goes on: judged on its last minutes (at the rate of 15), so that the tail of a flood that stopped
     // (its refused sends still in the 15 minutes) does not renew the closure for the half hour after it.
     const surging =
@@ -1043,8 +1056,6 @@ export function evaluateCountry(
 
     if (baseline && !countryLifted) {
       // Many sends to ranges not established in this country, their codes not checked.
-      const recent = cohorts30((m) => [m.n, 0]);
-      const novel = sum(recent.map((c) => c.sends));
       // A country whose real users are spread over many ranges sends much to ranges not established every day:
       // its novel share must rise well above its own usual share (half the way to all), not above a fixed one.
       const baseNovel = stats.base.s > 0 ? stats.base.n / stats.base.s : 0;
@@ -1054,10 +1065,8 @@ export function evaluateCountry(
         conversion,
         now,
       );
-      // Still going on: its last minutes carry at least half its half hour's rate. A flood that stopped leaves its
-      // refused sends in the half hour; its codes, now old enough to judge, must not start an hour's block after it.
-      const novelNow = minutesSum(stats, now, SURGE_ON_MINUTES, (m) => m.n);
-      const ongoing = novelNow * 30 >= 0.5 * novel * SURGE_ON_MINUTES;
+      // Only while they go on (above): a flood that stopped leaves its refused sends in the half hour; its codes,
+      // now old enough to judge, must not start an hour's block after it.
       const level = levelOf(
         (l) =>
           startsAt(novelty, l) &&
