@@ -6,13 +6,7 @@
 import { OtpError, type ErrorCode } from '../../functions/core/errors';
 import { GLOBAL_SCOPE, consumeGuardEvents } from '../../functions/core/guard/consumer';
 import type { GuardLevel } from '../../functions/core/guard/model';
-import {
-  currentCountryStats,
-  isProbe,
-  longestRun,
-  pruneCountryStats,
-  type GuardEvent,
-} from '../../functions/core/guard/signals';
+import { isProbe, longestRun, type GuardEvent } from '../../functions/core/guard/signals';
 import { parsePhone } from '../../functions/core/phone';
 import { coreWorld, type CoreWorld } from '../support/core-world';
 
@@ -368,48 +362,6 @@ describe('signals', () => {
     const goingOn = await blockedOnceOver(25);
     expect(goingOn.states.slice(0, 15).every(Boolean)).toBe(true);
     expect(await code(notProbe((n) => gb(99_123_456 + n)))).toBe('sent');
-  });
-
-  /**
-   * A slow attacker over `ranges` ranges (+44 7420..): 4 sends in each over the last two hours, the newest 20
-   * minutes ago, beside today's real users; `checked(r)`: that range's first code was checked.
-   */
-  async function paced(ranges: number, checked: (r: number) => boolean = () => false) {
-    await baseline(established(), 2);
-    await todaysTraffic(30);
-    const events: GuardEvent[] = [];
-    for (let r = 0; r < ranges; r++)
-      for (let k = 0; k < 4; k++) {
-        const at = now() - 20 * MINUTE - (3 - k) * 30 * MINUTE - r * 1_000;
-        const e164 = gb((20 + r) * 1_000_000 + 1_000 + k * 37);
-        events.push(sendEvent(e164, at));
-        if (k === 0 && checked(r)) events.push(conversionEvent(e164, at));
-      }
-    await consume(events);
-    return world.store.guard
-      .country(serviceSid, 'GB')!
-      .state.blocks.filter((b) => b.reason === 'unchecked_range');
-  }
-
-  it('paced over ranges: ranges sent to lately, none of whose codes was ever checked, are blocked', async () => {
-    // Each range alone is 4 unchecked codes (0.525^4, about 1 in 13, at the rules' conversion here): nothing. Eight
-    // such ranges among those sent to lately, where real users would leave about 0.6, are an attacker's.
-    const blocks = await paced(8);
-    expect(blocks.map((b) => b.prefix).sort()).toEqual(Array.from({ length: 8 }, (_, r) => `+4474${20 + r}`));
-    expect(blocks[0]).toMatchObject({ level: 'standard' });
-    expect(blocks[0]!.figures).toMatchObject({ checked: 0, unchecked_ranges: 8 });
-    // Decayed history (half-life 3 days): 4 sends of the last two hours weigh a little less than 4.
-    expect(blocks[0]!.figures.sends).toBeCloseTo(4, 0);
-    expect(await code(notProbe((n) => gb(20_555_000 + n)))).toBe('blocked_by_policy');
-    expect(await code(gb(1_000_001))).toBe('sent');
-  });
-
-  it('paced over ranges: two such ranges, or ranges with a code checked, are left alone', async () => {
-    expect(await paced(2)).toEqual([]);
-    world = coreWorld();
-    serviceSid = world.addService().sid;
-    // Six of eight ranges had a code checked: two left never checked are what real users leave now and then.
-    expect(await paced(8, (r) => r >= 2)).toEqual([]);
   });
 
   it('never-seen ranges: a burst seconds old is not refused (the old volume-only rule refused it)', async () => {
@@ -1063,26 +1015,6 @@ describe('bounds', () => {
       world.store.guard.scope(serviceSid)!.stats,
     ])
       expect(JSON.stringify(item).length).toBeLessThan(64 * 1024);
-  });
-});
-
-describe('range history', () => {
-  it('keeps, beside the 300 busiest ranges, the 100 with the most sends whose codes were never checked', () => {
-    const stats = currentCountryStats(undefined);
-    const at = now();
-    stats.base.t = at;
-    // 320 ranges whose codes were checked, busiest first; then 120 never checked, 3 sends down to 1.
-    for (let i = 0; i < 320; i++) stats.ranges[`+44${7000 + i}`] = [20 - i / 20, 10];
-    for (let i = 0; i < 120; i++) stats.ranges[`+44${8000 + i}`] = [3 - i / 60, 0];
-    pruneCountryStats(stats, at);
-    const kept = Object.keys(stats.ranges);
-    expect(kept).toHaveLength(400);
-    expect(kept.filter((r) => r.startsWith('+447'))).toHaveLength(300);
-    expect(kept).not.toContain('+447300');
-    // The unchecked ranges with the most sends: the first 100 of them (a busier unchecked range is kept first).
-    expect(kept.filter((r) => r.startsWith('+448')).sort()).toEqual(
-      Array.from({ length: 100 }, (_, i) => `+44${8000 + i}`),
-    );
   });
 });
 

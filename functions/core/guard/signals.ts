@@ -119,8 +119,6 @@ const COUNTRY_HOLD_MS = 30 * MINUTE;
 /** Caps that keep every item far below DynamoDB's 400 KB whatever the traffic (docs/guard.md, "Limits"). */
 const LIMITS = {
   ranges: 300,
-  /** Beside the busiest ranges, the history of this many more whose codes were never checked (the evidence). */
-  uncheckedRanges: 100,
   recentRanges: 150,
   runPrefixes: 150,
   runEntries: 8,
@@ -571,17 +569,10 @@ export function pruneCountryStats(stats: CountryStats, now: number): void {
     else stats.ranges[range] = [round3(value[0]), round3(value[1])];
   }
   const ranges = Object.entries(stats.ranges);
-  if (ranges.length > LIMITS.ranges) {
-    ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1]));
-    // A slow attacker's ranges are few sends each among a country's hundreds: kept by their unchecked sends (the
-    // decay prefers recent ones), or they would fall out before their codes could say anything.
-    const unchecked = ranges
-      .slice(LIMITS.ranges)
-      .filter(([, [, checked]]) => checked < 0.5)
-      .sort((a, b) => b[1][0] - a[1][0])
-      .slice(0, LIMITS.uncheckedRanges);
-    stats.ranges = Object.fromEntries([...ranges.slice(0, LIMITS.ranges), ...unchecked]);
-  }
+  if (ranges.length > LIMITS.ranges)
+    stats.ranges = Object.fromEntries(
+      ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1])).slice(0, LIMITS.ranges),
+    );
 }
 
 const round3 = (value: number) => Math.round(value * 1000) / 1000;
@@ -1010,38 +1001,6 @@ export function evaluateCountry(
     }
   }
 
-  // Ranges a slow attacker paces its sends over: each too thin for a half hour's evidence, but their history
-  // holds sends whose codes were never checked, in more of the ranges sent to lately than real users leave so.
-  if (baseline && scope === 'service') {
-    const dead = uncheckedRanges(stats, now, Math.max(conversion, NARROW_CONVERSION));
-    const level = levelOf(
-      (l) =>
-        dead.ranges.length >= UNCHECKED_RANGES.min &&
-        dead.ranges.length >= 2 * dead.expected &&
-        Math.log(poissonAtLeast(dead.ranges.length, dead.expected)) < LOG_ALPHA.start[l],
-    );
-    if (level)
-      for (const { range, sends } of dead.ranges)
-        if (
-          startsAt(
-            blocks.find((b) => b.prefix === range),
-            level,
-          )
-        )
-          propose({
-            prefix: range,
-            reason: 'unchecked_range',
-            level,
-            until: now + BLOCK_HOLD_MS,
-            figures: {
-              sends: round2(sends),
-              checked: 0,
-              unchecked_ranges: dead.ranges.length,
-              expected_ranges: round2(dead.expected),
-            },
-          });
-  }
-
   let novelty: NoveltyBlock | undefined;
   let closed: CountryBlock | undefined;
   // The last 15 minutes' sends (refused ones too) against the country's usual rate.
@@ -1156,9 +1115,7 @@ export function evaluateCountry(
       // Or, in a surge, unchecked sends past what the last half hour's checked codes vouch for (the learning
       // rule's burst): a flood is stopped in minutes, before the typing pace lets the test above conclude.
       // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
-      const narrower =
-        novelty?.level === 'standard' ||
-        blocks.some((b) => b.level === 'standard' && b.reason !== 'unchecked_range');
+      const narrower = novelty?.level === 'standard' || blocks.some((b) => b.level === 'standard');
       const bursting = !narrower && uncheckedBurstOf(stats, now, SURGE_UNCHECKED_BURST).bursting;
       closed = floodClosure(stats, closed, {
         now,
@@ -1319,39 +1276,6 @@ function floodClosure(
   });
   return { ...block, until: now + NOVEL_FLOOD.holdMs, provisional: true };
 }
-
-/**
- * Ranges sent to lately (an accepted send in the last 35 minutes) whose history holds at least `UNCHECKED_RANGES.sends`
- * sends old enough to check (not of the last 5 minutes), none of them checked; and how many such ranges real users
- * converting at `conversion` would leave (each range's chance that none of its sends was checked, summed).
- */
-function uncheckedRanges(
-  stats: CountryStats,
-  now: number,
-  conversion: number,
-): { ranges: { range: string; sends: number }[]; expected: number } {
-  const youngFrom = rangeBucketIndex(now - 5 * MINUTE);
-  const ranges: { range: string; sends: number }[] = [];
-  let expected = 0;
-  for (const [range, buckets] of Object.entries(stats.recentRanges)) {
-    const history = stats.ranges[range];
-    if (!history || sum(Object.values(buckets).map(([sent]) => sent)) < 1) continue;
-    const young = sum(
-      Object.entries(buckets)
-        .filter(([key]) => Number(key) >= youngFrom)
-        .map(([, [, accepted]]) => accepted),
-    );
-    const [total, checked] = history;
-    const sends = total - young;
-    if (sends < UNCHECKED_RANGES.sends) continue;
-    expected += Math.pow(1 - conversion, sends);
-    if (checked < 0.5) ranges.push({ range, sends });
-  }
-  return { ranges, expected };
-}
-
-/** `uncheckedRanges`: sends a range's history needs to count, and ranges the rule needs at least. */
-const UNCHECKED_RANGES = { sends: 3, min: 3 } as const;
 
 /** Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for. */
 function uncheckedBurstOf(
