@@ -660,6 +660,14 @@ const minutesSum = (
       .map(([, m]) => pick(m)),
   );
 
+/** What the last `SURGE_ON_MINUTES` minutes carry, at the rate of `minutes`: whether a surge still goes on. */
+const lastMinutesAt = (
+  stats: CountryStats,
+  now: number,
+  minutes: number,
+  pick: (bucket: MinuteBucket) => number,
+): number => (minutesSum(stats, now, SURGE_ON_MINUTES, pick) * minutes) / SURGE_ON_MINUTES;
+
 const cohortsOf = (counts: Record<string, [number, number]>, width: number, from = 0): Cohort[] =>
   Object.entries(counts)
     .filter(([key]) => Number(key) * width >= from)
@@ -1016,9 +1024,7 @@ export function evaluateCountry(
     novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
     // Sends to ranges not established go on: their last minutes carry at least half their half hour's rate.
     const novel = minutesSum(stats, now, 30, (m) => m.n);
-    const ongoing =
-      novel > 0 &&
-      minutesSum(stats, now, SURGE_ON_MINUTES, (m) => m.n) * 30 >= 0.5 * novel * SURGE_ON_MINUTES;
+    const ongoing = novel > 0 && lastMinutesAt(stats, now, 30, (m) => m.n) >= 0.5 * novel;
     if (novelty && ongoing) delete novelty.quiet;
     else if (novelty && novelty.quiet === undefined) novelty.quiet = now;
     else if (novelty?.quiet !== undefined && now >= novelty.quiet + NOVELTY_QUIET_MS) novelty = undefined;
@@ -1026,7 +1032,7 @@ export function evaluateCountry(
     // (its refused sends still in the 15 minutes) does not renew the closure for the half hour after it.
     const surging =
       previous.closed?.reason === 'country_surge' &&
-      (minutesSum(stats, now, SURGE_ON_MINUTES, (m) => m.s) * 15) / SURGE_ON_MINUTES >=
+      lastMinutesAt(stats, now, 15, (m) => m.s) >=
         THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
     closed =
       previous.closed &&
