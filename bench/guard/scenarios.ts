@@ -193,6 +193,10 @@ export const SCENARIOS: Scenario[] = [
   onAttack('e1_paced', '(e1) paced, 20 ID ranges x 3/h', 1, (seed, from, to) =>
     pacedAttack(seed, 'ID', from, to, 20, 3),
   ),
+  // The same for 4 hours: a paced attacker's point is to go on; its ranges' history is what can tell it.
+  onAttack('e1_long', '(e1) paced, for 4 hours', 4 + 5 / 60, (seed, from, to) =>
+    pacedAttack(seed, 'ID', from, to, 20, 3),
+  ),
   onAttack(
     'e2_pausing',
     '(e2) 10x ID flood, 30 min pause per 403',

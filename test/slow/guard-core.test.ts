@@ -6,7 +6,14 @@
 import { OtpError, type ErrorCode } from '../../functions/core/errors';
 import { GLOBAL_SCOPE, consumeGuardEvents } from '../../functions/core/guard/consumer';
 import type { GuardLevel } from '../../functions/core/guard/model';
-import { isProbe, longestRun, type GuardEvent } from '../../functions/core/guard/signals';
+import {
+  applyCountryEvent,
+  currentCountryStats,
+  isProbe,
+  longestRun,
+  pruneCountryStats,
+  type GuardEvent,
+} from '../../functions/core/guard/signals';
 import { parsePhone } from '../../functions/core/phone';
 import { coreWorld, type CoreWorld } from '../support/core-world';
 
@@ -362,6 +369,75 @@ describe('signals', () => {
     const goingOn = await blockedOnceOver(25);
     expect(goingOn.states.slice(0, 15).every(Boolean)).toBe(true);
     expect(await code(notProbe((n) => gb(99_123_456 + n)))).toBe('sent');
+  });
+
+  /**
+   * A slow attacker over `ranges` ranges (+44 7420..): 4 sends in each over the last two hours, the newest 20
+   * minutes ago, beside today's real users; `checked(r)`: that range's first code was checked. `crowded`: the
+   * service's users were in 320 more ranges yesterday, so the attacker's fall out of the 300 busiest kept.
+   */
+  async function paced(ranges: number, checked: (r: number) => boolean = () => false, crowded = false) {
+    if (crowded) {
+      const start = now() - 26 * 60 * MINUTE;
+      const crowd = Array.from({ length: 320 }, (_, i) => `+44${i < 100 ? 7500 + i : 7600 + i}123456`);
+      await consume(
+        crowd.flatMap((prefix, i) =>
+          [0, 1, 2, 3, 4, 5].flatMap((k) => {
+            const at = start + i * 1_000 + k * MINUTE;
+            const e164 = prefix.slice(0, -1) + k;
+            return [sendEvent(e164, at), conversionEvent(e164, at)];
+          }),
+        ),
+      );
+    }
+    await baseline(established(), 2);
+    await todaysTraffic(30);
+    // In rounds, as they come: each batch prunes the history before the rules read it.
+    for (let k = 0; k < 4; k++) {
+      const events: GuardEvent[] = [];
+      for (let r = 0; r < ranges; r++) {
+        const at = now() - 20 * MINUTE - (3 - k) * 30 * MINUTE - r * 1_000;
+        const e164 = gb((20 + r) * 1_000_000 + 1_000 + k * 37);
+        events.push(sendEvent(e164, at));
+        if (k === 0 && checked(r)) events.push(conversionEvent(e164, at));
+      }
+      await consume(events);
+    }
+    return world.store.guard
+      .country(serviceSid, 'GB')!
+      .state.blocks.filter((b) => b.reason === 'unchecked_range');
+  }
+
+  it('paced over ranges: ranges sent to lately, none of whose codes was ever checked, are blocked', async () => {
+    // Each range alone is 4 unchecked codes (0.525^4, about 1 in 13, at the rules' conversion here): nothing. Eight
+    // such ranges among those sent to lately, where real users would leave about 0.6, are an attacker's.
+    const blocks = await paced(8);
+    expect(blocks.map((b) => b.prefix).sort()).toEqual(Array.from({ length: 8 }, (_, r) => `+4474${20 + r}`));
+    expect(blocks[0]).toMatchObject({ level: 'standard' });
+    expect(blocks[0]!.figures).toMatchObject({ checked: 0, unchecked_ranges: 8 });
+    // Decayed history (half-life 3 days): 4 sends of the last two hours weigh a little less than 4.
+    expect(blocks[0]!.figures.sends).toBeCloseTo(4, 0);
+    expect(await code(notProbe((n) => gb(20_555_000 + n)))).toBe('blocked_by_policy');
+    expect(await code(gb(1_000_001))).toBe('sent');
+  });
+
+  it('paced over ranges: in a country of many ranges, those that fell out of the busiest are still judged', async () => {
+    const blocks = await paced(8, undefined, true);
+    const stats = world.store.guard.country(serviceSid, 'GB')!.stats;
+    // The attacker's ranges are no longer in the ranges' history (the rules that read it are as before) ...
+    expect(Object.keys(stats.ranges)).toHaveLength(300);
+    expect(stats.ranges['+447420']).toBeUndefined();
+    // ... but their unchecked sends are kept aside, and the rule reads them.
+    expect(stats.unchecked?.['+447420']).toBeGreaterThan(3);
+    expect(blocks.map((b) => b.prefix).sort()).toEqual(Array.from({ length: 8 }, (_, r) => `+4474${20 + r}`));
+  });
+
+  it('paced over ranges: two such ranges, or ranges with a code checked, are left alone', async () => {
+    expect(await paced(2)).toEqual([]);
+    world = coreWorld();
+    serviceSid = world.addService().sid;
+    // Six of eight ranges had a code checked: two left never checked are what real users leave now and then.
+    expect(await paced(8, (r) => r >= 2)).toEqual([]);
   });
 
   it('never-seen ranges: a burst seconds old is not refused (the old volume-only rule refused it)', async () => {
@@ -1015,6 +1091,31 @@ describe('bounds', () => {
       world.store.guard.scope(serviceSid)!.stats,
     ])
       expect(JSON.stringify(item).length).toBeLessThan(64 * 1024);
+  });
+});
+
+describe('range history', () => {
+  it('keeps the 300 busiest ranges, and aside the sends of the 100 busiest of the rest never checked', () => {
+    const stats = currentCountryStats(undefined);
+    const at = now();
+    stats.base.t = at;
+    // 320 ranges whose codes were checked, busiest first; then 120 never checked, 3 sends down to 1.
+    for (let i = 0; i < 320; i++) stats.ranges[`+44${7000 + i}`] = [20 - i / 20, 10];
+    for (let i = 0; i < 120; i++) stats.ranges[`+44${8000 + i}`] = [3 - i / 60, 0];
+    pruneCountryStats(stats, at);
+    expect(Object.keys(stats.ranges).sort()).toEqual(Array.from({ length: 300 }, (_, i) => `+44${7000 + i}`));
+    // Checked ranges that fell out are not kept aside; of the unchecked, the 100 with the most sends.
+    expect(Object.keys(stats.unchecked!).sort()).toEqual(
+      Array.from({ length: 100 }, (_, i) => `+44${8000 + i}`),
+    );
+    expect(stats.unchecked!['+448000']).toBe(3);
+    // Decayed with the rest (half-life 3 days), and a range's first check takes it out.
+    pruneCountryStats(stats, at + 3 * 24 * 60 * MINUTE);
+    expect(stats.unchecked!['+448000']).toBeCloseTo(1.5, 3);
+    const e164 = '+448000123456';
+    applyCountryEvent(stats, conversionEvent(e164, at));
+    expect(stats.unchecked!['+448000']).toBeUndefined();
+    expect(stats.unchecked!['+448001']).toBeDefined();
   });
 });
 

@@ -24,6 +24,8 @@ export type GuardReason =
   | 'sequential_numbers'
   /** A range's share of the country's recent traffic far above its own baseline, with few codes checked. */
   | 'prefix_surge'
+  /** Ranges sent to lately whose codes were never checked, far more of them than real users leave so. */
+  | 'unchecked_range'
   /** Many sends to ranges never established for the service in one country, with few codes checked. */
   | 'novel_prefix_surge'
   /** Sends to several countries never established for the service, with few codes checked. */
@@ -48,6 +50,7 @@ const REASON_FAMILY: Record<GuardReason, string> = {
   high_risk_range: 'a known high-risk number range',
   sequential_numbers: 'unusual traffic to this number range',
   prefix_surge: 'unusual traffic to this number range',
+  unchecked_range: 'unusual traffic to this number range',
   novel_prefix_surge: 'unusual traffic to new destinations',
   novel_country_surge: 'unusual traffic to new destinations',
   novel_prefix_spread: 'unusual traffic to new destinations',

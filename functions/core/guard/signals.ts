@@ -119,6 +119,8 @@ const COUNTRY_HOLD_MS = 30 * MINUTE;
 /** Caps that keep every item far below DynamoDB's 400 KB whatever the traffic (docs/guard.md, "Limits"). */
 const LIMITS = {
   ranges: 300,
+  /** Beside the busiest ranges, the sends of this many more whose codes were never checked (the evidence). */
+  uncheckedRanges: 100,
   recentRanges: 150,
   runPrefixes: 150,
   runEntries: 8,
@@ -236,6 +238,8 @@ export interface CountryStats {
   base: { s: number; c: number; n: number; t: number; since: number };
   /** Range → [sends, checked], decayed to `base.t`. */
   ranges: Record<string, [number, number]>;
+  /** Range → sends, decayed: ranges never checked that fell out of `ranges` (the busiest), for `unchecked_range`. */
+  unchecked?: Record<string, number>;
   minutes: Record<string, MinuteBucket>;
   /**
    * Range → five-minute index → [sends, accepted, checked, delivered promptly]; the fourth is absent in
@@ -333,6 +337,7 @@ function decayCountry(stats: CountryStats, now: number): void {
       value[0] *= factor;
       value[1] *= factor;
     }
+    if (stats.unchecked) for (const range of Object.keys(stats.unchecked)) stats.unchecked[range]! *= factor;
   }
   stats.base.t = Math.max(stats.base.t, now);
 }
@@ -462,6 +467,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     stats.base.c += weight;
     const range = (stats.ranges[place.range] ??= [weight, 0]);
     range[1] += weight;
+    if (stats.unchecked) delete stats.unchecked[place.range];
   }
   return { novelRange };
 }
@@ -569,10 +575,24 @@ export function pruneCountryStats(stats: CountryStats, now: number): void {
     else stats.ranges[range] = [round3(value[0]), round3(value[1])];
   }
   const ranges = Object.entries(stats.ranges);
-  if (ranges.length > LIMITS.ranges)
-    stats.ranges = Object.fromEntries(
-      ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1])).slice(0, LIMITS.ranges),
-    );
+  if (ranges.length > LIMITS.ranges) {
+    ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1]));
+    stats.ranges = Object.fromEntries(ranges.slice(0, LIMITS.ranges));
+    // A slow attacker's ranges are a few sends each among a country's hundreds, and fall out of the busiest
+    // before their codes can say anything: the sends of those never checked are kept aside, where no rule that
+    // reads a range's history sees them (ADR 0008).
+    for (const [range, [sent, checked]] of ranges.slice(LIMITS.ranges))
+      if (checked < 0.5) (stats.unchecked ??= {})[range] = (stats.unchecked[range] ?? 0) + sent;
+  }
+  if (stats.unchecked) {
+    const kept = Object.entries(stats.unchecked)
+      .filter(([, sent]) => sent >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, LIMITS.uncheckedRanges)
+      .map(([range, sent]) => [range, round3(sent)] as const);
+    if (kept.length > 0) stats.unchecked = Object.fromEntries(kept);
+    else delete stats.unchecked;
+  }
 }
 
 const round3 = (value: number) => Math.round(value * 1000) / 1000;
@@ -1009,6 +1029,38 @@ export function evaluateCountry(
     }
   }
 
+  // Ranges a slow attacker paces its sends over: each too thin for a half hour's evidence, but their history
+  // holds sends whose codes were never checked, in more of the ranges sent to lately than real users leave so.
+  if (baseline && scope === 'service') {
+    const dead = uncheckedRanges(stats, now, Math.max(conversion, NARROW_CONVERSION));
+    const level = levelOf(
+      (l) =>
+        dead.ranges.length >= UNCHECKED_RANGES.min &&
+        dead.ranges.length >= 2 * dead.expected &&
+        Math.log(poissonAtLeast(dead.ranges.length, dead.expected)) < LOG_ALPHA.start[l],
+    );
+    if (level)
+      for (const { range, sends } of dead.ranges)
+        if (
+          startsAt(
+            blocks.find((b) => b.prefix === range),
+            level,
+          )
+        )
+          propose({
+            prefix: range,
+            reason: 'unchecked_range',
+            level,
+            until: now + BLOCK_HOLD_MS,
+            figures: {
+              sends: round2(sends),
+              checked: 0,
+              unchecked_ranges: dead.ranges.length,
+              expected_ranges: round2(dead.expected),
+            },
+          });
+  }
+
   let novelty: NoveltyBlock | undefined;
   let closed: CountryBlock | undefined;
   // The last 15 minutes' sends (refused ones too) against the country's usual rate.
@@ -1121,7 +1173,9 @@ export function evaluateCountry(
       // Or, in a surge, unchecked sends past what the last half hour's checked codes vouch for (the learning
       // rule's burst): a flood is stopped in minutes, before the typing pace lets the test above conclude.
       // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
-      const narrower = novelty?.level === 'standard' || blocks.some((b) => b.level === 'standard');
+      const narrower =
+        novelty?.level === 'standard' ||
+        blocks.some((b) => b.level === 'standard' && b.reason !== 'unchecked_range');
       const bursting = !narrower && uncheckedBurstOf(stats, now, SURGE_UNCHECKED_BURST).bursting;
       closed = floodClosure(stats, closed, {
         now,
@@ -1282,6 +1336,40 @@ function floodClosure(
   });
   return { ...block, until: now + NOVEL_FLOOD.holdMs, provisional: true };
 }
+
+/**
+ * Ranges sent to lately (an accepted send in the last 35 minutes) whose history holds at least `UNCHECKED_RANGES.sends`
+ * sends old enough to check (not of the last 5 minutes), none of them checked; and how many such ranges real users
+ * converting at `conversion` would leave (each range's chance that none of its sends was checked, summed).
+ */
+function uncheckedRanges(
+  stats: CountryStats,
+  now: number,
+  conversion: number,
+): { ranges: { range: string; sends: number }[]; expected: number } {
+  const youngFrom = rangeBucketIndex(now - 5 * MINUTE);
+  const ranges: { range: string; sends: number }[] = [];
+  let expected = 0;
+  for (const [range, buckets] of Object.entries(stats.recentRanges)) {
+    const history = stats.ranges[range];
+    const aside = stats.unchecked?.[range] ?? 0;
+    if ((!history && aside === 0) || sum(Object.values(buckets).map(([sent]) => sent)) < 1) continue;
+    const young = sum(
+      Object.entries(buckets)
+        .filter(([key]) => Number(key) >= youngFrom)
+        .map(([, [, accepted]]) => accepted),
+    );
+    const [total, checked] = history ?? [0, 0];
+    const sends = total + aside - young;
+    if (sends < UNCHECKED_RANGES.sends) continue;
+    expected += Math.pow(1 - conversion, sends);
+    if (checked < 0.5) ranges.push({ range, sends });
+  }
+  return { ranges, expected };
+}
+
+/** `uncheckedRanges`: sends a range's history needs to count, and ranges the rule needs at least. */
+const UNCHECKED_RANGES = { sends: 3, min: 3 } as const;
 
 /** Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for. */
 function uncheckedBurstOf(
