@@ -372,23 +372,27 @@ describe('signals', () => {
   });
 
   /**
-   * A slow attacker over `ranges` ranges (+44 7420..): 4 sends in each over the last two hours, the newest 20
+   * A slow attacker over `ranges` ranges (+44 7420..): 4 sends in each over the last 80 minutes, the newest 20
    * minutes ago, beside today's real users; `checked(r)`: that range's first code was checked. `crowded`: the
-   * service's users were in 320 more ranges yesterday, so the attacker's fall out of the 300 busiest kept.
+   * service's users were in 320 more ranges two days ago, one of them in each of the attacker's, code checked, so
+   * the attacker's ranges fall out of the 300 busiest of the ranges' history.
    */
   async function paced(ranges: number, checked: (r: number) => boolean = () => false, crowded = false) {
     if (crowded) {
-      const start = now() - 26 * 60 * MINUTE;
+      const start = now() - 2 * 24 * 60 * MINUTE;
       const crowd = Array.from({ length: 320 }, (_, i) => `+44${i < 100 ? 7500 + i : 7600 + i}123456`);
-      await consume(
-        crowd.flatMap((prefix, i) =>
-          [0, 1, 2, 3, 4, 5].flatMap((k) => {
-            const at = start + i * 1_000 + k * MINUTE;
-            const e164 = prefix.slice(0, -1) + k;
-            return [sendEvent(e164, at), conversionEvent(e164, at)];
-          }),
-        ),
+      const events = crowd.flatMap((prefix, i) =>
+        [0, 1, 2, 3, 4, 5].flatMap((k) => {
+          const at = start + i * 1_000 + k * MINUTE;
+          const e164 = prefix.slice(0, -1) + k;
+          return [sendEvent(e164, at), conversionEvent(e164, at)];
+        }),
       );
+      for (let r = 0; r < ranges; r++) {
+        const e164 = gb((20 + r) * 1_000_000 + 999);
+        events.push(sendEvent(e164, start), conversionEvent(e164, start));
+      }
+      await consume(events);
     }
     await baseline(established(), 2);
     await todaysTraffic(30);
@@ -396,7 +400,7 @@ describe('signals', () => {
     for (let k = 0; k < 4; k++) {
       const events: GuardEvent[] = [];
       for (let r = 0; r < ranges; r++) {
-        const at = now() - 20 * MINUTE - (3 - k) * 30 * MINUTE - r * 1_000;
+        const at = now() - 20 * MINUTE - (3 - k) * 20 * MINUTE - r * 1_000;
         const e164 = gb((20 + r) * 1_000_000 + 1_000 + k * 37);
         events.push(sendEvent(e164, at));
         if (k === 0 && checked(r)) events.push(conversionEvent(e164, at));
@@ -408,36 +412,42 @@ describe('signals', () => {
       .state.blocks.filter((b) => b.reason === 'unchecked_range');
   }
 
-  it('paced over ranges: ranges sent to lately, none of whose codes was ever checked, are blocked', async () => {
-    // Each range alone is 4 unchecked codes (0.525^4, about 1 in 13, at the rules' conversion here): nothing. Eight
-    // such ranges among those sent to lately, where real users would leave about 0.6, are an attacker's.
-    const blocks = await paced(8);
-    expect(blocks.map((b) => b.prefix).sort()).toEqual(Array.from({ length: 8 }, (_, r) => `+4474${20 + r}`));
+  it('paced over ranges: ranges sent to lately, none of whose codes was checked, are blocked', async () => {
+    // Each range alone is 4 unchecked codes (about 3.3 once decayed: 0.55^3.3, 1 in 7): nothing. Ten such ranges
+    // among those sent to lately, where real users would leave about 1.4 (these ten included), are an attacker's.
+    const blocks = await paced(10);
+    expect(blocks.map((b) => b.prefix).sort()).toEqual(
+      Array.from({ length: 10 }, (_, r) => `+4474${20 + r}`),
+    );
     expect(blocks[0]).toMatchObject({ level: 'standard' });
-    expect(blocks[0]!.figures).toMatchObject({ checked: 0, unchecked_ranges: 8 });
-    // Decayed history (half-life 3 days): 4 sends of the last two hours weigh a little less than 4.
-    expect(blocks[0]!.figures.sends).toBeCloseTo(4, 0);
+    expect(blocks[0]!.figures).toMatchObject({ checked: 0, unchecked_ranges: 10 });
+    expect(blocks[0]!.figures.expected_ranges).toBeCloseTo(1.4, 0);
+    // The last hours (half-life 3 hours): 4 sends of the last 80 minutes weigh about 3.3.
+    expect(blocks[0]!.figures.sends).toBeCloseTo(3.3, 1);
     expect(await code(notProbe((n) => gb(20_555_000 + n)))).toBe('blocked_by_policy');
     expect(await code(gb(1_000_001))).toBe('sent');
   });
 
-  it('paced over ranges: in a country of many ranges, those that fell out of the busiest are still judged', async () => {
-    const blocks = await paced(8, undefined, true);
+  it('paced over ranges: a code checked days ago, or a range out of the busiest, hides nothing', async () => {
+    const blocks = await paced(10, undefined, true);
     const stats = world.store.guard.country(serviceSid, 'GB')!.stats;
-    // The attacker's ranges are no longer in the ranges' history (the rules that read it are as before) ...
+    // The ranges' history (days) lost the attacker's ranges, and held a checked code of each ...
     expect(Object.keys(stats.ranges)).toHaveLength(300);
     expect(stats.ranges['+447420']).toBeUndefined();
-    // ... but their unchecked sends are kept aside, and the rule reads them.
-    expect(stats.unchecked?.['+447420']).toBeGreaterThan(3);
-    expect(blocks.map((b) => b.prefix).sort()).toEqual(Array.from({ length: 8 }, (_, r) => `+4474${20 + r}`));
+    // ... the last hours hold its sends, none checked.
+    expect(stats.lately?.['+447420']?.[0]).toBeCloseTo(3.3, 1);
+    expect(stats.lately?.['+447420']?.[1]).toBeLessThan(0.5);
+    expect(blocks.map((b) => b.prefix).sort()).toEqual(
+      Array.from({ length: 10 }, (_, r) => `+4474${20 + r}`),
+    );
   });
 
-  it('paced over ranges: two such ranges, or ranges with a code checked, are left alone', async () => {
+  it('paced over ranges: two such ranges, or ranges with a code checked lately, are left alone', async () => {
     expect(await paced(2)).toEqual([]);
     world = coreWorld();
     serviceSid = world.addService().sid;
-    // Six of eight ranges had a code checked: two left never checked are what real users leave now and then.
-    expect(await paced(8, (r) => r >= 2)).toEqual([]);
+    // Eight of ten ranges had a code checked: two left unchecked are what real users leave now and then.
+    expect(await paced(10, (r) => r >= 2)).toEqual([]);
   });
 
   it('never-seen ranges: a burst seconds old is not refused (the old volume-only rule refused it)', async () => {
@@ -459,7 +469,8 @@ describe('signals', () => {
     );
     const state = world.store.guard.country(serviceSid, 'GB')!.state;
     expect(state.closed).toMatchObject({ reason: 'country_surge', open: ['+447403'] });
-    expect((await refusal(notProbe((n) => gb(1_000_500 + n))))?.message).toContain(
+    // A range the surge did not touch (those it did are also blocked as ranges not checked lately).
+    expect((await refusal(notProbe((n) => gb(5_000_500 + n))))?.message).toContain(
       'unusual traffic to this country',
     );
     expect(await code(gb(3_000_999))).toBe('sent');
@@ -1095,27 +1106,28 @@ describe('bounds', () => {
 });
 
 describe('range history', () => {
-  it('keeps the 300 busiest ranges, and aside the sends of the 100 busiest of the rest never checked', () => {
+  it('keeps the 300 busiest ranges of days, and the last hours of the 200 busiest lately', () => {
     const stats = currentCountryStats(undefined);
     const at = now();
     stats.base.t = at;
-    // 320 ranges whose codes were checked, busiest first; then 120 never checked, 3 sends down to 1.
     for (let i = 0; i < 320; i++) stats.ranges[`+44${7000 + i}`] = [20 - i / 20, 10];
-    for (let i = 0; i < 120; i++) stats.ranges[`+44${8000 + i}`] = [3 - i / 60, 0];
+    for (let i = 0; i < 220; i++) (stats.lately ??= {})[`+44${8000 + i}`] = [4 - i / 100, 0];
     pruneCountryStats(stats, at);
     expect(Object.keys(stats.ranges).sort()).toEqual(Array.from({ length: 300 }, (_, i) => `+44${7000 + i}`));
-    // Checked ranges that fell out are not kept aside; of the unchecked, the 100 with the most sends.
-    expect(Object.keys(stats.unchecked!).sort()).toEqual(
-      Array.from({ length: 100 }, (_, i) => `+44${8000 + i}`),
+    expect(Object.keys(stats.lately!).sort()).toEqual(
+      Array.from({ length: 200 }, (_, i) => `+44${8000 + i}`),
     );
-    expect(stats.unchecked!['+448000']).toBe(3);
-    // Decayed with the rest (half-life 3 days), and a range's first check takes it out.
-    pruneCountryStats(stats, at + 3 * 24 * 60 * MINUTE);
-    expect(stats.unchecked!['+448000']).toBeCloseTo(1.5, 3);
+    // The last hours decay with a half-life of 3 hours, the ranges' history with one of 3 days.
+    pruneCountryStats(stats, at + 3 * 60 * MINUTE);
+    expect(stats.lately!['+448000']![0]).toBeCloseTo(2, 3);
+    expect(stats.ranges['+447000']![0]).toBeCloseTo(20 * Math.pow(2, -1 / 24), 2);
+    // A send and a check count in both.
     const e164 = '+448000123456';
-    applyCountryEvent(stats, conversionEvent(e164, at));
-    expect(stats.unchecked!['+448000']).toBeUndefined();
-    expect(stats.unchecked!['+448001']).toBeDefined();
+    const later = at + 3 * 60 * MINUTE;
+    applyCountryEvent(stats, sendEvent(e164, later));
+    applyCountryEvent(stats, conversionEvent(e164, later));
+    expect(stats.lately!['+448000']![0]).toBeCloseTo(3, 2);
+    expect(stats.lately!['+448000']![1]).toBeCloseTo(1, 2);
   });
 });
 

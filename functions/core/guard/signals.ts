@@ -51,6 +51,8 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const BASELINE_HALF_LIFE_MS = 3 * DAY;
+/** `lately`'s half-life: a paced attacker's few sends an hour add up, a range's checks of days ago are gone. */
+const LATELY_HALF_LIFE_MS = 3 * HOUR;
 /** A country has a baseline when this many codes were checked there, the first sends this long ago. */
 const BASELINE = { conversions: 30, ageMs: DAY } as const;
 /** The same across countries, for the service-wide rules. */
@@ -119,8 +121,7 @@ const COUNTRY_HOLD_MS = 30 * MINUTE;
 /** Caps that keep every item far below DynamoDB's 400 KB whatever the traffic (docs/guard.md, "Limits"). */
 const LIMITS = {
   ranges: 300,
-  /** Beside the busiest ranges, the sends of this many more whose codes were never checked (the evidence). */
-  uncheckedRanges: 100,
+  lately: 200,
   recentRanges: 150,
   runPrefixes: 150,
   runEntries: 8,
@@ -238,8 +239,11 @@ export interface CountryStats {
   base: { s: number; c: number; n: number; t: number; since: number };
   /** Range → [sends, checked], decayed to `base.t`. */
   ranges: Record<string, [number, number]>;
-  /** Range → sends, decayed: ranges never checked that fell out of `ranges` (the busiest), for `unchecked_range`. */
-  unchecked?: Record<string, number>;
+  /**
+   * Range → [sends, checked] of the last hours (decayed with `LATELY_HALF_LIFE_MS`), the busiest: for
+   * `unchecked_range`, which a check days ago must not hide and which the busiest of days (`ranges`) would lose.
+   */
+  lately?: Record<string, [number, number]>;
   minutes: Record<string, MinuteBucket>;
   /**
    * Range → five-minute index → [sends, accepted, checked, delivered promptly]; the fourth is absent in
@@ -337,7 +341,13 @@ function decayCountry(stats: CountryStats, now: number): void {
       value[0] *= factor;
       value[1] *= factor;
     }
-    if (stats.unchecked) for (const range of Object.keys(stats.unchecked)) stats.unchecked[range]! *= factor;
+  }
+  if (stats.lately && stats.base.t > 0 && now > stats.base.t) {
+    const fast = Math.pow(2, -(now - stats.base.t) / LATELY_HALF_LIFE_MS);
+    for (const value of Object.values(stats.lately)) {
+      value[0] *= fast;
+      value[1] *= fast;
+    }
   }
   stats.base.t = Math.max(stats.base.t, now);
 }
@@ -440,6 +450,10 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       if (novelRange) stats.base.n += weight;
       const range = (stats.ranges[place.range] ??= [0, 0]);
       range[0] += weight;
+      ((stats.lately ??= {})[place.range] ??= [0, 0])[0] += Math.pow(
+        2,
+        (event.at - stats.base.t) / LATELY_HALF_LIFE_MS,
+      );
       const caps = stats.caps;
       const hour = Math.floor(event.at / HOUR);
       const day = Math.floor(event.at / DAY);
@@ -467,7 +481,10 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     stats.base.c += weight;
     const range = (stats.ranges[place.range] ??= [weight, 0]);
     range[1] += weight;
-    if (stats.unchecked) delete stats.unchecked[place.range];
+    ((stats.lately ??= {})[place.range] ??= [0, 0])[1] += Math.pow(
+      2,
+      (event.at - stats.base.t) / LATELY_HALF_LIFE_MS,
+    );
   }
   return { novelRange };
 }
@@ -578,20 +595,17 @@ export function pruneCountryStats(stats: CountryStats, now: number): void {
   if (ranges.length > LIMITS.ranges) {
     ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1]));
     stats.ranges = Object.fromEntries(ranges.slice(0, LIMITS.ranges));
-    // A slow attacker's ranges are a few sends each among a country's hundreds, and fall out of the busiest
-    // before their codes can say anything: the sends of those never checked are kept aside, where no rule that
-    // reads a range's history sees them (ADR 0008).
-    for (const [range, [sent, checked]] of ranges.slice(LIMITS.ranges))
-      if (checked < 0.5) (stats.unchecked ??= {})[range] = (stats.unchecked[range] ?? 0) + sent;
   }
-  if (stats.unchecked) {
-    const kept = Object.entries(stats.unchecked)
-      .filter(([, sent]) => sent >= 0.05)
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, LIMITS.uncheckedRanges)
-      .map(([range, sent]) => [range, round3(sent)] as const);
-    if (kept.length > 0) stats.unchecked = Object.fromEntries(kept);
-    else delete stats.unchecked;
+  if (stats.lately) {
+    const kept = Object.entries(stats.lately)
+      .filter(([, [sent, checked]]) => sent >= 0.05 || checked >= 0.05)
+      .sort((a, b) => b[1][0] - a[1][0])
+      .slice(0, LIMITS.lately)
+      .map(
+        ([range, [sent, checked]]) => [range, [round3(sent), round3(checked)] as [number, number]] as const,
+      );
+    if (kept.length > 0) stats.lately = Object.fromEntries(kept);
+    else delete stats.lately;
   }
 }
 
@@ -1029,8 +1043,8 @@ export function evaluateCountry(
     }
   }
 
-  // Ranges a slow attacker paces its sends over: each too thin for a half hour's evidence, but their history
-  // holds sends whose codes were never checked, in more of the ranges sent to lately than real users leave so.
+  // Ranges a slow attacker paces its sends over: each too thin for a half hour's evidence, but their last hours
+  // hold sends none of whose codes was checked, in more of the ranges sent to lately than real users leave so.
   if (baseline && scope === 'service') {
     const dead = uncheckedRanges(stats, now, Math.max(conversion, NARROW_CONVERSION));
     const level = levelOf(
@@ -1338,9 +1352,9 @@ function floodClosure(
 }
 
 /**
- * Ranges sent to lately (an accepted send in the last 35 minutes) whose history holds at least `UNCHECKED_RANGES.sends`
- * sends old enough to check (not of the last 5 minutes), none of them checked; and how many such ranges real users
- * converting at `conversion` would leave (each range's chance that none of its sends was checked, summed).
+ * Ranges sent to lately (a send in the last 35 minutes, refused ones too) whose last hours (`lately`) hold at least
+ * `UNCHECKED_RANGES.sends` sends old enough to check (not of the last 5 minutes), none of them checked; and how many
+ * such ranges real users converting at `conversion` would leave (each range's chance that none was checked, summed).
  */
 function uncheckedRanges(
   stats: CountryStats,
@@ -1351,16 +1365,15 @@ function uncheckedRanges(
   const ranges: { range: string; sends: number }[] = [];
   let expected = 0;
   for (const [range, buckets] of Object.entries(stats.recentRanges)) {
-    const history = stats.ranges[range];
-    const aside = stats.unchecked?.[range] ?? 0;
-    if ((!history && aside === 0) || sum(Object.values(buckets).map(([sent]) => sent)) < 1) continue;
+    const lately = stats.lately?.[range];
+    if (!lately || sum(Object.values(buckets).map(([sent]) => sent)) < 1) continue;
     const young = sum(
       Object.entries(buckets)
         .filter(([key]) => Number(key) >= youngFrom)
         .map(([, [, accepted]]) => accepted),
     );
-    const [total, checked] = history ?? [0, 0];
-    const sends = total + aside - young;
+    const [total, checked] = lately;
+    const sends = total - young;
     if (sends < UNCHECKED_RANGES.sends) continue;
     expected += Math.pow(1 - conversion, sends);
     if (checked < 0.5) ranges.push({ range, sends });
