@@ -24,7 +24,7 @@ export type GuardReason =
   | 'sequential_numbers'
   /** A range's share of the country's recent traffic far above its own baseline, with few codes checked. */
   | 'prefix_surge'
-  /** Ranges sent to lately whose codes were never checked, far more of them than real users leave so. */
+  /** Ranges sent to lately whose codes of the last hours were not checked, far more than real users leave so. */
   | 'unchecked_range'
   /** Many sends to ranges never established for the service in one country, with few codes checked. */
   | 'novel_prefix_surge'

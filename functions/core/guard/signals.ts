@@ -406,6 +406,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
   // time once). An event far ahead moves everything on first, so a weight stays near 1.
   if (stats.base.t === 0 || event.at > stats.base.t + HOUR) decayCountry(stats, event.at);
   const weight = Math.pow(2, (event.at - stats.base.t) / BASELINE_HALF_LIFE_MS);
+  const latelyWeight = Math.pow(2, (event.at - stats.base.t) / LATELY_HALF_LIFE_MS);
   const novelRange = !isEstablishedRange(stats.ranges[place.range]);
   if (event.kind === 'delivered') {
     // Counted in the send's bucket, when the receipt was prompt; a late one (an outage's) tells nothing.
@@ -450,10 +451,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       if (novelRange) stats.base.n += weight;
       const range = (stats.ranges[place.range] ??= [0, 0]);
       range[0] += weight;
-      ((stats.lately ??= {})[place.range] ??= [0, 0])[0] += Math.pow(
-        2,
-        (event.at - stats.base.t) / LATELY_HALF_LIFE_MS,
-      );
+      ((stats.lately ??= {})[place.range] ??= [0, 0])[0] += latelyWeight;
       const caps = stats.caps;
       const hour = Math.floor(event.at / HOUR);
       const day = Math.floor(event.at / DAY);
@@ -481,10 +479,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     stats.base.c += weight;
     const range = (stats.ranges[place.range] ??= [weight, 0]);
     range[1] += weight;
-    ((stats.lately ??= {})[place.range] ??= [0, 0])[1] += Math.pow(
-      2,
-      (event.at - stats.base.t) / LATELY_HALF_LIFE_MS,
-    );
+    ((stats.lately ??= {})[place.range] ??= [0, 0])[1] += latelyWeight;
   }
   return { novelRange };
 }
