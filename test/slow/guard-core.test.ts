@@ -437,6 +437,8 @@ describe('signals', () => {
     // ... the last hours hold its sends, none checked.
     expect(stats.lately?.['+447420']?.[0]).toBeCloseTo(3.3, 1);
     expect(stats.lately?.['+447420']?.[1]).toBeLessThan(0.5);
+    // Only the service's own aggregates keep them: the global scope has no rule that reads them.
+    expect(world.store.guard.country(GLOBAL_SCOPE, 'GB')!.stats.lately).toBeUndefined();
     expect(blocks.map((b) => b.prefix).sort()).toEqual(
       Array.from({ length: 10 }, (_, r) => `+4474${20 + r}`),
     );

@@ -407,6 +407,9 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
   if (stats.base.t === 0 || event.at > stats.base.t + HOUR) decayCountry(stats, event.at);
   const weight = Math.pow(2, (event.at - stats.base.t) / BASELINE_HALF_LIFE_MS);
   const latelyWeight = Math.pow(2, (event.at - stats.base.t) / LATELY_HALF_LIFE_MS);
+  // `lately` is read by a rule of the service's own aggregates only: the global scope (its events tagged with their
+  // service) keeps none.
+  const lately = tag === undefined ? (stats.lately ??= {}) : undefined;
   const novelRange = !isEstablishedRange(stats.ranges[place.range]);
   if (event.kind === 'delivered') {
     // Counted in the send's bucket, when the receipt was prompt; a late one (an outage's) tells nothing.
@@ -451,7 +454,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       if (novelRange) stats.base.n += weight;
       const range = (stats.ranges[place.range] ??= [0, 0]);
       range[0] += weight;
-      ((stats.lately ??= {})[place.range] ??= [0, 0])[0] += latelyWeight;
+      if (lately) (lately[place.range] ??= [0, 0])[0] += latelyWeight;
       const caps = stats.caps;
       const hour = Math.floor(event.at / HOUR);
       const day = Math.floor(event.at / DAY);
@@ -479,7 +482,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     stats.base.c += weight;
     const range = (stats.ranges[place.range] ??= [weight, 0]);
     range[1] += weight;
-    ((stats.lately ??= {})[place.range] ??= [0, 0])[1] += latelyWeight;
+    if (lately) (lately[place.range] ??= [0, 0])[1] += latelyWeight;
   }
   return { novelRange };
 }
@@ -587,10 +590,10 @@ export function pruneCountryStats(stats: CountryStats, now: number): void {
     else stats.ranges[range] = [round3(value[0]), round3(value[1])];
   }
   const ranges = Object.entries(stats.ranges);
-  if (ranges.length > LIMITS.ranges) {
-    ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1]));
-    stats.ranges = Object.fromEntries(ranges.slice(0, LIMITS.ranges));
-  }
+  if (ranges.length > LIMITS.ranges)
+    stats.ranges = Object.fromEntries(
+      ranges.sort((a, b) => b[1][0] + b[1][1] - (a[1][0] + a[1][1])).slice(0, LIMITS.ranges),
+    );
   if (stats.lately) {
     const kept = Object.entries(stats.lately)
       .filter(([, [sent, checked]]) => sent >= 0.05 || checked >= 0.05)
