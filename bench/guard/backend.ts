@@ -28,7 +28,7 @@ import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import { guardEventsFromStream } from '../../functions/adapters/guard/stream';
 import { masterKeyRing } from '../../functions/adapters/keyring';
 import { MemoryStore } from '../../functions/adapters/memory/store';
-import { guardViewOf } from '../../functions/adapters/memory/guard';
+import { MemoryGuardStore, guardViewOf } from '../../functions/adapters/memory/guard';
 import { checkVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
 import {
@@ -39,9 +39,10 @@ import {
   type GuardBatch,
   type SavedRecords,
   type GuardSignalStore,
+  type KnownCheck,
   type ScopeRecord,
 } from '../../functions/core/guard/consumer';
-import type { GuardLevel, GuardView } from '../../functions/core/guard/model';
+import type { GuardLevel, GuardView, KnownNumber } from '../../functions/core/guard/model';
 import type { GuardEvent } from '../../functions/core/guard/signals';
 import type { Service } from '../../functions/core/model';
 import { UNITS_PER_USD } from '../../functions/core/money';
@@ -204,6 +205,8 @@ function benchOver(
 export interface GuardSnapshot {
   countries: Map<string, CountryRecord>;
   scopes: Map<string, ScopeRecord>;
+  /** The numbers that checked a code (`KnownNumber`, by `knownKey`). */
+  known: [string, KnownNumber][];
 }
 
 /**
@@ -215,13 +218,22 @@ class BenchGuardStore implements GuardSignalStore {
   private readonly countries: Map<string, CountryRecord>;
   private readonly scopes: Map<string, ScopeRecord>;
 
-  /** `strict`: the services at `strict` (the service's level lives on its item, which this store does not hold). */
+  /**
+   * `strict`: the services at `strict` (the service's level lives on its item, which this store does not hold).
+   * `memory`: the memory store's guard store, which keeps the known numbers (its sends count their passes).
+   */
   constructor(
     from: GuardSnapshot | undefined,
     private readonly strict: ReadonlySet<string>,
+    private readonly memory: MemoryGuardStore,
   ) {
     this.countries = from ? structuredClone(from.countries) : new Map();
     this.scopes = from ? structuredClone(from.scopes) : new Map();
+    if (from) memory.restoreKnown(from.known);
+  }
+
+  async rememberKnown(checks: KnownCheck[]): Promise<void> {
+    await this.memory.rememberKnown(checks);
   }
 
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
@@ -250,12 +262,17 @@ class BenchGuardStore implements GuardSignalStore {
     return { complete: true, written: new Set([...batch.countries.keys(), ...batch.scopes.keys()]) };
   }
 
-  view(serviceSid: string, country: string): GuardView {
-    return guardViewOf(this.countries, this.scopes, serviceSid, country);
+  view(serviceSid: string, country: string, e164: string): GuardView {
+    const known = this.memory.knownNumber(serviceSid, e164);
+    return { ...guardViewOf(this.countries, this.scopes, serviceSid, country), ...(known && { known }) };
   }
 
   snapshot(): GuardSnapshot {
-    return { countries: structuredClone(this.countries), scopes: structuredClone(this.scopes) };
+    return {
+      countries: structuredClone(this.countries),
+      scopes: structuredClone(this.scopes),
+      known: this.memory.knownEntries(),
+    };
   }
 }
 
@@ -264,6 +281,7 @@ export function memoryBench(options: BenchOptions): GuardBench {
   const guard = new BenchGuardStore(
     options.guardState,
     new Set(options.level === 'strict' ? [SERVICE_SID] : []),
+    store.guard,
   );
   store.putService({
     sid: SERVICE_SID,
@@ -286,7 +304,9 @@ export function memoryBench(options: BenchOptions): GuardBench {
   const wrapped: BenchStore = Object.create(store) as BenchStore;
   wrapped.loadSendContext = async (query) => {
     const context = await store.loadSendContext({ ...query, country: undefined });
-    return query.country ? { ...context, guard: guard.view(query.serviceSid, query.country) } : context;
+    return query.country
+      ? { ...context, guard: guard.view(query.serviceSid, query.country, query.e164) }
+      : context;
   };
   wrapped.acceptSend = async (input) => {
     const result = await store.acceptSend(input);
@@ -327,6 +347,7 @@ export function memoryBench(options: BenchOptions): GuardBench {
         country: v.country!,
         at: now.getTime(),
         sentAt: Date.parse(v.dateCreated),
+        ...(v.guard?.mode === 'known' && { known: true as const }),
       });
     }
     return result;

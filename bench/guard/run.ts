@@ -190,6 +190,8 @@ export interface ScenarioSummary {
   insideRefused?: Stat;
   outsideRefused?: Stat;
   afterFirstRefused?: Stat;
+  /** What the focus group of an attack is (`Scenario.focusLabel`). */
+  focusLabel: string;
 }
 
 function summarise(scenarios: Scenario[], results: RunResult[]): ScenarioSummary[] {
@@ -203,6 +205,7 @@ function summarise(scenarios: Scenario[], results: RunResult[]): ScenarioSummary
       title: scenario.title,
       seeds: runs.length,
       sendsMean: mean((r) => r.legit.sends + r.attack.sends),
+      focusLabel: scenario.focusLabel ?? 'campaign users',
     };
     const legit = stat(
       runs.map((r) => blockedShare(r.legit)),
@@ -305,7 +308,7 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
       );
     if (s.focusRefused)
       lines.push(
-        `| ${s.name}: campaign users | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | |`,
+        `| ${s.name}: ${s.focusLabel} | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | |`,
       );
   }
   return lines.join('\n');
@@ -358,7 +361,7 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
         `| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | | | |`,
       );
     if (s.kind === 'attack' && s.focusRefused)
-      lines.push(`| ${s.name}: campaign | | | ${p(s.focusRefused.worst, 1)} | | |`);
+      lines.push(`| ${s.name}: ${s.focusLabel} | | | ${p(s.focusRefused.worst, 1)} | | |`);
   }
   return lines.join('\n');
 }
@@ -383,7 +386,7 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
             : '') +
           (s.afterFirstRefused ? `; after first 20 worst ${p(s.afterFirstRefused.worst, 1)}` : '') +
           (s.focusRefused
-            ? `; its campaign refused worst ${p(s.focusRefused.worst)} mean ${p(s.focusRefused.mean)}`
+            ? `; its ${s.focusLabel} refused worst ${p(s.focusRefused.worst)} mean ${p(s.focusRefused.mean)}`
             : '') +
           `; legit refused worst ${p(s.legitRefused?.worst)}`,
       );

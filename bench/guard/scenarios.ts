@@ -11,6 +11,8 @@ import {
   HOUR,
   MINUTE,
   RANGE_SPREAD_MODEL,
+  WARM_DAYS,
+  WARM_SEED_OFFSET,
   campaignUsers,
   carrierOutage,
   corporateOnboarding,
@@ -21,6 +23,7 @@ import {
   mistypes,
   newCountryUsers,
   pacedAttack,
+  returningUsers,
   sequentialAttack,
   spreadAttack,
   type LegitModel,
@@ -46,6 +49,8 @@ export interface Scenario {
   pauseOnBlockMs?: number;
   /** Also report the attack's share refused after its first N sends (new-service attacks). */
   afterFirst?: number;
+  /** What the `focus` sends of an attack scenario are, in the tables (default: a campaign's users). */
+  focusLabel?: string;
 }
 
 /** Attack (d): countries the service serves (inside its allow-list) and ones it never sent to (outside). */
@@ -210,6 +215,28 @@ export const SCENARIOS: Scenario[] = [
     ...floodAttack(seed, 'ID', from, from + 10 * MINUTE, rateOf('ID', 10)),
     ...campaignUsers(seed, 'ID', from + 40 * MINUTE, from + 60 * MINUTE, rateOf('ID', 9)(from + 40 * MINUTE)),
   ]),
+  // (b) where half of ID's users had checked a code in the warm-up, as people who sign in again: the guard's known
+  // numbers pass its closure.
+  onAttack(
+    'b_flood_returning',
+    "(b), half of ID's users returning",
+    65 / 60,
+    (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
+    {
+      focusLabel: 'returning users',
+      traffic: (seed) =>
+        returningUsers(
+          [
+            ...base(seed, T0, T0 + 65 * MINUTE),
+            ...floodAttack(seed, 'ID', T0 + 5 * MINUTE, T0 + 65 * MINUTE, rateOf('ID', 10)),
+          ],
+          legitimate(BASE_MODEL, seed + WARM_SEED_OFFSET, T0 - WARM_DAYS * 24 * HOUR, T0),
+          seed,
+          'ID',
+          0.5,
+        ),
+    },
+  ),
   onAttack(
     'new_flood',
     'New service: random flood, ID',

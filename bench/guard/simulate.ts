@@ -9,12 +9,19 @@ import { ROUTES } from '../../functions/core/routing';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import type { GuardBench, GuardSnapshot, HistoryEvent } from './backend';
 import type { Scenario } from './scenarios';
-import { HOUR, RECEIPT_MS, WARM_SEED_OFFSET, legitimate, type Check, type PlannedSend } from './traffic';
+import {
+  HOUR,
+  RECEIPT_MS,
+  WARM_DAYS,
+  WARM_SEED_OFFSET,
+  legitimate,
+  type Check,
+  type PlannedSend,
+} from './traffic';
 
 const TICK_MS = GUARD_BATCH_WINDOW_SECONDS * 1000;
 /** Calls of one window made at once. */
 const CONCURRENCY = 16;
-const WARM_DAYS = 2;
 const BLOCK_RETRY_MS = 45_000;
 
 export interface Tally {

@@ -22,6 +22,8 @@ export const TRAINING_SEEDS = Array.from({ length: 20 }, (_, i) => i + 1);
 export const HELD_OUT_SEEDS = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110];
 /** The warm-up (the service's history) is drawn from another seed than the measured period. */
 export const WARM_SEED_OFFSET = 10_000;
+/** Days of the service's own traffic a warm service folds before the measured window (its history). */
+export const WARM_DAYS = 2;
 
 export interface Check {
   /** After the send was accepted. */
@@ -270,6 +272,32 @@ export function carrierOutage(sends: PlannedSend[], seed: number, country: strin
       // The receipt comes when the code does.
       receiptAfterMs: late,
     };
+  });
+}
+
+/**
+ * People who sign in again: `share` of `country`'s legitimate sends go to numbers whose codes were checked in
+ * `history` (the warm-up's sends), drawn at random from them; they become `focus`. The others stay as drawn.
+ */
+export function returningUsers(
+  sends: PlannedSend[],
+  history: PlannedSend[],
+  seed: number,
+  country: string,
+  share: number,
+): PlannedSend[] {
+  const rand = mulberry32(seed * 31 + 15);
+  const right = (checks: Check[] | undefined) => checks?.some((check) => !check.wrong) ?? false;
+  const known = [
+    ...new Set(
+      history
+        .filter((send) => send.country === country && (right(send.checks) || right(send.retry?.checks)))
+        .map((send) => send.to),
+    ),
+  ];
+  return sends.map((send): PlannedSend => {
+    if (send.group !== 'legit' || send.country !== country || rand() >= share) return send;
+    return { ...send, to: known[Math.floor(rand() * known.length)]!, group: 'focus' };
   });
 }
 

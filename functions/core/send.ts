@@ -232,7 +232,7 @@ function decide(
     guard.action === 'allow'
       ? undefined
       : {
-          mode: guard.action === 'block' ? 'blocked' : 'shadow',
+          mode: guard.action === 'block' ? 'blocked' : guard.action,
           reason: guard.reason,
           prefix: guard.prefix,
           scope: guard.scope,

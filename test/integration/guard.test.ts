@@ -142,6 +142,64 @@ describe('the send path', () => {
   });
 });
 
+describe('a known number (checked a code of the service lately)', () => {
+  const DAY_MS = 86_400_000;
+  const checked = (serviceSid: string, e164: string, at: number) =>
+    consumeGuardEvents({ store: new DynamoGuardStore(documents, harness.tableName), clock: harness.clock }, [
+      { kind: 'conversion', serviceSid, e164, country: 'GB', at, sentAt: at - 30_000 },
+    ]);
+  /** Sends two minutes apart (the per-number burst limit is 3 in 5 minutes): the status of each. */
+  const sendsEvery2Minutes = async (to: string, count: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < count; i++) {
+      harness.clock.advance(2 * 60_000);
+      statuses.push((await api.send({ To: to })).status);
+    }
+    return statuses;
+  };
+
+  it("passes its service's learnt block twice between checks, counted with the send; another service's check counts for none", async () => {
+    const blocked = await sequentialRun();
+    // A number of the blocked thousand that is no probe for the next quarter hour and more (probes are drawn per
+    // number and 15 minutes).
+    const start = harness.clock.now().getTime();
+    let to = blocked;
+    for (let n = Number(blocked.slice(3)); ; n++) {
+      to = `+44${n}`;
+      if ([0, 5, 10, 15, 20].every((m) => !isProbe(to, start + m * 60_000))) break;
+    }
+    const other = await harness.createAccount();
+    await checked(other.serviceSid, to, start - 10 * DAY_MS);
+    expect(await sendsEvery2Minutes(to, 1)).toEqual([403]);
+
+    await checked(account.serviceSid, to, start - 10 * DAY_MS);
+    requests.length = 0;
+    expect(await sendsEvery2Minutes(to, 3)).toEqual([201, 201, 403]);
+    // Read in the send's one BatchGetItem, beside the number's log.
+    expect(requests[1]!.keys).toEqual(expect.arrayContaining([keys.knownNumber(account.serviceSid, to)]));
+    const items = await harness.scanTable();
+    const known = items.find(
+      (item) => item.pk === `NUMBER#${to}` && item.sk === `KNOWN#${account.serviceSid}`,
+    );
+    expect(known).toMatchObject({ type: 'known_number', at: start - 10 * DAY_MS, passes: 2 });
+    expect(known!.ttl).toBe(Math.ceil((start + 20 * DAY_MS) / 1000));
+    const passed = items.filter((item) => item.type === 'verification' && item.to === to);
+    expect(passed.map((item) => (item.guard as { mode: string }).mode)).toEqual(['known', 'known']);
+
+    // A code checked again: two more passes.
+    await checked(account.serviceSid, to, harness.clock.now().getTime());
+    expect(await sendsEvery2Minutes(to, 1)).toEqual([201]);
+  });
+
+  it('is judged as any number 30 days after its latest check', async () => {
+    const to = await sequentialRun();
+    await checked(account.serviceSid, to, harness.clock.now().getTime() - 30 * DAY_MS);
+    expect((await api.send({ To: to })).status).toBe(403);
+    await checked(account.serviceSid, to, harness.clock.now().getTime() - 29 * DAY_MS);
+    expect((await api.send({ To: to })).status).toBe(201);
+  });
+});
+
 describe('npm run admin -- guard', () => {
   it('level, safe list, report and unblock change what the send answers', async () => {
     const to = await sequentialRun();

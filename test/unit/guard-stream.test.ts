@@ -97,6 +97,25 @@ describe('guard events from the stream', () => {
     ).toBeUndefined();
   });
 
+  it("a known number's pass is a send with its decision; its checked code says so (no probe of the block)", () => {
+    const known: GuardDecision = { ...decision, mode: 'known' };
+    const before = verificationToItem({ ...verification, guard: known });
+    expect(guardEventFromStreamRecord(record('INSERT', before))).toMatchObject({
+      kind: 'send',
+      decision: known,
+    });
+    const after = { ...before, last_guess: 'hash-of-code', event_at: '2026-11-22T10:00:40.000Z' };
+    expect(guardEventFromStreamRecord(record('MODIFY', after, before))).toEqual({
+      kind: 'conversion',
+      serviceSid: verification.serviceSid,
+      e164: verification.to,
+      country: 'GB',
+      at: Date.parse('2026-11-22T10:00:40.000Z'),
+      sentAt: Date.parse(created),
+      known: true,
+    });
+  });
+
   it('a verification that became DELIVERED is a receipt, with its time and its send time (once)', () => {
     const sent = verificationToItem(verification);
     const delivered = { ...sent, delivery_status: 'DELIVERED', event_at: '2026-11-22T10:00:03.000Z' };

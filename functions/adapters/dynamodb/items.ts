@@ -96,7 +96,7 @@ export function guardDecisionToItem(d: GuardDecision & { serviceSid?: string; co
 
 export function guardDecisionFromItem(item: Item): GuardDecision & { serviceSid?: string; country?: string } {
   return {
-    mode: item.mode === 'shadow' ? 'shadow' : 'blocked',
+    mode: item.mode === 'shadow' || item.mode === 'known' ? item.mode : 'blocked',
     reason: item.reason as GuardReason,
     prefix: String(item.prefix),
     scope: item.scope as GuardDecision['scope'],

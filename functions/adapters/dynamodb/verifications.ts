@@ -83,7 +83,7 @@ export class DynamoVerificationStore implements VerificationStore {
       ...(query.idempotencyKey && { idempotency: keys.idempotency(query.serviceSid, query.idempotencyKey) }),
     };
     // The pumping guard's state for the number's country rides in the same request (no extra round trip).
-    const guardKeys = query.country ? guardViewKeys(query.serviceSid, query.country) : [];
+    const guardKeys = query.country ? guardViewKeys(query.serviceSid, query.country, query.e164) : [];
     const items = await batchGetAll(
       this.client,
       this.tableName,
@@ -102,7 +102,7 @@ export class DynamoVerificationStore implements VerificationStore {
       ...(template && { template: templateFromItem(template) }),
       ...(idempotency && { idempotentSid: idempotency.verification_sid as string }),
       number: numberFromItem(query.e164, find(wanted.number)),
-      ...(query.country && { guard: guardViewFromItems(query.serviceSid, query.country, find) }),
+      ...(query.country && { guard: guardViewFromItems(query.serviceSid, query.country, query.e164, find) }),
     };
   }
 
@@ -189,6 +189,21 @@ export class DynamoVerificationStore implements VerificationStore {
       },
       { role: 'number', item: { Update: this.numberLogUpdate(input.number, input.numberSends, now) } },
     ];
+    // A known number's pass of a block is counted with the send (`KNOWN_NUMBER.passes`); the number's log, above,
+    // already orders two sends to it. Its item gone since the read (expired): decide again.
+    if (verification.guard?.mode === 'known')
+      items.push({
+        role: 'number',
+        item: {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.knownNumber(serviceSid, verification.to),
+            UpdateExpression: 'ADD passes :one',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeValues: { ':one': 1 },
+          },
+        },
+      });
     if (input.idempotencyKey) {
       items.push({
         role: 'idempotency',

@@ -47,7 +47,13 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
     const previous = verificationFromItem(before);
     const at = typeof after.event_at === 'string' ? Date.parse(after.event_at) : sentAt;
     if (settledStatus(previous) !== 'VERIFIED' && settledStatus(verification) === 'VERIFIED')
-      return { kind: 'conversion', ...common, at, sentAt };
+      return {
+        kind: 'conversion',
+        ...common,
+        at,
+        sentAt,
+        ...(verification.guard?.mode === 'known' && { known: true as const }),
+      };
     if (previous.deliveryStatus !== 'DELIVERED' && verification.deliveryStatus === 'DELIVERED')
       return { kind: 'delivered', ...common, at, sentAt };
     return undefined;

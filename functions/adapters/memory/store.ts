@@ -127,7 +127,7 @@ export class MemoryStore
       ...(template && { template: clone(template) }),
       ...(idempotentSid && { idempotentSid }),
       number: await this.getNumber(query.e164),
-      ...(query.country && { guard: this.guard.view(query.serviceSid, query.country) }),
+      ...(query.country && { guard: this.guard.view(query.serviceSid, query.country, query.e164) }),
     };
   }
 
@@ -144,6 +144,9 @@ export class MemoryStore
     if (!this.numberAtVersion(input.number)) return { ok: false, reason: 'conflict' };
     if (!service || service.balance < verification.price) return { ok: false, reason: 'insufficient_funds' };
     if (this.verifications.has(verification.sid)) return { ok: false, reason: 'conflict' };
+    const known = verification.guard?.mode === 'known';
+    if (known && !this.guard.knownNumber(verification.serviceSid, verification.to))
+      return { ok: false, reason: 'conflict' };
 
     service.balance -= verification.price;
     this.verifications.set(verification.sid, clone(verification));
@@ -155,6 +158,7 @@ export class MemoryStore
     });
     this.writeNumberLog(input.number, input.numberSends);
     if (key) this.idempotency.set(key, verification.sid);
+    if (known) this.guard.countKnownPass(verification.serviceSid, verification.to);
     return { ok: true };
   }
 

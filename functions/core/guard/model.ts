@@ -162,7 +162,30 @@ export interface ScopeGuardState {
 export interface GuardView {
   service: { country?: CountryGuardState; all?: ScopeGuardState };
   global: { country?: CountryGuardState };
+  /** The number checked a code of this service lately (`KNOWN_NUMBER`). */
+  known?: KnownNumber;
 }
+
+/**
+ * A number that checked a code of the service: when (`at`, its latest check), and how many sends to it passed a
+ * block since (`passes`). Written by the consumer on each checked code (passes back to 0), counted by the send.
+ */
+export interface KnownNumber {
+  at: number;
+  passes: number;
+}
+
+/**
+ * A known number passes the blocks the guard learnt (not the high-risk list, not a cap) for this long after its
+ * latest check, at most `passes` times between two checks: a returning user is no pumped number, and one who
+ * asks for a code again before typing the first still gets it; a number that stops checking its codes is judged
+ * as any other after that.
+ */
+export const KNOWN_NUMBER = { forMs: 30 * 24 * 3_600_000, passes: 2 } as const;
+
+/** Whether `known` lets a send at `now` pass a learnt block. */
+export const knownPasses = (known: KnownNumber | undefined, now: number): boolean =>
+  known !== undefined && now - known.at < KNOWN_NUMBER.forMs && known.passes < KNOWN_NUMBER.passes;
 
 /** Caps an owner sets for a country (or `*`, every country without its own): sends, or spend in 0.0001 USD. */
 export interface CountryCaps {
@@ -183,9 +206,12 @@ export interface GuardSettings {
 
 export const DEFAULT_GUARD_SETTINGS: GuardSettings = { level: DEFAULT_GUARD_LEVEL, safeList: [] };
 
-/** A decision that refused a send (`blocked`) or would have (`shadow`), recorded with the send. */
+/**
+ * A decision that refused a send (`blocked`), or would have: `shadow` (the level only records), `known` (the number
+ * checked a code of the service lately: `KNOWN_NUMBER`). Recorded with the send.
+ */
 export interface GuardDecision {
-  mode: 'blocked' | 'shadow';
+  mode: 'blocked' | 'shadow' | 'known';
   reason: GuardReason;
   /** The prefix the rule matched (a range, a country prefix, or the number's range for novelty). */
   prefix: string;

@@ -201,6 +201,8 @@ export type GuardEvent =
       sentAt: number;
       /** Kept for stored events; no longer read (a send that was sent can convert, shadow or not). */
       flagged?: boolean;
+      /** The send passed a block as a known number (its decision's mode `known`): not one of the block's probes. */
+      known?: true;
     };
 
 interface Decayed {
@@ -751,6 +753,15 @@ function countProbe(probes: ProbeCohorts | undefined, event: GuardEvent): ProbeC
 }
 
 /**
+ * Whether an event under a block can be one of its probes (or a probe's check): a send refused is none, and a
+ * known number's pass is chosen by its own past, not at random, so its check says nothing of the traffic.
+ */
+const isProbeEvent = (event: GuardEvent): boolean =>
+  event.kind === 'send'
+    ? event.accepted && event.decision?.mode !== 'known'
+    : event.kind !== 'conversion' || event.known !== true;
+
+/**
  * Counts an event toward the probes of the blocks it falls under (in place): an accepted send there went
  * through as a probe, a checked code of one is its conversion. `novelRange`: whether the number's range was
  * not established when folded.
@@ -758,7 +769,7 @@ function countProbe(probes: ProbeCohorts | undefined, event: GuardEvent): ProbeC
 export function foldCountryProbes(state: CountryGuardState, event: GuardEvent, novelRange: boolean): void {
   const at = event.kind === 'send' ? event.at : event.sentAt;
   const during = (block: { since: number; until: number }) => at >= block.since && at < block.until;
-  if (event.kind === 'send' && !event.accepted) return;
+  if (!isProbeEvent(event)) return;
   const range = placeOf(event.e164, event.country).range;
   for (const block of state.blocks)
     if (block.probes && during(block) && event.e164.startsWith(block.prefix))
@@ -775,7 +786,7 @@ export function foldScopeProbes(
   event: GuardEvent,
   facts: { novelRange: boolean; novelCountry: boolean },
 ): void {
-  if (event.kind === 'send' && !event.accepted) return;
+  if (!isProbeEvent(event)) return;
   const at = event.kind === 'send' ? event.at : event.sentAt;
   const during = (block: { since: number; until: number }) => at >= block.since && at < block.until;
   if (state.novelCountries && during(state.novelCountries) && facts.novelCountry)

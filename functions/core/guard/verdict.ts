@@ -2,15 +2,16 @@
  * The verdict on the send path: pure, over the guard state that came with the send's own BatchGetItem. No
  * read, no threshold here: the consumer of the table's stream (./signals.ts) turned the signals into blocks.
  */
-import type {
-  BlockLevel,
-  CountryGuardState,
-  Figures,
-  GuardBlock,
-  GuardReason,
-  GuardSettings,
-  GuardView,
-  NoveltyBlock,
+import {
+  knownPasses,
+  type BlockLevel,
+  type CountryGuardState,
+  type Figures,
+  type GuardBlock,
+  type GuardReason,
+  type GuardSettings,
+  type GuardView,
+  type NoveltyBlock,
 } from './model';
 import { placeOf, type NumberPlace } from './prefix';
 import { highRiskRangeOf } from './ranges';
@@ -31,8 +32,11 @@ export interface GuardInput {
 export type GuardVerdict =
   | { action: 'allow'; why: 'off' | 'risk_check_disabled' | 'safe_list' | 'no_signal' | 'probe' }
   | {
-      /** `block`: refuse. `shadow`: the level is shadow; record and send. */
-      action: 'block' | 'shadow';
+      /**
+       * `block`: refuse. `shadow`: the level is shadow; record and send. `known`: the number checked a code of the
+       * service lately (`KNOWN_NUMBER`); record, count the pass and send.
+       */
+      action: 'block' | 'shadow' | 'known';
       reason: GuardReason;
       prefix: string;
       scope: 'service' | 'global' | 'list';
@@ -83,7 +87,11 @@ export function guardVerdict(input: GuardInput): GuardVerdict {
   if (!hit) return { action: 'allow', why: 'no_signal' };
   if (hit === 'probe') return { action: 'allow', why: 'probe' };
   const { shadowOnly, ...rest } = hit;
-  return { action: settings.level === 'shadow' || shadowOnly ? 'shadow' : 'block', ...rest };
+  if (shadowOnly) return { action: 'shadow', ...rest };
+  // What the guard learnt from traffic does not hold against a returning user; the lists and caps do.
+  const learnt = rest.scope !== 'list' && rest.reason !== 'country_cap';
+  if (learnt && knownPasses(view.known, now)) return { action: 'known', ...rest };
+  return { action: settings.level === 'shadow' ? 'shadow' : 'block', ...rest };
 }
 
 /**
