@@ -244,12 +244,11 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       'Table stream to the pumping guard: sends, checked codes and refusals folded into signals and blocks',
     timeoutSeconds: 60,
     // Its own items (the aggregates, read and written under a version check in one transaction with the state a
-    // send reads), the service items read in the same BatchGetItem for the owners' caps, and the known numbers it
-    // puts beside the numbers' logs. The stream itself is read through the event source's grant.
+    // send reads), and the service items read in the same BatchGetItem for the owners' caps. The stream itself is
+    // read through the event source's grant.
     table: [
       { actions: ['dynamodb:BatchGetItem'], families: ['guard', 'service'] },
       { actions: ['dynamodb:PutItem'], families: ['guard'] },
-      { actions: ['dynamodb:BatchWriteItem'], families: ['number'] },
     ],
     keys: [],
   },

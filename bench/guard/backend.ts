@@ -28,7 +28,7 @@ import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import { guardEventsFromStream } from '../../functions/adapters/guard/stream';
 import { masterKeyRing } from '../../functions/adapters/keyring';
 import { MemoryStore } from '../../functions/adapters/memory/store';
-import { MemoryGuardStore, guardViewOf } from '../../functions/adapters/memory/guard';
+import { guardViewOf } from '../../functions/adapters/memory/guard';
 import { checkVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
 import {
@@ -39,10 +39,9 @@ import {
   type GuardBatch,
   type SavedRecords,
   type GuardSignalStore,
-  type KnownCheck,
   type ScopeRecord,
 } from '../../functions/core/guard/consumer';
-import type { GuardLevel, GuardView, KnownNumber } from '../../functions/core/guard/model';
+import type { GuardLevel, GuardView } from '../../functions/core/guard/model';
 import type { GuardEvent } from '../../functions/core/guard/signals';
 import type { Service } from '../../functions/core/model';
 import { UNITS_PER_USD } from '../../functions/core/money';
@@ -84,6 +83,11 @@ export interface GuardBench {
   consume(at: number): Promise<SeenDecision[]>;
   /** Folds a history (sends and their checks), in 10-minute batches, as the guard would have seen it. */
   foldHistory(history: HistoryEvent[], until: number): Promise<void>;
+  /**
+   * A send to `to` at `at` whose code was checked, stored as the service stores any (its verification, the
+   * number's log) but kept from the guard's events: a returning user's earlier visit, already in the history.
+   */
+  seedVerified(at: number, to: string): Promise<void>;
   /** The guard's state, to start another bench from (memory only). */
   snapshot?(): GuardSnapshot;
   close(): Promise<void>;
@@ -127,17 +131,30 @@ function sendDeps(store: VerificationStore, random: RememberingRandom): SendDeps
 /** The store a run writes: sends and checks, and receipts. */
 type BenchStore = VerificationStore & Pick<DeliveryStore, 'markDelivered'>;
 
-/** The send, check and consumer calls over a store, a guard store and a source of events. */
+/**
+ * The send, check and consumer calls over a store, a guard store and a source of events. `seedStore`: where
+ * `seedVerified` writes (a store whose writes make no guard event).
+ */
 function benchOver(
   store: BenchStore,
   guard: GuardSignalStore,
   serviceSid: string,
   drain: () => Promise<GuardEvent[]>,
-): Pick<GuardBench, 'send' | 'check' | 'deliver' | 'consume' | 'foldHistory'> {
+  seedStore: VerificationStore = store,
+): Pick<GuardBench, 'send' | 'check' | 'deliver' | 'consume' | 'foldHistory' | 'seedVerified'> {
   const random = new RememberingRandom();
   const deps = sendDeps(store, random);
   const at = (time: number) => ({ now: () => new Date(DAY + time) });
   return {
+    seedVerified: async (time, to) => {
+      const clock = at(time);
+      const sent = await sendVerification({ ...deps, store: seedStore, clock }, { serviceSid, to });
+      const sid = sent.verification.sid;
+      await checkVerification(
+        { store: seedStore, vault: deps.vault, clock: at(time + 30_000) },
+        { serviceSid, verificationSid: sid, code: random.codeOf(sid) },
+      );
+    },
     send: async (time, to) => {
       try {
         const sent = await sendVerification({ ...deps, clock: at(time) }, { serviceSid, to });
@@ -205,8 +222,6 @@ function benchOver(
 export interface GuardSnapshot {
   countries: Map<string, CountryRecord>;
   scopes: Map<string, ScopeRecord>;
-  /** The numbers that checked a code (`KnownNumber`, by `knownKey`). */
-  known: [string, KnownNumber][];
 }
 
 /**
@@ -218,22 +233,13 @@ class BenchGuardStore implements GuardSignalStore {
   private readonly countries: Map<string, CountryRecord>;
   private readonly scopes: Map<string, ScopeRecord>;
 
-  /**
-   * `strict`: the services at `strict` (the service's level lives on its item, which this store does not hold).
-   * `memory`: the memory store's guard store, which keeps the known numbers (its sends count their passes).
-   */
+  /** `strict`: the services at `strict` (the service's level lives on its item, which this store does not hold). */
   constructor(
     from: GuardSnapshot | undefined,
     private readonly strict: ReadonlySet<string>,
-    private readonly memory: MemoryGuardStore,
   ) {
     this.countries = from ? structuredClone(from.countries) : new Map();
     this.scopes = from ? structuredClone(from.scopes) : new Map();
-    if (from) memory.restoreKnown(from.known);
-  }
-
-  async rememberKnown(checks: KnownCheck[]): Promise<void> {
-    await this.memory.rememberKnown(checks);
   }
 
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
@@ -262,17 +268,12 @@ class BenchGuardStore implements GuardSignalStore {
     return { complete: true, written: new Set([...batch.countries.keys(), ...batch.scopes.keys()]) };
   }
 
-  view(serviceSid: string, country: string, e164: string): GuardView {
-    const known = this.memory.knownNumber(serviceSid, e164);
-    return { ...guardViewOf(this.countries, this.scopes, serviceSid, country), ...(known && { known }) };
+  view(serviceSid: string, country: string): GuardView {
+    return guardViewOf(this.countries, this.scopes, serviceSid, country);
   }
 
   snapshot(): GuardSnapshot {
-    return {
-      countries: structuredClone(this.countries),
-      scopes: structuredClone(this.scopes),
-      known: this.memory.knownEntries(),
-    };
+    return { countries: structuredClone(this.countries), scopes: structuredClone(this.scopes) };
   }
 }
 
@@ -281,7 +282,6 @@ export function memoryBench(options: BenchOptions): GuardBench {
   const guard = new BenchGuardStore(
     options.guardState,
     new Set(options.level === 'strict' ? [SERVICE_SID] : []),
-    store.guard,
   );
   store.putService({
     sid: SERVICE_SID,
@@ -304,9 +304,7 @@ export function memoryBench(options: BenchOptions): GuardBench {
   const wrapped: BenchStore = Object.create(store) as BenchStore;
   wrapped.loadSendContext = async (query) => {
     const context = await store.loadSendContext({ ...query, country: undefined });
-    return query.country
-      ? { ...context, guard: guard.view(query.serviceSid, query.country, query.e164) }
-      : context;
+    return query.country ? { ...context, guard: guard.view(query.serviceSid, query.country) } : context;
   };
   wrapped.acceptSend = async (input) => {
     const result = await store.acceptSend(input);
@@ -369,7 +367,7 @@ export function memoryBench(options: BenchOptions): GuardBench {
   };
   return {
     serviceSid: SERVICE_SID,
-    ...benchOver(wrapped, guard, SERVICE_SID, drain),
+    ...benchOver(wrapped, guard, SERVICE_SID, drain, store),
     snapshot: () => guard.snapshot(),
     close: async () => undefined,
     requests: () => 0,
@@ -503,9 +501,21 @@ export async function dynamoBench(db: BenchDb, options: BenchOptions): Promise<G
   await reader.start();
   const store = new DynamoStore(client, table.tableName);
   const guard = new DynamoGuardStore(client, table.tableName);
+  // The table's stream carries the seeded sends too: their events (by number and send time) are left out.
+  const seeded = new Set<string>();
+  const sentKey = (e164: string, sentAt: number) => `${e164} ${sentAt}`;
+  const drain = async () =>
+    guardEventsFromStream(await reader.drain()).filter(
+      (event) => !seeded.has(sentKey(event.e164, event.kind === 'send' ? event.at : event.sentAt)),
+    );
+  const bench = benchOver(store, guard, account.serviceSid, drain);
   return {
     serviceSid: account.serviceSid,
-    ...benchOver(store, guard, account.serviceSid, async () => guardEventsFromStream(await reader.drain())),
+    ...bench,
+    seedVerified: async (time, to) => {
+      seeded.add(sentKey(to, DAY + time));
+      await bench.seedVerified(time, to);
+    },
     close: async () => {
       reader.close();
       client.destroy();

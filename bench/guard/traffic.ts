@@ -46,6 +46,11 @@ export interface PlannedSend {
   checks?: Check[];
   /** A second send to the same number (a user whose code did not come), with its own checks. */
   retry?: { afterMs: number; checks?: Check[] };
+  /**
+   * A returning user: its number checked a code of the service at this time, in the history (stored before the
+   * run as the service stores a send and its check).
+   */
+  verifiedAt?: number;
   /** A person refused with `blocked_by_policy` tries once more 45 s later (an attacker's script does not). */
   retryOnBlock?: boolean;
   /**
@@ -277,7 +282,8 @@ export function carrierOutage(sends: PlannedSend[], seed: number, country: strin
 
 /**
  * People who sign in again: `share` of `country`'s legitimate sends go to numbers whose codes were checked in
- * `history` (the warm-up's sends), drawn at random from them; they become `focus`. The others stay as drawn.
+ * `history` (the warm-up's sends), drawn at random from them; they become `focus`, with the time of that send.
+ * The others stay as drawn.
  */
 export function returningUsers(
   sends: PlannedSend[],
@@ -288,16 +294,22 @@ export function returningUsers(
 ): PlannedSend[] {
   const rand = mulberry32(seed * 31 + 15);
   const right = (checks: Check[] | undefined) => checks?.some((check) => !check.wrong) ?? false;
-  const known = [
-    ...new Set(
-      history
-        .filter((send) => send.country === country && (right(send.checks) || right(send.retry?.checks)))
-        .map((send) => send.to),
-    ),
-  ];
+  // Each number's latest checked send (a retry's, when that was the one checked).
+  const verified = new Map<string, number>();
+  for (const send of history) {
+    if (send.country !== country) continue;
+    const at = right(send.retry?.checks)
+      ? send.at + send.retry!.afterMs
+      : right(send.checks)
+        ? send.at
+        : undefined;
+    if (at !== undefined && at > (verified.get(send.to) ?? -Infinity)) verified.set(send.to, at);
+  }
+  const known = [...verified];
   return sends.map((send): PlannedSend => {
     if (send.group !== 'legit' || send.country !== country || rand() >= share) return send;
-    return { ...send, to: known[Math.floor(rand() * known.length)]!, group: 'focus' };
+    const [to, verifiedAt] = known[Math.floor(rand() * known.length)]!;
+    return { ...send, to, verifiedAt, group: 'focus' };
   });
 }
 

@@ -141,6 +141,11 @@ export interface NumberRecord {
    * within `unreachableDays`). A send is refused with `unreachable` only when every channel of its plan has.
    */
   rejectedUntil: Partial<Record<Channel, number>>;
+  /**
+   * Per service SID, its last accepted sends to the number (newest first, at most `KNOWN_NUMBER.recent`): the
+   * verifications a guard refusal reads to tell a returning user (core/guard/known.ts).
+   */
+  recent?: Record<string, { sid: string; at: number }[]>;
   /** Optimistic-concurrency version; 0 when the item does not exist yet. */
   version: number;
 }

@@ -42,6 +42,8 @@ export interface SendContext {
   number: NumberRecord;
   /** The pumping guard's state for the number's country (same read); absent: no signal stored. */
   guard?: GuardView;
+  /** The verifications `verificationSids` named that exist. */
+  previous?: Verification[];
   /**
    * The service's balance is spread over shards this read did not read (`Service.balanceShards` > 1):
    * `service.balance` holds one shard's, and only the accepting transaction can tell whether the whole pays.
@@ -61,6 +63,8 @@ export interface SendContextQuery {
    * may miss the last second's writes, for half the read units; the send reads that way first (core/send.ts).
    */
   latest?: boolean;
+  /** Verifications read with the rest (`SendContext.previous`): the service's last sends to the number. */
+  verificationSids?: string[];
 }
 
 export interface AcceptSend {
@@ -70,6 +74,8 @@ export interface AcceptSend {
   number: NumberRecord;
   /** The number's send times after this send. */
   numberSends: number[];
+  /** The number's `recent` after this send (absent: as read). */
+  numberRecent?: NonNullable<NumberRecord['recent']>;
   now: Date;
   /** `Service.balanceShards` as read: how many items the balance is spread over. */
   balanceShards?: number;

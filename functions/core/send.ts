@@ -1,5 +1,6 @@
 import { OtpError } from './errors';
 import { DEFAULT_GUARD_SETTINGS, blockedMessage, type GuardDecision } from './guard/model';
+import { knownFrom, recentAfter, recentSids } from './guard/known';
 import { guardVerdict } from './guard/verdict';
 import type { NumberRecord, Service, Template, Verification } from './model';
 import { parsePhone, type PhoneNumber } from './phone';
@@ -90,9 +91,13 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     deps.vault.ready?.(),
   ]);
   let readLatest = false;
-  const readAgain = async () => {
+  const readAgain = async (verificationSids?: string[]) => {
     readLatest = true;
-    return store.loadSendContext({ ...query, latest: true });
+    return store.loadSendContext({
+      ...query,
+      latest: true,
+      ...(verificationSids?.length && { verificationSids }),
+    });
   };
 
   for (let decision = 0; decision < MAX_DECISIONS; decision++) {
@@ -103,7 +108,10 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
 
     if (!verdict.ok) {
       if (!readLatest) {
-        context = await readAgain();
+        // A guard block: the read that confirms it also reads the service's last sends to the number, whose
+        // checked code makes it a known number (core/guard/known.ts).
+        const guarded = verdict.guard?.mode === 'blocked';
+        context = await readAgain(guarded ? recentSids(context.number, request.serviceSid) : undefined);
         continue;
       }
       if (verdict.counted) {
@@ -140,6 +148,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       idempotencyKey: request.idempotencyKey,
       number: context.number,
       numberSends,
+      numberRecent: recentAfter(context.number, request.serviceSid, verification.sid, now.getTime()),
       now,
       ...(context.service?.balanceShards && { balanceShards: context.service.balanceShards }),
     });
@@ -225,7 +234,10 @@ function decide(
     riskCheckDisabled: riskCheckDisabled && service.guard?.riskCheckOptOut === true,
     e164: phone.e164,
     country: phone.country,
-    view: context.guard ?? { service: {}, global: {} },
+    view: {
+      ...(context.guard ?? { service: {}, global: {} }),
+      known: knownFrom(context.previous, service.sid, phone.e164),
+    },
     now: now.getTime(),
   });
   const decision: GuardDecision | undefined =

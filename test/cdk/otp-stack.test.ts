@@ -414,11 +414,10 @@ describe('IAM least privilege', () => {
     ],
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
     // The guard's aggregates and state, read and written by its stream consumer only; the service items read
-    // for the owners' caps; the known numbers put beside the numbers' logs (never the logs' own items: no update).
+    // for the owners' caps.
     guardSignals: [
       { actions: ['dynamodb:BatchGetItem'], leadingKeys: ['GUARD#*', 'SERVICE#*'] },
       { actions: ['dynamodb:PutItem'], leadingKeys: ['GUARD#*'] },
-      { actions: ['dynamodb:BatchWriteItem'], leadingKeys: ['NUMBER#*'] },
     ],
     // PutItem: one delivery record per attempt, in its own family (no write on any service item), for the console.
     webhookSender: [

@@ -11,9 +11,20 @@ import { BASE_MODEL, RECEIPT_MS, type PlannedSend } from '../../bench/guard/traf
 
 const gb = (n: number) => `+4477009${String(n).padStart(5, '0')}`;
 
-/** Three users: one checks, one never does, one is refused; the outage's receipt comes 30 minutes late. */
+/**
+ * Three users: one checks (and had checked a code before), one never does, one is refused; the outage's receipt
+ * comes 30 minutes late.
+ */
 const PLANS: PlannedSend[] = [
-  { at: 1_000, to: gb(1), country: 'GB', group: 'legit', checks: [{ afterMs: 20_000 }] },
+  // A returning user: its earlier visit is stored before the run.
+  {
+    at: 1_000,
+    to: gb(1),
+    country: 'GB',
+    group: 'legit',
+    checks: [{ afterMs: 20_000 }],
+    verifiedAt: -3_600_000,
+  },
   { at: 2_000, to: gb(2), country: 'GB', group: 'legit' },
   { at: 3_000, to: gb(3), country: 'GB', group: 'attack' },
   { at: 4_000, to: gb(4), country: 'GB', group: 'legit', receiptAfterMs: 1_800_000 },
@@ -44,6 +55,7 @@ async function replay(receipts: ReceiptMode) {
     deliver: (at, sid) => Promise.resolve(void calls.push(`deliver ${at} ${sid}`)),
     consume: (at) => Promise.resolve((calls.push(`consume ${at}`), [])),
     foldHistory: () => Promise.resolve(),
+    seedVerified: (at, to) => Promise.resolve(void calls.push(`seed ${at} ${to}`)),
     close: () => Promise.resolve(),
     requests: () => 0,
   };
@@ -74,4 +86,10 @@ test('--receipts none: no receipt at all, the rest of the replay unchanged', asy
     prompt.calls.filter((c) => !c.startsWith('deliver') && !c.startsWith('consume')),
   );
   expect(none.result.legit).toEqual(prompt.result.legit);
+});
+
+test("a returning user's earlier visit is stored once, before the run's first send", async () => {
+  const { calls } = await replay('prompt');
+  expect(calls.filter((c) => c.startsWith('seed'))).toEqual([`seed -3600000 ${gb(1)}`]);
+  expect(calls[0]).toBe(`seed -3600000 ${gb(1)}`);
 });

@@ -1,6 +1,7 @@
 /**
- * A known number (it checked a code of the service lately) against the verdict and the blocks' probes: it passes
- * what the guard learnt, never the lists or the owner's caps, and its pass is no probe of the block.
+ * A known number (the code of one of the service's last sends to it checked): how the number's log keeps those
+ * sends, how their verifications make it known, the verdict (it passes what the guard learnt, never the lists or
+ * the owner's caps), and the blocks' probes (its pass is none).
  */
 import {
   KNOWN_NUMBER,
@@ -9,7 +10,9 @@ import {
   type GuardLevel,
   type KnownNumber,
 } from '../../functions/core/guard/model';
+import { knownFrom, recentAfter, recentSids } from '../../functions/core/guard/known';
 import { foldCountryProbes, isProbe, serviceTag } from '../../functions/core/guard/signals';
+import type { NumberRecord, Verification } from '../../functions/core/model';
 import { guardVerdict } from '../../functions/core/guard/verdict';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
@@ -45,18 +48,16 @@ const verdict = (country: CountryGuardState, known?: KnownNumber, level: GuardLe
 describe('the verdict for a known number', () => {
   const sequence = stateWith([block('sequential_numbers', true)]);
 
-  it(`passes a learnt block within ${KNOWN_NUMBER.forMs / DAY} days of its check, ${KNOWN_NUMBER.passes} times`, () => {
+  it(`passes a learnt block while its checked send is under ${KNOWN_NUMBER.forMs / DAY} days old`, () => {
     expect(verdict(sequence)).toBe('block');
-    expect(verdict(sequence, { at: NOW - 10 * DAY, passes: 0 })).toBe('known');
-    expect(verdict(sequence, { at: NOW - 10 * DAY, passes: KNOWN_NUMBER.passes - 1 })).toBe('known');
-    expect(verdict(sequence, { at: NOW - 10 * DAY, passes: KNOWN_NUMBER.passes })).toBe('block');
-    expect(verdict(sequence, { at: NOW - KNOWN_NUMBER.forMs, passes: 0 })).toBe('block');
+    expect(verdict(sequence, { at: NOW - 6 * DAY })).toBe('known');
+    expect(verdict(sequence, { at: NOW - KNOWN_NUMBER.forMs })).toBe('block');
     // At shadow nothing is refused; the record says why standard would not refuse it either.
-    expect(verdict(sequence, { at: NOW - DAY, passes: 0 }, 'shadow')).toBe('known');
+    expect(verdict(sequence, { at: NOW - DAY }, 'shadow')).toBe('known');
   });
 
   it("never passes an owner's cap or the high-risk list", () => {
-    const known = { at: NOW - DAY, passes: 0 };
+    const known = { at: NOW - DAY };
     expect(verdict(stateWith([block('country_cap', false)]), known)).toBe('block');
     // +4470: personal numbering, on the shipped high-risk list.
     expect(verdict(stateWith([]), known, 'standard', '+447012345678')).toBe('block');
@@ -70,7 +71,7 @@ describe('the verdict for a known number', () => {
       riskCheckDisabled: false,
       e164: TO,
       country: 'GB',
-      view: { service: {}, global: { country: stateWith([global]) }, known: { at: NOW - DAY, passes: 0 } },
+      view: { service: {}, global: { country: stateWith([global]) }, known: { at: NOW - DAY } },
       now: NOW,
     }).action;
     expect(action).toBe('shadow');
@@ -103,5 +104,43 @@ describe("a known number's pass and the block's probes", () => {
     foldCountryProbes(state, { kind: 'send', ...common, at: NOW, accepted: true }, false);
     foldCountryProbes(state, { kind: 'conversion', ...common, at: NOW + 30_000, sentAt: NOW }, false);
     expect(Object.values(state.blocks[0]!.probes!)).toEqual([[1, 1]]);
+  });
+});
+
+describe("the number's last sends and the verifications they name", () => {
+  const OTHER = `VA${'2'.repeat(32)}`;
+  const empty: NumberRecord = { e164: TO, sends: [], rejectedUntil: {}, version: 0 };
+  const verification = (sid: string, at: number, checked: boolean, serviceSid = SERVICE): Verification =>
+    ({
+      sid,
+      serviceSid,
+      to: TO,
+      status: checked ? 'VERIFIED' : 'PENDING',
+      attemptsRemaining: 5,
+      dateCreated: new Date(at).toISOString(),
+    }) as Verification;
+
+  it(`keeps each service's last ${KNOWN_NUMBER.recent}, newest first, and the 8 services that sent last`, () => {
+    let number = empty;
+    for (let i = 1; i <= 3; i++)
+      number = { ...number, recent: recentAfter(number, SERVICE, `VE${i}`, NOW + i) };
+    expect(recentSids(number, SERVICE)).toEqual(['VE3', 'VE2']);
+    for (let i = 0; i < 8; i++)
+      number = { ...number, recent: recentAfter(number, `VA-${i}`, `VE-${i}`, NOW + 10 + i) };
+    expect(Object.keys(number.recent!).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `VA-${i}`));
+    expect(recentSids(number, SERVICE)).toEqual([]);
+  });
+
+  it('is known by the newest checked one of this service to this number', () => {
+    expect(knownFrom(undefined, SERVICE, TO)).toBeUndefined();
+    expect(
+      knownFrom(
+        [verification('VE2', NOW - DAY, false), verification('VE1', NOW - 2 * DAY, true)],
+        SERVICE,
+        TO,
+      ),
+    ).toEqual({ at: NOW - 2 * DAY });
+    expect(knownFrom([verification('VE1', NOW - DAY, true, OTHER)], SERVICE, TO)).toBeUndefined();
+    expect(knownFrom([verification('VE1', NOW - DAY, true)], SERVICE, '+447400999999')).toBeUndefined();
   });
 });

@@ -19,7 +19,6 @@ const tableKeys: Record<string, () => ItemKey> = {
   verification: () => keys.verification('VE1'),
   idempotency: () => keys.idempotency('VA1', 'order-1'),
   number: () => keys.number('+14155550100'),
-  knownNumber: () => keys.knownNumber('VA00000000000000000000000000000001', '+14155550100'),
   webhookEndpoint: () => keys.webhookEndpoint('VA1', 'WH1'),
   receiptToken: () => keys.receiptToken('vonage#0e5f3a1c'),
   member: () => keys.member('user-1', 'VA1'),

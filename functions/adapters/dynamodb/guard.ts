@@ -13,7 +13,6 @@
 import type * as Zlib from 'node:zlib';
 import {
   BatchGetCommand,
-  BatchWriteCommand,
   GetCommand,
   PutCommand,
   TransactWriteCommand,
@@ -31,16 +30,14 @@ import {
   type GuardBatch,
   type GuardReport,
   type GuardSignalStore,
-  type KnownCheck,
   type SavedRecords,
 } from '../../core/guard/consumer';
-import {
-  KNOWN_NUMBER,
-  type CountryCaps,
-  type CountryGuardState,
-  type GuardLevel,
-  type GuardView,
-  type ScopeGuardState,
+import type {
+  CountryCaps,
+  CountryGuardState,
+  GuardLevel,
+  GuardView,
+  ScopeGuardState,
 } from '../../core/guard/model';
 import { capReachedBy, type CapReached } from '../../core/guard/caps';
 import {
@@ -49,7 +46,7 @@ import {
   type CountryStats,
   type ScopeStats,
 } from '../../core/guard/signals';
-import { PARTITION_FAMILY, TABLE_SCHEMA, keys, type ItemKey } from './keys';
+import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
 import { isConditionFailure, queryAll, updateExisting } from './requests';
 
 type Item = Record<string, unknown>;
@@ -78,16 +75,12 @@ const pack = (value: unknown): Uint8Array =>
     params: { [zlib().constants.BROTLI_PARAM_QUALITY]: 11 },
   });
 
-/**
- * The keys a send to `e164` in `country` adds to its BatchGetItem: the service's country and scope state, the
- * global one, and whether the number is known to the service.
- */
-export function guardViewKeys(serviceSid: string, country: string, e164: string): ItemKey[] {
+/** The keys a send to `country` adds to its BatchGetItem: the service's country and scope state, the global one. */
+export function guardViewKeys(serviceSid: string, country: string): ItemKey[] {
   return [
     keys.guardCountry(serviceSid, country),
     keys.guardScope(serviceSid),
     keys.guardCountry(GLOBAL_SCOPE, country),
-    keys.knownNumber(serviceSid, e164),
   ];
 }
 
@@ -95,28 +88,16 @@ export function guardViewKeys(serviceSid: string, country: string, e164: string)
 export function guardViewFromItems(
   serviceSid: string,
   country: string,
-  e164: string,
   find: (key: ItemKey) => Item | undefined,
 ): GuardView {
   const own = parse<CountryGuardState>(find(keys.guardCountry(serviceSid, country)), 'state');
   const all = parse<ScopeGuardState>(find(keys.guardScope(serviceSid)), 'state');
   const global = parse<CountryGuardState>(find(keys.guardCountry(GLOBAL_SCOPE, country)), 'state');
-  const known = find(keys.knownNumber(serviceSid, e164));
   return {
     service: { ...(own && { country: own }), ...(all && { all }) },
     global: { ...(global && { country: global }) },
-    ...(typeof known?.at === 'number' && { known: { at: known.at, passes: Number(known.passes ?? 0) } }),
   };
 }
-
-/** The item of a number that checked a code of its service at `at` (`KnownNumber`), kept while it counts. */
-const knownNumberItem = ({ serviceSid, e164, at }: KnownCheck): Item => ({
-  ...keys.knownNumber(serviceSid, e164),
-  type: 'known_number',
-  at,
-  passes: 0,
-  [TABLE_SCHEMA.ttlAttribute]: Math.ceil((at + KNOWN_NUMBER.forMs) / 1000),
-});
 
 const isCancelledByCondition = (error: unknown): boolean =>
   error instanceof TransactionCanceledException || isConditionFailure(error);
@@ -250,23 +231,6 @@ export class DynamoGuardStore implements GuardSignalStore {
       });
     }
     return batch;
-  }
-
-  /** One BatchWriteItem per 25 checks (a check again puts the same item: its passes back to 0). */
-  async rememberKnown(checks: KnownCheck[]): Promise<void> {
-    for (let i = 0; i < checks.length; i += 25) {
-      let pending: Record<string, unknown>[] = checks
-        .slice(i, i + 25)
-        .map((check) => ({ PutRequest: { Item: knownNumberItem(check) } }));
-      for (let round = 0; pending.length > 0; round++) {
-        if (round > 8) throw new Error('DynamoDB left known numbers unprocessed after retries');
-        if (round > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** round));
-        const result = await this.client.send(
-          new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[this.tableName] ?? [];
-      }
-    }
   }
 
   async save(batch: GuardBatch): Promise<SavedRecords> {

@@ -2,7 +2,7 @@
  * Each entity to and from its table item. Attribute names are snake_case like the API's fields, so an
  * operator reading the table sees the same words as a caller.
  */
-import { isGuardLevel, type GuardDecision, type GuardReason } from '../../core/guard/model';
+import { KNOWN_NUMBER, isGuardLevel, type GuardDecision, type GuardReason } from '../../core/guard/model';
 import type {
   ApiKeyRecord,
   NumberRecord,
@@ -248,20 +248,45 @@ export function numberFromItem(e164: string, item: Item | undefined): NumberReco
     const until = item[rejectedAttribute(channel)];
     if (typeof until === 'number') rejectedUntil[channel] = until;
   }
+  const recent = recentFromItem(item.recent);
   return {
     e164,
     sends: (item.sends as number[]) ?? [],
     rejectedUntil,
+    ...(recent && { recent }),
     version: (item.version as number | undefined) ?? 0,
   };
+}
+
+/** `recent` as stored: service SID → [{ sid, at }] (absent on logs written before it). */
+function recentFromItem(value: unknown): NumberRecord['recent'] {
+  if (!isItem(value)) return undefined;
+  const recent: NonNullable<NumberRecord['recent']> = {};
+  for (const [serviceSid, sends] of Object.entries(value))
+    if (Array.isArray(sends))
+      recent[serviceSid] = sends
+        .filter(isItem)
+        .map((send) => ({ sid: String(send.sid), at: Number(send.at) }));
+  return recent;
 }
 
 /** One top-level attribute per channel, so one rejection is a plain SET (a map would need to exist first). */
 export const rejectedAttribute = (channel: Channel): string => `rejected_${channel}`;
 
-/** A number's log is kept a day past its last send, or past its last channel rejection, whichever is later. */
-export function numberTtl(now: Date, rejectedUntil: NumberRecord['rejectedUntil']): number {
-  return Math.max(epochSeconds(now), ...Object.values(rejectedUntil).map(epochSeconds)) + DAY_SECONDS;
+/**
+ * A number's log is kept a day past its last send, or past its last channel rejection, or past the time its
+ * service's last sends can make it a known number (`recent`, `KNOWN_NUMBER.forMs`), whichever is latest.
+ */
+export function numberTtl(
+  now: Date,
+  rejectedUntil: NumberRecord['rejectedUntil'],
+  recent: NumberRecord['recent'] = {},
+): number {
+  const known = Object.values(recent).flatMap((sends) => sends.map(({ at }) => at + KNOWN_NUMBER.forMs));
+  return (
+    Math.max(epochSeconds(now), ...[...Object.values(rejectedUntil), ...known].map(epochSeconds)) +
+    DAY_SECONDS
+  );
 }
 
 /** Idempotency keys are remembered for 24 hours. */

@@ -39,10 +39,7 @@ export const PARTITION_FAMILY = {
   apiKey: 'APIKEY#',
   verification: 'VERIFICATION#',
   idempotency: 'IDEMPOTENCY#',
-  /**
-   * A phone number's send log and unreachable mark, shared by every service; beside it, per service, whether the
-   * number checked a code of that service lately (the pumping guard's known numbers).
-   */
+  /** A phone number's send log and unreachable mark, shared by every service. */
   number: 'NUMBER#',
   /** A provider's signed-callback token id, remembered (TTL) so that a replayed callback is refused. */
   receiptToken: 'RECEIPTTOKEN#',
@@ -132,14 +129,6 @@ export const keys = {
   }),
   /** Shared by every service: the per-number limits count sends from any account. */
   number: (e164: string): ItemKey => ({ pk: `${P.number}${e164}`, sk: 'NUMBER' }),
-  /**
-   * The number checked a code of this service lately (`KnownNumber`): in the number's partition, one per service,
-   * so the send reads it in its BatchGetItem and no service sees another's.
-   */
-  knownNumber: (serviceSid: string, e164: string): ItemKey => ({
-    pk: `${P.number}${e164}`,
-    sk: `KNOWN#${serviceSid}`,
-  }),
   /** A spent signed-callback token (`<provider>#<jti>`), hashed to a short, safe key. */
   receiptToken: (tokenId: string): ItemKey => ({
     pk: `${P.receiptToken}${sha256(tokenId)}`,

@@ -82,12 +82,14 @@ export class DynamoVerificationStore implements VerificationStore {
       ...(query.templateSid && { template: keys.template(query.serviceSid, query.templateSid) }),
       ...(query.idempotencyKey && { idempotency: keys.idempotency(query.serviceSid, query.idempotencyKey) }),
     };
-    // The pumping guard's state for the number's country rides in the same request (no extra round trip).
-    const guardKeys = query.country ? guardViewKeys(query.serviceSid, query.country, query.e164) : [];
+    // The pumping guard's state for the number's country rides in the same request (no extra round trip), and
+    // so do the verifications a refusal's read asks for (the service's last sends to the number).
+    const guardKeys = query.country ? guardViewKeys(query.serviceSid, query.country) : [];
+    const previousKeys = (query.verificationSids ?? []).map((sid) => keys.verification(sid));
     const items = await batchGetAll(
       this.client,
       this.tableName,
-      [...Object.values(wanted), ...guardKeys],
+      [...Object.values(wanted), ...guardKeys, ...previousKeys],
       query.latest === true,
     );
     const find = (key: ItemKey | undefined) =>
@@ -102,7 +104,13 @@ export class DynamoVerificationStore implements VerificationStore {
       ...(template && { template: templateFromItem(template) }),
       ...(idempotency && { idempotentSid: idempotency.verification_sid as string }),
       number: numberFromItem(query.e164, find(wanted.number)),
-      ...(query.country && { guard: guardViewFromItems(query.serviceSid, query.country, query.e164, find) }),
+      ...(query.country && { guard: guardViewFromItems(query.serviceSid, query.country, find) }),
+      ...(query.verificationSids && {
+        previous: previousKeys.flatMap((key) => {
+          const item = find(key);
+          return item ? [verificationFromItem(item)] : [];
+        }),
+      }),
     };
   }
 
@@ -187,23 +195,11 @@ export class DynamoVerificationStore implements VerificationStore {
           },
         },
       },
-      { role: 'number', item: { Update: this.numberLogUpdate(input.number, input.numberSends, now) } },
-    ];
-    // A known number's pass of a block is counted with the send (`KNOWN_NUMBER.passes`); the number's log, above,
-    // already orders two sends to it. Its item gone since the read (expired): decide again.
-    if (verification.guard?.mode === 'known')
-      items.push({
+      {
         role: 'number',
-        item: {
-          Update: {
-            TableName: this.tableName,
-            Key: keys.knownNumber(serviceSid, verification.to),
-            UpdateExpression: 'ADD passes :one',
-            ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeValues: { ':one': 1 },
-          },
-        },
-      });
+        item: { Update: this.numberLogUpdate(input.number, input.numberSends, now, input.numberRecent) },
+      },
+    ];
     if (input.idempotencyKey) {
       items.push({
         role: 'idempotency',
@@ -282,17 +278,19 @@ export class DynamoVerificationStore implements VerificationStore {
   }
 
   /** Replaces the number's send log if nobody changed it since it was read (optimistic version check). */
-  private numberLogUpdate(number: NumberRecord, sends: number[], now: Date) {
+  /** `recent`: the number's `recent` after an accepted send (absent: left as it is). */
+  private numberLogUpdate(number: NumberRecord, sends: number[], now: Date, recent?: NumberRecord['recent']) {
     return {
       TableName: this.tableName,
       Key: keys.number(number.e164),
-      UpdateExpression: 'SET sends = :sends, version = :next, #ttl = :ttl',
+      UpdateExpression: `SET sends = :sends, version = :next, #ttl = :ttl${recent ? ', recent = :recent' : ''}`,
       ConditionExpression: number.version === 0 ? 'attribute_not_exists(version)' : 'version = :seen',
       ExpressionAttributeNames: { '#ttl': 'ttl' },
       ExpressionAttributeValues: {
         ':sends': sends,
         ':next': number.version + 1,
-        ':ttl': numberTtl(now, number.rejectedUntil),
+        ':ttl': numberTtl(now, number.rejectedUntil, recent ?? number.recent),
+        ...(recent && { ':recent': recent }),
         ...(number.version !== 0 && { ':seen': number.version }),
       },
     };

@@ -9,11 +9,10 @@ import {
   type CountryRecord,
   type GuardBatch,
   type GuardSignalStore,
-  type KnownCheck,
   type SavedRecords,
   type ScopeRecord,
 } from '../../core/guard/consumer';
-import type { GuardView, KnownNumber } from '../../core/guard/model';
+import type { GuardView } from '../../core/guard/model';
 import type { ServiceGuardSettings } from '../../core/model';
 
 const clone = <T>(value: T): T => structuredClone(value);
@@ -21,7 +20,6 @@ const clone = <T>(value: T): T => structuredClone(value);
 export class MemoryGuardStore implements GuardSignalStore {
   private readonly countries = new Map<string, CountryRecord>();
   private readonly scopes = new Map<string, ScopeRecord>();
-  private readonly known = new Map<string, KnownNumber>();
 
   /** `settingsOf`: a service's guard settings (the memory store's service records). */
   constructor(
@@ -63,32 +61,6 @@ export class MemoryGuardStore implements GuardSignalStore {
     return { complete, written };
   }
 
-  async rememberKnown(checks: KnownCheck[]): Promise<void> {
-    for (const { serviceSid, e164, at } of checks)
-      this.known.set(knownKey(serviceSid, e164), { at, passes: 0 });
-  }
-
-  /** The number's `KnownNumber` for the service, as the send reads it (the verdict judges its age). */
-  knownNumber(serviceSid: string, e164: string): KnownNumber | undefined {
-    const known = this.known.get(knownKey(serviceSid, e164));
-    return known && { ...known };
-  }
-
-  /** Every known number, to copy into another store (the bench's warm-up, kept for each scenario). */
-  knownEntries(): [string, KnownNumber][] {
-    return [...this.known].map(([key, known]) => [key, { ...known }]);
-  }
-
-  restoreKnown(entries: [string, KnownNumber][]): void {
-    for (const [key, known] of entries) this.known.set(key, { ...known });
-  }
-
-  /** A send passed a block as a known number (the DynamoDB store's `ADD passes 1`). */
-  countKnownPass(serviceSid: string, e164: string): void {
-    const known = this.known.get(knownKey(serviceSid, e164));
-    if (known) known.passes += 1;
-  }
-
   /** The stored records, for tests. */
   country(scope: string, country: string): CountryRecord | undefined {
     const record = this.countries.get(countryKey(scope, country));
@@ -108,14 +80,11 @@ export class MemoryGuardStore implements GuardSignalStore {
     record.version += 1;
   }
 
-  /** What a send of `serviceSid` to `e164` in `country` reads (the DynamoDB store's four guard items). */
-  view(serviceSid: string, country: string, e164?: string): GuardView {
-    const known = e164 === undefined ? undefined : this.knownNumber(serviceSid, e164);
-    return { ...guardViewOf(this.countries, this.scopes, serviceSid, country), ...(known && { known }) };
+  /** What a send of `serviceSid` to `country` reads (the DynamoDB store's three guard items). */
+  view(serviceSid: string, country: string): GuardView {
+    return guardViewOf(this.countries, this.scopes, serviceSid, country);
   }
 }
-
-const knownKey = (serviceSid: string, e164: string): string => `${serviceSid} ${e164}`;
 
 /** The view a send reads, from records kept by `countryKey` and by scope: copies of their states. */
 export function guardViewOf(

@@ -127,7 +127,13 @@ export class MemoryStore
       ...(template && { template: clone(template) }),
       ...(idempotentSid && { idempotentSid }),
       number: await this.getNumber(query.e164),
-      ...(query.country && { guard: this.guard.view(query.serviceSid, query.country, query.e164) }),
+      ...(query.country && { guard: this.guard.view(query.serviceSid, query.country) }),
+      ...(query.verificationSids && {
+        previous: query.verificationSids.flatMap((sid) => {
+          const found = this.verifications.get(sid);
+          return found ? [clone(found)] : [];
+        }),
+      }),
     };
   }
 
@@ -144,9 +150,6 @@ export class MemoryStore
     if (!this.numberAtVersion(input.number)) return { ok: false, reason: 'conflict' };
     if (!service || service.balance < verification.price) return { ok: false, reason: 'insufficient_funds' };
     if (this.verifications.has(verification.sid)) return { ok: false, reason: 'conflict' };
-    const known = verification.guard?.mode === 'known';
-    if (known && !this.guard.knownNumber(verification.serviceSid, verification.to))
-      return { ok: false, reason: 'conflict' };
 
     service.balance -= verification.price;
     this.verifications.set(verification.sid, clone(verification));
@@ -156,9 +159,8 @@ export class MemoryStore
       amount: verification.price,
       at: now.toISOString(),
     });
-    this.writeNumberLog(input.number, input.numberSends);
+    this.writeNumberLog(input.number, input.numberSends, input.numberRecent);
     if (key) this.idempotency.set(key, verification.sid);
-    if (known) this.guard.countKnownPass(verification.serviceSid, verification.to);
     return { ok: true };
   }
 
@@ -173,12 +175,14 @@ export class MemoryStore
     return (this.numbers.get(number.e164)?.version ?? 0) === number.version;
   }
 
-  private writeNumberLog(number: NumberRecord, sends: number[]): void {
+  private writeNumberLog(number: NumberRecord, sends: number[], recent?: NumberRecord['recent']): void {
     const stored = this.numbers.get(number.e164);
+    const kept = recent ?? stored?.recent;
     this.numbers.set(number.e164, {
       e164: number.e164,
       sends: [...sends],
       rejectedUntil: { ...stored?.rejectedUntil },
+      ...(kept && { recent: clone(kept) }),
       version: number.version + 1,
     });
   }

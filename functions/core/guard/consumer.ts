@@ -119,15 +119,6 @@ export interface GuardSignalStore {
    * batch is folded again, and the shard marks of the records written keep it from counting twice there.
    */
   save(batch: GuardBatch): Promise<SavedRecords>;
-  /** Remembers that these numbers checked a code of their service (`KnownNumber`: its passes back to 0). */
-  rememberKnown(checks: KnownCheck[]): Promise<void>;
-}
-
-/** A number that checked a code of a service, and when. */
-export interface KnownCheck {
-  serviceSid: string;
-  e164: string;
-  at: number;
 }
 
 export interface SavedRecords {
@@ -232,18 +223,6 @@ export async function consumeGuardEvents(
     for (const scope of [event.serviceSid, GLOBAL_SCOPE])
       countries.set(countryKey(scope, event.country), { scope, country: event.country });
   }
-
-  // Each checked code makes its number known to its service (a returning user); written before the fold, so that a
-  // batch that fails after it is delivered again and remembered again (the same values).
-  const checks = new Map<string, KnownCheck>();
-  for (const event of events)
-    if (event.kind === 'conversion')
-      checks.set(`${event.serviceSid} ${event.e164}`, {
-        serviceSid: event.serviceSid,
-        e164: event.e164,
-        at: event.at,
-      });
-  if (checks.size > 0) await deps.store.rememberKnown([...checks.values()]);
 
   // Blocks started by records an earlier attempt wrote: told once, when written.
   const told: StartedBlock[] = [];

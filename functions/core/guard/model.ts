@@ -167,25 +167,24 @@ export interface GuardView {
 }
 
 /**
- * A number that checked a code of the service: when (`at`, its latest check), and how many sends to it passed a
- * block since (`passes`). Written by the consumer on each checked code (passes back to 0), counted by the send.
+ * The number checked the code of one of the service's last sends to it (`KNOWN_NUMBER.recent`): that send's time.
+ * Found only when a block would refuse the send (the read that confirms a refusal reads those sends too).
  */
 export interface KnownNumber {
   at: number;
-  passes: number;
 }
 
 /**
- * A known number passes the blocks the guard learnt (not the high-risk list, not a cap) for this long after its
- * latest check, at most `passes` times between two checks: a returning user is no pumped number, and one who
- * asks for a code again before typing the first still gets it; a number that stops checking its codes is judged
- * as any other after that.
+ * A known number passes the blocks the guard learnt (not the high-risk list, not a cap): a returning user is no
+ * pumped number. It is known while one of the service's last `recent` sends to it was checked, that send at most
+ * `forMs` old (a verification is kept 7 days past its expiry): a user who asks for a code again before typing the
+ * first still gets it; a number whose codes then go unchecked is judged as any other.
  */
-export const KNOWN_NUMBER = { forMs: 30 * 24 * 3_600_000, passes: 2 } as const;
+export const KNOWN_NUMBER = { forMs: 7 * 24 * 3_600_000, recent: 2 } as const;
 
 /** Whether `known` lets a send at `now` pass a learnt block. */
 export const knownPasses = (known: KnownNumber | undefined, now: number): boolean =>
-  known !== undefined && now - known.at < KNOWN_NUMBER.forMs && known.passes < KNOWN_NUMBER.passes;
+  known !== undefined && now - known.at < KNOWN_NUMBER.forMs;
 
 /** Caps an owner sets for a country (or `*`, every country without its own): sends, or spend in 0.0001 USD. */
 export interface CountryCaps {
