@@ -90,6 +90,12 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     store.loadSendContext({ ...query, latest: false }),
     deps.vault.ready?.(),
   ]);
+  // A guard block: the read that confirms it (or decides again) also reads the service's last sends to the number,
+  // whose checked code makes it a known number (core/guard/known.ts).
+  const knownSids = (verdict: Verdict) =>
+    verdict.guard && verdict.guard.mode !== 'shadow'
+      ? recentSids(context.number, request.serviceSid)
+      : undefined;
   let readLatest = false;
   const readAgain = async (verificationSids?: string[]) => {
     readLatest = true;
@@ -108,10 +114,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
 
     if (!verdict.ok) {
       if (!readLatest) {
-        // A guard block: the read that confirms it also reads the service's last sends to the number, whose
-        // checked code makes it a known number (core/guard/known.ts).
-        const guarded = verdict.guard?.mode === 'blocked';
-        context = await readAgain(guarded ? recentSids(context.number, request.serviceSid) : undefined);
+        context = await readAgain(knownSids(verdict));
         continue;
       }
       if (verdict.counted) {
@@ -172,7 +175,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     // Only the balance shard was busy: nothing read changed; the next decision's new SID draws on another shard.
     if (accepted.reason === 'balance_busy') continue;
     // Another send changed what was read (same number or same key): read again and decide again.
-    context = await readAgain();
+    context = await readAgain(knownSids(verdict));
   }
   throw new OtpError('service_unavailable', 'Too many simultaneous sends to this number; retry shortly.');
 }

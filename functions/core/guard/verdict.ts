@@ -33,8 +33,8 @@ export type GuardVerdict =
   | { action: 'allow'; why: 'off' | 'risk_check_disabled' | 'safe_list' | 'no_signal' | 'probe' }
   | {
       /**
-       * `block`: refuse. `shadow`: the level is shadow; record and send. `known`: the number checked a code of the
-       * service lately (`KNOWN_NUMBER`); record, count the pass and send.
+       * `block`: refuse. `shadow`: the level is shadow; record and send. `known`: the number checked the code of
+       * one of the service's last sends to it (`KnownNumber`); record and send.
        */
       action: 'block' | 'shadow' | 'known';
       reason: GuardReason;
