@@ -361,7 +361,8 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
         `| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | | | |`,
       );
     if (s.kind === 'attack' && s.focusRefused)
-      lines.push(`| ${s.name}: ${s.focusLabel} | | | ${p(s.focusRefused.worst, 1)} | | |`);
+      // The label's first word: the compact tables stay narrow.
+      lines.push(`| ${s.name}: ${s.focusLabel.split(' ')[0]} | | | ${p(s.focusRefused.worst, 1)} | | |`);
   }
   return lines.join('\n');
 }
