@@ -239,7 +239,7 @@ function decide(
     country: phone.country,
     view: {
       ...(context.guard ?? { service: {}, global: {} }),
-      known: knownFrom(context.previous, service.sid, phone.e164),
+      known: knownFrom(context.previous, context.number, service.sid),
     },
     now: now.getTime(),
   });

@@ -208,6 +208,24 @@ describe('a known number (a code of its last sends checked)', () => {
     expect(number.ttl).toBe(Math.floor((newest + 7 * 86_400_000) / 1000) + 86_400);
   });
 
+  it('passes twice at most under simultaneous sends: the stored verifications say so, not only the answers', async () => {
+    const to = freshNumber();
+    await sendAndCheck(to);
+    await sequentialRun();
+    // Past the burst window of the first send: the per-number limit lets three through.
+    harness.clock.advance(6 * 60_000);
+    // Three at once: each reads the same log; its version
+    // orders them, and each one decided again reads the last sends again.
+    const statuses = await Promise.all([0, 1, 2].map(() => api.send({ To: to }).then((r) => r.status)));
+    expect(statuses.sort()).toEqual([201, 201, 403]);
+    const items = await harness.scanTable();
+    const modes = items
+      .filter((item) => item.type === 'verification' && item.to === to)
+      .map((item) => (item.guard as { mode: string } | undefined)?.mode);
+    expect(modes.filter((mode) => mode === 'known')).toHaveLength(2);
+    expect(modes).toHaveLength(3);
+  });
+
   it("another service's checked code makes it known to that service only", async () => {
     const to = freshNumber();
     const other = await harness.createAccount();

@@ -131,16 +131,30 @@ describe("the number's last sends and the verifications they name", () => {
     expect(recentSids(number, SERVICE)).toEqual([]);
   });
 
-  it('is known by the newest checked one of this service to this number', () => {
-    expect(knownFrom(undefined, SERVICE, TO)).toBeUndefined();
+  it("is known by the newest checked one of the service's last sends, as the log read with them names them", () => {
+    const logOf = (e164: string, serviceSid: string, ...sids: string[]): NumberRecord => ({
+      ...empty,
+      e164,
+      recent: { [serviceSid]: sids.map((sid, i) => ({ sid, at: NOW - i })) },
+    });
+    const log = logOf(TO, SERVICE, 'VE2', 'VE1');
+    expect(knownFrom(undefined, log, SERVICE)).toBeUndefined();
     expect(
       knownFrom(
         [verification('VE2', NOW - DAY, false), verification('VE1', NOW - 2 * DAY, true)],
+        log,
         SERVICE,
-        TO,
       ),
     ).toEqual({ at: NOW - 2 * DAY });
-    expect(knownFrom([verification('VE1', NOW - DAY, true, OTHER)], SERVICE, TO)).toBeUndefined();
-    expect(knownFrom([verification('VE1', NOW - DAY, true)], SERVICE, '+447400999999')).toBeUndefined();
+    // Another service's, another number's: nothing.
+    expect(knownFrom([verification('VE1', NOW - DAY, true, OTHER)], log, SERVICE)).toBeUndefined();
+    expect(
+      knownFrom([verification('VE1', NOW - DAY, true)], logOf('+447400999999', SERVICE, 'VE1'), SERVICE),
+    ).toBeUndefined();
+    // Asked for from an older read: a checked send that is no longer one of the last two counts for nothing
+    // (simultaneous sends would pass a third time).
+    expect(
+      knownFrom([verification('VE1', NOW - DAY, true)], logOf(TO, SERVICE, 'VE4', 'VE3'), SERVICE),
+    ).toBeUndefined();
   });
 });

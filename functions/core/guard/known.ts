@@ -32,14 +32,25 @@ export function recentAfter(
   return Object.fromEntries(kept);
 }
 
-/** The newest of `previous` (read by their SIDs) that is this service's send to this number, checked. */
+/**
+ * The newest of `previous` (read by their SIDs) that is one of the service's last sends as `number` (read in the
+ * same request) names them, checked. SIDs asked for from an older read may name sends that are no longer the
+ * last: those count for nothing, so that simultaneous sends pass `KNOWN_NUMBER.recent` times at most.
+ */
 export function knownFrom(
   previous: Verification[] | undefined,
+  number: NumberRecord,
   serviceSid: string,
-  e164: string,
 ): KnownNumber | undefined {
+  const last = recentSids(number, serviceSid);
   const checked = (previous ?? [])
-    .filter((v) => v.serviceSid === serviceSid && v.to === e164 && settledStatus(v) === 'VERIFIED')
+    .filter(
+      (v) =>
+        last.includes(v.sid) &&
+        v.serviceSid === serviceSid &&
+        v.to === number.e164 &&
+        settledStatus(v) === 'VERIFIED',
+    )
     .map((v) => Date.parse(v.dateCreated));
   return checked.length > 0 ? { at: Math.max(...checked) } : undefined;
 }
