@@ -91,9 +91,10 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     deps.vault.ready?.(),
   ]);
   // A guard block: the read that confirms it (or decides again) also reads the service's last sends to the number,
-  // whose checked code makes it a known number (core/guard/known.ts).
+  // whose checked code makes it a known number (core/guard/known.ts). At shadow, a send such a block would refuse
+  // reads them too (a read more, on those sends only), so that its record says what standard would do.
   const knownSids = (verdict: Verdict) =>
-    verdict.guard && verdict.guard.mode !== 'shadow'
+    verdict.guard && (verdict.guard.mode !== 'shadow' || (verdict.ok && verdict.unlessKnown))
       ? recentSids(context.number, request.serviceSid)
       : undefined;
   let readLatest = false;
@@ -112,6 +113,13 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     const verdict = decide(deps, context, phone, templateSid, now, request.riskCheckDisabled === true);
     const numberSends = appendSend(deps.settings, context.number, now);
 
+    if (verdict.ok && verdict.unlessKnown && !readLatest) {
+      const sids = knownSids(verdict);
+      if (sids?.length) {
+        context = await readAgain(sids);
+        continue;
+      }
+    }
     if (!verdict.ok) {
       if (!readLatest) {
         context = await readAgain(knownSids(verdict));
@@ -188,6 +196,8 @@ type Verdict =
       price: number;
       /** The guard at level shadow would have refused it. */
       guard?: GuardDecision;
+      /** ... unless the number is known: its last sends' verifications tell (`GuardVerdict`). */
+      unlessKnown?: true;
       /** The guard did not judge it (RiskCheck=disable, safe list): it feeds none of the guard's signals. */
       guardExempt?: boolean;
     }
@@ -293,6 +303,7 @@ function decide(
     channels,
     price: route.price,
     ...(decision && { guard: decision }),
+    ...(guard.action === 'shadow' && guard.unlessKnown && { unlessKnown: true }),
     ...(exempt && { guardExempt: true }),
   };
 }

@@ -226,6 +226,44 @@ describe('a known number (a code of its last sends checked)', () => {
     expect(modes).toHaveLength(3);
   });
 
+  it('at shadow, a send a learnt block would refuse reads its last sends too: recorded known, as standard would pass it', async () => {
+    const to = freshNumber();
+    await sendAndCheck(to);
+    await sequentialRun();
+    const stranger = (() => {
+      const start = harness.clock.now().getTime();
+      for (let n = Number(to.slice(1)) + 1; ; n++)
+        if ([0, 10].every((m) => !isProbe(`+${n}`, start + m * 60_000))) return `+${n}`;
+    })();
+    expect(await admin('guard', 'level', account.serviceSid, 'shadow')).toMatchObject({ level: 'shadow' });
+    requests.length = 0;
+    expect(await sendsEvery2Minutes(to, 1)).toEqual([201]);
+    const sendRequests = requests.filter((r) =>
+      ['BatchGetItemCommand', 'TransactWriteItemsCommand'].includes(r.command),
+    );
+    expect(sendRequests.slice(0, 3).map((r) => r.command)).toEqual([
+      'BatchGetItemCommand',
+      'BatchGetItemCommand',
+      'TransactWriteItemsCommand',
+    ]);
+    expect(sendRequests[1]!.keys).toEqual(
+      expect.arrayContaining([{ pk: expect.stringMatching(/^VERIFICATION#/), sk: 'VERIFICATION' }]),
+    );
+    // A number the service never sent to: nothing to read, one read as before, recorded shadow.
+    harness.clock.advance(1000);
+    requests.length = 0;
+    expect((await api.send({ To: stranger })).status).toBe(201);
+    expect(requests.filter((r) => r.command === 'BatchGetItemCommand')).toHaveLength(1);
+    const modes = (await harness.scanTable())
+      .filter((item) => item.type === 'verification' && (item.to === to || item.to === stranger))
+      .sort((a, b) => String(a.date_created).localeCompare(String(b.date_created)))
+      .map((item) => [item.to, (item.guard as { mode: string } | undefined)?.mode]);
+    expect(modes.slice(1)).toEqual([
+      [to, 'known'],
+      [stranger, 'shadow'],
+    ]);
+  });
+
   it("another service's checked code makes it known to that service only", async () => {
     const to = freshNumber();
     const other = await harness.createAccount();

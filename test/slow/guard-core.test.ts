@@ -156,6 +156,19 @@ describe('signals', () => {
     expect(await code(gb(1_000_001))).toBe('sent');
   });
 
+  it('a long run in the last thousand of its ten thousand: the next thousand, outside it, is blocked too', async () => {
+    // +44 7409 999xxx: the last thousand of +44 7409 99xxxx; the next is +44 7410 000xxx.
+    await sequentialRun();
+    const state = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(state.blocks.find((b) => b.prefix === '+447410000')).toMatchObject({
+      reason: 'sequential_numbers',
+      level: 'standard',
+      figures: { walking_run: 8 },
+    });
+    expect(await code(notProbe((n) => gb(10_000_100 + n)))).toBe('blocked_by_policy');
+    expect(await code(notProbe((n) => gb(10_001_100 + n)))).toBe('sent');
+  });
+
   it('sequential numbers sent seconds ago are not refused yet: no code could have been checked', async () => {
     await sequentialRun(8, 2_000);
     expect(await code(gb(9_999_700))).toBe('sent');
@@ -496,6 +509,16 @@ describe('signals', () => {
     expect(await code(notProbe((n) => gb(1_000_500 + n)))).toBe('blocked_by_policy');
   });
 
+  it("country surge: a sequence's own volume and unchecked codes are its block's, not the country's", async () => {
+    await baseline(established(), 2);
+    // 60 numbers two apart, one every 2 s: far past GB's usual rate, none checked.
+    await sequentialRun(60, 2_000);
+    const state = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(state.blocks.map((b) => b.reason)).toContain('sequential_numbers');
+    expect(state.closed).toBeUndefined();
+    expect(await code(notProbe((n) => gb(1_000_500 + n)))).toBe('sent');
+  });
+
   /** A warm GB closed by a flood of 30 unchecked sends 90 s ago; `flood` makes more of it (new numbers). */
   async function floodClosingGb() {
     await baseline(established(), 2);
@@ -832,6 +855,40 @@ describe('learning: a service or country without a baseline', () => {
     );
     expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toBeUndefined();
     await consume([sendEvent(gb(99_000_001))]);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toMatchObject({
+      reason: 'low_conversion',
+      figures: expect.objectContaining({ sends_10m: 20 }),
+    });
+  });
+
+  it("a sequence's unchecked sends are its block's: the country stays open to a new service's real users", async () => {
+    // 30 numbers two apart, one every 2 s: past the burst of 20, and a sequence (blocked at strict this early).
+    await sequentialRun(30, 2_000);
+    const state = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(state.blocks.map((b) => b.reason)).toContain('sequential_numbers');
+    expect(state.closed).toBeUndefined();
+    expect(await code(notProbe((n) => gb(55_000_000 + n)))).toBe('sent');
+  });
+
+  it('runs of 4 (no sequence at standard) in six thousands: judged as the country, their burst closes it', async () => {
+    await consume(
+      Array.from({ length: 24 }, (_, i) =>
+        sendEvent(gb(Math.floor(i / 4) * 7_000 + 100 + (i % 4) * 2), now() - 60_000 + i * 1_000),
+      ),
+    );
+    const state = world.store.guard.country(serviceSid, 'GB')!.state;
+    expect(state.closed).toMatchObject({
+      reason: 'low_conversion',
+      figures: expect.objectContaining({ sends_10m: 24 }),
+    });
+  });
+
+  it('a sequence beside 20 other unchecked sends: those close the country, the sequence does not hide them', async () => {
+    await sequentialRun(30, 2_000);
+    await consume(
+      Array.from({ length: 20 }, (_, i) => sendEvent(gb(10_000_000 + i * 1_234_567), now() - 1_000)),
+    );
+    // Judged on the 20 alone: the sequence's 30 are its block's.
     expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toMatchObject({
       reason: 'low_conversion',
       figures: expect.objectContaining({ sends_10m: 20 }),

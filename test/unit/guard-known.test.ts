@@ -56,6 +56,22 @@ describe('the verdict for a known number', () => {
     expect(verdict(sequence, { at: NOW - DAY }, 'shadow')).toBe('known');
   });
 
+  it("at shadow, a learnt block asks for the number's last sends: the lists and caps do not", () => {
+    const at = (country: CountryGuardState, to = TO) =>
+      guardVerdict({
+        settings: { level: 'shadow', safeList: [] },
+        serviceSid: SERVICE,
+        riskCheckDisabled: false,
+        e164: to,
+        country: 'GB',
+        view: { service: { country }, global: {} },
+        now: NOW,
+      });
+    expect(at(sequence)).toMatchObject({ action: 'shadow', unlessKnown: true });
+    expect(at(stateWith([block('country_cap', false)]))).not.toHaveProperty('unlessKnown');
+    expect(at(stateWith([]), '+447012345678')).not.toHaveProperty('unlessKnown');
+  });
+
   it("never passes an owner's cap or the high-risk list", () => {
     const known = { at: NOW - DAY };
     expect(verdict(stateWith([block('country_cap', false)]), known)).toBe('block');

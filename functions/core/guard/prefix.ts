@@ -6,7 +6,7 @@
 import { getCountryCallingCode, type CountryCode } from 'libphonenumber-js/max';
 
 /** Digits of the national number in the range prefixes the signals are kept for. */
-const RANGE_WIDTH = 4;
+export const RANGE_WIDTH = 4;
 /** A run of near-sequential numbers is looked for among numbers sharing all but these last digits. */
 const RUN_SUFFIX_DIGITS = 3;
 

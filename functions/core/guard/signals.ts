@@ -45,7 +45,7 @@ import {
   type Cohort,
   type Evidence,
 } from './evidence';
-import { countryPrefixOf, placeOf } from './prefix';
+import { countryPrefixOf, placeOf, RANGE_WIDTH } from './prefix';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -647,6 +647,13 @@ function levelOf(meets: (level: BlockLevel) => boolean): BlockLevel | undefined 
   return undefined;
 }
 
+/** The prefix of the same length that follows (`+447400999` → `+447401000`); none after all nines. */
+function nextPrefix(prefix: string): string | undefined {
+  const digits = prefix.slice(1);
+  const next = (BigInt(digits) + 1n).toString().padStart(digits.length, '0');
+  return next.length === digits.length ? `+${next}` : undefined;
+}
+
 /** The longest run of distinct numbers, each within 3 of the previous one. */
 export function longestRun(suffixes: number[]): number {
   const sorted = [...new Set(suffixes)].sort((a, b) => a - b);
@@ -959,6 +966,23 @@ export function evaluateCountry(
     runParents.set(parent, (runParents.get(parent) ?? 0) + 1);
     // A long run walks the numbering: it will be in the next thousand within minutes.
     if (run >= WALKING_RUN) walking.add(parent);
+    // From the last thousand of its ten thousand it walks out of the parent: the next thousand is blocked too (the
+    // run's own block made, not lifted by hand).
+    const next = nextPrefix(prefix);
+    const walksOut =
+      run >= WALKING_RUN &&
+      blocks.some((b) => b.prefix === prefix) &&
+      next?.startsWith(countryPrefixOf(country) ?? '+') &&
+      !next.startsWith(parent);
+    if (walksOut && next)
+      propose({
+        prefix: next,
+        reason: 'sequential_numbers',
+        level,
+        until: now + BLOCK_HOLD_MS,
+        figures: { walking_run: run },
+        ...(scope === 'global' && { services: suspect.tags ?? [] }),
+      });
   }
   for (const [parent, count] of runParents) {
     const runs = blocks.filter((b) => b.reason === 'sequential_numbers' && b.prefix.slice(0, -1) === parent);
@@ -1127,8 +1151,10 @@ export function evaluateCountry(
     };
     if (previous.closed?.provisional && !closed) quietFloodRule();
     const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
+    // The country's rules judge the country's traffic but its sequences: those are the sequence rule's.
+    const judged = withoutSequences(stats, blocks, countryPrefix, now);
     const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
-      minuteCohorts(stats.minutes, now - 30 * MINUTE, pick);
+      minuteCohorts(judged.minutes, now - 30 * MINUTE, pick);
     const all = conversionEvidence(
       cohorts30((m) => [m.a, m.c]),
       conversion,
@@ -1189,7 +1215,7 @@ export function evaluateCountry(
       // The country's volume far above its usual rate, its codes checked far less than usual.
       // Judged on the surge's own 15 minutes: the half hour's earlier, checked sends would dilute it.
       const surge = conversionEvidence(
-        minuteCohorts(stats.minutes, now - 15 * MINUTE, (m) => [m.a, m.c]),
+        minuteCohorts(judged.minutes, now - 15 * MINUTE, (m) => [m.a, m.c]),
         conversion,
         now,
       );
@@ -1199,7 +1225,7 @@ export function evaluateCountry(
       const narrower =
         novelty?.level === 'standard' ||
         blocks.some((b) => b.level === 'standard' && b.reason !== 'unchecked_range');
-      const bursting = !narrower && uncheckedBurstOf(stats, now, SURGE_UNCHECKED_BURST).bursting;
+      const bursting = !narrower && uncheckedBurstOf(judged, now, SURGE_UNCHECKED_BURST).bursting;
       closed = floodClosure(stats, closed, {
         now,
         conversion,
@@ -1226,7 +1252,7 @@ export function evaluateCountry(
     } else if (!countryLifted) {
       // Learning: no baseline yet, so no rule compares with one; the country's checked codes alone decide.
       const level = levelOf((l) => damning(all, LOG_ALPHA.start[l]));
-      const { bursting, burst } = uncheckedBurstOf(stats, now);
+      const { bursting, burst } = uncheckedBurstOf(judged, now);
       const found = bursting ? 'standard' : level;
       if (found && startsAt(closed, found))
         closed = closeCountry(stats, closed, 'low_conversion', found, now, started, country, {
@@ -1388,6 +1414,49 @@ function uncheckedRanges(
     if (checked < 0.5) ranges.push({ range, sends });
   }
   return { ranges, expected };
+}
+
+/**
+ * The stats with the accepted sends and checked codes of the sequences the sequence rule judges at `standard` taken
+ * out of the minute buckets (a run's range not established: out of the novel counts too): suspects whose last 10
+ * minutes run as long as that rule asks, or under its block. Left in, a sequence's first unchecked codes closed its
+ * whole country (a new service's PH users, on training seeds, up to 6.7 % of all its real sends refused). Shorter
+ * runs stay in: a run of 4 here and there would otherwise be judged by no rule at `standard`.
+ */
+function withoutSequences(
+  stats: CountryStats,
+  blocks: readonly GuardBlock[],
+  countryPrefix: string,
+  now: number,
+): CountryStats {
+  const judged = Object.entries(stats.suspects).filter(
+    ([prefix]) =>
+      blocks.some(
+        (b) => b.reason === 'sequential_numbers' && b.level === 'standard' && prefix.startsWith(b.prefix),
+      ) ||
+      longestRun(
+        (stats.runs[prefix] ?? [])
+          .filter(([, sec]) => sec * 1000 > now - RUN_WINDOW_MS)
+          .map(([suffix]) => suffix),
+      ) >= THRESHOLDS.sequential.standard.run,
+  );
+  if (judged.length === 0) return stats;
+  const minutes: Record<string, MinuteBucket> = {};
+  for (const [key, bucket] of Object.entries(stats.minutes)) minutes[key] = { ...bucket };
+  for (const [prefix, suspect] of judged) {
+    const novel = !isEstablishedRange(stats.ranges[prefix.slice(0, countryPrefix.length + RANGE_WIDTH)]);
+    for (const [key, [accepted, checked]] of Object.entries(suspect.m)) {
+      const minute = minutes[key];
+      if (!minute) continue;
+      minute.a = Math.max(0, minute.a - accepted);
+      minute.c = Math.max(0, minute.c - checked);
+      if (novel) {
+        minute.na = Math.max(0, minute.na - accepted);
+        minute.nc = Math.max(0, minute.nc - checked);
+      }
+    }
+  }
+  return { ...stats, minutes };
 }
 
 /** `uncheckedRanges`: sends a range's history needs to count, and ranges the rule needs at least. */

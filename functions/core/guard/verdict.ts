@@ -37,6 +37,11 @@ export type GuardVerdict =
        * one of the service's last sends to it (`KnownNumber`); record and send.
        */
       action: 'block' | 'shadow' | 'known';
+      /**
+       * At `shadow`, a block a known number would pass: the send reads its last sends' verifications to tell, so
+       * that the record says what `standard` would do.
+       */
+      unlessKnown?: true;
       reason: GuardReason;
       prefix: string;
       scope: 'service' | 'global' | 'list';
@@ -91,7 +96,8 @@ export function guardVerdict(input: GuardInput): GuardVerdict {
   // What the guard learnt from traffic does not hold against a returning user; the lists and caps do.
   const learnt = rest.scope !== 'list' && rest.reason !== 'country_cap';
   if (learnt && knownPasses(view.known, now)) return { action: 'known', ...rest };
-  return { action: settings.level === 'shadow' ? 'shadow' : 'block', ...rest };
+  if (settings.level === 'shadow') return { action: 'shadow', ...rest, ...(learnt && { unlessKnown: true }) };
+  return { action: 'block', ...rest };
 }
 
 /**
