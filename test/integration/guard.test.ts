@@ -162,6 +162,24 @@ describe('a known number (a code of its last sends checked)', () => {
     const code = await client.latestCode(to);
     expect((await client.check({ VerificationSid: String(sent.body.sid), Code: code })).status).toBe(200);
   };
+  /**
+   * The first send since `requests` was emptied: its BatchGetItem, the read again that also reads the service's last
+   * sends to the number (their verifications), its transaction.
+   */
+  const expectReadAgainWithLastSends = () => {
+    const sendRequests = requests.filter((r) =>
+      ['BatchGetItemCommand', 'TransactWriteItemsCommand'].includes(r.command),
+    );
+    expect(sendRequests.slice(0, 3).map((r) => r.command)).toEqual([
+      'BatchGetItemCommand',
+      'BatchGetItemCommand',
+      'TransactWriteItemsCommand',
+    ]);
+    expect(sendRequests[0]!.keys!.some((key) => key.pk.startsWith('VERIFICATION#'))).toBe(false);
+    expect(sendRequests[1]!.keys).toEqual(
+      expect.arrayContaining([{ pk: expect.stringMatching(/^VERIFICATION#/), sk: 'VERIFICATION' }]),
+    );
+  };
   /** Sends two minutes apart (the per-number burst limit is 3 in 5 minutes): the status of each. */
   const sendsEvery2Minutes = async (to: string, count: number) => {
     const statuses: number[] = [];
@@ -179,20 +197,8 @@ describe('a known number (a code of its last sends checked)', () => {
     expect((await sequentialRun()).slice(0, -3)).toBe(to.slice(0, -3));
     requests.length = 0;
     expect(await sendsEvery2Minutes(to, 3)).toEqual([201, 201, 403]);
-    // The first send: its BatchGetItem, the refusal's read again (with the last sends' verifications), the
-    // transaction: no request more than a refusal's. (The earlier send's delivery runs beside: Get and Update.)
-    const sendRequests = requests.filter((r) =>
-      ['BatchGetItemCommand', 'TransactWriteItemsCommand'].includes(r.command),
-    );
-    expect(sendRequests.slice(0, 3).map((r) => r.command)).toEqual([
-      'BatchGetItemCommand',
-      'BatchGetItemCommand',
-      'TransactWriteItemsCommand',
-    ]);
-    expect(sendRequests[0]!.keys!.some((key) => key.pk.startsWith('VERIFICATION#'))).toBe(false);
-    expect(sendRequests[1]!.keys).toEqual(
-      expect.arrayContaining([{ pk: expect.stringMatching(/^VERIFICATION#/), sk: 'VERIFICATION' }]),
-    );
+    // The first send: no request more than a refusal's. (The earlier send's delivery runs beside: Get and Update.)
+    expectReadAgainWithLastSends();
     const items = await harness.scanTable();
     const passed = items
       .filter((item) => item.type === 'verification' && item.to === to)
@@ -238,17 +244,7 @@ describe('a known number (a code of its last sends checked)', () => {
     expect(await admin('guard', 'level', account.serviceSid, 'shadow')).toMatchObject({ level: 'shadow' });
     requests.length = 0;
     expect(await sendsEvery2Minutes(to, 1)).toEqual([201]);
-    const sendRequests = requests.filter((r) =>
-      ['BatchGetItemCommand', 'TransactWriteItemsCommand'].includes(r.command),
-    );
-    expect(sendRequests.slice(0, 3).map((r) => r.command)).toEqual([
-      'BatchGetItemCommand',
-      'BatchGetItemCommand',
-      'TransactWriteItemsCommand',
-    ]);
-    expect(sendRequests[1]!.keys).toEqual(
-      expect.arrayContaining([{ pk: expect.stringMatching(/^VERIFICATION#/), sk: 'VERIFICATION' }]),
-    );
+    expectReadAgainWithLastSends();
     // A number the service never sent to: nothing to read, one read as before, recorded shadow.
     harness.clock.advance(1000);
     requests.length = 0;
