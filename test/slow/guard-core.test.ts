@@ -870,6 +870,26 @@ describe('learning: a service or country without a baseline', () => {
     expect(await code(notProbe((n) => gb(55_000_000 + n)))).toBe('sent');
   });
 
+  it('a sequential flood on a new service: 95 % refused past its first 20 sends, by its own block only', async () => {
+    const answers: string[] = [];
+    // 7 sends every 20 s (as the local stack's test floods), each told to the consumer with its answer.
+    for (let step = 0; step < 30; step++) {
+      world.clock.advance(20_000);
+      const events: GuardEvent[] = [];
+      for (let k = 0; k < 7; k++) {
+        const to = gb(20_000_100 + (step * 7 + k) * 2);
+        const answer = await code(to);
+        answers.push(answer);
+        events.push({ ...sendEvent(to), accepted: answer === 'sent' });
+      }
+      await consume(events);
+    }
+    const after = answers.slice(20);
+    expect(after.filter((a) => a === 'blocked_by_policy').length / after.length).toBeGreaterThanOrEqual(0.95);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toBeUndefined();
+    expect(await code(notProbe((n) => gb(55_000_000 + n)))).toBe('sent');
+  });
+
   it('runs of 4 (no sequence at standard) in six thousands: judged as the country, their burst closes it', async () => {
     await consume(
       Array.from({ length: 24 }, (_, i) =>

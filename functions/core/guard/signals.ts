@@ -949,9 +949,21 @@ export function evaluateCountry(
       Math.max(conversion, NARROW_CONVERSION),
       now,
     );
+    // Or its unchecked burst, counted as the learning rule counts the country's: the country's rules leave a
+    // sequence's sends to this one (`withoutSequences`), so it stops a sequential flood as soon as they did.
+    const since = (minutes: number, pick: 0 | 1) =>
+      sum(
+        Object.entries(suspect.m)
+          .filter(([key]) => Number(key) * MINUTE >= now - minutes * MINUTE)
+          .map(([, cohort]) => cohort[pick]),
+      );
+    const burst = since(10, 0);
+    const bursting = burst - since(10, 1) >= UNCHECKED_BURST + since(30, 1);
     const level = levelOf(
       (l) =>
-        startsAt(blocked, l) && run >= THRESHOLDS.sequential[l].run && damning(evidence, LOG_ALPHA.narrow[l]),
+        startsAt(blocked, l) &&
+        run >= THRESHOLDS.sequential[l].run &&
+        (damning(evidence, LOG_ALPHA.narrow[l]) || bursting),
     );
     if (!level) continue;
     propose({
@@ -959,7 +971,13 @@ export function evaluateCountry(
       reason: 'sequential_numbers',
       level,
       until: now + BLOCK_HOLD_MS,
-      figures: { run, sends: evidence.sends, checked: evidence.checked, expected: round2(evidence.expected) },
+      figures: {
+        run,
+        sends: evidence.sends,
+        checked: evidence.checked,
+        expected: round2(evidence.expected),
+        ...(bursting && { sends_10m: burst }),
+      },
       ...(scope === 'global' && { services: suspect.tags ?? [] }),
     });
     const parent = prefix.slice(0, -1);
@@ -1420,8 +1438,8 @@ function uncheckedRanges(
  * The stats with the accepted sends and checked codes of the sequences the sequence rule judges at `standard` taken
  * out of the minute buckets (a run's range not established: out of the novel counts too): suspects whose last 10
  * minutes run as long as that rule asks, or under its block. Left in, a sequence's first unchecked codes closed its
- * whole country (a new service's PH users, on training seeds, up to 6.7 % of all its real sends refused). Shorter
- * runs stay in: a run of 4 here and there would otherwise be judged by no rule at `standard`.
+ * whole country to its real users (ADR 0008). Shorter runs stay in: a run of 4 here and there would otherwise be
+ * judged by no rule at `standard`.
  */
 function withoutSequences(
   stats: CountryStats,
