@@ -111,3 +111,47 @@ test('without the consumer (the default for tests, OTP_GUARD_CONSUMER=off for np
     await quiet.close();
   }
 });
+
+test('a sequential flood on a new service is stopped by its own block after its first 20 sends; its country stays open', async () => {
+  const attacked = await harness.createAccount();
+  const api = harness.client(attacked);
+  harness.clock.advance(60_000);
+  // +44 7400 510000 upwards, two apart: one thousand of valid GB mobiles.
+  const flood = Array.from({ length: 140 }, (_, i) => `+44${7_400_510_000 + i * 2}`);
+  const blocked = async () => {
+    const key = keys.guardCountry(attacked.serviceSid, 'GB');
+    const item = (await harness.scanTable()).find((i) => i.pk === key.pk && i.sk === key.sk);
+    const state =
+      item && (JSON.parse(item.state as string) as { blocks: { reason: string; level: string }[] });
+    return (
+      state?.blocks.some((b) => b.reason === 'sequential_numbers' && b.level === 'standard') || undefined
+    );
+  };
+  const answers: number[] = [];
+  for (let step = 0; step < 20; step++) {
+    harness.clock.advance(20_000);
+    for (const to of flood.slice(step * 7, step * 7 + 7)) {
+      answers.push((await api.send({ To: to })).status);
+      // As above: the consumer is given the time to have read the twentieth send before the next one.
+      if (answers.length === 20) await eventually(blocked);
+    }
+  }
+
+  const afterFirst20 = answers.slice(20);
+  expect(afterFirst20.filter((status) => status === 403).length / afterFirst20.length).toBeGreaterThanOrEqual(
+    0.95,
+  );
+  // The sequence's block, not its country's closure: the service's real users in GB are served.
+  for (const to of mobiles('GB', 5, 4242)) {
+    const sent = await api.send({ To: to });
+    expect(sent.status).toBe(201);
+    const checked = await api.check({
+      VerificationSid: sent.body.sid as string,
+      Code: await codeFor(api, to),
+    });
+    expect(checked.body).toMatchObject({ status: 'VERIFIED' });
+  }
+  expect(
+    harness.logs.some((line) => line.includes('guard.block_started') && line.includes('sequential_numbers')),
+  ).toBe(true);
+}, 120_000);
