@@ -951,14 +951,7 @@ export function evaluateCountry(
     );
     // Or its unchecked burst, counted as the learning rule counts the country's: the country's rules leave a
     // sequence's sends to this one (`withoutSequences`), so it stops a sequential flood as soon as they did.
-    const since = (minutes: number, pick: 0 | 1) =>
-      sum(
-        Object.entries(suspect.m)
-          .filter(([key]) => Number(key) * MINUTE >= now - minutes * MINUTE)
-          .map(([, cohort]) => cohort[pick]),
-      );
-    const burst = since(10, 0);
-    const bursting = burst - since(10, 1) >= UNCHECKED_BURST + since(30, 1);
+    const { bursting, burst } = uncheckedBurstOf(suspect.m, now);
     const level = levelOf(
       (l) =>
         startsAt(blocked, l) &&
@@ -1243,7 +1236,8 @@ export function evaluateCountry(
       const narrower =
         novelty?.level === 'standard' ||
         blocks.some((b) => b.level === 'standard' && b.reason !== 'unchecked_range');
-      const bursting = !narrower && uncheckedBurstOf(judged, now, SURGE_UNCHECKED_BURST).bursting;
+      const bursting =
+        !narrower && uncheckedBurstOf(acceptedChecked(judged.minutes), now, SURGE_UNCHECKED_BURST).bursting;
       closed = floodClosure(stats, closed, {
         now,
         conversion,
@@ -1270,7 +1264,7 @@ export function evaluateCountry(
     } else if (!countryLifted) {
       // Learning: no baseline yet, so no rule compares with one; the country's checked codes alone decide.
       const level = levelOf((l) => damning(all, LOG_ALPHA.start[l]));
-      const { bursting, burst } = uncheckedBurstOf(judged, now);
+      const { bursting, burst } = uncheckedBurstOf(acceptedChecked(judged.minutes), now);
       const found = bursting ? 'standard' : level;
       if (found && startsAt(closed, found))
         closed = closeCountry(stats, closed, 'low_conversion', found, now, started, country, {
@@ -1480,16 +1474,28 @@ function withoutSequences(
 /** `uncheckedRanges`: sends a range's history needs to count, and ranges the rule needs at least. */
 const UNCHECKED_RANGES = { sends: 3, min: 3 } as const;
 
-/** Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for. */
+/**
+ * Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for, over `cohorts`
+ * (minute index → [accepted, checked]): a country's, or a sequence's own.
+ */
 function uncheckedBurstOf(
-  stats: CountryStats,
+  cohorts: Record<string, readonly [number, number]>,
   now: number,
   threshold = UNCHECKED_BURST,
 ): { bursting: boolean; burst: number } {
-  const since = (minutes: number, pick: (m: MinuteBucket) => number) => minutesSum(stats, now, minutes, pick);
-  const burst = since(10, (m) => m.a);
-  return { bursting: burst - since(10, (m) => m.c) >= threshold + since(30, (m) => m.c), burst };
+  const since = (minutes: number, pick: 0 | 1) =>
+    sum(
+      Object.entries(cohorts)
+        .filter(([key]) => Number(key) * MINUTE >= now - minutes * MINUTE)
+        .map(([, cohort]) => cohort[pick]),
+    );
+  const burst = since(10, 0);
+  return { bursting: burst - since(10, 1) >= threshold + since(30, 1), burst };
 }
+
+/** A country's minute buckets as [accepted, checked] cohorts. */
+const acceptedChecked = (minutes: Record<string, MinuteBucket>): Record<string, [number, number]> =>
+  Object.fromEntries(Object.entries(minutes).map(([key, m]) => [key, [m.a, m.c]]));
 
 /** Checked codes in the last 35 minutes that keep a range open while its country is closed. */
 const OPEN_CHECKED = 2;
