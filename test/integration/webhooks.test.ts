@@ -17,7 +17,11 @@ import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } 
 
 /** Retry n waits 5 s × 4^(n-1) × this: 50 µs ... 0.82 s, so the whole nine-attempt schedule takes about a second. */
 const BACKOFF_SCALE = 0.00001;
-const TIMEOUT_MS = 400;
+/**
+ * Short, so that hanging endpoints cost the tests little; not so short that a busy machine's loopback misses it (at
+ * 400 ms a CI run under load timed out an answered POST, and the event went again, as at-least-once allows).
+ */
+const TIMEOUT_MS = 1_500;
 
 let harness: Harness;
 let counter = 0;
