@@ -234,6 +234,28 @@ describe('DynamoDB faults on the send path', () => {
     expect(verifications.map((item) => item.sid)).toEqual([response.body.sid]);
   });
 
+  it.each([
+    ['a conflict on the balance', (_pk: string, sk: string) => sk === 'SERVICE'],
+    ["a conflict on the number's log", (pk: string) => pk.startsWith('NUMBER#')],
+  ])(
+    'the accepting transaction applied, its answer lost, its resend cancelled by %s: the charge stands, 201, charged once',
+    async (_, conflictOn) => {
+      const account = await books.open(1);
+      const api = harness.client(account);
+      // A cancelled resend says nothing of the first send, which was applied: deciding again with a new SID
+      // would charge twice (or, the balance spent, answer 402 for a charged send).
+      const lost = faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing: 'after' });
+      const conflict = faults.inject({ operation: 'TransactWriteItems', kind: 'conflict', conflictOn });
+      const response = await api.send({ To: freshUsNumber() });
+      expect([lost.fired, conflict.fired]).toEqual([1, 1]);
+      expect(response.status).toBe(201);
+      const { charges, verifications } = await ledger(account);
+      expect(charges.map((line) => line.verification_sid)).toEqual([response.body.sid]);
+      expect(verifications.map((item) => item.sid)).toEqual([response.body.sid]);
+      expect(await balance(account)).toBe(10_000 - PRICE_US);
+    },
+  );
+
   it('the accepting transaction never applied and every answer lost: 5xx and no charge', async () => {
     const account = await books.open(1);
     const api = harness.client(account);

@@ -224,6 +224,8 @@ export class DynamoVerificationStore implements VerificationStore {
         TransactItems: items.map(({ item }) => item),
         ClientRequestToken: token,
       });
+    // Set once an answer was unclear: from then on the transaction may stand whatever a resend answers.
+    let unclear = false;
     try {
       for (let resend = 0; ; resend++) {
         try {
@@ -231,6 +233,7 @@ export class DynamoVerificationStore implements VerificationStore {
           return { ok: true };
         } catch (error) {
           if (error instanceof TransactionCanceledException) throw error;
+          unclear = true;
           // No clear answer (a time-out, InternalServerError, throttling after the SDK's retries, or
           // TransactionInProgressException: the first send is still being applied). The charge may stand, and
           // answering 5xx would then charge a send the caller was told failed (billing rule 2). Settle it by
@@ -250,6 +253,10 @@ export class DynamoVerificationStore implements VerificationStore {
       const reasons = error.CancellationReasons ?? [];
       const failed = (role: string, code = 'ConditionalCheckFailed') =>
         items.some((entry, i) => entry.role === role && reasons[i]?.Code === code);
+      // A resend cancelled (a conflict on an item, a condition another send changed since) says nothing of the
+      // send whose answer was lost: if that one was applied, the charge stands, and deciding again with a new
+      // SID would charge twice (or answer 402 for a charged send). Its verification tells.
+      if (unclear && (await this.getVerification(verification.sid))) return { ok: true };
       if (failed('idempotency')) return { ok: false, reason: 'idempotency_key_taken' };
       if (failed('number')) return { ok: false, reason: 'conflict' };
       if (failed('balance')) return { ok: false, reason: 'insufficient_funds' };
