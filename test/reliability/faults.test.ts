@@ -346,6 +346,46 @@ describe('DynamoDB faults on the send path', () => {
   });
 });
 
+describe('DynamoDB faults on the check path', () => {
+  /** A send whose code is known, and the check's one write (an UpdateItem on the verification) to fail. */
+  async function sentCode() {
+    const api = harness.client(await books.open(1));
+    const to = freshUsNumber();
+    const sid = (await api.send({ To: to })).body.sid as string;
+    const code = await eventually(() => api.latestCode(to).catch(() => undefined));
+    const checkWrite = (call: DynamoCall) =>
+      call.operation === 'UpdateItem' && call.pks[0] === `VERIFICATION#${sid}`;
+    return { api, sid, code, checkWrite };
+  }
+  const otherCode = (code: string) => code.replace(/^./, (digit) => String((Number(digit) + 1) % 10));
+
+  // The SDK sends a request again when an attempt's answer is lost: the check's write, applied, must not be
+  // applied again (an attempt spent twice) nor read as an earlier check's (409 for the right code).
+  it.each(['internal', 'throttling'] as const)(
+    'the right code, its write applied and the answer lost (%s), retried by the SDK: 200 VERIFIED, one attempt spent',
+    async (kind) => {
+      const { api, sid, code, checkWrite } = await sentCode();
+      const lost = faults.inject({ where: checkWrite, kind, timing: 'after', layer: 'attempt' });
+      const check = await api.check({ VerificationSid: sid, Code: code });
+      expect(lost.fired).toBe(1);
+      expect(check.status).toBe(200);
+      expect(check.body).toMatchObject({ sid, status: 'VERIFIED', attempts_remaining: 4 });
+      // A second check is an earlier check's double: 409, as the spec says.
+      expect((await api.check({ VerificationSid: sid, Code: code })).status).toBe(409);
+    },
+  );
+
+  it('a wrong code, its write applied and the answer lost, retried by the SDK: 422, one attempt spent', async () => {
+    const { api, sid, code, checkWrite } = await sentCode();
+    const lost = faults.inject({ where: checkWrite, kind: 'internal', timing: 'after', layer: 'attempt' });
+    const check = await api.check({ VerificationSid: sid, Code: otherCode(code) });
+    expect(lost.fired).toBe(1);
+    expect(check.status).toBe(422);
+    expect(check.body).toMatchObject({ status: 'PENDING', attempts_remaining: 4 });
+    expect((await api.fetch(sid)).body.attempts_remaining).toBe(4);
+  });
+});
+
 describe("Step Functions start failures (the ledger, the sweeper's outbox)", () => {
   /** Waits until the carrier carried a message to `to` (the delivery ran). */
   const delivered = (api: ApiClient, sid: string) =>
@@ -429,6 +469,7 @@ describe("Step Functions start failures (the ledger, the sweeper's outbox)", () 
     expect(harness.stack.carrier.messagesTo(second)).toHaveLength(1);
   });
 
+  // A stack of its own to start and stop: on a loaded machine that alone took most of the default 30 s.
   it("on the stack as npm start runs it, the sweeper's own timer delivers a send whose workflow did not start", async () => {
     let timerFlaky!: FlakyWorkflow;
     const timed = await startHarness({
@@ -458,7 +499,7 @@ describe("Step Functions start failures (the ledger, the sweeper's outbox)", () 
     } finally {
       await timed.close();
     }
-  });
+  }, 60_000);
 
   it('a replayed send whose delivery has not started is still delivered by the sweeper', async () => {
     const api = harness.client(await books.open());

@@ -16,6 +16,8 @@ export const VERIFICATION_ATTR = {
   codeHash: 'code_hash',
   /** HMAC of the last guess that spent an attempt. */
   lastGuess: 'last_guess',
+  /** Random id of the check request whose write spent the last attempt. */
+  lastCheck: 'last_check',
   sealedCode: 'sealed_code',
   deliveries: 'deliveries',
   /** Time of the last status-changing write (ISO). */

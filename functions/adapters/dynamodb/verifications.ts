@@ -1,4 +1,5 @@
 /** The verification port on the table: the send's reads and its accepting transaction, checks and expiry. */
+import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
@@ -32,7 +33,7 @@ import { keys, type ItemKey } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
 import { planDraws, readShardBalances, shardOf, type Draw } from './balance-shards';
 import { batchGetAll, isConditionFailure, oldImage, updateIfConditionHolds } from './requests';
-import { NOT_GUESSED, attr, statusWrite } from './status-write';
+import { NOT_GUESSED, VERIFICATION_ATTR, attr, statusWrite } from './status-write';
 
 /** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
 const MAX_TRANSACTION_RESENDS = 2;
@@ -304,20 +305,27 @@ export class DynamoVerificationStore implements VerificationStore {
   }
 
   async spendAttempt(sid: string, serviceSid: string, guessHash: string, now: Date): Promise<CheckWrite> {
-    return this.conditionalVerificationUpdate({
-      Key: keys.verification(sid),
-      // The guess is written, never compared, here: the condition holds no guess, so a refused write has
-      // compared nothing. It changes no status as written, but a right guess or the last wrong one settles the
-      // code (`settledStatus`), and the write cannot know which: every check is a status write, marked as a
-      // possible event; the events function keeps only the changes of the settled status.
-      ...statusWrite({
-        set: { lastGuess: guessHash },
-        decrement: ['attemptsRemaining'],
-        condition: `${attr('serviceSid')} = :service AND ${attr('status')} = :pending AND ${attr('expiresAt')} > :now AND ${attr('attemptsRemaining')} > :zero AND attribute_exists(${attr('codeHash')}) AND ${NOT_GUESSED}`,
-        values: { ':pending': 'PENDING', ':zero': 0, ':service': serviceSid },
-        now,
-      }),
-    });
+    // The SDK sends the write again when an attempt's answer is lost. Applied the first time, it must neither
+    // spend a second attempt nor read as an earlier check (409 for the right code): the write names its check,
+    // the condition refuses it once applied, and the item it finds says it was this check's.
+    const check = randomUUID();
+    return this.conditionalVerificationUpdate(
+      {
+        Key: keys.verification(sid),
+        // The guess is written, never compared, here: the condition holds no guess, so a refused write has
+        // compared nothing. It changes no status as written, but a right guess or the last wrong one settles the
+        // code (`settledStatus`), and the write cannot know which: every check is a status write, marked as a
+        // possible event; the events function keeps only the changes of the settled status.
+        ...statusWrite({
+          set: { lastGuess: guessHash, lastCheck: check },
+          decrement: ['attemptsRemaining'],
+          condition: `${attr('serviceSid')} = :service AND ${attr('status')} = :pending AND ${attr('expiresAt')} > :now AND ${attr('attemptsRemaining')} > :zero AND attribute_exists(${attr('codeHash')}) AND ${NOT_GUESSED} AND (attribute_not_exists(${attr('lastCheck')}) OR ${attr('lastCheck')} <> :check)`,
+          values: { ':pending': 'PENDING', ':zero': 0, ':service': serviceSid, ':check': check },
+          now,
+        }),
+      },
+      (old) => old[VERIFICATION_ATTR.lastCheck] === check,
+    );
   }
 
   async markExpired(sid: string, now: Date): Promise<void> {
@@ -333,8 +341,10 @@ export class DynamoVerificationStore implements VerificationStore {
     });
   }
 
+  /** `applied`: whether the item a refused write found is that write's own, applied by an earlier attempt. */
   private async conditionalVerificationUpdate(
     update: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>,
+    applied: (old: Record<string, unknown>) => boolean,
   ): Promise<CheckWrite> {
     try {
       const { Attributes } = await this.client.send(
@@ -349,6 +359,7 @@ export class DynamoVerificationStore implements VerificationStore {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       const old = oldImage(error);
+      if (old && applied(old)) return { ok: true, verification: verificationFromItem(old) };
       return { ok: false, ...(old && { current: verificationFromItem(old) }) };
     }
   }
