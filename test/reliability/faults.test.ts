@@ -3,6 +3,8 @@
  * reads, Step Functions start failures and provider errors and time-outs. A send answers 5xx or succeeds,
  * never half done; an error is never charged; an accepted send is always delivered.
  */
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { Books, ledgerOf } from '../support/books';
 import {
   DynamoFaults,
@@ -13,6 +15,7 @@ import {
 } from '../support/faults';
 import {
   BY_TEST,
+  dynamoEndpoint,
   eventually,
   startHarness,
   type Account,
@@ -383,6 +386,57 @@ describe('DynamoDB faults on the check path', () => {
     expect(check.status).toBe(422);
     expect(check.body).toMatchObject({ status: 'PENDING', attempts_remaining: 4 });
     expect((await api.fetch(sid)).body.attempts_remaining).toBe(4);
+  });
+});
+
+describe('DynamoDB faults on a top-up', () => {
+  /** The accounts core (console, admin command) on a client with the faults, beside the harness's own. */
+  function faultedAccounts() {
+    const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+    faults.install(client);
+    return dynamoAccounts(client, harness.tableName, { apiKeyTag: harness.masterKey });
+  }
+  const creditLines = async (account: Account) =>
+    (await harness.scanTable()).filter(
+      (item) => item.type === 'credit' && item.pk === `SERVICE#${account.serviceSid}`,
+    );
+
+  it.each([1, 4])(
+    'its transaction applied and every answer lost (%i shards): the top-up stands, the balance answered, one credit line',
+    async (shards) => {
+      const account = await books.open(1);
+      if (shards > 1) await harness.accounts.spreadBalance(BY_TEST, account.serviceSid, String(shards));
+      const accounts = faultedAccounts();
+      // The first send and both re-sends (same token) lose their answers: an error would have the operator top
+      // up again, and the money credited twice.
+      const lost = faults.inject({
+        operation: 'TransactWriteItems',
+        kind: 'internal',
+        timing: 'after',
+        times: 3,
+      });
+      const balance = await accounts.topUp(BY_TEST, account.serviceSid, 5_000);
+      expect(lost.fired).toBe(3);
+      expect(balance).toBe(15_000);
+      expect(await creditLines(account)).toHaveLength(2);
+      // For the afterAll audit: the money went in once.
+      books.paid(account, 5_000);
+    },
+  );
+
+  it('its transaction never applied and every answer lost: an error, no credit line, the balance as it was', async () => {
+    const account = await books.open(1);
+    const accounts = faultedAccounts();
+    const lost = faults.inject({
+      operation: 'TransactWriteItems',
+      kind: 'internal',
+      timing: 'before',
+      times: 3,
+    });
+    await expect(accounts.topUp(BY_TEST, account.serviceSid, 5_000)).rejects.toThrow();
+    expect(lost.fired).toBe(3);
+    expect(await creditLines(account)).toHaveLength(1);
+    expect(await balance(account)).toBe(10_000);
   });
 });
 

@@ -29,6 +29,11 @@ export class Books {
     return balance;
   }
 
+  /** Records money a test put in through an accounts core of its own (one with faults, say). */
+  paid(account: Account, units: number): void {
+    this.paidIn.set(account.serviceSid, (this.paidIn.get(account.serviceSid) ?? 0) + units);
+  }
+
   /** The services this book opened. */
   get serviceSids(): string[] {
     return [...this.paidIn.keys()];

@@ -44,6 +44,8 @@ const SPREAD_ATTEMPTS = 5;
 const TOP_UP_SHARDS = 4;
 /** Transactions of one top-up while sends in progress cancel it. */
 const CREDIT_ATTEMPTS = 6;
+/** Re-sends of a credit's transaction, with its token, when its answer was not clear (as a send's). */
+const CREDIT_RESENDS = 2;
 
 type TransactItem = NonNullable<
   ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
@@ -267,11 +269,12 @@ export class DynamoAccountStore implements AccountStore {
         balanceWrites = spreadEvenly(line.amount, poorest.length).map((units, i) => add(poorest[i]!, units));
       }
       try {
-        await this.transact([
-          ...balanceWrites,
-          this.put(this.creditItem(serviceSid, line)),
-          this.put(auditToItem(audit)),
-        ]);
+        await this.transactSettled(
+          [...balanceWrites, this.put(this.creditItem(serviceSid, line)), this.put(auditToItem(audit))],
+          // Its own token per attempt: another attempt may draw on other shards (DynamoDB refuses a mismatch).
+          `${line.auditId.split('#').pop()}-${attempt}`,
+          keys.credit(serviceSid, line.auditId),
+        );
         break;
       } catch (error) {
         const conflict =
@@ -567,13 +570,40 @@ export class DynamoAccountStore implements AccountStore {
     };
   }
 
+  /**
+   * A credit's transaction, settled when its answer is lost (a time-out, a 500 after it was applied): an error
+   * would have the operator top up again, and the money would be credited twice. Sent again with its token,
+   * which DynamoDB applies once; a resend cancelled, or no answer still, the credit line it writes tells.
+   */
+  private async transactSettled(items: TransactItem[], token: string, written: ItemKey): Promise<void> {
+    for (let resend = 0; ; resend++) {
+      try {
+        await this.client.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
+        return;
+      } catch (error) {
+        const cancelled = error instanceof TransactionCanceledException;
+        if (!cancelled && resend < CREDIT_RESENDS) {
+          await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** resend));
+          continue;
+        }
+        if ((resend > 0 || !cancelled) && (await this.exists(written, true))) return;
+        throw error;
+      }
+    }
+  }
+
   private async transact(items: TransactItem[]): Promise<void> {
     await this.client.send(new TransactWriteCommand({ TransactItems: items }));
   }
 
-  private async exists(key: ItemKey): Promise<boolean> {
+  private async exists(key: ItemKey, consistent = false): Promise<boolean> {
     const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: key, ProjectionExpression: 'pk' }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: key,
+        ProjectionExpression: 'pk',
+        ...(consistent && { ConsistentRead: true }),
+      }),
     );
     return Item !== undefined;
   }
