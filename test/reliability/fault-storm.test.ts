@@ -6,13 +6,19 @@
  * the same numbers, and top-ups.
  */
 import { mulberry32 } from '../../bench/guard/population';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import type { Accounts } from '../../functions/core/accounts/accounts';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { Books, ledgerOf } from '../support/books';
 import { DynamoFaults, type DynamoCall, type FaultRule } from '../support/faults';
-import { BY_TEST, startHarness, type ApiResponse, type Harness } from '../support/harness';
+import { BY_TEST, dynamoEndpoint, startHarness, type ApiResponse, type Harness } from '../support/harness';
 
 const PRICE_US = 500;
 let harness: Harness;
 let books: Books;
+/** The accounts core on a client with the faults, for the top-ups (the harness's own has none). */
+let accounts: Accounts;
+let storming: { destroy(): void };
 const faults = new DynamoFaults();
 
 beforeAll(async () => {
@@ -21,6 +27,10 @@ beforeAll(async () => {
     decorateDynamoClient: faults.install,
   });
   books = new Books(harness);
+  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+  faults.install(client);
+  accounts = dynamoAccounts(client, harness.tableName, { apiKeyTag: harness.masterKey });
+  storming = client;
 });
 afterEach(() => faults.reset());
 afterAll(async () => {
@@ -28,25 +38,26 @@ afterAll(async () => {
   // Every service's shards, charge lines and credit lines add up, in the scan and in the core's own proof.
   expect(await books.audit()).toEqual([]);
   expect(await books.proveBalances()).toEqual([]);
+  storming.destroy();
   await harness.close();
 });
 
 let counter = 0;
 const freshUsNumber = () => `+1415555${String(8000 + ++counter).padStart(4, '0')}`;
 const isBalanceItem = (_pk: string, sk: string) => sk === 'SERVICE' || sk === 'BALANCE';
-/** The top-ups' own writes (their credit line): faults there are the operator's, not the send path's. */
-const isTopUp = (call: DynamoCall) => call.sks.some((sk) => sk.startsWith('CREDIT#'));
 /**
- * The read that settles a send whose answers were lost. When DynamoDB fails it too, the send's outcome cannot be
- * known: it answers 5xx, and only a retry with its key can tell (the keyed sends below).
+ * The reads that settle a send or a top-up whose answers were lost. When DynamoDB fails them too, the outcome
+ * cannot be known: a send answers 5xx, and only a retry with its key can tell (the keyed sends below); a top-up
+ * answers an error.
  */
 const isSettlingRead = (call: DynamoCall) =>
-  call.operation === 'GetItem' && call.pks.every((pk) => pk.startsWith('VERIFICATION#'));
+  call.operation === 'GetItem' &&
+  (call.pks.every((pk) => pk.startsWith('VERIFICATION#')) || call.sks.some((sk) => sk.startsWith('CREDIT#')));
 
 /** Each rule fails a share of the calls it matches, drawn from the seed. */
 function storm(seed: number): void {
   const rand = mulberry32(seed);
-  const share = (p: number) => (call: DynamoCall) => !isTopUp(call) && !isSettlingRead(call) && rand() < p;
+  const share = (p: number) => (call: DynamoCall) => !isSettlingRead(call) && rand() < p;
   const rules: FaultRule[] = [
     { operation: 'TransactWriteItems', kind: 'conflict', conflictOn: isBalanceItem, where: share(0.3) },
     {
@@ -86,7 +97,13 @@ it.each([1, 2, 3, 4, 5, 6, 7, 8])(
     const work: Promise<unknown>[] = [];
     for (let i = 0; i < 3 * worth; i++) {
       if (i % 9 === 8) {
-        work.push(books.topUp(account, PRICE_US));
+        // A top-up that answers an error was not applied (docs/reliability.md, bug 7): the books leave it out.
+        work.push(
+          accounts.topUp(BY_TEST, account.serviceSid, PRICE_US).then(
+            () => books.paid(account, PRICE_US),
+            () => undefined,
+          ),
+        );
         continue;
       }
       const send: (typeof sends)[number] = {

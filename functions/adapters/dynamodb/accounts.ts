@@ -285,7 +285,16 @@ export class DynamoAccountStore implements AccountStore {
       }
     }
     // A transaction returns no values: the balance after, read at once (later sends may already have spent).
-    return (await this.getService(serviceSid))!.balance;
+    // The credit stands now: a failed read must not answer as a failed top-up (the operator would top up
+    // again), so it is tried again before it does.
+    for (let read = 1; ; read++) {
+      try {
+        return (await this.getService(serviceSid))!.balance;
+      } catch (error) {
+        if (read >= CREDIT_RESENDS + 1) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** read));
+      }
+    }
   }
 
   async setBalanceShards(serviceSid: string, shards: number, audit: AuditRecord): Promise<void> {
