@@ -396,6 +396,9 @@ describe('DynamoDB faults on a top-up', () => {
     faults.install(client);
     return dynamoAccounts(client, harness.tableName, { apiKeyTag: harness.masterKey });
   }
+  /** The top-up's transaction and both its re-sends (same token) fail, `after` or `before` they are applied. */
+  const loseEveryAnswer = (timing: FaultTiming) =>
+    faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing, times: 3 });
   const creditLines = async (account: Account) =>
     (await harness.scanTable()).filter(
       (item) => item.type === 'credit' && item.pk === `SERVICE#${account.serviceSid}`,
@@ -407,14 +410,8 @@ describe('DynamoDB faults on a top-up', () => {
       const account = await books.open(1);
       if (shards > 1) await harness.accounts.spreadBalance(BY_TEST, account.serviceSid, String(shards));
       const accounts = faultedAccounts();
-      // The first send and both re-sends (same token) lose their answers: an error would have the operator top
-      // up again, and the money credited twice.
-      const lost = faults.inject({
-        operation: 'TransactWriteItems',
-        kind: 'internal',
-        timing: 'after',
-        times: 3,
-      });
+      // An error would have the operator top up again, and the money credited twice.
+      const lost = loseEveryAnswer('after');
       const balance = await accounts.topUp(BY_TEST, account.serviceSid, 5_000);
       expect(lost.fired).toBe(3);
       expect(balance).toBe(15_000);
@@ -427,12 +424,7 @@ describe('DynamoDB faults on a top-up', () => {
   it('its transaction never applied and every answer lost: an error, no credit line, the balance as it was', async () => {
     const account = await books.open(1);
     const accounts = faultedAccounts();
-    const lost = faults.inject({
-      operation: 'TransactWriteItems',
-      kind: 'internal',
-      timing: 'before',
-      times: 3,
-    });
+    const lost = loseEveryAnswer('before');
     await expect(accounts.topUp(BY_TEST, account.serviceSid, 5_000)).rejects.toThrow();
     expect(lost.fired).toBe(3);
     expect(await creditLines(account)).toHaveLength(1);
@@ -620,6 +612,27 @@ describe('provider errors and time-outs move delivery to the next channel', () =
     const final = await pollEnded(api, sent.body.sid as string);
     await harness.stack.workflow.idle();
     expect(slow.fired).toBe(1);
+    expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+    expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
+  });
+
+  it("a channel's claim applied and its answer lost, re-sent by the SDK: the channel is still sent, once", async () => {
+    const api = harness.client(await books.open());
+    const to = freshUkMobile();
+    harness.stack.carrier.setRule({ prefix: to, channels: { sna: { deliver: 50 } } });
+    // Refused the second time (the channel is claimed), the claim read as another task's: nothing was sent, and
+    // the code went out on the next channel a wait later (or never, on a last channel).
+    const lost = faults.inject({
+      operation: 'UpdateItem',
+      where: (call) => call.update?.includes('= :claim') ?? false,
+      kind: 'internal',
+      timing: 'after',
+      layer: 'attempt',
+    });
+    const sent = await api.send({ To: to });
+    const final = await pollEnded(api, sent.body.sid as string);
+    await harness.stack.workflow.idle();
+    expect(lost.fired).toBe(1);
     expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
     expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
   });

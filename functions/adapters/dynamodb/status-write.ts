@@ -18,6 +18,8 @@ export const VERIFICATION_ATTR = {
   lastGuess: 'last_guess',
   /** Random id of the check request whose write spent the last attempt. */
   lastCheck: 'last_check',
+  /** Random id of the last channel claim's write (a delivery task's). */
+  lastClaim: 'last_claim',
   sealedCode: 'sealed_code',
   deliveries: 'deliveries',
   /** Time of the last status-changing write (ISO). */
