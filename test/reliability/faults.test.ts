@@ -294,6 +294,25 @@ describe('DynamoDB faults on the send path', () => {
     },
   );
 
+  it("a refused send's record applied and its answer lost, re-sent by the SDK: 402, the refusal counted once", async () => {
+    const api = harness.client(await books.open(0));
+    const to = freshUsNumber();
+    // Refused the second time (the number's version moved), the record was read as another send's: the send was
+    // decided again and its refusal counted twice toward the number's limits.
+    const lost = faults.inject({
+      operation: 'UpdateItem',
+      pkPrefix: 'NUMBER#',
+      kind: 'internal',
+      timing: 'after',
+      layer: 'attempt',
+    });
+    const response = await api.send({ To: to });
+    expect(lost.fired).toBe(1);
+    expect(response).toMatchObject({ status: 402, body: { code: 'insufficient_funds' } });
+    const number = (await harness.scanTable()).find((item) => item.pk === `NUMBER#${to}`)!;
+    expect(number.sends).toHaveLength(1);
+  });
+
   it.each(cases.filter(([, , kind]) => kind !== 'provisioned'))(
     'one failed attempt of %s (%s it is applied, %s) is retried by the SDK: 201, one charge, one send counted',
     async (_, timing, kind, index) => {

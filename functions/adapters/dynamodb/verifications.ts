@@ -35,6 +35,8 @@ import { planDraws, readShardBalances, shardOf, type Draw } from './balance-shar
 import { batchGetAll, isConditionFailure, oldImage, updateIfConditionHolds } from './requests';
 import { NOT_GUESSED, VERIFICATION_ATTR, attr, statusWrite } from './status-write';
 
+/** The number log's attribute naming the refusal that wrote it last (`recordRefusedSend`). */
+const NUMBER_LAST_WRITE = 'last_write';
 /** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
 const MAX_TRANSACTION_RESENDS = 2;
 /** Transactions paying from several shards, one after another, while other sends keep changing the shards. */
@@ -273,16 +275,31 @@ export class DynamoVerificationStore implements VerificationStore {
 
   async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
     const update = this.numberLogUpdate(input.number, input.numberSends, input.now);
-    if (!input.guard) return updateIfConditionHolds(this.client, this.tableName, update);
+    // The SDK re-sends a write whose answer was lost: applied the first time, it is refused the second (the version
+    // moved), and read as another send's the refusal would be decided and counted again. The write names itself.
+    const write = randomUUID();
     // The guard's refusal goes in the same write: the table's stream carries it to the guard's consumer.
-    return updateIfConditionHolds(this.client, this.tableName, {
-      ...update,
-      UpdateExpression: `${update.UpdateExpression}, guard = :guard`,
-      ExpressionAttributeValues: {
-        ...update.ExpressionAttributeValues,
-        ':guard': guardDecisionToItem(input.guard),
-      },
-    });
+    const guard = input.guard && guardDecisionToItem(input.guard);
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          ...update,
+          TableName: this.tableName,
+          UpdateExpression: `${update.UpdateExpression}, #lastWrite = :write${guard ? ', guard = :guard' : ''}`,
+          ExpressionAttributeNames: { ...update.ExpressionAttributeNames, '#lastWrite': NUMBER_LAST_WRITE },
+          ExpressionAttributeValues: {
+            ...update.ExpressionAttributeValues,
+            ':write': write,
+            ...(guard && { ':guard': guard }),
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return oldImage(error)?.[NUMBER_LAST_WRITE] === write;
+    }
   }
 
   /** Replaces the number's send log if nobody changed it since it was read (optimistic version check). */
