@@ -35,7 +35,7 @@ import {
 } from './items';
 import { readShardBalances, spreadEvenly } from './balance-shards';
 import { SERVICE_CHILD_PREFIX, keys, type ItemKey } from './keys';
-import { queryAll } from './requests';
+import { queryAll, transactSettled } from './requests';
 import { queryServiceChildren } from './service-children';
 
 /** Writes of a new spread, while sends keep changing the shards it read. */
@@ -44,8 +44,8 @@ const SPREAD_ATTEMPTS = 5;
 const TOP_UP_SHARDS = 4;
 /** Transactions of one top-up while sends in progress cancel it. */
 const CREDIT_ATTEMPTS = 6;
-/** Re-sends of a credit's transaction, with its token, when its answer was not clear (as a send's). */
-const CREDIT_RESENDS = 2;
+/** Reads of the balance after a credit that stands, before a failed one answers an error. */
+const BALANCE_READS = 3;
 
 type TransactItem = NonNullable<
   ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
@@ -269,11 +269,20 @@ export class DynamoAccountStore implements AccountStore {
         balanceWrites = spreadEvenly(line.amount, poorest.length).map((units, i) => add(poorest[i]!, units));
       }
       try {
-        await this.transactSettled(
-          [...balanceWrites, this.put(this.creditItem(serviceSid, line)), this.put(auditToItem(audit))],
-          // Its own token per attempt: another attempt may draw on other shards (DynamoDB refuses a mismatch).
-          `${line.auditId.split('#').pop()}-${attempt}`,
-          keys.credit(serviceSid, line.auditId),
+        // A credit whose answer was lost stands or not before this answers: an error would have the operator top
+        // up again, and the money be credited twice. Its credit line tells.
+        await transactSettled(
+          this.client,
+          {
+            TransactItems: [
+              ...balanceWrites,
+              this.put(this.creditItem(serviceSid, line)),
+              this.put(auditToItem(audit)),
+            ],
+            // Its own token per attempt: another attempt may draw on other shards (DynamoDB refuses a mismatch).
+            ClientRequestToken: `${line.auditId.split('#').pop()}-${attempt}`,
+          },
+          () => this.exists(keys.credit(serviceSid, line.auditId), true),
         );
         break;
       } catch (error) {
@@ -291,7 +300,7 @@ export class DynamoAccountStore implements AccountStore {
       try {
         return (await this.getService(serviceSid))!.balance;
       } catch (error) {
-        if (read >= CREDIT_RESENDS + 1) throw error;
+        if (read >= BALANCE_READS) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** read));
       }
     }
@@ -577,28 +586,6 @@ export class DynamoAccountStore implements AccountStore {
         ConditionExpression: 'attribute_exists(pk)',
       },
     };
-  }
-
-  /**
-   * A credit's transaction, settled when its answer is lost (a time-out, a 500 after it was applied): an error
-   * would have the operator top up again, and the money would be credited twice. Sent again with its token,
-   * which DynamoDB applies once; a resend cancelled, or no answer still, the credit line it writes tells.
-   */
-  private async transactSettled(items: TransactItem[], token: string, written: ItemKey): Promise<void> {
-    for (let resend = 0; ; resend++) {
-      try {
-        await this.client.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
-        return;
-      } catch (error) {
-        const cancelled = error instanceof TransactionCanceledException;
-        if (!cancelled && resend < CREDIT_RESENDS) {
-          await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** resend));
-          continue;
-        }
-        if ((resend > 0 || !cancelled) && (await this.exists(written, true))) return;
-        throw error;
-      }
-    }
   }
 
   private async transact(items: TransactItem[]): Promise<void> {

@@ -1,5 +1,4 @@
 /** The delivery port on the table: channel claims and outcomes, the delivery's end, receipts, rejections. */
-import { randomUUID } from 'node:crypto';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryAttempt, Verification } from '../../core/model';
 import type { AnsweredAttempts, DeliveryStore } from '../../core/ports';
@@ -7,7 +6,7 @@ import type { Channel } from '../../core/routing';
 import { RECEIPT_FAILED_ATTRIBUTE } from '../../core/delivery-time';
 import { numberTtl, rejectedAttribute } from './items';
 import { keys } from './keys';
-import { isConditionFailure, oldImage, updateIfConditionHolds } from './requests';
+import { markedUpdate, updateIfConditionHolds } from './requests';
 import {
   VERIFICATION_ATTR,
   attr,
@@ -38,43 +37,36 @@ export class DynamoDeliveryStore implements DeliveryStore {
     answered: AnsweredAttempts = {},
     channel?: Channel | null,
   ): Promise<boolean> {
-    // The SDK re-sends a write whose answer was lost: applied the first time, the claim is refused the second, and
-    // read as another task's the channel would never be sent. The write names its claim, and the item it finds
-    // tells whose the claim is.
-    const claimId = randomUUID();
-    const sets = ['#deliveries.#index = :claim', '#lastClaim = :claimId'];
-    const values: Record<string, unknown> = { ':claim': claim, ':pending': 'PENDING', ':claimId': claimId };
+    const sets = ['#deliveries.#index = :claim'];
+    const values: Record<string, unknown> = { ':claim': claim, ':pending': 'PENDING' };
     if (channel !== undefined) {
       sets.push('#channel = :channel');
       values[':channel'] = channel;
     }
     // The channels before it that the workflow carried an answer for are recorded by the same write.
     const answeredNames = deliveriesEntries(answered, sets, values);
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.verification(sid),
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          // Only while delivery runs: a claim after the end would make an ended delivery look unsettled.
-          ConditionExpression:
-            'attribute_exists(pk) AND attribute_not_exists(#deliveries.#index) AND delivery_status = :pending',
-          ExpressionAttributeNames: {
-            '#deliveries': VERIFICATION_ATTR.deliveries,
-            '#index': String(index),
-            '#lastClaim': VERIFICATION_ATTR.lastClaim,
-            ...(channel !== undefined && { '#channel': VERIFICATION_ATTR.channel }),
-            ...answeredNames,
-          },
-          ExpressionAttributeValues: values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      return oldImage(error)?.[VERIFICATION_ATTR.lastClaim] === claimId;
-    }
+    // Marked: a claim the SDK re-sent after a lost answer, refused as the channel is claimed, is still this task's
+    // (read as another's, the channel would never be sent).
+    const { applied } = await markedUpdate(
+      this.client,
+      this.tableName,
+      {
+        Key: keys.verification(sid),
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        // Only while delivery runs: a claim after the end would make an ended delivery look unsettled.
+        ConditionExpression:
+          'attribute_exists(pk) AND attribute_not_exists(#deliveries.#index) AND delivery_status = :pending',
+        ExpressionAttributeNames: {
+          '#deliveries': VERIFICATION_ATTR.deliveries,
+          '#index': String(index),
+          ...(channel !== undefined && { '#channel': VERIFICATION_ATTR.channel }),
+          ...answeredNames,
+        },
+        ExpressionAttributeValues: values,
+      },
+      VERIFICATION_ATTR.lastClaim,
+    );
+    return applied;
   }
 
   async markReceiptFailed(sid: string, index: number): Promise<boolean> {

@@ -1,15 +1,19 @@
 /**
  * Request shapes the DynamoDB adapters share: a refused condition told apart from other errors (with the item's
- * old image), a Query read to its last page, a BatchGetItem read to its last key, and conditional updates.
+ * old image), a Query read to its last page, a BatchGetItem read to its last key, conditional updates, and
+ * writes that stand or not whatever answers are lost on the way.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { randomUUID } from 'node:crypto';
+import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   BatchGetCommand,
   QueryCommand,
+  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
+  type TransactWriteCommandInput,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { ItemKey } from './keys';
@@ -79,6 +83,81 @@ export async function updateIfConditionHolds(
   } catch (error) {
     if (isConditionFailure(error)) return false;
     throw error;
+  }
+}
+
+/**
+ * A conditional UpdateItem that tells its own write from another's. The SDK sends a request again when an
+ * attempt's answer is lost: applied the first time, the write is refused the second (the item moved on), and a
+ * refused write reads as someone else's (a channel claimed by another task, a refusal or a check to decide
+ * again). The write records a random id in the attribute `mark`, its condition refuses that id once written (a
+ * write whose own condition would hold again is not applied twice), and a refused write that finds its id stands.
+ * `item`: the item after an applied write (`ReturnValues: 'ALL_NEW'`), or as a refused one found it.
+ */
+export async function markedUpdate(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  update: Omit<UpdateCommandInput, 'TableName'>,
+  mark: string,
+): Promise<{ applied: boolean; item?: Record<string, unknown> }> {
+  const expression = update.UpdateExpression ?? '';
+  if (!expression.startsWith('SET ') || !update.ConditionExpression)
+    throw new Error(`a marked update has a condition and starts with SET: ${expression}`);
+  const id = randomUUID();
+  try {
+    const { Attributes } = await client.send(
+      new UpdateCommand({
+        ...update,
+        TableName: tableName,
+        UpdateExpression: `SET #writeMark = :writeMark, ${expression.slice('SET '.length)}`,
+        ConditionExpression: `(${update.ConditionExpression}) AND (attribute_not_exists(#writeMark) OR #writeMark <> :writeMark)`,
+        ExpressionAttributeNames: { ...update.ExpressionAttributeNames, '#writeMark': mark },
+        ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ':writeMark': id },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { applied: true, ...(Attributes && { item: Attributes }) };
+  } catch (error) {
+    if (!isConditionFailure(error)) throw error;
+    const old = oldImage(error);
+    return { applied: old?.[mark] === id, ...(old && { item: old }) };
+  }
+}
+
+/** Re-sends of a transaction, with its token, when its answer was not clear (`transactSettled`). */
+const TRANSACTION_RESENDS = 2;
+
+/**
+ * A transaction whose answer may be lost (a time-out, an InternalServerError or throttling after the SDK's
+ * retries, TransactionInProgress: the first is still being applied), where answering an error for a write that
+ * stands would have the caller do it twice (a charge, a credit). Sent again with its `ClientRequestToken`, which
+ * DynamoDB applies once; a resend cancelled, or no answer still, says nothing of the first send: `stands` (a
+ * consistent read of an item only this transaction writes) tells. Throws the cancellation of a transaction that
+ * did not apply (its reasons are the caller's to read), or the last error when nothing can tell.
+ */
+export async function transactSettled(
+  client: DynamoDBDocumentClient,
+  transaction: TransactWriteCommandInput & { ClientRequestToken: string },
+  stands: () => Promise<boolean>,
+): Promise<void> {
+  let unclear = false;
+  for (let resend = 0; ; resend++) {
+    try {
+      await client.send(new TransactWriteCommand(transaction));
+      return;
+    } catch (error) {
+      if (error instanceof TransactionCanceledException) {
+        if (unclear && (await stands())) return;
+        throw error;
+      }
+      unclear = true;
+      if (resend < TRANSACTION_RESENDS) {
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** resend));
+        continue;
+      }
+      if (await stands()) return;
+      throw error;
+    }
   }
 }
 

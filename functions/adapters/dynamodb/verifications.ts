@@ -1,9 +1,7 @@
 /** The verification port on the table: the send's reads and its accepting transaction, checks and expiry. */
-import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
-  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
   type TransactWriteCommandInput,
@@ -32,13 +30,11 @@ import {
 import { keys, type ItemKey } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
 import { planDraws, readShardBalances, shardOf, type Draw } from './balance-shards';
-import { batchGetAll, isConditionFailure, oldImage, updateIfConditionHolds } from './requests';
+import { batchGetAll, markedUpdate, transactSettled, updateIfConditionHolds } from './requests';
 import { NOT_GUESSED, VERIFICATION_ATTR, attr, statusWrite } from './status-write';
 
 /** The number log's attribute naming the refusal that wrote it last (`recordRefusedSend`). */
 const NUMBER_LAST_WRITE = 'last_write';
-/** Re-sends of the accepting transaction, with its token, when its answer was not clear. */
-const MAX_TRANSACTION_RESENDS = 2;
 /** Transactions paying from several shards, one after another, while other sends keep changing the shards. */
 const MAX_SHARD_DRAWS = 3;
 
@@ -220,46 +216,21 @@ export class DynamoVerificationStore implements VerificationStore {
         },
       });
     }
-    // DynamoDB applies a transaction repeated with the same token once (within 10 minutes); the SDK's retries
-    // reuse it.
-    const transaction = () =>
-      new TransactWriteCommand({
-        TransactItems: items.map(({ item }) => item),
-        ClientRequestToken: token,
-      });
-    // Set once an answer was unclear: from then on the transaction may stand whatever a resend answers.
-    let unclear = false;
+    // The charge may stand behind a lost answer, and answering 5xx would then charge a send the caller was told
+    // failed (billing rule 2): settled by the same transaction sent again, and the verification, which exists
+    // exactly when the charge stands.
     try {
-      for (let resend = 0; ; resend++) {
-        try {
-          await this.client.send(transaction());
-          return { ok: true };
-        } catch (error) {
-          if (error instanceof TransactionCanceledException) throw error;
-          unclear = true;
-          // No clear answer (a time-out, InternalServerError, throttling after the SDK's retries, or
-          // TransactionInProgressException: the first send is still being applied). The charge may stand, and
-          // answering 5xx would then charge a send the caller was told failed (billing rule 2). Settle it by
-          // sending the same transaction again: applied before, it succeeds without applying it twice; not
-          // applied, it is applied now or cancelled for the reasons read below.
-          if (resend < MAX_TRANSACTION_RESENDS) {
-            await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** resend));
-            continue;
-          }
-          // Still no answer: the verification exists exactly when the charge stands (same transaction).
-          if (await this.getVerification(verification.sid)) return { ok: true };
-          throw error;
-        }
-      }
+      await transactSettled(
+        this.client,
+        { TransactItems: items.map(({ item }) => item), ClientRequestToken: token },
+        async () => (await this.getVerification(verification.sid)) !== undefined,
+      );
+      return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
       const failed = (role: string, code = 'ConditionalCheckFailed') =>
         items.some((entry, i) => entry.role === role && reasons[i]?.Code === code);
-      // A resend cancelled (a conflict on an item, a condition another send changed since) says nothing of the
-      // send whose answer was lost: if that one was applied, the charge stands, and deciding again with a new
-      // SID would charge twice (or answer 402 for a charged send). Its verification tells.
-      if (unclear && (await this.getVerification(verification.sid))) return { ok: true };
       if (failed('idempotency')) return { ok: false, reason: 'idempotency_key_taken' };
       if (failed('number')) return { ok: false, reason: 'conflict' };
       if (failed('balance')) return { ok: false, reason: 'insufficient_funds' };
@@ -275,31 +246,23 @@ export class DynamoVerificationStore implements VerificationStore {
 
   async recordRefusedSend(input: RecordRefusal): Promise<boolean> {
     const update = this.numberLogUpdate(input.number, input.numberSends, input.now);
-    // The SDK re-sends a write whose answer was lost: applied the first time, it is refused the second (the version
-    // moved), and read as another send's the refusal would be decided and counted again. The write names itself.
-    const write = randomUUID();
     // The guard's refusal goes in the same write: the table's stream carries it to the guard's consumer.
     const guard = input.guard && guardDecisionToItem(input.guard);
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          ...update,
-          TableName: this.tableName,
-          UpdateExpression: `${update.UpdateExpression}, #lastWrite = :write${guard ? ', guard = :guard' : ''}`,
-          ExpressionAttributeNames: { ...update.ExpressionAttributeNames, '#lastWrite': NUMBER_LAST_WRITE },
-          ExpressionAttributeValues: {
-            ...update.ExpressionAttributeValues,
-            ':write': write,
-            ...(guard && { ':guard': guard }),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    // Marked: a record the SDK re-sent after a lost answer, refused as the version moved, still stands (read as
+    // another send's, the send would be decided again and its refusal counted twice).
+    const { applied } = await markedUpdate(
+      this.client,
+      this.tableName,
+      {
+        ...update,
+        ...(guard && {
+          UpdateExpression: `${update.UpdateExpression}, guard = :guard`,
+          ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ':guard': guard },
         }),
-      );
-      return true;
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      return oldImage(error)?.[NUMBER_LAST_WRITE] === write;
-    }
+      },
+      NUMBER_LAST_WRITE,
+    );
+    return applied;
   }
 
   /** Replaces the number's send log if nobody changed it since it was read (optimistic version check). */
@@ -322,10 +285,8 @@ export class DynamoVerificationStore implements VerificationStore {
   }
 
   async spendAttempt(sid: string, serviceSid: string, guessHash: string, now: Date): Promise<CheckWrite> {
-    // The SDK sends the write again when an attempt's answer is lost. Applied the first time, it must neither
-    // spend a second attempt nor read as an earlier check (409 for the right code): the write names its check,
-    // the condition refuses it once applied, and the item it finds says it was this check's.
-    const check = randomUUID();
+    // Marked: a check the SDK re-sent after a lost answer neither spends a second attempt nor reads as an earlier
+    // check (409 for the right code).
     return this.conditionalVerificationUpdate(
       {
         Key: keys.verification(sid),
@@ -334,14 +295,14 @@ export class DynamoVerificationStore implements VerificationStore {
         // code (`settledStatus`), and the write cannot know which: every check is a status write, marked as a
         // possible event; the events function keeps only the changes of the settled status.
         ...statusWrite({
-          set: { lastGuess: guessHash, lastCheck: check },
+          set: { lastGuess: guessHash },
           decrement: ['attemptsRemaining'],
-          condition: `${attr('serviceSid')} = :service AND ${attr('status')} = :pending AND ${attr('expiresAt')} > :now AND ${attr('attemptsRemaining')} > :zero AND attribute_exists(${attr('codeHash')}) AND ${NOT_GUESSED} AND (attribute_not_exists(${attr('lastCheck')}) OR ${attr('lastCheck')} <> :check)`,
-          values: { ':pending': 'PENDING', ':zero': 0, ':service': serviceSid, ':check': check },
+          condition: `${attr('serviceSid')} = :service AND ${attr('status')} = :pending AND ${attr('expiresAt')} > :now AND ${attr('attemptsRemaining')} > :zero AND attribute_exists(${attr('codeHash')}) AND ${NOT_GUESSED}`,
+          values: { ':pending': 'PENDING', ':zero': 0, ':service': serviceSid },
           now,
         }),
       },
-      (old) => old[VERIFICATION_ATTR.lastCheck] === check,
+      VERIFICATION_ATTR.lastCheck,
     );
   }
 
@@ -358,26 +319,18 @@ export class DynamoVerificationStore implements VerificationStore {
     });
   }
 
-  /** `applied`: whether the item a refused write found is that write's own, applied by an earlier attempt. */
+  /** `mark`: the attribute the write records its id in (`markedUpdate`). */
   private async conditionalVerificationUpdate(
     update: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>,
-    applied: (old: Record<string, unknown>) => boolean,
+    mark: string,
   ): Promise<CheckWrite> {
-    try {
-      const { Attributes } = await this.client.send(
-        new UpdateCommand({
-          ...update,
-          TableName: this.tableName,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { ok: true, verification: verificationFromItem(Attributes!) };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      const old = oldImage(error);
-      if (old && applied(old)) return { ok: true, verification: verificationFromItem(old) };
-      return { ok: false, ...(old && { current: verificationFromItem(old) }) };
-    }
+    const { applied, item } = await markedUpdate(
+      this.client,
+      this.tableName,
+      { ...update, ReturnValues: 'ALL_NEW' },
+      mark,
+    );
+    if (applied) return { ok: true, verification: verificationFromItem(item!) };
+    return { ok: false, ...(item && { current: verificationFromItem(item) }) };
   }
 }
