@@ -28,7 +28,8 @@ afterAll(() => {
 });
 
 /** A fresh table with a poller on it; `batches`: the size of each batch handed over, in order. */
-async function polled(options: { intervalMs: number; batching?: boolean }) {
+async function polled(options: { intervalMs: number; batching?: boolean; handlerMs?: number }) {
+  const { handlerMs = 0, ...pollerOptions } = options;
   const tableName = `otp-poller-${randomBytes(6).toString('hex')}`;
   await createTable(raw, tableName);
   const batches: number[] = [];
@@ -36,10 +37,10 @@ async function polled(options: { intervalMs: number; batching?: boolean }) {
     endpoint: dynamoEndpoint(),
     tableName,
     logger,
-    ...options,
-    handle: (event) => {
+    ...pollerOptions,
+    handle: async (event) => {
       batches.push(event.Records.length);
-      return Promise.resolve();
+      await sleep(handlerMs);
     },
   });
   await poller.start();
@@ -52,20 +53,23 @@ async function polled(options: { intervalMs: number; batching?: boolean }) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const total = (batches: number[]) => batches.reduce((sum, size) => sum + size, 0);
 
-test('batching: a trickle of records is gathered for the interval, not handed over read by read', async () => {
+test('batching: a stream of records is gathered for the interval, not handed over read by read', async () => {
   const intervalMs = 400;
-  const { batches, put } = await polled({ intervalMs, batching: true });
+  // A handler that takes 30 ms (a function's work) while a write lands every 10 ms or so: a poller that read
+  // again at once after records would find more each time and hand over a small batch per read (dozens); one that
+  // gathers hands over one batch per interval (fewer than 100 records each, so no full page reads on).
+  const { batches, put } = await polled({ intervalMs, batching: true, handlerMs: 30 });
   const started = Date.now();
-  for (let i = 0; i < 20; i++) {
-    await put(i);
-    await sleep(40);
+  let written = 0;
+  while (Date.now() - started < 1_500) {
+    await put(written++);
+    await sleep(8);
   }
-  // About a second of writes, longer on a loaded machine: the bound follows what they took.
+  // The bound follows what the writes took, longer on a loaded machine.
   const writing = Date.now() - started;
-  await eventually(() => Promise.resolve(total(batches) === 20 ? true : undefined), 10_000);
-  // Gathered for 400 ms at a time: one batch per interval the writes spanned, and the last one's. A poller that
-  // never paused would hand over about one batch per write.
+  await eventually(() => Promise.resolve(total(batches) === written ? true : undefined), 10_000);
   expect(batches.length).toBeLessThanOrEqual(Math.ceil(writing / intervalMs) + 2);
+  expect(Math.max(...batches)).toBeLessThan(100);
 });
 
 test('batching: a backlog is read on at once, page after page, not one page per interval', async () => {
