@@ -177,7 +177,8 @@ const schemas = {
     balance: z.optional(usd),
     channels: z.optional(channelList),
   }),
-  topUp: z.object({ amount: usd }),
+  // `key`: the page's key for this top-up, the same on a retry after an error (credited once).
+  topUp: z.object({ amount: usd, key: z.optional(z.string().check(z.maxLength(191))) }),
   channels: z.object({ channels: channelList }),
   // The formats (length, {code}, SMS parts, locale) are the accounts core's.
   template: z.object({
@@ -532,9 +533,9 @@ const API_ROUTES: ApiRoute[] = [
     'POST',
     '/services/:sid/topup',
     async (deps, { params, body, change }) => {
-      const { amount } = parse(schemas.topUp, body);
+      const { amount, key } = parse(schemas.topUp, body);
       valid(parseTopUp(amount));
-      return json(200, { balance: formatUnits(await deps.accounts.topUp(change, params.sid!, amount)) });
+      return json(200, { balance: formatUnits(await deps.accounts.topUp(change, params.sid!, amount, key)) });
     },
     { operatorOnly: true },
   ),

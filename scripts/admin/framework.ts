@@ -37,6 +37,7 @@ const OPTIONS = {
   'daily-spend': { type: 'string' },
   stack: { type: 'string' },
   to: { type: 'string', multiple: true },
+  key: { type: 'string' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;

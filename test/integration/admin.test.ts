@@ -218,6 +218,13 @@ describe('balance and charges', () => {
     });
     const run = await admin(['balance', 'show', created.serviceSid]);
     expect(run.stdout).toBe('Balance of Acme: 35.0050 USD');
+    // With --key, running it again (after an error, say) credits nothing more.
+    for (let i = 0; i < 2; i++)
+      expect(
+        await adminJson(['balance', 'topup', created.serviceSid, '5', '--key', 'invoice-2041']),
+      ).toMatchObject({
+        balance: '40.0050',
+      });
   });
 
   it('a top-up lets a refused send through', async () => {

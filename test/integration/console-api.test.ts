@@ -218,6 +218,14 @@ describe('membership', () => {
     const topped = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, { amount: '0.0001' });
     expect(topped.body).toEqual({ balance: ((before + 1) / 10_000).toFixed(4) });
     expect((await harness.accounts.getService(b.serviceSid))!.balance).toBe(before + 1);
+    // The page's key: a retry of a top-up (its answer lost) credits once; the key of another amount is refused.
+    const keyed = { amount: '2', key: 'f3a1c0de9b8e4d2a' };
+    expect((await call(operator, 'POST', `/services/${b.serviceSid}/topup`, keyed)).status).toBe(200);
+    const again = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, keyed);
+    expect(again.body).toEqual({ balance: ((before + 20_001) / 10_000).toFixed(4) });
+    const other = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, { ...keyed, amount: '3' });
+    expect([other.status, other.body.code]).toEqual([400, 'invalid_parameter']);
+    expect((await harness.accounts.getService(b.serviceSid))!.balance).toBe(before + 20_001);
     expect((await call(operator, 'GET', `/services/VA0123456789abcdef0123456789abcdef`)).status).toBe(404);
     // Bob (no operator) still sees only B.
     expect(((await call(bob, 'GET', '/me')).body.services as { sid: string }[]).map((s) => s.sid)).toEqual([

@@ -440,6 +440,32 @@ describe('DynamoDB faults on a top-up', () => {
     },
   );
 
+  it("applied, then DynamoDB answers nothing (the settling read neither): an error; the operator's retry with its key credits nothing more", async () => {
+    const account = await books.open(1);
+    const accounts = faultedAccounts();
+    const lost = loseEveryAnswer('after');
+    // The read that would settle it (the credit line's) fails as well: nothing can tell the top-up stands.
+    const unread = faults.inject({
+      operation: 'GetItem',
+      where: (call) => call.sks.some((sk) => sk.startsWith('CREDIT#')),
+      kind: 'internal',
+    });
+    await expect(accounts.topUp(BY_TEST, account.serviceSid, 5_000, 'invoice-2041')).rejects.toThrow();
+    expect([lost.fired, unread.fired]).toEqual([3, 1]);
+    // It was credited: the retry (same key, same amount) answers the balance and credits nothing.
+    expect(await accounts.topUp(BY_TEST, account.serviceSid, 5_000, 'invoice-2041')).toBe(15_000);
+    expect(await creditLines(account)).toHaveLength(2);
+    expect(await balance(account)).toBe(15_000);
+    books.paid(account, 5_000);
+    // The key of another amount is refused, and credits nothing; a new key is a new top-up.
+    await expect(accounts.topUp(BY_TEST, account.serviceSid, 7_000, 'invoice-2041')).rejects.toMatchObject({
+      code: 'invalid_parameter',
+    });
+    expect(await accounts.topUp(BY_TEST, account.serviceSid, 7_000, 'invoice-2042')).toBe(22_000);
+    books.paid(account, 7_000);
+    expect(await creditLines(account)).toHaveLength(3);
+  });
+
   it('its transaction never applied and every answer lost: an error, no credit line, the balance as it was', async () => {
     const account = await books.open(1);
     const accounts = faultedAccounts();

@@ -35,6 +35,7 @@ const tableKeys: Record<string, () => ItemKey> = {
   shardChargeRange: () => ({ pk: keys.chargeRange('VA1', at, at, 3).pk, sk: '' }),
   sweepCursor: () => keys.sweepCursor(),
   credit: () => keys.credit('VA1', '2026-01-02T03:04:05.678Z#ab'),
+  topUpKey: () => keys.topUpKey('VA1', 'retry-1'),
   audit: () => keys.audit('VA1', '2026-01-02T03:04:05.678Z#ab'),
   operatorsAudit: () => keys.audit(OPERATORS_AUDIT_SCOPE, '2026-01-02T03:04:05.678Z#ab'),
   operator: () => keys.operator('user-1'),

@@ -14,6 +14,10 @@ export async function operatorPage(): Promise<void> {
       inputmode: 'decimal',
       placeholder: 'USD',
     }) as HTMLInputElement;
+    // One key per top-up meant: kept when it fails (a retry of a top-up whose answer was lost credits nothing more),
+    // new when the amount changes or it succeeds.
+    let key = newTopUpKey();
+    amount.addEventListener('input', () => (key = newTopUpKey()));
     const balanceCell = h('span', {}, '…');
     void api('GET', `/services/${s.sid}`).then(
       (x) => (balanceCell.textContent = `${String(x.balance)} USD`),
@@ -30,9 +34,13 @@ export async function operatorPage(): Promise<void> {
         action(
           'Top up',
           async () => {
-            const result = await api('POST', `/services/${s.sid}/topup`, { amount: amount.value.trim() });
+            const result = await api('POST', `/services/${s.sid}/topup`, {
+              amount: amount.value.trim(),
+              key,
+            });
             balanceCell.textContent = `${String(result.balance)} USD`;
             amount.value = '';
+            key = newTopUpKey();
           },
           'secondary',
         ),
@@ -74,5 +82,12 @@ export async function operatorPage(): Promise<void> {
       { class: 'muted' },
       'To give a customer a service: create their user in the user pool and add them as a member (docs/console.md).',
     ),
+  );
+}
+
+/** 128 random bits in hex (getRandomValues: also where the page is not a secure context). */
+function newTopUpKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join(
+    '',
   );
 }

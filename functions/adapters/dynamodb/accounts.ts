@@ -23,6 +23,7 @@ import type {
   Membership,
   ServiceSettingsChange,
 } from '../../core/accounts/ports';
+import { TOP_UP_KEY_HOURS, TopUpKeyUsed } from '../../core/accounts/ports';
 import type { Service, Template } from '../../core/model';
 import {
   apiKeyFromItem,
@@ -268,6 +269,7 @@ export class DynamoAccountStore implements AccountStore {
           .map(({ shard }) => shard);
         balanceWrites = spreadEvenly(line.amount, poorest.length).map((units, i) => add(poorest[i]!, units));
       }
+      const keyWrite = line.topUpKey === undefined ? [] : [this.topUpKeyPut(serviceSid, line)];
       try {
         // A credit whose answer was lost stands or not before this answers: an error would have the operator top
         // up again, and the money be credited twice. Its credit line tells.
@@ -276,6 +278,7 @@ export class DynamoAccountStore implements AccountStore {
           {
             TransactItems: [
               ...balanceWrites,
+              ...keyWrite,
               this.put(this.creditItem(serviceSid, line)),
               this.put(auditToItem(audit)),
             ],
@@ -286,9 +289,12 @@ export class DynamoAccountStore implements AccountStore {
         );
         break;
       } catch (error) {
-        const conflict =
-          error instanceof TransactionCanceledException &&
-          (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict');
+        const reasons =
+          error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
+        // The key's own write refused: an earlier top-up with it stands (this one made nothing).
+        if (keyWrite.length > 0 && reasons[balanceWrites.length]?.Code === 'ConditionalCheckFailed')
+          throw new TopUpKeyUsed(await this.topUpKeyAmount(serviceSid, line.topUpKey!));
+        const conflict = reasons.some((reason) => reason.Code === 'TransactionConflict');
         if (!conflict || attempt + 1 >= CREDIT_ATTEMPTS) throw error;
         await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
       }
@@ -557,6 +563,37 @@ export class DynamoAccountStore implements AccountStore {
       reason: line.reason,
       audit_id: line.auditId,
     };
+  }
+
+  /** A top-up's key, kept `TOP_UP_KEY_HOURS` (an expired one TTL has not removed yet counts as gone). */
+  private topUpKeyPut(serviceSid: string, line: CreditLine): TransactItem {
+    const now = Math.floor(Date.parse(line.at) / 1000);
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          ...keys.topUpKey(serviceSid, line.topUpKey!),
+          type: 'topup_key',
+          amount: line.amount,
+          audit_id: line.auditId,
+          ttl: now + TOP_UP_KEY_HOURS * 3600,
+        },
+        ConditionExpression: 'attribute_not_exists(pk) OR #ttl <= :now',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':now': now },
+      },
+    };
+  }
+
+  private async topUpKeyAmount(serviceSid: string, key: string): Promise<number> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.topUpKey(serviceSid, key),
+        ConsistentRead: true,
+      }),
+    );
+    return Number(Item?.amount ?? 0);
   }
 
   private put(item: Record<string, unknown>, condition?: string): TransactItem {

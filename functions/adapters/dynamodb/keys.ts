@@ -102,6 +102,14 @@ export const keys = {
     sk: `${SERVICE_CHILD_PREFIX.credit}${auditId}`,
   }),
   /**
+   * An operator's key for one top-up, kept 24 hours: the same key again credits nothing (docs/admin.md). Hashed as
+   * the send's Idempotency-Key is.
+   */
+  topUpKey: (serviceSid: string, key: string): ItemKey => ({
+    pk: `${P.service}${serviceSid}`,
+    sk: `${SERVICE_CHILD_PREFIX.topUpKey}${sha256(key)}`,
+  }),
+  /**
    * One change to the account (who, what, before, after), in time order under the service; operator-wide
    * changes (`OPERATORS_AUDIT_SCOPE`) under the directory of operators.
    */
@@ -224,5 +232,6 @@ export const SERVICE_CHILD_PREFIX = {
   webhookEndpoint: 'WEBHOOK#',
   member: 'MEMBER#',
   credit: 'CREDIT#',
+  topUpKey: 'TOPUP#',
   audit: 'AUDIT#',
 } as const;

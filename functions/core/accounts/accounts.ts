@@ -16,6 +16,7 @@ import {
   parseBalanceShards,
   parseTemplateBody,
   parseTopUp,
+  parseTopUpKey,
   templateSize,
   type Parsed,
   type TemplateSize,
@@ -31,7 +32,8 @@ import type {
   Membership,
   NewService,
 } from './ports';
-import { OPERATORS_AUDIT_SCOPE } from './ports';
+import { OPERATORS_AUDIT_SCOPE, TopUpKeyUsed } from './ports';
+import { formatUnits } from '../money';
 
 export interface AccountsDeps {
   store: AccountStore;
@@ -163,19 +165,35 @@ export class Accounts {
     return { keyId, revokedAt: at, alreadyRevoked: false };
   }
 
-  /** Adds to the balance, with a credit line in the ledger; returns the balance after. */
-  async topUp(context: ChangeContext, serviceSid: string, units: number): Promise<number> {
+  /**
+   * Adds to the balance, with a credit line in the ledger; returns the balance after. With a key (the operator's,
+   * docs/admin.md), a retry of a top-up that may have been made (an error, a lost answer) credits nothing: the same
+   * key and amount within 24 hours answer the balance as it is; another amount is refused.
+   */
+  async topUp(context: ChangeContext, serviceSid: string, units: number, key?: string): Promise<number> {
     valid(parseTopUp(units));
+    if (key !== undefined) valid(parseTopUpKey(key));
     const before = await this.service(serviceSid);
-    return this.credit(
-      context,
-      serviceSid,
-      units,
-      'topup',
-      'balance.topup',
-      before.balance,
-      before.balance + units,
-    );
+    try {
+      return await this.credit(
+        context,
+        serviceSid,
+        units,
+        'topup',
+        'balance.topup',
+        before.balance,
+        before.balance + units,
+        key,
+      );
+    } catch (error) {
+      if (!(error instanceof TopUpKeyUsed)) throw error;
+      if (error.amount !== units)
+        throw new OtpError(
+          'invalid_parameter',
+          `This top-up key was used for a top-up of ${formatUnits(error.amount)} USD: use a new key for another amount.`,
+        );
+      return (await this.service(serviceSid)).balance;
+    }
   }
 
   /**
@@ -498,6 +516,7 @@ export class Accounts {
     action: string,
     balanceBefore: number,
     expectedAfter?: number,
+    topUpKey?: string,
   ): Promise<number> {
     const audit = this.audit(
       context,
@@ -511,7 +530,7 @@ export class Accounts {
     );
     return this.deps.store.credit(
       serviceSid,
-      { at: audit.at, amount: units, reason, auditId: audit.id },
+      { at: audit.at, amount: units, reason, auditId: audit.id, ...(topUpKey !== undefined && { topUpKey }) },
       audit,
     );
   }

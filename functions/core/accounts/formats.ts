@@ -134,6 +134,13 @@ export function parseTopUp(units: number): Parsed<number> {
       );
 }
 
+/** An operator's key for one top-up (a UUID, an order number): printable, no spaces, at most 191 characters. */
+export function parseTopUpKey(key: string): Parsed<string> {
+  return /^[\x21-\x7e]{1,191}$/.test(key)
+    ? ok(key)
+    : problem('A top-up key is 1 to 191 printable characters without spaces');
+}
+
 /**
  * The most shards a balance is spread over: a change of the spread rewrites every shard with its audit record in
  * one transaction (at most 100 items).

@@ -66,6 +66,19 @@ export interface CreditLine {
   reason: 'opening' | 'topup' | 'reconcile';
   /** The audit record of the change that made it. */
   auditId: string;
+  /** A top-up's key from its operator: a credit with a key used in the last 24 hours is refused (`TopUpKeyUsed`). */
+  topUpKey?: string;
+}
+
+/** How long a top-up's key is remembered. */
+export const TOP_UP_KEY_HOURS = 24;
+
+/** A top-up's key was used by an earlier credit (of `amount` units) within its 24 hours: this one was not made. */
+export class TopUpKeyUsed extends Error {
+  override readonly name = 'TopUpKeyUsed';
+  constructor(readonly amount: number) {
+    super('This top-up key was used by an earlier top-up.');
+  }
 }
 
 /** A console user's membership of a service (the console reads it on every request). */

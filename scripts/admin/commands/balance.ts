@@ -28,15 +28,26 @@ const balanceShow = command({
 const balanceTopUp = command({
   words: ['balance', 'topup'],
   args: ['<VA>', '<usd>'],
+  options: ['key'],
+  optionsUsage: '[--key KEY]',
   summary: 'Add USD (up to 4 decimals) to the balance',
-  examples: [`balance topup ${VA} 10`, `balance topup ${VA} 0.5`],
-  parse: ([sid, amount]) => ({
+  details: [
+    'With --key (any string of yours, e.g. the payment id), running the command again after an error credits',
+    'nothing more if the first one was credited: the same key and amount within 24 hours answer the balance.',
+  ],
+  examples: [
+    `balance topup ${VA} 10`,
+    `balance topup ${VA} 0.5`,
+    `balance topup ${VA} 250 --key invoice-2041`,
+  ],
+  parse: ([sid, amount], values) => ({
     sid: parse.serviceSid(sid!),
     units: parse.usd(amount!, 'Top-up amount', { allowZero: false }),
+    ...(values.key !== undefined && { key: values.key }),
   }),
-  run: async (context, { sid, units }) => {
+  run: async (context, { sid, units, key }) => {
     await loadService(context, sid);
-    const balance = await context.accounts.topUp(context.change, sid, units);
+    const balance = await context.accounts.topUp(context.change, sid, units, key);
     return {
       json: { serviceSid: sid, added: formatUnits(units), balance: formatUnits(balance), currency: 'USD' },
       text: `Added ${usd(units)}. Balance: ${usd(balance)}`,
