@@ -9,7 +9,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
 import { hashApiKey } from '../../functions/adapters/crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -560,12 +560,52 @@ test('the operator sees every service, creates one and tops it up', async () => 
     created,
   );
   await shot('operator');
-  // The operator reads any service's activity: the new service's creation and top-up, and the demo's changes.
+  // A top-up that reaches the service but whose answer is lost (a gateway's 502): clicked again, the page sends
+  // the same key, and the money goes in once.
+  await page.evaluate((sid) => {
+    const input = [...document.querySelectorAll('tr')]
+      .find((row) => row.textContent?.includes(sid))!
+      .querySelector('input')!;
+    input.value = '1';
+    input.dispatchEvent(new Event('input'));
+  }, created);
+  await page.setRequestInterception(true);
+  let lost = 0;
+  const loseAnswer = (request: HTTPRequest) => {
+    if (request.method() !== 'POST' || !request.url().endsWith('/topup') || lost > 0) {
+      void request.continue();
+      return;
+    }
+    lost++;
+    void fetch(request.url(), { method: 'POST', headers: request.headers(), body: request.postData() }).then(
+      () =>
+        request.respond({ status: 502, contentType: 'application/json', body: '{"message":"Bad gateway"}' }),
+    );
+  };
+  page.on('request', loseAnswer);
+  await clickInRow(created, 'Top up');
+  await page.waitForFunction(() => document.body.textContent?.includes('Bad gateway'));
+  page.off('request', loseAnswer);
+  await page.setRequestInterception(false);
+  // The browser logs the 502 this test made: not a page problem.
+  problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+  expect((await stackAccounts().getService(created))?.balance).toBe(85_000);
+  await clickInRow(created, 'Top up');
+  await page.waitForFunction(
+    (sid) =>
+      [...document.querySelectorAll('tr')].some(
+        (tr) => tr.textContent?.includes(sid) && tr.textContent.includes('8.5000 USD'),
+      ),
+    {},
+    created,
+  );
+  expect((await stackAccounts().getService(created))?.balance).toBe(85_000);
+  // The operator reads any service's activity: the new service's creation and top-ups, and the demo's changes.
   await go(`/s/${created}/activity`, '#activity');
   const newService = await rowTexts('#activity');
-  expect(newService).toHaveLength(2);
+  expect(newService).toHaveLength(3);
   expect(newService[0]).toMatch(/console:\S+balance\.topup/);
-  expect(newService[1]).toMatch(/console:\S+service\.create— → \{"name":"Globex"/);
+  expect(newService[2]).toMatch(/console:\S+service\.create— → \{"name":"Globex"/);
   await go(`/s/${demo.serviceSid}/activity`, '#activity');
   // The demo service's own history, from its seeding on.
   expect((await rowTexts('#activity')).some((row) => row.includes('service.create'))).toBe(true);
