@@ -142,6 +142,17 @@ const clickInRow = (rowText: string, label: string) =>
     rowText,
     label,
   );
+/** Waits until a table row holding `rowText` also shows `shown`. */
+const rowShows = (rowText: string, shown: string) =>
+  page.waitForFunction(
+    (row, text) =>
+      [...document.querySelectorAll('tr')].some(
+        (tr) => tr.textContent?.includes(row) && tr.textContent.includes(text),
+      ),
+    {},
+    rowText,
+    shown,
+  );
 const clickButton = (label: string) =>
   page.evaluate((name) => {
     const button = [...document.querySelectorAll('button')].find((b) => b.textContent === name);
@@ -189,14 +200,7 @@ test('issue a key, send with it over the public API, revoke it and see the API r
   expect(await page.content()).not.toContain(apiKey);
   const keyId = hashApiKey(apiKey).slice(0, 12);
   await clickInRow(keyId, 'Revoke');
-  await page.waitForFunction(
-    (id) =>
-      [...document.querySelectorAll('tr')].some(
-        (tr) => tr.textContent?.includes(id) && tr.textContent.includes('revoked'),
-      ),
-    {},
-    keyId,
-  );
+  await rowShows(keyId, 'revoked');
   const refused = await send({ To: freshMobile() }, apiKey);
   expect(refused.status).toBe(401);
 });
@@ -551,14 +555,7 @@ test('the operator sees every service, creates one and tops it up', async () => 
     tr.querySelector('input')!.value = '2.5';
   }, created);
   await clickInRow(created, 'Top up');
-  await page.waitForFunction(
-    (sid) =>
-      [...document.querySelectorAll('tr')].some(
-        (tr) => tr.textContent?.includes(sid) && tr.textContent.includes('7.5000 USD'),
-      ),
-    {},
-    created,
-  );
+  await rowShows(created, '7.5000 USD');
   await shot('operator');
   // A top-up that reaches the service but whose answer is lost (a gateway's 502): clicked again, the page sends
   // the same key, and the money goes in once.
@@ -591,14 +588,7 @@ test('the operator sees every service, creates one and tops it up', async () => 
   problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
   expect((await stackAccounts().getService(created))?.balance).toBe(85_000);
   await clickInRow(created, 'Top up');
-  await page.waitForFunction(
-    (sid) =>
-      [...document.querySelectorAll('tr')].some(
-        (tr) => tr.textContent?.includes(sid) && tr.textContent.includes('8.5000 USD'),
-      ),
-    {},
-    created,
-  );
+  await rowShows(created, '8.5000 USD');
   expect((await stackAccounts().getService(created))?.balance).toBe(85_000);
   // The operator reads any service's activity: the new service's creation and top-ups, and the demo's changes.
   await go(`/s/${created}/activity`, '#activity');
