@@ -4,30 +4,17 @@
  * injected on the shard items, which DynamoDB Local never produces on its own.
  */
 import { OtpError } from '../../functions/core/errors';
-import { Books, ledgerOf } from '../support/books';
+import { booksUnderFaults, ledgerOf, type Books } from '../support/books';
 import { DynamoFaults, type DynamoCall } from '../support/faults';
-import { BY_TEST, startHarness, type Account, type ApiResponse, type Harness } from '../support/harness';
+import { BY_TEST, type Account, type ApiResponse, type Harness } from '../support/harness';
 
 const PRICE_US = 500;
+const faults = new DynamoFaults();
+// Whatever happens below, every service's shards and ledgers add up, in the scan and in the core's proof.
+const setting = booksUnderFaults(faults);
 let harness: Harness;
 let books: Books;
-const faults = new DynamoFaults();
-
-beforeAll(async () => {
-  harness = await startHarness({
-    settings: { keyRequestsPerMinute: 100_000 },
-    decorateDynamoClient: faults.install,
-  });
-  books = new Books(harness);
-});
-afterEach(() => faults.reset());
-afterAll(async () => {
-  await harness.stack.workflow.idle();
-  // Whatever happened above, every service's shards and ledgers add up, in the scan and in the core's proof.
-  expect(await books.audit()).toEqual([]);
-  expect(await books.proveBalances()).toEqual([]);
-  await harness.close();
-});
+beforeAll(() => ({ harness, books } = setting));
 
 let counter = 0;
 const freshUsNumber = () => `+1415555${String(6000 + ++counter).padStart(4, '0')}`;

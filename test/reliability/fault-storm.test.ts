@@ -9,38 +9,28 @@ import { mulberry32 } from '../../bench/guard/population';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import type { Accounts } from '../../functions/core/accounts/accounts';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { Books, ledgerOf } from '../support/books';
+import { booksUnderFaults, ledgerOf, type Books } from '../support/books';
 import { DynamoFaults, type DynamoCall, type FaultRule } from '../support/faults';
-import { BY_TEST, dynamoEndpoint, startHarness, type ApiResponse, type Harness } from '../support/harness';
+import { BY_TEST, dynamoEndpoint, type ApiResponse, type Harness } from '../support/harness';
 
 const PRICE_US = 500;
+const faults = new DynamoFaults();
+// After the seeds, every service's shards, charge lines and credit lines add up, in the scan and the core's proof.
+const setting = booksUnderFaults(faults);
 let harness: Harness;
 let books: Books;
 /** The accounts core on a client with the faults, for the top-ups (the harness's own has none). */
 let accounts: Accounts;
 let storming: { destroy(): void };
-const faults = new DynamoFaults();
 
-beforeAll(async () => {
-  harness = await startHarness({
-    settings: { keyRequestsPerMinute: 100_000 },
-    decorateDynamoClient: faults.install,
-  });
-  books = new Books(harness);
+beforeAll(() => {
+  ({ harness, books } = setting);
   const client = createDocumentClient({ endpoint: dynamoEndpoint() });
   faults.install(client);
   accounts = dynamoAccounts(client, harness.tableName, { apiKeyTag: harness.masterKey });
   storming = client;
 });
-afterEach(() => faults.reset());
-afterAll(async () => {
-  await harness.stack.workflow.idle();
-  // Every service's shards, charge lines and credit lines add up, in the scan and in the core's own proof.
-  expect(await books.audit()).toEqual([]);
-  expect(await books.proveBalances()).toEqual([]);
-  storming.destroy();
-  await harness.close();
-});
+afterAll(() => storming.destroy());
 
 let counter = 0;
 const freshUsNumber = () => `+1415555${String(8000 + ++counter).padStart(4, '0')}`;

@@ -615,6 +615,14 @@ describe('provider errors and time-outs move delivery to the next channel', () =
       timeoutMs,
       100,
     );
+  /** Sends a code to `to` and waits for its delivery to end: delivered on sna, the only channel carried. */
+  async function deliveredOnSnaOnly(api: ApiClient, to: string): Promise<void> {
+    const sent = await api.send({ To: to });
+    const final = await pollEnded(api, sent.body.sid as string);
+    await harness.stack.workflow.idle();
+    expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+    expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
+  }
 
   it('an HTTP 500 and a hang past the time-out each move on to the next channel', async () => {
     const api = harness.client(await books.open());
@@ -653,12 +661,8 @@ describe('provider errors and time-outs move delivery to the next channel', () =
       kind: 'slow',
       delayMs: 600,
     });
-    const sent = await api.send({ To: to });
-    const final = await pollEnded(api, sent.body.sid as string);
-    await harness.stack.workflow.idle();
+    await deliveredOnSnaOnly(api, to);
     expect(slow.fired).toBe(1);
-    expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
-    expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
   });
 
   it("a channel's claim applied and its answer lost, re-sent by the SDK: the channel is still sent, once", async () => {
@@ -674,12 +678,8 @@ describe('provider errors and time-outs move delivery to the next channel', () =
       timing: 'after',
       layer: 'attempt',
     });
-    const sent = await api.send({ To: to });
-    const final = await pollEnded(api, sent.body.sid as string);
-    await harness.stack.workflow.idle();
+    await deliveredOnSnaOnly(api, to);
     expect(lost.fired).toBe(1);
-    expect(final).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
-    expect(harness.stack.carrier.messagesTo(to).map((message) => message.channel)).toEqual(['sna']);
   });
 
   it('every channel erroring ends FAILED, but an error says nothing about the number: not unreachable', async () => {

@@ -5,7 +5,8 @@
  * charge lines. `proveBalances` asks the accounts core the same of its own ledger (credits − charges).
  */
 import { UNITS_PER_USD } from '../../functions/core/money';
-import { BY_TEST, type Account, type ApiResponse, type Harness } from './harness';
+import type { DynamoFaults } from './faults';
+import { BY_TEST, startHarness, type Account, type ApiResponse, type Harness } from './harness';
 
 type Item = Record<string, unknown>;
 
@@ -161,4 +162,29 @@ export function ledgerOf(items: Item[], serviceSid: string): { verifications: It
     verifications: items.filter((item) => item.type === 'verification' && item.service_sid === serviceSid),
     charges: items.filter((item) => item.type === 'charge' && inLedgerOf(item, serviceSid)),
   };
+}
+
+/**
+ * For a test file of money under faults: before its tests, a harness whose DynamoDB clients carry `faults` (the
+ * per-key limit out of the way) and its books; after each test, the faults cleared; after them all, the books'
+ * audit and the core's proof (every service's shards, charge lines and credit lines add up), then the harness
+ * closed. The fields are set once `beforeAll` ran.
+ */
+export function booksUnderFaults(faults: DynamoFaults): { harness: Harness; books: Books } {
+  const setting = {} as { harness: Harness; books: Books };
+  beforeAll(async () => {
+    setting.harness = await startHarness({
+      settings: { keyRequestsPerMinute: 100_000 },
+      decorateDynamoClient: faults.install,
+    });
+    setting.books = new Books(setting.harness);
+  });
+  afterEach(() => faults.reset());
+  afterAll(async () => {
+    await setting.harness.stack.workflow.idle();
+    expect(await setting.books.audit()).toEqual([]);
+    expect(await setting.books.proveBalances()).toEqual([]);
+    await setting.harness.close();
+  });
+  return setting;
 }
