@@ -42,6 +42,7 @@ import {
   type ScopeRecord,
 } from '../../functions/core/guard/consumer';
 import type { GuardLevel, GuardView } from '../../functions/core/guard/model';
+import { acceptedSendEvent, outcomeWeighed } from '../../functions/core/guard/events';
 import type { GuardEvent } from '../../functions/core/guard/signals';
 import type { Service } from '../../functions/core/model';
 import { UNITS_PER_USD } from '../../functions/core/money';
@@ -74,7 +75,8 @@ export interface HistoryEvent {
 
 export interface GuardBench {
   serviceSid: string;
-  send(at: number, to: string): Promise<SendOutcome>;
+  /** A send (`callerCode`: with the caller's own code, as a backend that makes and checks its codes sends). */
+  send(at: number, to: string, callerCode?: boolean): Promise<SendOutcome>;
   /** Checks the code of an accepted send (`wrong`: another code). */
   check(at: number, sid: string, wrong: boolean): Promise<void>;
   /** A receipt: the code of an accepted send reached the phone (the store's `markDelivered`, as on a receipt). */
@@ -103,6 +105,8 @@ export interface BenchOptions {
 }
 
 const SERVICE_SID = 'VA' + '0'.repeat(31) + '1';
+/** The code a caller that makes its own sends (the send's `Code`); the service never checks it. */
+const CALLER_CODE = '482913';
 const MASTER_KEY = 'guard-bench-master-key-guard-bench-master-key';
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -155,9 +159,12 @@ function benchOver(
         { serviceSid, verificationSid: sid, code: random.codeOf(sid) },
       );
     },
-    send: async (time, to) => {
+    send: async (time, to, callerCode) => {
       try {
-        const sent = await sendVerification({ ...deps, clock: at(time) }, { serviceSid, to });
+        const sent = await sendVerification(
+          { ...deps, clock: at(time) },
+          { serviceSid, to, ...(callerCode && { code: CALLER_CODE }) },
+        );
         return { ok: true, sid: sent.verification.sid };
       } catch (error) {
         if (error instanceof OtpError) return { ok: false, code: error.code };
@@ -308,46 +315,27 @@ export function memoryBench(options: BenchOptions): GuardBench {
   };
   wrapped.acceptSend = async (input) => {
     const result = await store.acceptSend(input);
-    // As the stream mapper does: a send the guard did not judge feeds no signal.
-    if (result.ok && !input.verification.guardExempt) {
-      const v = input.verification;
-      judged.set(v.sid, {
-        serviceSid: v.serviceSid,
-        e164: v.to,
-        country: v.country!,
-        sentAt: input.now.getTime(),
-      });
-      pending.push({
-        kind: 'send',
-        serviceSid: v.serviceSid,
-        e164: v.to,
-        country: v.country!,
-        at: input.now.getTime(),
-        accepted: true,
-        price: v.price,
-        ...(v.guard && { decision: v.guard }),
-      });
-    }
+    // The events the stream mapper makes of the same writes.
+    const v = input.verification;
+    const sent = result.ok ? acceptedSendEvent(v) : undefined;
+    if (sent) pending.push(sent);
+    if (sent && outcomeWeighed(v))
+      judged.set(v.sid, { serviceSid: v.serviceSid, e164: v.to, country: v.country, sentAt: sent.at });
     return result;
   };
   wrapped.spendAttempt = async (sid, service, guess, now) => {
     const result = await store.spendAttempt(sid, service, guess, now);
-    if (
-      result.ok &&
-      !result.verification.guardExempt &&
-      result.verification.lastGuessHash === result.verification.codeHash
-    ) {
-      const v = result.verification;
+    const v = result.ok ? result.verification : undefined;
+    if (v && outcomeWeighed(v) && v.lastGuessHash === v.codeHash)
       pending.push({
         kind: 'conversion',
         serviceSid: v.serviceSid,
         e164: v.to,
-        country: v.country!,
+        country: v.country,
         at: now.getTime(),
         sentAt: Date.parse(v.dateCreated),
         ...(v.guard?.mode === 'known' && { known: true as const }),
       });
-    }
     return result;
   };
   wrapped.markDelivered = async (sid, channel, now, answered) => {

@@ -26,6 +26,7 @@ import {
   returningUsers,
   sequentialAttack,
   spreadAttack,
+  withCallerCodes,
   type LegitModel,
   type PlannedSend,
 } from './traffic';
@@ -130,6 +131,13 @@ const onAttack = (
 export const SCENARIOS: Scenario[] = [
   legit('warm', 'Warm service', 1.5, base),
   legit('new_service', 'New service, first hours', 2, base, { warm: false }),
+  legit(
+    'caller_codes',
+    'New service, its own codes',
+    2,
+    (seed, from, to) => withCallerCodes(base(seed, from, to)),
+    { warm: false },
+  ),
   legit(
     'new_country',
     'New country (KE), 400 users',

@@ -231,7 +231,7 @@ export async function runScenario(
     }
     const counted = tallies(plan);
     for (const t of counted) t.sends++;
-    const outcome = await bench.send(item.at, plan.to);
+    const outcome = await bench.send(item.at, plan.to, plan.callerCode);
     if (outcome.ok) {
       const price = (ROUTES[plan.country]?.price ?? 0) / UNITS_PER_USD;
       for (const t of counted) t.charged += price;

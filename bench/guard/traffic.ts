@@ -58,6 +58,8 @@ export interface PlannedSend {
    * and pumped numbers alike (a pumping carrier delivers: it is paid by the message).
    */
   receiptAfterMs?: number;
+  /** Sent with the caller's own code (`Code`), which the caller checks itself: no check reaches the service. */
+  callerCode?: boolean;
 }
 
 /** A receipt's usual delay after the send. */
@@ -279,6 +281,17 @@ export function carrierOutage(sends: PlannedSend[], seed: number, country: strin
     };
   });
 }
+
+/**
+ * A backend that makes its own codes and checks them itself (the send's `Code`): every send carries one, and
+ * the users' checks happen out of the service's sight.
+ */
+export const withCallerCodes = (sends: PlannedSend[]): PlannedSend[] =>
+  sends.map(({ checks: _checks, retry, ...send }) => ({
+    ...send,
+    callerCode: true,
+    ...(retry && { retry: { afterMs: retry.afterMs } }),
+  }));
 
 /**
  * People who sign in again: `share` of `country`'s legitimate sends go to numbers whose codes were checked in

@@ -6,8 +6,11 @@
  */
 import { parsePhoneNumberFromString, getExampleNumber, type CountryCode } from 'libphonenumber-js/max';
 import examples from 'libphonenumber-js/mobile/examples';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { keys } from '../../functions/adapters/dynamodb/keys';
-import { eventually, startHarness, type Harness } from '../support/harness';
+import { countryKey } from '../../functions/core/guard/consumer';
+import { dynamoEndpoint, eventually, startHarness, type Harness } from '../support/harness';
 
 let harness: Harness;
 
@@ -98,6 +101,33 @@ test('a service created a minute ago verifies 300 users in 5 countries with no r
     harness.logs.some((line) => line.includes('guard.block_started') && line.includes('low_conversion')),
   ).toBe(true);
 }, 420_000);
+
+test('a new service that makes its own codes (checked by its backend, never here) is not refused for it', async () => {
+  const own = await harness.createAccount();
+  const api = harness.client(own);
+  const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+  const guard = new DynamoGuardStore(documents, harness.tableName);
+  const countedSends = async () => {
+    const batch = await guard.load([{ scope: own.serviceSid, country: 'GB' }], []);
+    return batch.countries.get(countryKey(own.serviceSid, 'GB'))?.stats.caps.h?.[1] ?? 0;
+  };
+  const refused: string[] = [];
+  let accepted = 0;
+  // Three times the unchecked burst that closes a new service's country (20), at the flood's pace above.
+  const users = mobiles('GB', 60, 4242);
+  for (let step = 0; step < 6; step++) {
+    harness.clock.advance(20_000);
+    for (const to of users.slice(step * 10, step * 10 + 10)) {
+      const sent = await api.send({ To: to, Code: '482913' });
+      if (sent.status === 201) accepted++;
+      else refused.push(`${to} ${sent.status} ${JSON.stringify(sent.body)}`);
+    }
+    // The consumer has read every send so far (they count toward the owner's caps) before the next ones.
+    await eventually(async () => ((await countedSends()) === accepted ? true : undefined));
+  }
+  documents.destroy();
+  expect(refused).toEqual([]);
+}, 120_000);
 
 test('without the consumer (the default for tests, OTP_GUARD_CONSUMER=off for npm start) a burst is sent', async () => {
   const quiet = await startHarness();

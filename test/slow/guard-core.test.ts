@@ -849,6 +849,39 @@ describe('learning: a service or country without a baseline', () => {
     expect(await code('+4915123456789')).toBe('sent');
   });
 
+  it('a service that makes its own codes: their sends close nothing (never seen checked) and count toward its caps', async () => {
+    const service = world.store.getService(serviceSid)!;
+    world.store.putService({
+      ...service,
+      guard: { level: 'standard', safeList: [], caps: { GB: { hourlySends: 60 } } },
+    });
+    const hourStart = Math.floor(now() / 3_600_000) * 3_600_000;
+    const started: string[] = [];
+    const ownCodes = (count: number, from: number) =>
+      consumeGuardEvents(
+        {
+          store: world.store.guard,
+          clock: world.clock,
+          onBlockStarted: (_s, _c, block) => started.push(block.reason),
+        },
+        Array.from({ length: count }, (_, i) => ({
+          ...sendEvent(gb(10_000_000 + (from + i) * 1_234_567), Math.max(hourStart, now() - 60_000)),
+          callerCode: true as const,
+        })),
+      );
+    // Twice the burst that closes a new service's country when its codes go unchecked (the test above).
+    await ownCodes(40, 0);
+    expect(started).toEqual([]);
+    expect(world.store.guard.country(serviceSid, 'GB')!.state).toMatchObject({ blocks: [] });
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toBeUndefined();
+    // Nor do they count toward global signals (as if unchecked by another service).
+    expect(world.store.guard.country(GLOBAL_SCOPE, 'GB')).toBeUndefined();
+    expect(await code(notProbe((n) => gb(77_000_000 + n)))).toBe('sent');
+    await ownCodes(20, 40);
+    expect(started).toEqual(['country_cap']);
+    expect(await code(probe((n) => gb(78_000_000 + n)))).toBe('blocked_by_policy');
+  });
+
   it('a burst of unchecked sends: 20 within 10 minutes close the country, 19 do not', async () => {
     await consume(
       Array.from({ length: 19 }, (_, i) => sendEvent(gb(10_000_000 + i * 1_234_567), now() - 1_000)),

@@ -72,6 +72,23 @@ describe('guard events from the stream', () => {
     expect(guardEventFromStreamRecord(record('MODIFY', checked, exempt))).toBeUndefined();
   });
 
+  it("a send with the caller's own code counts as a send for the caps, and its receipt is no event", () => {
+    const own = verificationToItem({ ...verification, clientCode: true });
+    expect(guardEventFromStreamRecord(record('INSERT', own))).toEqual({
+      kind: 'send',
+      serviceSid: verification.serviceSid,
+      e164: verification.to,
+      country: 'GB',
+      at: Date.parse(created),
+      accepted: true,
+      price: verification.price,
+      callerCode: true,
+    });
+    // Its code is checked by the caller, never here: a receipt would weigh a code the guard cannot see typed.
+    const delivered = { ...own, delivery_status: 'DELIVERED', event_at: '2026-11-22T10:00:03.000Z' };
+    expect(guardEventFromStreamRecord(record('MODIFY', delivered, own))).toBeUndefined();
+  });
+
   it('a verification whose recorded guess is its code is a checked code (once)', () => {
     const before = verificationToItem(verification);
     const after = {

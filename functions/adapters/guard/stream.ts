@@ -11,6 +11,7 @@ import {
   type PositionedGuardEvent,
 } from '../../core/guard/consumer';
 import { capReachedBy } from '../../core/guard/caps';
+import { acceptedSendEvent, outcomeWeighed } from '../../core/guard/events';
 import { METRIC, type Metrics } from '../../core/metrics';
 import type { GuardEvent } from '../../core/guard/signals';
 import { settledStatus } from '../../core/verification';
@@ -26,24 +27,14 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
 
   if (after.type === 'verification') {
     const verification = verificationFromItem(after);
-    // A send the guard did not judge (RiskCheck=disable, safe list) feeds none of its signals.
-    if (!verification.country || verification.guardExempt) return undefined;
+    if (!before) return acceptedSendEvent(verification);
+    if (!outcomeWeighed(verification)) return undefined;
     const common = {
       serviceSid: verification.serviceSid,
       e164: verification.to,
       country: verification.country,
     };
     const sentAt = Date.parse(verification.dateCreated);
-    if (!before) {
-      return {
-        kind: 'send',
-        ...common,
-        at: sentAt,
-        accepted: true,
-        price: verification.price,
-        ...(verification.guard && { decision: verification.guard }),
-      };
-    }
     const previous = verificationFromItem(before);
     const at = typeof after.event_at === 'string' ? Date.parse(after.event_at) : sentAt;
     if (settledStatus(previous) !== 'VERIFIED' && settledStatus(verification) === 'VERIFIED')

@@ -9,6 +9,7 @@ import type { Clock } from '../ports';
 import type { CountryCaps, CountryGuardState, GuardDecision, GuardReason, ScopeGuardState } from './model';
 import {
   applyCountryEvent,
+  countTowardCaps,
   applyScopeEvent,
   currentCountryStats,
   currentScopeStats,
@@ -275,6 +276,13 @@ export async function consumeGuardEvents(
         continue;
       }
       const own = scope(event.serviceSid);
+      if (event.kind === 'send' && event.callerCode) {
+        // A code the caller checks itself: its send counts toward the owner's caps, and no rule can judge it
+        // (unchecked as far as the guard can see, its real users would look like a flood).
+        if (event.accepted && fresh(ownCountry, event)) countTowardCaps(ownCountry.stats, event);
+        if (event.decision && fresh(own, event)) recordDecision(own.report, event.decision, event.e164);
+        continue;
+      }
       const ownFresh = fresh(ownCountry, event);
       const scopeFresh = fresh(own, event);
       // The scope's fold needs the country fold's facts; if the country has it already (an earlier, partly

@@ -182,6 +182,11 @@ export type GuardEvent =
       /** The send's price (units of 0.0001 USD), for the spend caps; refused sends cost nothing. */
       price?: number;
       decision?: GuardDecision;
+      /**
+       * The caller made the code and checks it itself (the send's `Code`): the guard never sees it typed, so the
+       * send counts toward the owner's caps only, never as a code left unchecked.
+       */
+      callerCode?: true;
     }
   | {
       /** A receipt said the send's code reached the phone (`at`); only a prompt one is counted. */
@@ -457,15 +462,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       const range = (stats.ranges[place.range] ??= [0, 0]);
       range[0] += weight;
       if (lately) (lately[place.range] ??= [0, 0])[0] += latelyWeight;
-      const caps = stats.caps;
-      const hour = Math.floor(event.at / HOUR);
-      const day = Math.floor(event.at / DAY);
-      if (caps.h?.[0] !== hour) caps.h = [hour, 0, 0];
-      if (caps.d?.[0] !== day) caps.d = [day, 0, 0];
-      caps.h[1] += 1;
-      caps.d[1] += 1;
-      caps.h[2] += event.price ?? 0;
-      caps.d[2] += event.price ?? 0;
+      countTowardCaps(stats, event);
     }
   } else {
     const minute = stats.minutes[minuteKey];
@@ -487,6 +484,19 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     if (lately) (lately[place.range] ??= [0, 0])[1] += latelyWeight;
   }
   return { novelRange };
+}
+
+/** Counts an accepted send toward the hour's and the day's sends and spend, what the owner's caps compare. */
+export function countTowardCaps(stats: CountryStats, send: { at: number; price?: number }): void {
+  const caps = stats.caps;
+  const hour = Math.floor(send.at / HOUR);
+  const day = Math.floor(send.at / DAY);
+  if (caps.h?.[0] !== hour) caps.h = [hour, 0, 0];
+  if (caps.d?.[0] !== day) caps.d = [day, 0, 0];
+  caps.h[1] += 1;
+  caps.d[1] += 1;
+  caps.h[2] += send.price ?? 0;
+  caps.d[2] += send.price ?? 0;
 }
 
 /** A run prefix becomes suspect when its recent numbers run near-sequential (strict's length): kept per minute. */
