@@ -113,11 +113,13 @@ async function matrix(
   const results: RunResult[] = [];
   const started = performance.now();
   const workers: Promise<void>[] = [];
+  const procs: ChildProcess[] = [];
   const children = Math.min(jobs, queue.length);
   for (let w = 0; w < children; w++) {
     workers.push(
       new Promise<void>((resolve, reject) => {
         const proc: ChildProcess = fork(process.argv[1]!, ['--child'], { execArgv: process.execArgv });
+        procs.push(proc);
         const next = () => {
           const job = queue.shift();
           if (job) proc.send({ type: 'job', job });
@@ -149,7 +151,13 @@ async function matrix(
       }),
     );
   }
-  await Promise.all(workers);
+  try {
+    await Promise.all(workers);
+  } catch (error) {
+    // One child failed: the others would keep the run waiting on them.
+    for (const proc of procs) proc.kill();
+    throw error;
+  }
   return results;
 }
 
