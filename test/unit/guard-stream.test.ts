@@ -48,20 +48,22 @@ const decision: GuardDecision = {
   at: Date.parse(created),
 };
 
+/** The accepted send's event of `verification` as the stream record of its creation says it. */
+const acceptedSend = {
+  kind: 'send',
+  serviceSid: verification.serviceSid,
+  e164: verification.to,
+  country: 'GB',
+  at: Date.parse(created),
+  accepted: true,
+  price: verification.price,
+};
+
 describe('guard events from the stream', () => {
   it('a new verification is an accepted send, with its shadow decision', () => {
     expect(
       guardEventFromStreamRecord(record('INSERT', verificationToItem({ ...verification, guard: decision }))),
-    ).toEqual({
-      kind: 'send',
-      serviceSid: verification.serviceSid,
-      e164: verification.to,
-      country: 'GB',
-      at: Date.parse(created),
-      accepted: true,
-      price: verification.price,
-      decision,
-    });
+    ).toEqual({ ...acceptedSend, decision });
   });
 
   it('a send the guard did not judge (RiskCheck=disable allowed, safe list) is no event, nor is its check', () => {
@@ -74,16 +76,7 @@ describe('guard events from the stream', () => {
 
   it("a send with the caller's own code counts as a send for the caps, and its receipt is no event", () => {
     const own = verificationToItem({ ...verification, clientCode: true });
-    expect(guardEventFromStreamRecord(record('INSERT', own))).toEqual({
-      kind: 'send',
-      serviceSid: verification.serviceSid,
-      e164: verification.to,
-      country: 'GB',
-      at: Date.parse(created),
-      accepted: true,
-      price: verification.price,
-      callerCode: true,
-    });
+    expect(guardEventFromStreamRecord(record('INSERT', own))).toEqual({ ...acceptedSend, callerCode: true });
     // Its code is checked by the caller, never here: a receipt would weigh a code the guard cannot see typed.
     const delivered = { ...own, delivery_status: 'DELIVERED', event_at: '2026-11-22T10:00:03.000Z' };
     expect(guardEventFromStreamRecord(record('MODIFY', delivered, own))).toBeUndefined();
