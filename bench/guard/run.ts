@@ -271,12 +271,24 @@ interface Meta {
   jobs: number;
 }
 
+/** Seeds as runs of consecutive ones: `1-20`, `101-110`, `7, 9-11`. */
+function seedRuns(seeds: number[]): string {
+  const runs: string[] = [];
+  for (let i = 0; i < seeds.length;) {
+    let j = i;
+    while (j + 1 < seeds.length && seeds[j + 1] === seeds[j]! + 1) j++;
+    runs.push(j > i ? `${seeds[i]}-${seeds[j]}` : String(seeds[i]));
+    i = j + 1;
+  }
+  return runs.join(', ');
+}
+
 function markdown(summaries: ScenarioSummary[], meta: Meta): string {
   const lines: string[] = [];
   lines.push(`### Pumping guard matrix, commit \`${meta.commit}\``);
   lines.push('');
   lines.push(
-    `Seeds run: ${meta.split}, ${meta.seeds.join(', ')}. Training seeds (tuning only): ${TRAINING_SEEDS.join(', ')}; held-out seeds (reported): ${HELD_OUT_SEEDS.join(', ')}. Warm-ups from seed + 10000.`,
+    `Seeds run: ${meta.split}, ${seedRuns(meta.seeds)}. Training seeds (tuning only): ${seedRuns(TRAINING_SEEDS)}; held-out seeds (reported): ${seedRuns(HELD_OUT_SEEDS)}. Warm-ups from seed + 10000.`,
   );
   lines.push('');
   lines.push(
