@@ -25,6 +25,7 @@ import {
   pacedAttack,
   returningUsers,
   sequentialAttack,
+  slowTypists,
   spreadAttack,
   withCallerCodes,
   type LegitModel,
@@ -185,6 +186,22 @@ export const SCENARIOS: Scenario[] = [
   ]),
   legit('mistype', '30 % wrong code first', 1, (seed, from, to) =>
     mistypes(base(seed, from, to), seed, 0.3, from, to),
+  ),
+  // The launch (the rule a burst of new users meets first) with users slower than the guard assumes.
+  legit(
+    'slow_typists',
+    'New country, checks median 60 s',
+    1.25,
+    (seed, from, to) =>
+      slowTypists(
+        [...base(seed, from, to), ...newCountryUsers(seed, NEW_COUNTRY, from + 10 * MINUTE, to, 400)],
+        seed,
+        from,
+        to,
+        60_000,
+        1,
+      ),
+    { allowedCountries: served(BASE_MODEL, NEW_COUNTRY) },
   ),
 
   // Attacks start 5 minutes into the window and last to its end.

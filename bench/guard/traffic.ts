@@ -283,6 +283,39 @@ export function carrierOutage(sends: PlannedSend[], seed: number, country: strin
 }
 
 /**
+ * Users slower than the guard assumes (it has every code that will be checked typed by 3 minutes): each check of
+ * the window comes after a delay drawn afresh, log-normal with a median of `medianMs` and a spread of `sigma`
+ * (at 60 s and 1.0, one in seven after 3 minutes, one in a hundred after 10): response times' own shape, not
+ * the uniform one the other scenarios draw.
+ */
+export function slowTypists(
+  sends: PlannedSend[],
+  seed: number,
+  from: number,
+  to: number,
+  medianMs: number,
+  sigma: number,
+) {
+  const rand = mulberry32(seed * 31 + 16);
+  const delay = () => {
+    const z = Math.sqrt(-2 * Math.log(Math.max(rand(), 1e-12))) * Math.cos(2 * Math.PI * rand());
+    return Math.max(5_000, medianMs * Math.exp(sigma * z));
+  };
+  const slower = (checks: Check[] | undefined) => checks?.map((check) => ({ ...check, afterMs: delay() }));
+  return sends.map((send): PlannedSend => {
+    if (send.at < from || send.at >= to || !(send.checks?.length || send.retry?.checks?.length)) return send;
+    return {
+      ...send,
+      group: 'focus',
+      ...(send.checks && { checks: slower(send.checks) }),
+      ...(send.retry && {
+        retry: { ...send.retry, ...(send.retry.checks && { checks: slower(send.retry.checks) }) },
+      }),
+    };
+  });
+}
+
+/**
  * A backend that makes its own codes and checks them itself (the send's `Code`): every send carries one, and
  * the users' checks happen out of the service's sight.
  */
