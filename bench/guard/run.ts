@@ -362,10 +362,18 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
           'legitimate scenario, the legitimate sends beside an attack; cost: what the accepted attack sends cost; worst seed.',
           '',
         ]),
+  ];
+  // Legitimate scenarios with none refused on any seed, their own users included: named, not tabled.
+  const clean = (s: ScenarioSummary) =>
+    s.kind === 'legit' && !s.legitRefused?.worst && !s.focusRefused?.worst;
+  const untabled = noReceipts ? [] : summaries.filter(clean).map((s) => s.name);
+  if (untabled.length > 0) lines.push(`None refused on any seed: ${untabled.join(', ')}.`, '');
+  lines.push(
     '| Scenario | Worst | Mean | Own/beside | Cost worst | Cost mean |',
     '| --- | ---: | ---: | ---: | ---: | ---: |',
-  ];
-  for (const s of noReceipts ? summaries.filter((x) => x.kind === 'attack') : summaries) {
+  );
+  const tabled = summaries.filter((x) => (noReceipts ? x.kind === 'attack' : !clean(x)));
+  for (const s of tabled) {
     const refused = s.kind === 'legit' ? s.legitRefused : s.attackRefused;
     const beside = s.kind === 'legit' ? s.focusRefused : s.legitRefused;
     const cost = s.attackCost ? ` ${usd(s.attackCost.worst)} | ${usd(s.attackCost.mean)} |` : ' | |';
