@@ -105,7 +105,7 @@ export interface BenchOptions {
 }
 
 const SERVICE_SID = 'VA' + '0'.repeat(31) + '1';
-/** The code a caller that makes its own sends (the send's `Code`); the service never checks it. */
+/** The code a caller that makes its own codes sends (`Code`); the service never checks it. */
 const CALLER_CODE = '482913';
 const MASTER_KEY = 'guard-bench-master-key-guard-bench-master-key';
 const MINUTE_MS = 60_000;
