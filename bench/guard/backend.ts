@@ -347,8 +347,17 @@ export function memoryBench(options: BenchOptions): GuardBench {
   };
   const drain = async () => {
     for (const refusal of store.guardRefusals.slice(refusals)) {
-      const { serviceSid, country, e164, ...decision } = refusal;
-      pending.push({ kind: 'send', serviceSid, country, e164, at: decision.at, accepted: false, decision });
+      const { serviceSid, country, e164, callerCode, ...decision } = refusal;
+      pending.push({
+        kind: 'send',
+        serviceSid,
+        country,
+        e164,
+        at: decision.at,
+        accepted: false,
+        decision,
+        ...(callerCode && { callerCode }),
+      });
     }
     refusals = store.guardRefusals.length;
     return pending.splice(0);

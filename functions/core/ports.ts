@@ -100,7 +100,7 @@ export interface RecordRefusal {
   numberSends: number[];
   now: Date;
   /** The pumping guard refused it: recorded in the same write, for the guard's stream consumer. */
-  guard?: GuardDecision & { serviceSid: string; country: string };
+  guard?: GuardDecision & { serviceSid: string; country: string; callerCode?: true };
 }
 
 export type CheckWrite =

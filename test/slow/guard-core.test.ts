@@ -880,6 +880,14 @@ describe('learning: a service or country without a baseline', () => {
     await ownCodes(20, 40);
     expect(started).toEqual(['country_cap']);
     expect(await code(probe((n) => gb(78_000_000 + n)))).toBe('blocked_by_policy');
+    // Refused, such a send is recorded as one with the caller's code, which the consumer folds as above.
+    const to = gb(79_000_000);
+    await expect(world.send({ serviceSid, to, code: '482913' })).rejects.toMatchObject({
+      code: 'blocked_by_policy',
+    });
+    const { e164, ...refusal } = world.store.guardRefusals.at(-1)!;
+    expect(e164).toBe(to);
+    expect(refusal).toMatchObject({ callerCode: true, reason: 'country_cap' });
   });
 
   it('a burst of unchecked sends: 20 within 10 minutes close the country, 19 do not', async () => {

@@ -172,6 +172,21 @@ describe('guard events from the stream', () => {
     expect(guardEventFromStreamRecord(record('MODIFY', { ...after, version: 3 }, after))).toBeUndefined();
   });
 
+  it("a refused send with the caller's own code says so, as its accepted twin does", () => {
+    const guard = guardDecisionToItem({
+      ...decision,
+      mode: 'blocked',
+      serviceSid: verification.serviceSid,
+      country: 'GB',
+      callerCode: true,
+    });
+    expect(guard.caller_code).toBe(true);
+    const number = { ...keys.number('+447400123456'), sends: [1], version: 1 };
+    expect(
+      guardEventFromStreamRecord(record('MODIFY', { ...number, version: 2, guard }, number)),
+    ).toMatchObject({ kind: 'send', accepted: false, callerCode: true, decision: { mode: 'blocked' } });
+  });
+
   it('ignores other items and deletions', () => {
     expect(
       guardEventFromStreamRecord(record('MODIFY', { ...keys.number('+447400123456'), sends: [1] })),

@@ -80,7 +80,10 @@ export function verificationFromItem(item: Item): Verification {
 const isItem = (value: unknown): value is Item => typeof value === 'object' && value !== null;
 
 /** A guard decision as stored on a verification (shadow) or a number's log (refused), with who and where. */
-export function guardDecisionToItem(d: GuardDecision & { serviceSid?: string; country?: string }): Item {
+/** A decision and, on a number's log, whose send it refused (service, country, a caller's own code). */
+type LoggedGuardDecision = GuardDecision & { serviceSid?: string; country?: string; callerCode?: true };
+
+export function guardDecisionToItem(d: LoggedGuardDecision): Item {
   return {
     mode: d.mode,
     reason: d.reason,
@@ -91,10 +94,11 @@ export function guardDecisionToItem(d: GuardDecision & { serviceSid?: string; co
     at: d.at,
     ...(d.serviceSid !== undefined && { service_sid: d.serviceSid }),
     ...(d.country !== undefined && { country: d.country }),
+    ...(d.callerCode && { caller_code: true }),
   };
 }
 
-export function guardDecisionFromItem(item: Item): GuardDecision & { serviceSid?: string; country?: string } {
+export function guardDecisionFromItem(item: Item): LoggedGuardDecision {
   return {
     mode: item.mode === 'shadow' || item.mode === 'known' ? item.mode : 'blocked',
     reason: item.reason as GuardReason,
@@ -105,6 +109,7 @@ export function guardDecisionFromItem(item: Item): GuardDecision & { serviceSid?
     at: Number(item.at),
     ...(typeof item.service_sid === 'string' && { serviceSid: item.service_sid }),
     ...(typeof item.country === 'string' && { country: item.country }),
+    ...(item.caller_code === true && { callerCode: true as const }),
   };
 }
 

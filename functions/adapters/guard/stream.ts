@@ -54,7 +54,7 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
     const decision = guardDecisionFromItem(after.guard as Record<string, unknown>);
     const previous = before?.guard as { at?: number } | undefined;
     if (previous?.at === decision.at || !decision.serviceSid || !decision.country) return undefined;
-    const { serviceSid, country, ...rest } = decision;
+    const { serviceSid, country, callerCode, ...rest } = decision;
     return {
       kind: 'send',
       serviceSid,
@@ -63,6 +63,7 @@ export function guardEventFromStreamRecord(record: DynamoDBRecord): GuardEvent |
       at: decision.at,
       accepted: false,
       decision: rest,
+      ...(callerCode && { callerCode }),
     };
   }
   return undefined;
