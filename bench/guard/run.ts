@@ -15,6 +15,7 @@
  *   --receipts none     no delivery receipts (default `prompt`: every accepted send's, 3 s after it)
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
  *   --report            print the tables of the last run again (with --markdown, of the published run)
+ *   --trace             one scenario on one seed (--scenarios, --seeds): its attack send by send (trace.ts)
  * Every run writes its raw figures to bench/guard/last-run.json (git-ignored); a `--markdown` run also to
  * bench/guard/results.json (results-strict.json at strict, results-no-receipts.json without receipts, each
  * shown in one table), the committed figures behind the published tables, so tuning runs leave them alone.
@@ -26,6 +27,7 @@ import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
 import { RECEIPT_MODES, runScenario, type ReceiptMode, type RunResult, type Tally } from './simulate';
+import { formatTrace, traceRun } from './trace';
 import { HELD_OUT_SEEDS, TRAINING_SEEDS } from './traffic';
 
 type BenchLevel = 'standard' | 'strict';
@@ -458,6 +460,15 @@ async function main(): Promise<void> {
       option('--scenarios')?.split(',') ?? ['warm', 'b_flood'],
       level,
     );
+  if (args.includes('--trace')) {
+    const names = option('--scenarios')?.split(',') ?? [];
+    const seeds = option('--seeds')?.split(',').map(Number) ?? [];
+    if (names.length !== 1 || seeds.length !== 1 || !Number.isInteger(seeds[0]))
+      throw new Error('--trace: one scenario (--scenarios NAME) and one seed (--seeds N)');
+    const scenario = scenarioByName(names[0]!);
+    console.log(formatTrace(scenario, seeds[0]!, await traceRun(scenario, seeds[0]!, level, receipts)));
+    return;
+  }
   const markdownWanted = args.includes('--markdown');
   if (args.includes('--report')) {
     // The tables again, no run: of the published run for --markdown, else of the last run (on a fresh clone, the
