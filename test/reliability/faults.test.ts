@@ -4,6 +4,7 @@
  * never half done; an error is never charged; an accepted send is always delivered.
  */
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { DynamoDeliveryStore } from '../../functions/adapters/dynamodb/delivery';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { Books, ledgerOf } from '../support/books';
 import {
@@ -405,6 +406,35 @@ describe('DynamoDB faults on the check path', () => {
     expect(check.status).toBe(422);
     expect(check.body).toMatchObject({ status: 'PENDING', attempts_remaining: 4 });
     expect((await api.fetch(sid)).body.attempts_remaining).toBe(4);
+  });
+});
+
+describe('DynamoDB faults on a delivery receipt', () => {
+  it("a receipt's write applied and its answer lost, re-sent by the SDK: applied (its metrics count it), then a duplicate", async () => {
+    const api = harness.client(await books.open());
+    const to = freshUkMobile();
+    // The first channel is sent and never reports: the verification waits for a receipt.
+    harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent' } });
+    const sid = (await api.send({ To: to })).body.sid as string;
+    const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+    faults.install(client);
+    const deliveries = new DynamoDeliveryStore(client, harness.tableName);
+    // The receipt's write (it alone sets the channel with the status); refused the second time, it was read as
+    // another receipt's, and the delivery went uncounted.
+    const lost = faults.inject({
+      operation: 'UpdateItem',
+      where: (call) =>
+        call.pks[0] === `VERIFICATION#${sid}` && (call.update?.includes(':set_channel') ?? false),
+      kind: 'internal',
+      timing: 'after',
+      layer: 'attempt',
+    });
+    expect(await deliveries.markDelivered(sid, 'sna', harness.clock.now())).toBe(true);
+    expect(lost.fired).toBe(1);
+    expect((await api.fetch(sid)).body).toMatchObject({ delivery_status: 'DELIVERED', channel: 'sna' });
+    // A receipt again (the provider's retry) is a duplicate.
+    expect(await deliveries.markDelivered(sid, 'sna', harness.clock.now())).toBe(false);
+    await harness.stack.workflow.idle();
   });
 });
 

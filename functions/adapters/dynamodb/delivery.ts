@@ -120,18 +120,27 @@ export class DynamoDeliveryStore implements DeliveryStore {
     now: Date,
     answered: AnsweredAttempts = {},
   ): Promise<boolean> {
-    return updateIfConditionHolds(this.client, this.tableName, {
-      Key: keys.verification(sid),
-      ...statusWrite({
-        set: { deliveryStatus: 'DELIVERED', channel },
-        attempts: answered,
-        remove: DELIVERY_ENDED_REMOVES,
-        // Forward only: PENDING or SENT become DELIVERED; DELIVERED stays, and FAILED is final.
-        condition: `${attr('deliveryStatus')} IN (:pending, :sent)`,
-        values: { ':pending': 'PENDING', ':sent': 'SENT' },
-        now,
-      }),
-    });
+    // Marked: a receipt's write the SDK re-sent after a lost answer, refused as delivery ended, is still this
+    // receipt's (read as a duplicate, the delivery would go uncounted). It shares the claims' mark: once delivered,
+    // no claim can be written.
+    const { applied } = await markedUpdate(
+      this.client,
+      this.tableName,
+      {
+        Key: keys.verification(sid),
+        ...statusWrite({
+          set: { deliveryStatus: 'DELIVERED', channel },
+          attempts: answered,
+          remove: DELIVERY_ENDED_REMOVES,
+          // Forward only: PENDING or SENT become DELIVERED; DELIVERED stays, and FAILED is final.
+          condition: `${attr('deliveryStatus')} IN (:pending, :sent)`,
+          values: { ':pending': 'PENDING', ':sent': 'SENT' },
+          now,
+        }),
+      },
+      VERIFICATION_ATTR.lastClaim,
+    );
+    return applied;
   }
 
   async recordRejections(e164: string, channels: Channel[], until: Date): Promise<void> {

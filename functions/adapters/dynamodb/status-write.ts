@@ -18,7 +18,7 @@ export const VERIFICATION_ATTR = {
   lastGuess: 'last_guess',
   /** Random id of the check request whose write spent the last attempt. */
   lastCheck: 'last_check',
-  /** Random id of the last channel claim's write (a delivery task's). */
+  /** Random id of the last channel claim's write (a delivery task's), or of the receipt's that ended delivery. */
   lastClaim: 'last_claim',
   sealedCode: 'sealed_code',
   deliveries: 'deliveries',
