@@ -4,6 +4,8 @@
  * never half done; an error is never charged; an accepted send is always delivered.
  */
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { hashApiKey } from '../../functions/adapters/crypto';
+import { DynamoApiKeyStore } from '../../functions/adapters/dynamodb/api-key-requests';
 import { DynamoDeliveryStore } from '../../functions/adapters/dynamodb/delivery';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { Books, ledgerOf } from '../support/books';
@@ -406,6 +408,31 @@ describe('DynamoDB faults on the check path', () => {
     expect(check.status).toBe(422);
     expect(check.body).toMatchObject({ status: 'PENDING', attempts_remaining: 4 });
     expect((await api.fetch(sid)).body.attempts_remaining).toBe(4);
+  });
+});
+
+describe("DynamoDB faults on an API key's write", () => {
+  it('the per-key count applied and its answer lost, re-sent by the SDK: counted once, the request allowed', async () => {
+    const account = await books.open(1);
+    const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+    faults.install(client);
+    const keys = new DynamoApiKeyStore(client, harness.tableName);
+    const keyHash = hashApiKey(account.apiKey);
+    const windowStart = new Date(Math.floor(harness.clock.now().getTime() / 60_000) * 60_000 + 600_000);
+    const request = { keyHash, serviceSid: account.serviceSid, windowStart, limit: 2 };
+    const lost = faults.inject({
+      operation: 'UpdateItem',
+      where: (call) => call.update?.includes('rate_counts') ?? false,
+      kind: 'internal',
+      timing: 'after',
+      layer: 'attempt',
+    });
+    // Applied twice, it counted the request twice; at the limit, the re-send was refused and the request
+    // answered 429 though it had been counted.
+    expect(await keys.countKeyRequest({ ...request, limit: 1 })).toMatchObject({ outcome: 'allowed' });
+    expect(lost.fired).toBe(1);
+    expect(await keys.countKeyRequest(request)).toMatchObject({ outcome: 'allowed' });
+    expect(await keys.countKeyRequest(request)).toMatchObject({ outcome: 'limited' });
   });
 });
 

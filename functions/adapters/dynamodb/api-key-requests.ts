@@ -1,8 +1,8 @@
 /** The API key port on the table: each request authenticated and counted by one write on its key's item. */
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyStore, KeyRequest, KeyRequestOutcome } from '../../core/ports';
 import { keys } from './keys';
-import { isConditionFailure, oldImage, updateIfConditionHolds } from './requests';
+import { markedUpdate, updateIfConditionHolds } from './requests';
 
 /** The key exists, is not revoked and belongs to the service in the path (`:service`). */
 const KEY_USABLE = 'attribute_exists(pk) AND attribute_not_exists(revoked_at) AND service_sid = :service';
@@ -12,6 +12,8 @@ const KEY_USABLE = 'attribute_exists(pk) AND attribute_not_exists(revoked_at) AN
  * start in epoch minutes.
  */
 const RATE_COUNTS = 'rate_counts';
+/** Random id of the last request's write (`markedUpdate`). */
+const LAST_REQUEST = 'last_request';
 const MINUTE_MS = 60_000;
 const rateWindowName = (window: number): string => String(Math.floor(window / MINUTE_MS));
 /** Entries with a name that is not a window (none are written) are left alone. */
@@ -94,9 +96,12 @@ export class DynamoApiKeyStore implements ApiKeyStore {
     stale.forEach((seen, i) => (names[`#s${i}`] = rateWindowName(seen)));
     const remove = stale.length ? ` REMOVE ${stale.map((_, i) => `${RATE_COUNTS}.#s${i}`).join(', ')}` : '';
     try {
-      const { Attributes } = await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
+      // Marked: a write the SDK re-sent after a lost answer is neither counted twice nor, refused at the limit,
+      // read as a request over it. Both outcomes come with an image (the item before, or as the refusal found it).
+      const { applied, item } = await markedUpdate(
+        this.client,
+        this.tableName,
+        {
           Key: keys.apiKey(request.keyHash),
           UpdateExpression: `SET ${RATE_COUNTS}.#w = if_not_exists(${RATE_COUNTS}.#w, :zero) + :one, rate_window = :window${remove}`,
           ConditionExpression: `${KEY_USABLE} AND (attribute_not_exists(${RATE_COUNTS}.#w) OR ${RATE_COUNTS}.#w < :limit)`,
@@ -110,15 +115,11 @@ export class DynamoApiKeyStore implements ApiKeyStore {
           },
           // The key's item is small; returned images cost no write units.
           ReturnValues: 'ALL_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
+        },
+        LAST_REQUEST,
       );
-      return { counted: true, ...(Attributes && { image: Attributes }) };
+      return { counted: applied, ...(item && { image: item }) };
     } catch (error) {
-      if (isConditionFailure(error)) {
-        const image = oldImage(error);
-        return { counted: false, ...(image && { image }) };
-      }
       if (isMissingMap(error)) return 'no-counts';
       throw error;
     }
