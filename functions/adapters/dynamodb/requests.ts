@@ -66,7 +66,7 @@ export async function updateExisting(
  * The failed item's old image, which DynamoDB returns with `ReturnValuesOnConditionCheckFailure`. The
  * document client does not unmarshall errors, so it arrives as raw attribute values.
  */
-export const oldImage = (error: unknown): Record<string, unknown> | undefined => {
+const oldImage = (error: unknown): Record<string, unknown> | undefined => {
   const item = (error as { Item?: Record<string, AttributeValue> }).Item;
   return item && unmarshall(item);
 };
