@@ -14,6 +14,7 @@ import {
   FlakyWorkflow,
   type DynamoCall,
   type FaultKind,
+  type FaultRule,
   type FaultTiming,
 } from '../support/faults';
 import {
@@ -70,6 +71,17 @@ async function balance(account: Account): Promise<number> {
 }
 
 const isServerError = (status: number) => status >= 500 && status <= 599;
+
+/** One UpdateItem applied and its answer lost: the SDK sends the same request again. */
+const loseOneUpdateAnswer = (rule: Pick<FaultRule, 'pkPrefix' | 'where'>) =>
+  faults.inject({ operation: 'UpdateItem', kind: 'internal', timing: 'after', layer: 'attempt', ...rule });
+
+/** A client with the faults, beside the harness's own: for the adapters and cores a test calls itself. */
+function faultedClient() {
+  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+  faults.install(client);
+  return client;
+}
 
 describe('DynamoDB faults on the send path', () => {
   it('the send path is three calls: the key (auth and counter), one batch read, one transaction', async () => {
@@ -302,13 +314,7 @@ describe('DynamoDB faults on the send path', () => {
     const to = freshUsNumber();
     // Refused the second time (the number's version moved), the record was read as another send's: the send was
     // decided again and its refusal counted twice toward the number's limits.
-    const lost = faults.inject({
-      operation: 'UpdateItem',
-      pkPrefix: 'NUMBER#',
-      kind: 'internal',
-      timing: 'after',
-      layer: 'attempt',
-    });
+    const lost = loseOneUpdateAnswer({ pkPrefix: 'NUMBER#' });
     const response = await api.send({ To: to });
     expect(lost.fired).toBe(1);
     expect(response).toMatchObject({ status: 402, body: { code: 'insufficient_funds' } });
@@ -414,19 +420,11 @@ describe('DynamoDB faults on the check path', () => {
 describe("DynamoDB faults on an API key's write", () => {
   it('the per-key count applied and its answer lost, re-sent by the SDK: counted once, the request allowed', async () => {
     const account = await books.open(1);
-    const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-    faults.install(client);
-    const keys = new DynamoApiKeyStore(client, harness.tableName);
+    const keys = new DynamoApiKeyStore(faultedClient(), harness.tableName);
     const keyHash = hashApiKey(account.apiKey);
     const windowStart = new Date(Math.floor(harness.clock.now().getTime() / 60_000) * 60_000 + 600_000);
     const request = { keyHash, serviceSid: account.serviceSid, windowStart, limit: 2 };
-    const lost = faults.inject({
-      operation: 'UpdateItem',
-      where: (call) => call.update?.includes('rate_counts') ?? false,
-      kind: 'internal',
-      timing: 'after',
-      layer: 'attempt',
-    });
+    const lost = loseOneUpdateAnswer({ where: (call) => call.update?.includes('rate_counts') ?? false });
     // Applied twice, it counted the request twice; at the limit, the re-send was refused and the request
     // answered 429 though it had been counted.
     expect(await keys.countKeyRequest({ ...request, limit: 1 })).toMatchObject({ outcome: 'allowed' });
@@ -443,18 +441,12 @@ describe('DynamoDB faults on a delivery receipt', () => {
     // The first channel is sent and never reports: the verification waits for a receipt.
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: 'silent' } });
     const sid = (await api.send({ To: to })).body.sid as string;
-    const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-    faults.install(client);
-    const deliveries = new DynamoDeliveryStore(client, harness.tableName);
+    const deliveries = new DynamoDeliveryStore(faultedClient(), harness.tableName);
     // The receipt's write (it alone sets the channel with the status); refused the second time, it was read as
     // another receipt's, and the delivery went uncounted.
-    const lost = faults.inject({
-      operation: 'UpdateItem',
+    const lost = loseOneUpdateAnswer({
       where: (call) =>
         call.pks[0] === `VERIFICATION#${sid}` && (call.update?.includes(':set_channel') ?? false),
-      kind: 'internal',
-      timing: 'after',
-      layer: 'attempt',
     });
     expect(await deliveries.markDelivered(sid, 'sna', harness.clock.now())).toBe(true);
     expect(lost.fired).toBe(1);
@@ -467,11 +459,8 @@ describe('DynamoDB faults on a delivery receipt', () => {
 
 describe('DynamoDB faults on a top-up', () => {
   /** The accounts core (console, admin command) on a client with the faults, beside the harness's own. */
-  function faultedAccounts() {
-    const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-    faults.install(client);
-    return dynamoAccounts(client, harness.tableName, { apiKeyTag: harness.masterKey });
-  }
+  const faultedAccounts = () =>
+    dynamoAccounts(faultedClient(), harness.tableName, { apiKeyTag: harness.masterKey });
   /** The top-up's transaction and both its re-sends (same token) fail, `after` or `before` they are applied. */
   const loseEveryAnswer = (timing: FaultTiming) =>
     faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing, times: 3 });
@@ -728,13 +717,7 @@ describe('provider errors and time-outs move delivery to the next channel', () =
     harness.stack.carrier.setRule({ prefix: to, channels: { sna: { deliver: 50 } } });
     // Refused the second time (the channel is claimed), the claim read as another task's: nothing was sent, and
     // the code went out on the next channel a wait later (or never, on a last channel).
-    const lost = faults.inject({
-      operation: 'UpdateItem',
-      where: (call) => call.update?.includes('= :claim') ?? false,
-      kind: 'internal',
-      timing: 'after',
-      layer: 'attempt',
-    });
+    const lost = loseOneUpdateAnswer({ where: (call) => call.update?.includes('= :claim') ?? false });
     await deliveredOnSnaOnly(api, to);
     expect(lost.fired).toBe(1);
   });
