@@ -23,7 +23,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { DynamoGuardAdmin, DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import { guardEventsFromStream } from '../../functions/adapters/guard/stream';
 import { masterKeyRing } from '../../functions/adapters/keyring';
@@ -491,7 +491,7 @@ export async function dynamoBench(db: BenchDb, options: BenchOptions): Promise<G
   await table.accounts.setRules({ actor: 'bench' }, account.serviceSid, {
     allowedCountries: options.allowedCountries ?? null,
   });
-  await new DynamoGuardAdmin(table.documents, table.tableName).setLevel(account.serviceSid, options.level);
+  await table.accounts.setGuardLevel({ actor: 'bench' }, account.serviceSid, options.level);
   let requests = 0;
   const client = createDynamoDocument(table.endpoint, () => requests++);
   const reader = new StreamReader(table.endpoint, table.tableName);

@@ -12,6 +12,7 @@ import { chargesPage } from './pages/charges';
 import { conversionPage } from './pages/conversion';
 import { keysPage } from './pages/keys';
 import { operatorPage } from './pages/operator';
+import { guardPage } from './pages/guard';
 import { rulesPage } from './pages/rules';
 import { settingsPage } from './pages/settings';
 import { signInPage } from './pages/sign-in';
@@ -49,6 +50,7 @@ async function route(): Promise<void> {
       conversion: () => conversionPage(sid),
       templates: () => templatesPage(sid),
       rules: () => rulesPage(sid),
+      guard: () => guardPage(sid),
       webhooks: () => webhooksPage(sid),
       activity: () => activityPage(sid),
     };

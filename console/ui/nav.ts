@@ -13,6 +13,7 @@ const SERVICE_PAGES: [string, string][] = [
   ['conversion', 'Conversion'],
   ['templates', 'Templates'],
   ['rules', 'Delivery rules'],
+  ['guard', 'Pumping guard'],
   ['webhooks', 'Webhooks'],
   ['activity', 'Activity'],
 ];

@@ -22,6 +22,7 @@ import { smsPartLimit, valid, type Accounts } from '../core/accounts/accounts';
 import type { ChangeContext } from '../core/accounts/ports';
 import {
   MAX_BLOCKED_PREFIXES,
+  MAX_SAFE_LIST,
   parseE164Prefix,
   parseKeyId,
   parseLocale,
@@ -45,7 +46,8 @@ import {
   isSpendCap,
   withCountryCaps,
 } from '../core/guard/caps';
-import { DEFAULT_GUARD_SETTINGS, type CountryCaps } from '../core/guard/model';
+import { DEFAULT_GUARD_SETTINGS, GUARD_LEVELS, type CountryCaps } from '../core/guard/model';
+import { blocksInForce } from '../core/guard/status';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
 import { formatUnits, parseUsd } from '../core/money';
@@ -82,8 +84,8 @@ export interface ConsoleDeps {
   /** The accounts core: every change is checked there and leaves an audit record. */
   accounts: Accounts;
   activity: Pick<ActivityReader, 'charges' | 'verifications' | 'verification'>;
-  /** The caps reached now (the guard consumer's `country_cap` blocks). */
-  guard: Pick<DynamoGuardAdmin, 'capsReached'>;
+  /** The caps reached now (the guard consumer's `country_cap` blocks), the guard's blocks, lifting them. */
+  guard: Pick<DynamoGuardAdmin, 'capsReached' | 'overview' | 'unblock'>;
   webhooks: Pick<DynamoWebhookEndpoints, 'listEndpoints' | 'addEndpoint' | 'setEnabled' | 'rotateSecret'>;
   /** The webhook sender's delivery records (one per attempt, 7 days). */
   webhookDeliveries: Pick<DynamoWebhookDeliveries, 'recent' | 'forVerification'>;
@@ -192,7 +194,13 @@ const schemas = {
     /** Absent: unchanged. null: no allow-list (every served country). A list, empty included: that list. */
     allowedCountries: z.optional(z.nullable(countryList)),
   }),
-  guard: z.object({ riskCheckOptOut: z.boolean() }),
+  /** Each field absent: unchanged. */
+  guard: z.object({
+    riskCheckOptOut: z.optional(z.boolean()),
+    level: z.optional(z.enum(GUARD_LEVELS)),
+    safeList: z.optional(z.array(z.string().check(z.maxLength(64))).check(z.maxLength(MAX_SAFE_LIST))),
+  }),
+  unblock: z.object({ prefix: z.string().check(z.maxLength(64)) }),
   /** Every cap of one country; absent or null: no such cap. Sends as whole numbers, spend as USD strings. */
   caps: z.object({
     hourlySends: z.optional(z.nullable(z.number())),
@@ -431,9 +439,32 @@ const API_ROUTES: ApiRoute[] = [
     });
     return json(200, rulesJson(service));
   }),
+  route('GET', '/services/:sid/guard', async (deps, { params }) =>
+    json(200, await guardStatusJson(deps, params.sid!)),
+  ),
   route('PUT', '/services/:sid/guard', async (deps, { params, body, change }) => {
-    const { riskCheckOptOut } = parse(schemas.guard, body);
-    return json(200, guardJson(await deps.accounts.setRiskCheckOptOut(change, params.sid!, riskCheckOptOut)));
+    const input = parse(schemas.guard, body);
+    const sid = params.sid!;
+    // Checked before any change: a bad entry changes nothing.
+    const safeList = input.safeList?.map((entry) => valid(parseE164Prefix(entry.trim())));
+    if (input.level !== undefined) await deps.accounts.setGuardLevel(change, sid, input.level);
+    if (safeList !== undefined) await deps.accounts.setGuardSafeList(change, sid, safeList);
+    if (input.riskCheckOptOut !== undefined)
+      await deps.accounts.setRiskCheckOptOut(change, sid, input.riskCheckOptOut);
+    return json(200, guardJson(await load(deps, sid)));
+  }),
+  route('POST', '/services/:sid/guard/unblock', async (deps, { params, body, change }) => {
+    const { prefix: text } = parse(schemas.unblock, body);
+    const prefix = text === '*' ? '*' : valid(parseE164Prefix(text.trim()));
+    await load(deps, params.sid!);
+    const until = new Date(deps.clock.now().getTime() + UNBLOCK_MS);
+    const lifted = await deps.guard.unblock(params.sid!, prefix, until);
+    await deps.accounts.recordChange(change, params.sid!, 'guard.unblock', undefined, {
+      prefix,
+      lifted,
+      until: until.toISOString(),
+    });
+    return json(200, { prefix, lifted, liftedUntil: until.toISOString() });
   }),
   route('GET', '/services/:sid/caps', async (deps, { params }) =>
     json(200, await capsJson(deps, await load(deps, params.sid!))),
@@ -872,5 +903,44 @@ async function capsJson(deps: ConsoleDeps, service: Service) {
 
 const guardJson = (service: Service) => ({
   guardLevel: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level,
+  guardLevels: GUARD_LEVELS,
+  safeList: service.guard?.safeList ?? [],
   riskCheckOptOut: service.guard?.riskCheckOptOut === true,
 });
+
+/** How long a prefix lifted from the console stays lifted (as `guard unblock`): the rules leave it alone meanwhile. */
+const UNBLOCK_MS = 3_600_000;
+/** Decisions by prefix and reason the page lists, the most sends first. */
+const GUARD_DECISIONS_SHOWN = 20;
+
+/**
+ * The guard of a service now: its settings, the blocks that refuse its sends (global ones only where they apply to
+ * it: what other services' traffic shows is theirs), its decisions by prefix and reason, and what its blocks saved.
+ */
+async function guardStatusJson(deps: ConsoleDeps, sid: string) {
+  const service = await load(deps, sid);
+  const overview = await deps.guard.overview(sid);
+  const now = deps.clock.now().getTime();
+  const blocks = overview ? blocksInForce(overview, sid, now).filter((b) => b.applies) : [];
+  const lines = [...(overview?.report.lines ?? [])].sort((a, b) => b.sends - a.sends);
+  return {
+    ...guardJson(service),
+    blocks: blocks.map((b) => ({
+      blocked: b.blocked,
+      liftWith: b.liftWith,
+      reason: b.reason,
+      level: b.level,
+      scope: b.scope,
+      until: new Date(b.until).toISOString(),
+      figures: b.figures,
+    })),
+    saved: formatUnits(lines.reduce((sum, line) => sum + line.saved, 0)),
+    decisions: lines.slice(0, GUARD_DECISIONS_SHOWN).map((l) => ({
+      mode: l.mode,
+      reason: l.reason,
+      prefix: l.prefix,
+      sends: l.sends,
+      saved: formatUnits(l.saved),
+    })),
+  };
+}

@@ -153,6 +153,28 @@ const rowShows = (rowText: string, shown: string) =>
     rowText,
     shown,
   );
+/** A block in the demo service's guard state for `country`, for an hour, as the guard's consumer writes one. */
+async function putGuardBlock(
+  country: string,
+  block: { prefix: string; reason: string; figures: Record<string, number> },
+): Promise<void> {
+  const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+  await documents.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: {
+        ...keys.guardCountry(demo.serviceSid, country),
+        type: 'guard_state',
+        state: JSON.stringify({
+          blocks: [{ ...block, level: 'standard', since: Date.now(), until: Date.now() + 3_600_000 }],
+          established: [],
+          lifted: {},
+        }),
+      },
+    }),
+  );
+  documents.destroy();
+}
 const clickButton = (label: string) =>
   page.evaluate((name) => {
     const button = [...document.querySelectorAll('button')].find((b) => b.textContent === name);
@@ -430,7 +452,9 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   await go(`/s/${demo.serviceSid}/settings`, '#allowed-summary');
   // A service made as a new one is: every served country but the high-risk ones, named where it is described.
   expect(await text('#allowed-summary')).toContain('NG Nigeria');
-  // The RiskCheck permission, off by default, saved on the service.
+  expect(await text('#guard-summary')).toContain('standard; RiskCheck=disable ignored');
+  // The RiskCheck permission, off by default, saved on the service (the guard's page).
+  await go(`/s/${demo.serviceSid}/guard`, '#risk-check-opt-out');
   expect(await page.$eval('#risk-check-opt-out', (el) => (el as HTMLInputElement).checked)).toBe(false);
   await page.click('#risk-check-opt-out');
   // Saving renders the page again: mark this checkbox so the wait below sees the new one, not this one.
@@ -487,32 +511,7 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   );
   expect(await text('#caps tbody')).toContain('2.5000');
   // Reached (as the guard's consumer records it): the page alerts the owner.
-  const until = Date.now() + 3_600_000;
-  const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
-  await documents.send(
-    new PutCommand({
-      TableName: tableName,
-      Item: {
-        ...keys.guardCountry(demo.serviceSid, 'GB'),
-        type: 'guard_state',
-        state: JSON.stringify({
-          blocks: [
-            {
-              prefix: '+44',
-              reason: 'country_cap',
-              level: 'standard',
-              since: Date.now(),
-              until,
-              figures: { hourly_sends: 5, cap: 5 },
-            },
-          ],
-          established: [],
-          lifted: {},
-        }),
-      },
-    }),
-  );
-  documents.destroy();
+  await putGuardBlock('GB', { prefix: '+44', reason: 'country_cap', figures: { hourly_sends: 5, cap: 5 } });
   await page.reload();
   await page.waitForSelector('#caps [role=alert]');
   expect(await text('#caps [role=alert]')).toContain('Cap reached: GB hourly sends 5 of 5');
@@ -523,6 +522,81 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
     [...(row?.querySelectorAll('button') ?? [])].find((b) => b.textContent === 'Remove')?.click();
   });
   await page.waitForFunction(() => document.querySelector('#caps')?.textContent?.includes('No caps.'));
+});
+
+test("the guard page: level and safe list saved, a block shown, lifted, and the API's answer with it", async () => {
+  await go(`/s/${demo.serviceSid}/guard`, '#guard-level');
+  expect(await page.$eval('#guard-level', (el) => (el as HTMLSelectElement).value)).toBe('standard');
+  // A block of an IN range, as the guard's consumer writes one: the page names it, and the API refuses its numbers.
+  const to = '+919876543210';
+  // No probes field: a block that takes none (this number is never let through as one).
+  await putGuardBlock('IN', {
+    prefix: '+919876',
+    reason: 'prefix_surge',
+    figures: { sends_30m: 14, checked: 0, expected: 6.2 },
+  });
+  const refused = await send({ To: to });
+  expect(refused.status).toBe(403);
+  expect(((await refused.json()) as { code: string }).code).toBe('blocked_by_policy');
+  await page.reload();
+  await rowShows('+919876', 'prefix_surge');
+  expect(await text('#guard-blocks')).toContain('sends_30m 14, checked 0, expected 6.2');
+
+  // Level and safe list: saved on the service, a bad entry refused with nothing changed.
+  await page.select('#guard-level', 'shadow');
+  await page.$eval('#safe-list', (el) => ((el as HTMLInputElement).value = '+447400 +1415555'));
+  await clickButton('Save guard setting');
+  await eventually(async () => {
+    const guard = (await stackAccounts().getService(demo.serviceSid))?.guard;
+    return guard?.level === 'shadow' && guard.safeList.join() === '+1415555,+447400' ? true : undefined;
+  });
+  // The page renders again after a save: start from a settled one.
+  await page.reload();
+  await page.waitForFunction(
+    () => (document.querySelector('#safe-list') as HTMLInputElement | null)?.value === '+1415555 +447400',
+  );
+  await page.$eval('#safe-list', (el) => ((el as HTMLInputElement).value = '+44 7400'));
+  await clickButton('Save guard setting');
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('[role=status]')].some((el) => el.textContent?.includes('E.164 prefix')),
+  );
+  expect((await stackAccounts().getService(demo.serviceSid))?.guard?.safeList).toEqual([
+    '+1415555',
+    '+447400',
+  ]);
+  await page.reload();
+  await page.waitForSelector('#guard-blocks [role=alert]');
+  expect(await text('#guard-blocks [role=alert]')).toMatch(/in force; at shadow they refuse nothing/);
+
+  // Back to standard: the blocks refuse again. Then lifted from the page: gone from the table, and the API lets the
+  // number through.
+  await page.select('#guard-level', 'standard');
+  await clickButton('Save guard setting');
+  await page.waitForFunction(() =>
+    document.querySelector('#guard-blocks [role=alert]')?.textContent?.includes('refuse sends now'),
+  );
+  await shot('guard');
+  await clickInRow('+919876', 'Lift');
+  await page.waitForFunction(
+    () => !document.querySelector('#guard-blocks')?.textContent?.includes('+919876'),
+  );
+  expect((await send({ To: to })).status).toBe(201);
+  const audit = await stackAccounts().auditTrail(demo.serviceSid, 20);
+  expect(audit.map((record) => record.action)).toEqual(
+    expect.arrayContaining(['guard.unblock', 'guard.level', 'guard.safelist']),
+  );
+  // Back as it was for the tests after this one. The page renders again after the save: leave only once it has
+  // (the input marked here is replaced), or it would replace the next page.
+  await page.$eval('#safe-list', (el) => {
+    (el as HTMLInputElement).value = '';
+    el.setAttribute('data-before-save', '');
+  });
+  await clickButton('Save guard setting');
+  await page.waitForFunction(() => {
+    const input = document.querySelector('#safe-list');
+    return input !== null && !input.hasAttribute('data-before-save');
+  });
+  expect((await stackAccounts().getService(demo.serviceSid))?.guard?.safeList).toEqual([]);
 });
 
 test('the operator sees every service, creates one and tops it up', async () => {

@@ -214,13 +214,22 @@ describe('console', () => {
         },
       ],
     },
+    { route: 'GET /services/:sid/guard', path: () => `/services/${sid()}/guard` },
     {
       route: 'PUT /services/:sid/guard',
       path: () => `/services/${sid()}/guard`,
-      body: () => ({ riskCheckOptOut: true }),
+      body: () => ({ riskCheckOptOut: true, level: 'shadow', safeList: ['+447400'] }),
       expect: () => [
         { action: 'guard.risk_check', before: { riskCheckOptOut: false }, after: { riskCheckOptOut: true } },
+        { action: 'guard.level', before: { level: 'standard' }, after: { level: 'shadow' } },
+        { action: 'guard.safelist', before: { safeList: [] }, after: { safeList: ['+447400'] } },
       ],
+    },
+    {
+      route: 'POST /services/:sid/guard/unblock',
+      path: () => `/services/${sid()}/guard/unblock`,
+      body: () => ({ prefix: '+4474' }),
+      expect: () => [{ action: 'guard.unblock', after: { prefix: '+4474', lifted: 0 } }],
     },
     { route: 'GET /services/:sid/caps', path: () => `/services/${sid()}/caps` },
     {

@@ -5,8 +5,20 @@
  * console changes is what the public API obeys.
  */
 import { request } from 'node:http';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { keys } from '../../functions/adapters/dynamodb/keys';
+import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
-import { BY_TEST, startHarness, eventually, type Account, type Harness } from '../support/harness';
+import { serviceTag } from '../../functions/core/guard/signals';
+import {
+  BY_TEST,
+  dynamoEndpoint,
+  startHarness,
+  eventually,
+  type Account,
+  type Harness,
+} from '../support/harness';
 
 let harness: Harness;
 let a: Account;
@@ -371,7 +383,12 @@ describe('static controls: the country allow-list and the RiskCheck permission',
       code: 'blocked_by_policy',
     });
     const allowed = await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: true });
-    expect(allowed.body).toEqual({ guardLevel: 'standard', riskCheckOptOut: true });
+    expect(allowed.body).toEqual({
+      guardLevel: 'standard',
+      guardLevels: ['off', 'shadow', 'standard', 'strict'],
+      safeList: [],
+      riskCheckOptOut: true,
+    });
     // Now the guard does not judge it: the channels cannot reach a personal number.
     expect((await harness.client(c).send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
       code: 'no_eligible_channel',
@@ -381,6 +398,147 @@ describe('static controls: the country allow-list and the RiskCheck permission',
     ).toBe(400);
     await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: false });
     expect((await harness.accounts.getService(c.serviceSid))?.guard?.riskCheckOptOut).toBeUndefined();
+  });
+});
+
+describe("the pumping guard's page: blocks in force, lifting them, level and safe list", () => {
+  let d: Account;
+  beforeAll(async () => {
+    d = await harness.createAccount();
+  });
+  /** A guard state as the consumer writes it, with one block of `prefix` (no probes: none let through). */
+  async function putBlock(scope: string, country: string, prefix: string, services?: string[]) {
+    const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+    const now = harness.clock.now().getTime();
+    await documents.send(
+      new PutCommand({
+        TableName: harness.tableName,
+        Item: {
+          ...keys.guardCountry(scope, country),
+          type: 'guard_state',
+          state: JSON.stringify({
+            blocks: [
+              {
+                prefix,
+                reason: 'sequential_numbers',
+                level: 'standard',
+                since: now,
+                until: now + 3_600_000,
+                figures: { run: 6 },
+                ...(services && { services }),
+              },
+            ],
+            established: [],
+            lifted: {},
+          }),
+        },
+      }),
+    );
+    documents.destroy();
+  }
+  const blocked = async (account: Account, to: string) =>
+    (await harness.client(account).send({ To: to })).body.code === 'blocked_by_policy';
+
+  test("its own blocks, and a global one only where three other services showed it; lifting one lets that service's sends through", async () => {
+    const others = ['VA' + 'e'.repeat(32), 'VA' + 'f'.repeat(32), 'VA' + 'a'.repeat(31) + 'b'];
+    // D's own block in GB; global blocks in US: one three other services showed, one only two did.
+    await putBlock(d.serviceSid, 'GB', '+4474009');
+    // D sends to the US too: the consumer keeps its aggregates there, and no state (D never had a block there).
+    const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+    await documents.send(
+      new PutCommand({
+        TableName: harness.tableName,
+        Item: { ...keys.guardCountryStats(d.serviceSid, 'US'), type: 'guard_stats', version: 1 },
+      }),
+    );
+    documents.destroy();
+    await putBlock(GLOBAL_SCOPE, 'US', '+1415555', others.map(serviceTag));
+    const shown = await call(operator, 'GET', `/services/${d.serviceSid}/guard`);
+    expect(shown.status).toBe(200);
+    expect(shown.body).toMatchObject({ guardLevel: 'standard', safeList: [], saved: '0.0000' });
+    expect(shown.body.blocks).toEqual([
+      expect.objectContaining({
+        blocked: '+4474009',
+        liftWith: '+4474009',
+        scope: 'service',
+        figures: { run: 6 },
+      }),
+      expect.objectContaining({ blocked: '+1415555', liftWith: '+1415555', scope: 'global' }),
+    ]);
+    expect(await blocked(d, '+14155550123')).toBe(true);
+    // Shown to no one who is not a member.
+    expect((await call(bob, 'GET', `/services/${d.serviceSid}/guard`)).status).toBe(403);
+
+    // Two other services only: shadow for D, so neither shown nor refused.
+    await putBlock(GLOBAL_SCOPE, 'US', '+1415555', others.slice(0, 2).map(serviceTag));
+    expect(
+      ((await call(operator, 'GET', `/services/${d.serviceSid}/guard`)).body.blocks as unknown[]).length,
+    ).toBe(1);
+    expect(await blocked(d, '+14155550124')).toBe(false);
+
+    // Lifting the global block for D: D's sends pass, another service's do not.
+    await putBlock(GLOBAL_SCOPE, 'US', '+1415555', others.map(serviceTag));
+    const lifted = await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, {
+      prefix: '+1415555',
+    });
+    expect(lifted.status).toBe(200);
+    expect(lifted.body).toMatchObject({ prefix: '+1415555', lifted: 0 });
+    expect(await blocked(d, '+14155550125')).toBe(false);
+    expect(await blocked(b, '+14155550126')).toBe(true);
+    // D's own block: lifted, gone from the page, and audited.
+    expect(
+      (await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, { prefix: '+4474009' })).body,
+    ).toMatchObject({ lifted: 1 });
+    expect((await call(operator, 'GET', `/services/${d.serviceSid}/guard`)).body.blocks).toEqual([]);
+    expect(await blocked(d, '+447400912345')).toBe(false);
+    const audit = await harness.accounts.auditTrail(d.serviceSid, 10);
+    expect(audit.filter((r) => r.action === 'guard.unblock')).toHaveLength(2);
+    // Not a prefix: refused, nothing lifted.
+    for (const prefix of ['44', '+44 74', ''])
+      expect(
+        (await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, { prefix })).status,
+      ).toBe(400);
+  });
+
+  test('level and safe list: saved with an audit record each; a bad entry changes nothing', async () => {
+    const put = (body: Record<string, unknown>) =>
+      call(operator, 'PUT', `/services/${d.serviceSid}/guard`, body);
+    const saved = await put({ level: 'shadow', safeList: ['+447400', ' +1415555 ', '+447400'] });
+    expect(saved.status).toBe(200);
+    expect(saved.body).toMatchObject({ guardLevel: 'shadow', safeList: ['+1415555', '+447400'] });
+    expect((await harness.accounts.getService(d.serviceSid))?.guard).toMatchObject({
+      level: 'shadow',
+      safeList: ['+1415555', '+447400'],
+    });
+    for (const body of [{ level: 'lenient' }, { safeList: ['+44', '7400'] }, { safeList: 'none' }]) {
+      expect((await put(body)).status).toBe(400);
+    }
+    expect((await put({ level: 'strict', safeList: ['+44', 'x'] })).status).toBe(400);
+    expect((await harness.accounts.getService(d.serviceSid))?.guard).toMatchObject({
+      level: 'shadow',
+      safeList: ['+1415555', '+447400'],
+    });
+    const actions = (await harness.accounts.auditTrail(d.serviceSid, 20)).map((r) => r.action);
+    expect(actions).toEqual(expect.arrayContaining(['guard.level', 'guard.safelist']));
+    // Leaving a field out leaves it as it is.
+    expect((await put({ level: 'standard' })).body).toMatchObject({
+      guardLevel: 'standard',
+      safeList: ['+1415555', '+447400'],
+    });
+    expect((await put({ safeList: [] })).body).toMatchObject({ safeList: [] });
+    expect((await call(alice, 'PUT', `/services/${d.serviceSid}/guard`, { level: 'off' })).status).toBe(403);
+    // The accounts core checks as much for every caller (the admin command too).
+    const many = Array.from({ length: 101 }, (_, i) => `+4474${String(i).padStart(3, '0')}`);
+    for (const change of [
+      () => harness.accounts.setGuardSafeList(BY_TEST, d.serviceSid, ['+44', '4470']),
+      () => harness.accounts.setGuardSafeList(BY_TEST, d.serviceSid, many),
+      () => harness.accounts.setGuardLevel(BY_TEST, d.serviceSid, 'lenient' as 'off'),
+    ])
+      await expect(change()).rejects.toMatchObject({ code: 'invalid_parameter' });
+    expect((await harness.accounts.getService(d.serviceSid))?.guard).toMatchObject({
+      level: 'standard',
+      safeList: [],
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-/** The settings page of a service: its facts, its enabled channels and its pumping-guard setting. */
+/** The settings page of a service: its facts and its enabled channels. */
 import { api, type Json } from '../api';
 import { action, copyButton, formError, h, show, when } from '../dom';
 import type { HighRisk } from './rules';
@@ -16,11 +16,6 @@ export async function settingsPage(sid: string): Promise<void> {
     return { c, box };
   });
   const err = formError();
-  const riskCheck = h('input', {
-    type: 'checkbox',
-    id: 'risk-check-opt-out',
-    checked: s.riskCheckOptOut === true,
-  }) as HTMLInputElement;
   const template = s.defaultTemplate as Json | null;
   show(
     'Settings',
@@ -43,6 +38,13 @@ export async function settingsPage(sid: string): Promise<void> {
       ),
       h('dt', {}, 'Created'),
       h('dd', {}, when(s.createdAt)),
+      h('dt', {}, 'Pumping guard'),
+      h(
+        'dd',
+        { id: 'guard-summary' },
+        `${String(s.guardLevel)}; RiskCheck=disable ${s.riskCheckOptOut === true ? 'honoured' : 'ignored'} `,
+        h('a', { href: `#/s/${sid}/guard` }, '(guard)'),
+      ),
       h('dt', {}, 'Sends to'),
       h(
         'dd',
@@ -76,29 +78,6 @@ export async function settingsPage(sid: string): Promise<void> {
         }),
       ),
       err,
-    ),
-    h('h2', {}, 'Pumping guard'),
-    h(
-      'div',
-      { class: 'card' },
-      h(
-        'div',
-        { class: 'row' },
-        riskCheck,
-        h(
-          'label',
-          { for: 'risk-check-opt-out', class: 'inline' },
-          "Let a send's RiskCheck=disable skip the guard (off: every send is judged, and the answer is the same)",
-        ),
-      ),
-      h(
-        'p',
-        {},
-        action('Save guard setting', async () => {
-          await api('PUT', `/services/${sid}/guard`, { riskCheckOptOut: riskCheck.checked });
-          await settingsPage(sid);
-        }),
-      ),
     ),
   );
 }

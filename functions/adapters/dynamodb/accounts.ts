@@ -109,6 +109,8 @@ function settingsUpdate(change: ServiceSettingsChange): {
   field('allowed_countries', change.allowedCountries, 'allowedCountries' in change);
   if ('riskCheckOptOut' in change)
     field('guard_risk_check_opt_out', change.riskCheckOptOut ? true : undefined, true);
+  field('guard_level', change.guardLevel, 'guardLevel' in change);
+  field('guard_safe_list', change.guardSafeList, 'guardSafeList' in change);
   field('guard_caps', change.guardCaps, 'guardCaps' in change);
   field(
     'default_template',

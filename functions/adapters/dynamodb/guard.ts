@@ -40,6 +40,8 @@ import type {
   ScopeGuardState,
 } from '../../core/guard/model';
 import { capReachedBy, type CapReached } from '../../core/guard/caps';
+import type { GuardOverview } from '../../core/guard/status';
+import { countryPrefixOf } from '../../core/guard/prefix';
 import {
   emptyCountryState,
   emptyScopeState,
@@ -47,7 +49,7 @@ import {
   type ScopeStats,
 } from '../../core/guard/signals';
 import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
-import { isConditionFailure, queryAll, updateExisting } from './requests';
+import { isConditionFailure, queryAll } from './requests';
 
 type Item = Record<string, unknown>;
 
@@ -377,34 +379,15 @@ export interface CapBlock extends CapReached {
   until: number;
 }
 
-export interface GuardOverview {
-  level: GuardLevel | undefined;
-  safeList: string[];
-  countries: { country: string; state: CountryGuardState }[];
-  scope: ScopeGuardState | undefined;
-  global: { country: string; state: CountryGuardState }[];
-  report: GuardReport;
-}
-
-/** The operator's side (`npm run admin -- guard ...`): settings on the service item, reports, lifting blocks. */
+/**
+ * The owner's and operator's side (`npm run admin -- guard ...`, the console): reports, lifting blocks. The settings
+ * on the service item are the accounts core's (audited).
+ */
 export class DynamoGuardAdmin {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
   ) {}
-
-  /** False when the service does not exist. */
-  async setLevel(serviceSid: string, level: GuardLevel): Promise<boolean> {
-    return this.updateService(serviceSid, 'SET guard_level = :level', { ':level': level });
-  }
-
-  async setSafeList(serviceSid: string, safeList: string[]): Promise<boolean> {
-    return this.updateService(serviceSid, 'SET guard_safe_list = :list', { ':list': safeList });
-  }
-
-  private updateService(serviceSid: string, expression: string, values: Item): Promise<boolean> {
-    return updateExisting(this.client, this.tableName, keys.service(serviceSid), expression, values);
-  }
 
   private states(scope: string): Promise<Item[]> {
     return queryAll(this.client, {
@@ -444,11 +427,15 @@ export class DynamoGuardAdmin {
     );
     if (!service) return undefined;
     const own = await this.states(serviceSid);
-    // The global scope has a partition per country: those of the countries this service sends to.
-    const ownCountries = own
-      .map((item) => String(item.sk))
-      .filter((sk) => sk.startsWith('COUNTRY#'))
-      .map((sk) => sk.slice('COUNTRY#'.length));
+    // The global scope has a partition per country: those of the countries this service sends to (its state, or
+    // its aggregates alone where no block of its own was ever written).
+    const ownCountries = [
+      ...new Set(
+        own
+          .map((item) => String(item.sk))
+          .flatMap((sk) => /^(?:COUNTRY|STATS)#(.+)$/.exec(sk)?.slice(1) ?? []),
+      ),
+    ];
     const global = (
       await Promise.all(
         ownCountries.map((country) =>
@@ -490,35 +477,49 @@ export class DynamoGuardAdmin {
    */
   async unblock(serviceSid: string, prefix: string, until: Date): Promise<number> {
     let lifted = 0;
-    for (const item of await this.states(serviceSid)) {
-      const sk = String(item.sk);
-      if (sk === 'SCOPE') {
-        const state = parse<ScopeGuardState>(item, 'state')!;
-        if (prefix === '*' || prefix.length <= 4) {
-          lifted += Number(!!state.novelCountries) + Number(!!state.novelRanges);
-          delete state.novelCountries;
-          delete state.novelRanges;
-          state.lifted = { ...state.lifted, [prefix === '*' ? '*' : prefix]: until.getTime() };
-          if (prefix === '*') state.lifted['+'] = until.getTime();
-          await this.putState(item, state);
-        }
-      } else if (sk.startsWith('COUNTRY#')) {
-        const state = parse<CountryGuardState>(item, 'state')!;
-        const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
-        const kept = state.blocks.filter((block) => !matches(block.prefix));
-        const touched = kept.length !== state.blocks.length || !!state.novelty || !!state.closed;
-        if (!touched && prefix !== '*') continue;
-        lifted += state.blocks.length - kept.length;
-        state.blocks = kept;
-        const wide = prefix === '*' ? '+' : prefix;
-        if (prefix === '*' || prefix.length <= 4) {
-          lifted += Number(!!state.novelty) + Number(!!state.closed);
-          delete state.novelty;
-          delete state.closed;
-        }
-        state.lifted = { ...state.lifted, [wide]: until.getTime() };
-        await this.putState(item, state);
+    const items = await this.states(serviceSid);
+    const countryOf = (sk: string) => /^(?:COUNTRY|STATS)#(.+)$/.exec(sk)?.[1];
+    const stateItems = new Map(
+      items
+        .filter((item) => String(item.sk).startsWith('COUNTRY#'))
+        .map((item) => [countryOf(String(item.sk))!, item]),
+    );
+    // A country the service sends to with no state of its own yet (it never had a block there): the lift needs one,
+    // to hold against the global blocks there.
+    for (const item of items) {
+      const country = countryOf(String(item.sk));
+      if (country && !stateItems.has(country))
+        stateItems.set(country, {
+          ...keys.guardCountry(serviceSid, country),
+          state: JSON.stringify(emptyCountryState()),
+        });
+    }
+    const scopeItem = items.find((item) => item.sk === 'SCOPE');
+    if (scopeItem && (prefix === '*' || prefix.length <= 4)) {
+      const state = parse<ScopeGuardState>(scopeItem, 'state')!;
+      lifted += Number(!!state.novelCountries) + Number(!!state.novelRanges);
+      delete state.novelCountries;
+      delete state.novelRanges;
+      state.lifted = { ...state.lifted, [prefix === '*' ? '*' : prefix]: until.getTime() };
+      if (prefix === '*') state.lifted['+'] = until.getTime();
+      await this.putState(scopeItem, state);
+    }
+    const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
+    for (const [country, item] of stateItems) {
+      // Numbers of this country under the prefix: its own blocks there go, and the lift also holds against the
+      // global blocks there (the verdict reads this state's `lifted` for them), which are not touched.
+      if (!matches(countryPrefixOf(country) ?? '+')) continue;
+      const state = parse<CountryGuardState>(item, 'state')!;
+      const kept = state.blocks.filter((block) => !matches(block.prefix));
+      lifted += state.blocks.length - kept.length;
+      state.blocks = kept;
+      if (prefix === '*' || prefix.length <= 4) {
+        lifted += Number(!!state.novelty) + Number(!!state.closed);
+        delete state.novelty;
+        delete state.closed;
       }
+      state.lifted = { ...state.lifted, [prefix === '*' ? '+' : prefix]: until.getTime() };
+      await this.putState(item, state);
     }
     return lifted;
   }
@@ -528,9 +529,10 @@ export class DynamoGuardAdmin {
       new UpdateCommand({
         TableName: this.tableName,
         Key: { pk: item.pk, sk: item.sk },
-        UpdateExpression: 'SET #state = :state',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':state': JSON.stringify(state) },
+        // The type too: a state this write makes (a country with no state of its own yet) is read as any other.
+        UpdateExpression: 'SET #state = :state, #type = :type',
+        ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
+        ExpressionAttributeValues: { ':state': JSON.stringify(state), ':type': 'guard_state' },
       }),
     );
     // A consumer that read the state before this write must not put the old one back: its write is

@@ -6,13 +6,15 @@
  */
 import { OtpError } from '../errors';
 import { defaultAllowedCountries } from '../guard/high-risk-countries';
-import type { CountryCaps } from '../guard/model';
+import { DEFAULT_GUARD_SETTINGS, isGuardLevel, type CountryCaps, type GuardLevel } from '../guard/model';
 import type { Service, Template } from '../model';
 import type { Clock, Random } from '../ports';
 import { ROUTES, type Channel } from '../routing';
 import {
   DEFAULT_TEMPLATE_SMS_PARTS,
+  MAX_SAFE_LIST,
   keyIdOf,
+  parseE164Prefix,
   parseBalanceShards,
   parseTemplateBody,
   parseTopUp,
@@ -410,6 +412,40 @@ export class Accounts {
         riskCheckOptOut: service.guard?.riskCheckOptOut === true,
       },
       { riskCheckOptOut: allowed },
+    );
+    return this.service(serviceSid);
+  }
+
+  /** The guard's level (docs/guard.md, "Levels"). */
+  async setGuardLevel(context: ChangeContext, serviceSid: string, level: GuardLevel): Promise<Service> {
+    if (!isGuardLevel(level)) throw new OtpError('invalid_parameter', `Not a guard level: ${String(level)}`);
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'guard.level',
+      { guardLevel: level },
+      { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level },
+      { level },
+    );
+    return this.service(serviceSid);
+  }
+
+  /** The numbers and prefixes the guard never blocks (E.164 prefixes; the list replaces the one before). */
+  async setGuardSafeList(context: ChangeContext, serviceSid: string, safeList: string[]): Promise<Service> {
+    const bad = safeList.map(parseE164Prefix).find((parsed) => !parsed.ok);
+    if (bad && !bad.ok) throw new OtpError('invalid_parameter', bad.problem);
+    const next = [...new Set(safeList)].sort();
+    if (next.length > MAX_SAFE_LIST)
+      throw new OtpError('invalid_parameter', `A safe list holds at most ${MAX_SAFE_LIST} entries.`);
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'guard.safelist',
+      { guardSafeList: next },
+      { safeList: service.guard?.safeList ?? [] },
+      { safeList: next },
     );
     return this.service(serviceSid);
   }

@@ -57,6 +57,8 @@ export function parseE164Prefix(text: string): Parsed<string> {
 
 /** Blocked prefixes a service may hold. */
 export const MAX_BLOCKED_PREFIXES = 100;
+/** Numbers and prefixes on a service's guard safe list, at most. */
+export const MAX_SAFE_LIST = 100;
 
 export const MAX_SERVICE_NAME_LENGTH = 100;
 

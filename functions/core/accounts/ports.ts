@@ -3,7 +3,7 @@
  * and the audit trail) and the webhook endpoints. The DynamoDB adapters implement them; every change takes the
  * audit record that the store writes in the same transaction, so a change and its record land together.
  */
-import type { CountryCaps } from '../guard/model';
+import type { CountryCaps, GuardLevel } from '../guard/model';
 import type { Service, Template } from '../model';
 import type { Channel } from '../routing';
 
@@ -106,6 +106,9 @@ export interface ServiceSettingsChange {
   blockedPrefixes?: string[];
   allowedCountries?: string[] | undefined;
   riskCheckOptOut?: boolean;
+  guardLevel?: GuardLevel;
+  /** Numbers and prefixes the guard never blocks. */
+  guardSafeList?: string[];
   guardCaps?: Record<string, CountryCaps> | undefined;
   defaultTemplate?: Template | undefined;
   templateSmsParts?: number | undefined;

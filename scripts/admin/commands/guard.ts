@@ -5,6 +5,7 @@
  * `guard unblock`.
  */
 import { GUARD_LEVELS, isGuardLevel, type GuardLevel } from '../../../functions/core/guard/model';
+import { blocksInForce } from '../../../functions/core/guard/status';
 import { list, rows, table, usd } from '../format';
 import * as parse from '../validate';
 import { AdminError, UsageError, command, type Command, type CommandContext } from '../framework';
@@ -34,31 +35,7 @@ const guardReport = command({
   parse: sidOnly,
   run: async (context, sid) => {
     const found = await overview(context, sid);
-    const now = Date.now();
-    const blocks = [
-      ...found.countries.flatMap(({ country, state }) =>
-        state.blocks.filter((b) => b.until > now).map((b) => ({ scope: 'service', country, ...b })),
-      ),
-      ...found.global.flatMap(({ country, state }) =>
-        state.blocks.filter((b) => b.until > now).map((b) => ({ scope: 'global', country, ...b })),
-      ),
-    ];
-    const novelty = [
-      ...found.countries.flatMap(({ country, state }) =>
-        state.novelty && state.novelty.until > now ? [{ country, ...state.novelty }] : [],
-      ),
-      ...found.countries.flatMap(({ country, state }) =>
-        state.closed && state.closed.until > now
-          ? [{ country: `${country} (closed but ${state.closed.open.length} ranges)`, ...state.closed }]
-          : [],
-      ),
-      ...(found.scope?.novelCountries && found.scope.novelCountries.until > now
-        ? [{ country: 'countries not established', ...found.scope.novelCountries }]
-        : []),
-      ...(found.scope?.novelRanges && found.scope.novelRanges.until > now
-        ? [{ country: 'ranges not established, every country', ...found.scope.novelRanges }]
-        : []),
-    ];
+    const blocks = blocksInForce(found, sid, Date.now());
     const lines = [...found.report.lines].sort((a, b) => b.sends - a.sends);
     const saved = lines.reduce((sum, line) => sum + line.saved, 0);
     const json = {
@@ -67,7 +44,6 @@ const guardReport = command({
       safeList: found.safeList,
       riskCheckOptOut: found.riskCheckOptOut,
       blocks,
-      novelty,
       decisions: lines,
       savedUnits: saved,
       recent: found.report.recent,
@@ -83,28 +59,19 @@ const guardReport = command({
         ['Saved by blocks', usd(saved)],
       ]),
       '',
-      blocks.length === 0 && novelty.length === 0
+      blocks.length === 0
         ? 'No block now.'
         : table(
-            ['Blocked', 'Reason', 'Level', 'Scope', 'Until', 'Figures'],
-            [
-              ...blocks.map((b) => [
-                b.prefix,
-                b.reason,
-                b.level,
-                b.scope,
-                iso(b.until),
-                JSON.stringify(b.figures),
-              ]),
-              ...novelty.map((b) => [
-                b.country,
-                b.reason,
-                b.level,
-                'service',
-                iso(b.until),
-                JSON.stringify(b.figures),
-              ]),
-            ],
+            ['Blocked', 'Reason', 'Level', 'Scope', 'Until', 'Lift with', 'Figures'],
+            blocks.map((b) => [
+              b.blocked,
+              b.reason,
+              b.level,
+              b.applies ? b.scope : `${b.scope} (not applied)`,
+              iso(b.until),
+              b.liftWith,
+              JSON.stringify(b.figures),
+            ]),
           ),
       '',
       lines.length === 0
@@ -129,15 +96,8 @@ const guardLevel = command({
     return { sid: parse.serviceSid(sid!), level: level as GuardLevel };
   },
   run: async (context, { sid, level }) => {
-    const service = await loadService(context, sid);
-    await context.guard.setLevel(sid, level);
-    await context.accounts.recordChange(
-      context.change,
-      sid,
-      'guard.level',
-      { level: service.guard?.level ?? null },
-      { level },
-    );
+    await loadService(context, sid);
+    await context.accounts.setGuardLevel(context.change, sid, level);
     return { json: { serviceSid: sid, level }, text: `Guard level of ${sid}: ${level}.` };
   },
 });
@@ -156,16 +116,7 @@ function safeListEdit(add: boolean): Command {
       const current = service.guard?.safeList ?? [];
       const next = add ? [...current.filter((e) => e !== entry), entry] : current.filter((e) => e !== entry);
       const changed = next.length !== current.length || (add && !current.includes(entry));
-      if (changed) {
-        await context.guard.setSafeList(sid, next);
-        await context.accounts.recordChange(
-          context.change,
-          sid,
-          'guard.safelist',
-          { safeList: current },
-          { safeList: next },
-        );
-      }
+      if (changed) await context.accounts.setGuardSafeList(context.change, sid, next);
       return {
         json: { serviceSid: sid, changed, safeList: next },
         text: `${changed ? 'Safe list changed' : 'Nothing changed'}. Safe list: ${list(next)}`,
@@ -205,7 +156,7 @@ const guardUnblock = command({
   summary: `Lift the guard's blocks of a prefix (or all, with *) for ${UNBLOCK_HOURS} h`,
   details: [
     "Lifts every block of the service inside or around the prefix; a country prefix (+62) also lifts that country's block of ranges not established, * every block.",
-    `For ${UNBLOCK_HOURS} hour the rules do not block that prefix again; a global block (all services) is not lifted here.`,
+    `For ${UNBLOCK_HOURS} hour the rules do not block that prefix again; a global block (all services) there stays, but passes this service's sends.`,
   ],
   examples: [`guard unblock ${VA} +447400`, `guard unblock ${VA} '*'`],
   parse: ([sid, prefix]) => ({
