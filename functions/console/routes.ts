@@ -935,6 +935,18 @@ async function guardStatusJson(deps: ConsoleDeps, sid: string) {
       figures: b.figures,
     })),
     saved: formatUnits(lines.reduce((sum, line) => sum + line.saved, 0)),
+    // The latest decisions, newest first: which numbers (all but their last 3 digits) were refused, and why.
+    recent: [...(overview?.report.recent ?? [])]
+      .reverse()
+      .slice(0, GUARD_DECISIONS_SHOWN)
+      .map((d) => ({
+        at: new Date(d.at).toISOString(),
+        mode: d.mode,
+        reason: d.reason,
+        number: `${d.e164Prefix}xxx`,
+        prefix: d.prefix,
+        scope: d.scope,
+      })),
     decisions: lines.slice(0, GUARD_DECISIONS_SHOWN).map((l) => ({
       mode: l.mode,
       reason: l.reason,

@@ -500,6 +500,50 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
       ).toBe(400);
   });
 
+  test('its decisions: by prefix and reason with the money saved, the latest first with numbers cut short', async () => {
+    const at = harness.clock.now().getTime();
+    const decision = (prefix: string, e164Prefix: string, minutes: number) => ({
+      mode: 'blocked',
+      reason: 'prefix_surge',
+      prefix,
+      scope: 'service',
+      figures: {},
+      price: 600,
+      at: at + minutes * 60_000,
+      e164Prefix,
+    });
+    const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+    await documents.send(
+      new PutCommand({
+        TableName: harness.tableName,
+        Item: {
+          ...keys.guardScopeStats(d.serviceSid),
+          type: 'guard_stats',
+          version: 1,
+          // As the consumer keeps it: lines by mode, reason and prefix; the latest decisions, newest last.
+          report: JSON.stringify({
+            lines: [
+              { mode: 'blocked', reason: 'prefix_surge', prefix: '+447400', sends: 2, saved: 1_200 },
+              { mode: 'shadow', reason: 'low_conversion', prefix: '+91', sends: 5, saved: 0 },
+            ],
+            recent: [decision('+447400', '+447400123', 0), decision('+447400', '+447400987', 1)],
+          }),
+        },
+      }),
+    );
+    documents.destroy();
+    const shown = (await call(operator, 'GET', `/services/${d.serviceSid}/guard`)).body;
+    expect(shown.saved).toBe('0.1200');
+    expect(shown.decisions).toEqual([
+      { mode: 'shadow', reason: 'low_conversion', prefix: '+91', sends: 5, saved: '0.0000' },
+      { mode: 'blocked', reason: 'prefix_surge', prefix: '+447400', sends: 2, saved: '0.1200' },
+    ]);
+    expect((shown.recent as { number: string }[]).map((r) => r.number)).toEqual([
+      '+447400987xxx',
+      '+447400123xxx',
+    ]);
+  });
+
   test('level and safe list: saved with an audit record each; a bad entry changes nothing', async () => {
     const put = (body: Record<string, unknown>) =>
       call(operator, 'PUT', `/services/${d.serviceSid}/guard`, body);

@@ -15,6 +15,15 @@ interface BlockView {
   figures: Record<string, number>;
 }
 
+interface RecentView {
+  at: string;
+  mode: string;
+  reason: string;
+  number: string;
+  prefix: string;
+  scope: string;
+}
+
 interface DecisionView {
   mode: string;
   reason: string;
@@ -34,6 +43,7 @@ export async function guardPage(sid: string): Promise<void> {
   // `shadow` records what `standard` would refuse; `off` judges nothing.
   const refusing = g.guardLevel === 'standard' || g.guardLevel === 'strict';
   const decisions = g.decisions as DecisionView[];
+  const recent = g.recent as RecentView[];
   const level = h(
     'select',
     { id: 'guard-level', 'aria-label': 'Guard level' },
@@ -141,6 +151,19 @@ export async function guardPage(sid: string): Promise<void> {
         decisions.map((d) => [d.mode, d.reason, h('code', {}, d.prefix), String(d.sends), d.saved]),
         'No decision recorded.',
       ),
+      recent.length > 0 && h('h3', {}, 'Latest, newest first'),
+      recent.length > 0 &&
+        table(
+          ['When', 'Mode', 'Reason', 'Number', 'Matched', 'Scope'],
+          recent.map((d) => [
+            when(d.at),
+            d.mode,
+            d.reason,
+            h('code', {}, d.number),
+            h('code', {}, d.prefix),
+            d.scope,
+          ]),
+        ),
     ),
   );
 }
