@@ -485,6 +485,15 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
     expect(lifted.body).toMatchObject({ prefix: '+1415555', lifted: 0 });
     expect(await blocked(d, '+14155550125')).toBe(false);
     expect(await blocked(b, '+14155550126')).toBe(true);
+    // A country D never sent to (no guard item of its own there): shown all the same, and lifted the same way.
+    await putBlock(GLOBAL_SCOPE, 'DE', '+4915112', others.map(serviceTag));
+    expect((await call(operator, 'GET', `/services/${d.serviceSid}/guard`)).body.blocks).toEqual(
+      expect.arrayContaining([expect.objectContaining({ blocked: '+4915112', scope: 'global' })]),
+    );
+    expect(await blocked(d, '+4915112345678')).toBe(true);
+    await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, { prefix: '+4915112' });
+    expect(await blocked(d, '+4915112345679')).toBe(false);
+    expect(await blocked(b, '+4915112345670')).toBe(true);
     // D's own block: lifted, gone from the page, and audited.
     expect(
       (await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, { prefix: '+4474009' })).body,
@@ -492,7 +501,7 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
     expect((await call(operator, 'GET', `/services/${d.serviceSid}/guard`)).body.blocks).toEqual([]);
     expect(await blocked(d, '+447400912345')).toBe(false);
     const audit = await harness.accounts.auditTrail(d.serviceSid, 10);
-    expect(audit.filter((r) => r.action === 'guard.unblock')).toHaveLength(2);
+    expect(audit.filter((r) => r.action === 'guard.unblock')).toHaveLength(3);
     // Not a prefix: refused, nothing lifted.
     for (const prefix of ['44', '+44 74', ''])
       expect(

@@ -41,6 +41,7 @@ import type {
 } from '../../core/guard/model';
 import { capReachedBy, type CapReached } from '../../core/guard/caps';
 import type { GuardOverview } from '../../core/guard/status';
+import { ROUTES } from '../../core/routing';
 import { countryPrefixOf } from '../../core/guard/prefix';
 import {
   emptyCountryState,
@@ -49,7 +50,7 @@ import {
   type ScopeStats,
 } from '../../core/guard/signals';
 import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
-import { isConditionFailure, queryAll } from './requests';
+import { batchGetAll, isConditionFailure, queryAll } from './requests';
 
 type Item = Record<string, unknown>;
 
@@ -427,26 +428,14 @@ export class DynamoGuardAdmin {
     );
     if (!service) return undefined;
     const own = await this.states(serviceSid);
-    // The global scope has a partition per country: those of the countries this service sends to (its state, or
-    // its aggregates alone where no block of its own was ever written).
-    const ownCountries = [
-      ...new Set(
-        own
-          .map((item) => String(item.sk))
-          .flatMap((sk) => /^(?:COUNTRY|STATS)#(.+)$/.exec(sk)?.slice(1) ?? []),
-      ),
-    ];
-    const global = (
-      await Promise.all(
-        ownCountries.map((country) =>
-          queryAll(this.client, {
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': keys.guardCountry(GLOBAL_SCOPE, country).pk },
-          }),
-        ),
-      )
-    ).flat();
+    // The global scope's state in every served country (a partition each), in one batch read of those items alone:
+    // a global block refuses the service's first send to a country as much as its later ones.
+    const global = await batchGetAll(
+      this.client,
+      this.tableName,
+      Object.keys(ROUTES).map((country) => keys.guardCountry(GLOBAL_SCOPE, country)),
+      false,
+    );
     const countries = (items: Item[]) =>
       items
         .filter((item) => String(item.sk).startsWith('COUNTRY#'))
@@ -484,16 +473,19 @@ export class DynamoGuardAdmin {
         .filter((item) => String(item.sk).startsWith('COUNTRY#'))
         .map((item) => [countryOf(String(item.sk))!, item]),
     );
-    // A country the service sends to with no state of its own yet (it never had a block there): the lift needs one,
-    // to hold against the global blocks there.
-    for (const item of items) {
-      const country = countryOf(String(item.sk));
+    // A country with no state of the service's own yet (it never had a block there, or never sent there): the lift
+    // needs one, to hold against the global blocks there. Those the service sends to, and for a prefix, the served
+    // countries under it.
+    const withoutState = [
+      ...items.map((item) => countryOf(String(item.sk))),
+      ...(prefix === '*' ? [] : Object.keys(ROUTES)),
+    ];
+    for (const country of withoutState)
       if (country && !stateItems.has(country))
         stateItems.set(country, {
           ...keys.guardCountry(serviceSid, country),
           state: JSON.stringify(emptyCountryState()),
         });
-    }
     const scopeItem = items.find((item) => item.sk === 'SCOPE');
     if (scopeItem && (prefix === '*' || prefix.length <= 4)) {
       const state = parse<ScopeGuardState>(scopeItem, 'state')!;
