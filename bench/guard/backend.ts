@@ -43,7 +43,7 @@ import {
 } from '../../functions/core/guard/consumer';
 import type { GuardLevel, GuardView } from '../../functions/core/guard/model';
 import { acceptedSendEvent, outcomeWeighed } from '../../functions/core/guard/events';
-import type { GuardEvent } from '../../functions/core/guard/signals';
+import type { GuardEvent } from '../../functions/core/guard/aggregates';
 import type { Service } from '../../functions/core/model';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import type { DeliveryStore, VerificationStore } from '../../functions/core/ports';

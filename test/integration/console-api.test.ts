@@ -10,7 +10,7 @@ import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
-import { serviceTag } from '../../functions/core/guard/signals';
+import { serviceTag } from '../../functions/core/guard/aggregates';
 import {
   BY_TEST,
   dynamoEndpoint,

@@ -26,7 +26,7 @@ import {
 } from '../../functions/adapters/guard/stream';
 import type { Logger } from '../../functions/adapters/logger';
 import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
-import { currentCountryStats } from '../../functions/core/guard/signals';
+import { currentCountryStats } from '../../functions/core/guard/aggregates';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { countryPrefixOf } from '../../functions/core/guard/prefix';

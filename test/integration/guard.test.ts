@@ -8,7 +8,7 @@ import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { consumeGuardEvents } from '../../functions/core/guard/consumer';
-import { isProbe, type GuardEvent } from '../../functions/core/guard/signals';
+import { isProbe, type GuardEvent } from '../../functions/core/guard/aggregates';
 import { runAdmin } from '../../scripts/admin/cli';
 import { dynamoEndpoint, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 

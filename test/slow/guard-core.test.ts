@@ -13,7 +13,7 @@ import {
   longestRun,
   pruneCountryStats,
   type GuardEvent,
-} from '../../functions/core/guard/signals';
+} from '../../functions/core/guard/aggregates';
 import { parsePhone } from '../../functions/core/phone';
 import { coreWorld, type CoreWorld } from '../support/core-world';
 

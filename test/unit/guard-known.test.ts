@@ -11,7 +11,8 @@ import {
   type KnownNumber,
 } from '../../functions/core/guard/model';
 import { knownFrom, recentAfter, recentSids } from '../../functions/core/guard/known';
-import { foldCountryProbes, isProbe, serviceTag } from '../../functions/core/guard/signals';
+import { foldCountryProbes } from '../../functions/core/guard/signals';
+import { isProbe, serviceTag } from '../../functions/core/guard/aggregates';
 import type { NumberRecord, Verification } from '../../functions/core/model';
 import { guardVerdict } from '../../functions/core/guard/verdict';
 

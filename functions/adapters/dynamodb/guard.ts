@@ -48,7 +48,7 @@ import {
   emptyScopeState,
   type CountryStats,
   type ScopeStats,
-} from '../../core/guard/signals';
+} from '../../core/guard/aggregates';
 import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
 import { batchGetAll, isConditionFailure, queryAll } from './requests';
 
@@ -106,7 +106,7 @@ const isCancelledByCondition = (error: unknown): boolean =>
   error instanceof TransactionCanceledException || isConditionFailure(error);
 
 /**
- * What a guard item may weigh: every aggregate is bounded (`LIMITS` in core/guard/signals.ts) to stay under it, far
+ * What a guard item may weigh: every aggregate is bounded (`LIMITS` in core/guard/aggregates.ts) to stay under it, far
  * from DynamoDB's 400 KB item limit (past which every write of the batch fails) and cheap to rewrite (1 KB per
  * write unit). An item past it is reported, and still written.
  */

@@ -13,7 +13,7 @@ import {
 import { capReachedBy } from '../../core/guard/caps';
 import { acceptedSendEvent, outcomeWeighed } from '../../core/guard/events';
 import { METRIC, type Metrics } from '../../core/metrics';
-import type { GuardEvent } from '../../core/guard/signals';
+import type { GuardEvent } from '../../core/guard/aggregates';
 import { settledStatus } from '../../core/verification';
 import { GuardItemTooLargeError, type OversizedGuardItem } from '../dynamodb/guard';
 import { guardDecisionFromItem, verificationFromItem } from '../dynamodb/items';

@@ -8,6 +8,13 @@
 import type { Clock } from '../ports';
 import type { CountryCaps, CountryGuardState, GuardDecision, GuardReason, ScopeGuardState } from './model';
 import {
+  evaluateCountry,
+  evaluateScope,
+  foldCountryProbes,
+  foldScopeProbes,
+  type StartedBlock,
+} from './signals';
+import {
   applyCountryEvent,
   countTowardCaps,
   applyScopeEvent,
@@ -15,18 +22,13 @@ import {
   currentScopeStats,
   emptyCountryState,
   emptyScopeState,
-  evaluateCountry,
-  evaluateScope,
-  foldCountryProbes,
-  foldScopeProbes,
   pruneCountryStats,
   pruneScopeStats,
   serviceTag,
   type CountryStats,
   type GuardEvent,
   type ScopeStats,
-  type StartedBlock,
-} from './signals';
+} from './aggregates';
 
 export const GLOBAL_SCOPE = 'GLOBAL';
 

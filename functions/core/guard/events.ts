@@ -3,7 +3,7 @@
  * accepted send, and its checked code and receipt when the guard can weigh them.
  */
 import type { Verification } from '../model';
-import type { GuardEvent } from './signals';
+import type { GuardEvent } from './aggregates';
 
 /** The event of a verification just accepted, or none: a send the guard did not judge feeds no signal. */
 export function acceptedSendEvent(verification: Verification): GuardEvent | undefined {

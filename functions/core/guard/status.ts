@@ -14,7 +14,8 @@ import type {
   ScopeGuardState,
 } from './model';
 import { countryPrefixOf } from './prefix';
-import { GLOBAL_QUORUM, serviceTag } from './signals';
+import { GLOBAL_QUORUM } from './signals';
+import { serviceTag } from './aggregates';
 
 /** The service's guard as stored: its settings, its countries' and its own state, the global scope's, the report. */
 export interface GuardOverview {

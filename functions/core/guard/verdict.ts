@@ -15,7 +15,8 @@ import {
 } from './model';
 import { placeOf, type NumberPlace } from './prefix';
 import { highRiskRangeOf } from './ranges';
-import { GLOBAL_QUORUM, isProbe, serviceTag } from './signals';
+import { GLOBAL_QUORUM } from './signals';
+import { isProbe, serviceTag } from './aggregates';
 
 export interface GuardInput {
   settings: GuardSettings;
