@@ -47,7 +47,7 @@ import {
   withCountryCaps,
 } from '../core/guard/caps';
 import { DEFAULT_GUARD_SETTINGS, GUARD_LEVELS, type CountryCaps } from '../core/guard/model';
-import { blocksInForce } from '../core/guard/status';
+import { LIFT_MS, blocksInForce } from '../core/guard/status';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
 import { formatUnits, parseUsd } from '../core/money';
@@ -457,7 +457,7 @@ const API_ROUTES: ApiRoute[] = [
     const { prefix: text } = parse(schemas.unblock, body);
     const prefix = text === '*' ? '*' : valid(parseE164Prefix(text.trim()));
     await load(deps, params.sid!);
-    const until = new Date(deps.clock.now().getTime() + UNBLOCK_MS);
+    const until = new Date(deps.clock.now().getTime() + LIFT_MS);
     const lifted = await deps.guard.unblock(params.sid!, prefix, until);
     await deps.accounts.recordChange(change, params.sid!, 'guard.unblock', undefined, {
       prefix,
@@ -908,8 +908,6 @@ const guardJson = (service: Service) => ({
   riskCheckOptOut: service.guard?.riskCheckOptOut === true,
 });
 
-/** How long a prefix lifted from the console stays lifted (as `guard unblock`): the rules leave it alone meanwhile. */
-const UNBLOCK_MS = 3_600_000;
 /** Decisions by prefix and reason the page lists, the most sends first. */
 const GUARD_DECISIONS_SHOWN = 20;
 

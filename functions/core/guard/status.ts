@@ -17,6 +17,9 @@ import { countryPrefixOf } from './prefix';
 import { GLOBAL_QUORUM } from './signals';
 import { serviceTag } from './aggregates';
 
+/** How long a prefix lifted by hand (`guard unblock`, the console) stays lifted: the rules leave it alone meanwhile. */
+export const LIFT_MS = 60 * 60_000;
+
 /** The service's guard as stored: its settings, its countries' and its own state, the global scope's, the report. */
 export interface GuardOverview {
   level: GuardLevel | undefined;

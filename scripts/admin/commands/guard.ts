@@ -5,14 +5,13 @@
  * `guard unblock`.
  */
 import { GUARD_LEVELS, isGuardLevel, type GuardLevel } from '../../../functions/core/guard/model';
-import { blocksInForce } from '../../../functions/core/guard/status';
+import { LIFT_MS, blocksInForce } from '../../../functions/core/guard/status';
 import { list, rows, table, usd } from '../format';
 import * as parse from '../validate';
 import { AdminError, UsageError, command, type Command, type CommandContext } from '../framework';
 import { VA, loadService, sidOnly } from './common';
 
-/** How long a hand-lifted block stays lifted: the rules do not make it again meanwhile. */
-const UNBLOCK_HOURS = 1;
+const UNBLOCK_HOURS = LIFT_MS / 3_600_000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -165,7 +164,7 @@ const guardUnblock = command({
   }),
   run: async (context, { sid, prefix }) => {
     await loadService(context, sid);
-    const until = new Date(Date.now() + UNBLOCK_HOURS * 3_600_000);
+    const until = new Date(Date.now() + LIFT_MS);
     const lifted = await context.guard.unblock(sid, prefix, until);
     await context.accounts.recordChange(context.change, sid, 'guard.unblock', undefined, {
       prefix,
