@@ -8,7 +8,8 @@ import { request } from 'node:http';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
-import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
+import { GLOBAL_SCOPE, consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
 import { serviceTag } from '../../functions/core/guard/aggregates';
 import {
@@ -494,6 +495,31 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
     await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, { prefix: '+4915112' });
     expect(await blocked(d, '+4915112345679')).toBe(false);
     expect(await blocked(b, '+4915112345670')).toBe(true);
+    // The guard's consumer folds D's first DE send: the lift it found there stays (else it would start D's state
+    // afresh, and the global block refuse D again). The global block itself has no aggregates here, so the
+    // consumer's write of the global state is not what this looks at.
+    const consumerClient = createDocumentClient({ endpoint: dynamoEndpoint() });
+    await consumeGuardEvents(
+      { store: new DynamoGuardStore(consumerClient, harness.tableName), clock: harness.clock },
+      [
+        {
+          kind: 'send',
+          serviceSid: d.serviceSid,
+          e164: '+4915112345679',
+          country: 'DE',
+          at: harness.clock.now().getTime(),
+          accepted: true,
+          price: 500,
+        },
+      ],
+    );
+    consumerClient.destroy();
+    const deState = (await harness.scanTable()).find(
+      (item) => item.pk === keys.guardCountry(d.serviceSid, 'DE').pk && item.sk === 'COUNTRY#DE',
+    );
+    expect(Object.keys((JSON.parse(deState!.state as string) as { lifted: object }).lifted)).toEqual([
+      '+4915112',
+    ]);
     // D's own block: lifted, gone from the page, and audited.
     expect(
       (await call(operator, 'POST', `/services/${d.serviceSid}/guard/unblock`, { prefix: '+4474009' })).body,

@@ -44,6 +44,7 @@ import type { GuardOverview } from '../../core/guard/status';
 import { ROUTES } from '../../core/routing';
 import { countryPrefixOf } from '../../core/guard/prefix';
 import {
+  currentCountryStats,
   emptyCountryState,
   emptyScopeState,
   type CountryStats,
@@ -213,11 +214,18 @@ export class DynamoGuardStore implements GuardSignalStore {
     }
     for (const { scope, country } of countries) {
       const stats = find(keys.guardCountryStats(scope, country));
+      const state = parse<CountryGuardState>(find(keys.guardCountry(scope, country)), 'state');
+      // A state with no aggregates yet (a lift by hand where the service never sent): kept, not started afresh.
+      if (!stats && state)
+        batch.countries.set(countryKey(scope, country), {
+          stats: currentCountryStats(undefined),
+          state,
+          version: 0,
+        });
       if (!stats) continue;
       batch.countries.set(countryKey(scope, country), {
         stats: parse<CountryStats>(stats, 'stats')!,
-        state:
-          parse<CountryGuardState>(find(keys.guardCountry(scope, country)), 'state') ?? emptyCountryState(),
+        state: state ?? emptyCountryState(),
         version: stats.version as number,
         ...folded(stats),
       });
