@@ -196,6 +196,11 @@ export interface ScenarioSummary {
   attackRefused?: Stat;
   /** USD charged for attack sends: worst = max. */
   attackCost?: Stat;
+  /**
+   * Share of the attack's unguarded cost (every planned send charged) not charged: worst = min. Where the attacker
+   * stops sending at a refusal (e2), the sends it never made count as averted, which refused sends cannot show.
+   */
+  attackAverted?: Stat;
   attackSendsMean?: number;
   insideRefused?: Stat;
   outsideRefused?: Stat;
@@ -238,6 +243,12 @@ function summarise(scenarios: Scenario[], results: RunResult[]): ScenarioSummary
         'max',
       );
       if (cost) summary.attackCost = cost;
+      // Runs stored before the plan was counted have no unguarded cost.
+      const averted = stat(
+        runs.flatMap((r) => (r.attackPlanned?.cost ? [1 - r.attack.charged / r.attackPlanned.cost] : [])),
+        'min',
+      );
+      if (averted) summary.attackAverted = averted;
       summary.attackSendsMean = mean((r) => r.attack.sends);
       const inside = stat(
         runs.map((r) => share(r.tags.inside)),
@@ -307,30 +318,30 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
     );
   lines.push('');
   lines.push(
-    'Attack sends refused (worst = the lowest seed) and what the accepted ones cost (worst = the highest).',
+    'Attack sends refused (worst = the lowest seed), what the accepted ones cost (worst = the highest) and the share of the unguarded cost averted (worst = the lowest).',
   );
   lines.push('');
   lines.push(
-    '| Attack | Seeds | Attack sends (mean) | Worst blocked | Mean blocked | Cost worst | Cost mean | Legit refused worst |',
+    '| Attack | Seeds | Attack sends (mean) | Worst blocked | Mean blocked | Cost worst | Cost mean | Averted worst | Legit refused worst |',
   );
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of summaries.filter((x) => x.kind === 'attack')) {
     const after = s.afterFirstRefused;
     lines.push(
-      `| ${s.name} | ${s.seeds} | ${(s.attackSendsMean ?? 0).toFixed(0)} | ${p(s.attackRefused?.worst, 1)} | ${p(s.attackRefused?.mean, 1)} | ${usd(s.attackCost?.worst)} | ${usd(s.attackCost?.mean)} | ${p(s.legitRefused?.worst)} |`,
+      `| ${s.name} | ${s.seeds} | ${(s.attackSendsMean ?? 0).toFixed(0)} | ${p(s.attackRefused?.worst, 1)} | ${p(s.attackRefused?.mean, 1)} | ${usd(s.attackCost?.worst)} | ${usd(s.attackCost?.mean)} | ${p(s.attackAverted?.worst, 1)} | ${p(s.legitRefused?.worst)} |`,
     );
     if (s.insideRefused || s.outsideRefused)
       lines.push(
-        `| ${s.name}: inside allow-list | ${s.seeds} | | ${p(s.insideRefused?.worst, 1)} | ${p(s.insideRefused?.mean, 1)} | | | |`,
-        `| ${s.name}: outside allow-list | ${s.seeds} | | ${p(s.outsideRefused?.worst, 1)} | ${p(s.outsideRefused?.mean, 1)} | | | |`,
+        `| ${s.name}: inside allow-list | ${s.seeds} | | ${p(s.insideRefused?.worst, 1)} | ${p(s.insideRefused?.mean, 1)} | | | | |`,
+        `| ${s.name}: outside allow-list | ${s.seeds} | | ${p(s.outsideRefused?.worst, 1)} | ${p(s.outsideRefused?.mean, 1)} | | | | |`,
       );
     if (after)
       lines.push(
-        `| ${s.name}: after first 20 | ${s.seeds} | | ${p(after.worst, 1)} | ${p(after.mean, 1)} | | | |`,
+        `| ${s.name}: after first 20 | ${s.seeds} | | ${p(after.worst, 1)} | ${p(after.mean, 1)} | | | | |`,
       );
     if (s.focusRefused)
       lines.push(
-        `| ${s.name}: ${s.focusLabel} | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | |`,
+        `| ${s.name}: ${s.focusLabel} | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | | |`,
       );
   }
   return lines.join('\n');
@@ -411,7 +422,7 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
       );
     else
       lines.push(
-        `${s.name.padEnd(22)} attack blocked worst ${p(s.attackRefused?.worst, 1)} mean ${p(s.attackRefused?.mean, 1)}; cost worst ${usd(s.attackCost?.worst)} mean ${usd(s.attackCost?.mean)}` +
+        `${s.name.padEnd(22)} attack blocked worst ${p(s.attackRefused?.worst, 1)} mean ${p(s.attackRefused?.mean, 1)}; cost worst ${usd(s.attackCost?.worst)} mean ${usd(s.attackCost?.mean)}; averted worst ${p(s.attackAverted?.worst, 1)}` +
           (s.outsideRefused
             ? `; inside ${p(s.insideRefused?.mean, 1)} outside ${p(s.outsideRefused?.mean, 1)}`
             : '') +

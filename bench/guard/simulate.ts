@@ -44,12 +44,20 @@ export interface RunResult {
   tags: Record<string, Tally>;
   /** The attack after its first N sends (`afterFirst`). */
   attackAfterFirst?: Tally;
+  /**
+   * Every attack send the scenario planned, each at its route price: what the attack costs with no guard, where
+   * nothing is refused and no attacker pauses. Read off the plan, never off the guard's answers.
+   */
+  attackPlanned: { sends: number; cost: number };
   /** Decisions seen on the stream, `group reason`. */
   reasons: Record<string, number>;
   seconds: number;
   /** Of which folding the warm-up (0 when taken from another scenario of the seed). */
   warmSeconds: number;
 }
+
+/** USD: what a send of the plan is charged once accepted. */
+const priceOf = (plan: PlannedSend) => (ROUTES[plan.country]?.price ?? 0) / UNITS_PER_USD;
 
 const emptyTally = (): Tally => ({ sends: 0, blocked: 0, refusedOther: 0, charged: 0 });
 
@@ -185,11 +193,17 @@ export async function runScenario(
     attack: emptyTally(),
     tags: {},
     ...(scenario.afterFirst !== undefined && { attackAfterFirst: emptyTally() }),
+    attackPlanned: { sends: 0, cost: 0 },
     reasons: {},
     seconds: 0,
     warmSeconds,
   };
   const plans = scenario.traffic(seed).filter((p) => p.at >= scenario.from && p.at < scenario.to);
+  for (const plan of plans)
+    if (plan.group === 'attack') {
+      result.attackPlanned.sends++;
+      result.attackPlanned.cost += priceOf(plan);
+    }
   // Returning users' earlier visits, stored as the service stores any send and check; the history holds them for
   // the guard already (their events are not folded again).
   const seededAt = new Map<string, number>();
@@ -204,6 +218,8 @@ export async function runScenario(
   for (const plan of plans) queue.push({ at: plan.at, kind: 'send', plan, attempt: 0 });
 
   let pausedUntil = -Infinity;
+  // A pausing attacker reads each answer before its next send: calls made at once would send past its 403.
+  const concurrency = scenario.pauseOnBlockMs ? 1 : CONCURRENCY;
   let attackSends = 0;
   const tallies = (plan: PlannedSend): Tally[] => {
     const list = [result[plan.group]];
@@ -233,8 +249,7 @@ export async function runScenario(
     for (const t of counted) t.sends++;
     const outcome = await bench.send(item.at, plan.to, plan.callerCode);
     if (outcome.ok) {
-      const price = (ROUTES[plan.country]?.price ?? 0) / UNITS_PER_USD;
-      for (const t of counted) t.charged += price;
+      for (const t of counted) t.charged += priceOf(plan);
       if (receipts === 'prompt')
         queue.push({
           at: item.at + (plan.receiptAfterMs ?? RECEIPT_MS),
@@ -278,7 +293,7 @@ export async function runScenario(
     // check that the window's own sends led to (3 s later) joins it, not a batch of its own at the same time.
     while (queue.size > 0 && queue.peek()!.at < windowEnd) {
       const batch: Item[] = [];
-      while (queue.size > 0 && queue.peek()!.at < windowEnd && batch.length < CONCURRENCY)
+      while (queue.size > 0 && queue.peek()!.at < windowEnd && batch.length < concurrency)
         batch.push(queue.pop()!);
       await Promise.all(batch.map(run));
     }

@@ -142,7 +142,7 @@ export function formatTrace(scenario: Scenario, seed: number, trace: AttackTrace
   return [
     `${scenario.name} seed ${seed}: ${scenario.title}`,
     ...lines,
-    `Attack: ${attack.sends} planned sends, ${result.attack.sends} made, ${refused} refused (${share(refused, result.attack.sends)}), $${result.attack.charged.toFixed(2)}.`,
+    `Attack: ${attack.sends} planned sends, ${result.attack.sends} made, ${refused} refused (${share(refused, result.attack.sends)}), $${result.attack.charged.toFixed(2)} of $${result.attackPlanned.cost.toFixed(2)} unguarded.`,
     `  Planned with a check of their code: ${attack.checking} (${share(attack.checking, attack.sends)}).`,
     `  To ranges not established when the window opened: ${attack.novel} (${share(attack.novel, attack.sends)}).`,
     `Legitimate: ${legit.sends} planned sends, ${result.legit.blocked} refused; to ranges not established: ${legit.novel} (${share(legit.novel, legit.sends)}), of which ${share(legit.novelChecking, legit.novel)} checked.`,

@@ -8,6 +8,8 @@ import type { GuardBench, SendOutcome } from '../../bench/guard/backend';
 import type { Scenario } from '../../bench/guard/scenarios';
 import { runScenario, type ReceiptMode } from '../../bench/guard/simulate';
 import { BASE_MODEL, RECEIPT_MS, type PlannedSend } from '../../bench/guard/traffic';
+import { UNITS_PER_USD } from '../../functions/core/money';
+import { ROUTES } from '../../functions/core/routing';
 
 const gb = (n: number) => `+4477009${String(n).padStart(5, '0')}`;
 
@@ -41,7 +43,7 @@ const scenario: Scenario = {
   traffic: () => PLANS,
 };
 
-async function replay(receipts: ReceiptMode) {
+async function replay(receipts: ReceiptMode, changes: Partial<Scenario> = {}) {
   const calls: string[] = [];
   const bench: GuardBench = {
     serviceSid: 'VA1',
@@ -59,7 +61,13 @@ async function replay(receipts: ReceiptMode) {
     close: () => Promise.resolve(),
     requests: () => 0,
   };
-  const result = await runScenario(scenario, 1, () => Promise.resolve(bench), undefined, receipts);
+  const result = await runScenario(
+    { ...scenario, ...changes },
+    1,
+    () => Promise.resolve(bench),
+    undefined,
+    receipts,
+  );
   return { calls, result };
 }
 
@@ -92,4 +100,32 @@ test("a returning user's earlier visit is stored once, before the run's first se
   const { calls } = await replay('prompt');
   expect(calls.filter((c) => c.startsWith('seed'))).toEqual([`seed -3600000 ${gb(1)}`]);
   expect(calls[0]).toBe(`seed -3600000 ${gb(1)}`);
+});
+
+test('a pausing attacker makes no send while paused; its unguarded cost counts every planned send', async () => {
+  const gbPrice = ROUTES.GB!.price / UNITS_PER_USD;
+  const attack = (at: number, n: number): PlannedSend => ({ at, to: gb(n), country: 'GB', group: 'attack' });
+  // Accepted, refused (gb(3)), then two sends inside the pause and one after it.
+  const traffic = () => [
+    attack(500, 5),
+    attack(3_000, 3),
+    attack(5_000, 6),
+    attack(9_000, 7),
+    attack(50_000, 8),
+  ];
+  const { calls, result } = await replay('prompt', { traffic, pauseOnBlockMs: 40_000 });
+  expect(calls.filter((c) => c.startsWith('send'))).toEqual([
+    `send 500 ${gb(5)}`,
+    `send 3000 ${gb(3)}`,
+    `send 50000 ${gb(8)}`,
+  ]);
+  expect(result.attack).toMatchObject({ sends: 3, blocked: 1 });
+  expect(result.attack.charged).toBeCloseTo(2 * gbPrice, 9);
+  expect(result.attackPlanned.sends).toBe(5);
+  expect(result.attackPlanned.cost).toBeCloseTo(5 * gbPrice, 9);
+
+  // Without the pause the same plan makes every send; refused ones are still uncharged.
+  const unpaused = await replay('prompt', { traffic });
+  expect(unpaused.result.attack).toMatchObject({ sends: 5, blocked: 1 });
+  expect(unpaused.result.attackPlanned).toEqual(result.attackPlanned);
 });
