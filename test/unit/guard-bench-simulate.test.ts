@@ -103,7 +103,8 @@ test("a returning user's earlier visit is stored once, before the run's first se
 });
 
 test('a pausing attacker makes no send while paused; its unguarded cost counts every planned send', async () => {
-  const gbPrice = ROUTES.GB!.price / UNITS_PER_USD;
+  const gbPrice = (ROUTES.GB?.price ?? 0) / UNITS_PER_USD;
+  expect(gbPrice).toBeGreaterThan(0);
   const attack = (at: number, n: number): PlannedSend => ({ at, to: gb(n), country: 'GB', group: 'attack' });
   // Accepted, refused (gb(3)), then two sends inside the pause and one after it.
   const traffic = () => [
