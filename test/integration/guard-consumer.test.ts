@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import {
   DYNAMODB_ITEM_LIMIT_BYTES,
+  DynamoGuardAdmin,
   DynamoGuardStore,
   GUARD_ITEM_BUDGET_BYTES,
   GuardItemTooLargeError,
@@ -343,4 +344,61 @@ test("the consumer reads each service's caps and level off its item: the strict 
   const batch = await store.load([], [serviceSid, strictSid]);
   expect([...batch.strict!]).toEqual([strictSid]);
   expect(Object.fromEntries(batch.caps!)).toEqual({ [strictSid]: { GB: { hourlySends: 5 } } });
+});
+
+test("a lift by hand while the consumer folds is kept: the consumer's state read before it is not written back", async () => {
+  const t = await table();
+  await t.handle({ Records: gbBatch(1, 6), shardId: SHARD });
+  const stateKey = keys.guardCountry(serviceSid, 'GB');
+  const lifts = async () => {
+    const item = (await guardItems(t, serviceSid))[stateKey.sk] as { state: string };
+    return (JSON.parse(item.state) as { lifted: Record<string, number> }).lifted;
+  };
+  // The consumer's side of a batch: it has read the state and its aggregates' version, and a rule changed the state.
+  const consumer = new DynamoGuardStore(t.client, t.tableName);
+  const batch = await consumer.load([{ scope: serviceSid, country: 'GB' }], []);
+  const record = batch.countries.get(`${serviceSid}/GB`)!;
+  record.state = { ...record.state, established: ['+447400'] };
+
+  // The operator's lift, on a client that lets the consumer write right after the lift's first request: the lift's
+  // state and its aggregates' version were two writes, and the consumer's landed between them.
+  const adminClient = createDocumentClient({ endpoint: dynamoEndpoint() });
+  opened.push(adminClient);
+  let consumerWrote: Awaited<ReturnType<DynamoGuardStore['save']>> | undefined;
+  adminClient.middlewareStack.add(
+    (next) => async (args) => {
+      const result = await next(args);
+      if (!consumerWrote && JSON.stringify(args.input).includes(stateKey.sk))
+        consumerWrote = await consumer.save(batch);
+      return result;
+    },
+    { step: 'initialize', name: 'consumerWritesBetween' },
+  );
+  const until = new Date(clock.now().getTime() + 3_600_000);
+  await new DynamoGuardAdmin(adminClient, t.tableName).unblock(serviceSid, '+447400', until);
+
+  // The consumer's write was refused (its version was moved on with the lift); the lift holds.
+  expect(consumerWrote).toMatchObject({ complete: false });
+  expect(await lifts()).toEqual({ '+447400': until.getTime() });
+  // Its batch again, as Lambda retries one: folded on the state with the lift.
+  await t.handle({ Records: gbBatch(7, 2), shardId: SHARD });
+  expect(await lifts()).toEqual({ '+447400': until.getTime() });
+  expect(await counted(t)).toEqual([8, 8]);
+});
+
+test('a lift where the service has no aggregates yet makes a bare version; the first fold there keeps the lift', async () => {
+  const t = await table();
+  const until = new Date(clock.now().getTime() + 3_600_000);
+  await new DynamoGuardAdmin(t.client, t.tableName).unblock(serviceSid, '+447400', until);
+  const items = await guardItems(t, serviceSid);
+  expect(items[keys.guardCountryStats(serviceSid, 'GB').sk]).toMatchObject({
+    type: 'guard_stats',
+    version: 1,
+  });
+  await t.handle({ Records: gbBatch(1, 3), shardId: SHARD });
+  const state = (await guardItems(t, serviceSid))[keys.guardCountry(serviceSid, 'GB').sk] as {
+    state: string;
+  };
+  expect((JSON.parse(state.state) as { lifted: object }).lifted).toEqual({ '+447400': until.getTime() });
+  expect(await counted(t)).toEqual([3, 3]);
 });

@@ -16,7 +16,6 @@ import {
   GetCommand,
   PutCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type DynamoDBDocumentClient,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
@@ -45,6 +44,7 @@ import { ROUTES } from '../../core/routing';
 import { countryPrefixOf } from '../../core/guard/prefix';
 import {
   currentCountryStats,
+  currentScopeStats,
   emptyCountryState,
   emptyScopeState,
   type CountryStats,
@@ -102,6 +102,10 @@ export function guardViewFromItems(
     global: { ...(global && { country: global }) },
   };
 }
+
+const isTransactionConflict = (error: unknown): boolean =>
+  error instanceof TransactionCanceledException &&
+  (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict');
 
 const isCancelledByCondition = (error: unknown): boolean =>
   error instanceof TransactionCanceledException || isConditionFailure(error);
@@ -223,8 +227,9 @@ export class DynamoGuardStore implements GuardSignalStore {
           version: 0,
         });
       if (!stats) continue;
+      // A bare version (a lift by hand made it, `putState`): aggregates from nothing.
       batch.countries.set(countryKey(scope, country), {
-        stats: parse<CountryStats>(stats, 'stats')!,
+        stats: parse<CountryStats>(stats, 'stats') ?? currentCountryStats(undefined),
         state: state ?? emptyCountryState(),
         version: stats.version as number,
         ...folded(stats),
@@ -234,7 +239,7 @@ export class DynamoGuardStore implements GuardSignalStore {
       const stats = find(keys.guardScopeStats(scope));
       if (!stats) continue;
       batch.scopes.set(scope, {
-        stats: parse<ScopeStats>(stats, 'stats')!,
+        stats: parse<ScopeStats>(stats, 'stats') ?? currentScopeStats(undefined),
         state: parse<ScopeGuardState>(find(keys.guardScope(scope)), 'state') ?? emptyScopeState(),
         report: parse<GuardReport>(stats, 'report') ?? emptyReport(),
         version: stats.version as number,
@@ -524,33 +529,51 @@ export class DynamoGuardAdmin {
     return lifted;
   }
 
+  /**
+   * The state and its aggregates' version, in one transaction: a consumer that read them before must not put the
+   * old state back, and its write is conditioned on that version. Written apart, a consumer's write landing between
+   * the two put the old state back under the old version, and the lift was lost. Where the consumer has no
+   * aggregates there yet, this makes a bare version for its first write to check (a fold from nothing).
+   */
   private async putState(item: Item, state: unknown): Promise<void> {
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: { pk: item.pk, sk: item.sk },
-        // The type too: a state this write makes (a country with no state of its own yet) is read as any other.
-        UpdateExpression: 'SET #state = :state, #type = :type',
-        ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
-        ExpressionAttributeValues: { ':state': JSON.stringify(state), ':type': 'guard_state' },
-      }),
-    );
-    // A consumer that read the state before this write must not put the old one back: its write is
-    // conditioned on the aggregates' version, which this moves on.
     const sk = String(item.sk);
     const statsSk = sk === 'SCOPE' ? 'STATS' : `STATS#${sk.slice('COUNTRY#'.length)}`;
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: item.pk, sk: statsSk },
-          UpdateExpression: 'ADD version :one',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: { ':one': 1 },
+    const write = () =>
+      this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: { pk: item.pk, sk: item.sk },
+                // The type too: a state this write makes (a country with no state of its own yet) is read as any
+                // other.
+                UpdateExpression: 'SET #state = :state, #type = :type',
+                ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
+                ExpressionAttributeValues: { ':state': JSON.stringify(state), ':type': 'guard_state' },
+              },
+            },
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: { pk: item.pk, sk: statsSk },
+                UpdateExpression: 'SET #type = if_not_exists(#type, :type) ADD version :one',
+                ExpressionAttributeNames: { '#type': 'type' },
+                ExpressionAttributeValues: { ':one': 1, ':type': 'guard_stats' },
+              },
+            },
+          ],
         }),
       );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
+    // A consumer's transaction on the same items in flight: DynamoDB cancels this one; it is tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        if (attempt >= 3 || !isTransactionConflict(error)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
     }
   }
 }
