@@ -411,6 +411,24 @@ export interface CountryContext {
   strict?: boolean;
 }
 
+/** What the rules of one country share while they judge it: the stats, the blocks so far, what they started. */
+interface Judging {
+  stats: CountryStats;
+  previous: CountryGuardState;
+  context: CountryContext;
+  /** The conversion the rules assume of real users (`legitConversion`). */
+  conversion: number;
+  baseline: boolean;
+  /** Prefixes lifted by hand, and those the rules leave alone for a while (`vindicated`, written by the rules). */
+  lifted: Record<string, number>;
+  vindicated: Record<string, number>;
+  /** The blocks carried from the previous state, then each rule's. */
+  blocks: GuardBlock[];
+  started: StartedBlock[];
+  /** Makes or extends a block, unless its prefix is lifted or vindicated. */
+  propose: (found: Omit<GuardBlock, 'since'>) => void;
+}
+
 /**
  * The country's blocks after these stats: rules that fire make or extend a block; a block whose probes were
  * checked lifts; one whose signal has gone lifts at its `until`. `global`: the all-services scope (the prefix
@@ -445,7 +463,63 @@ export function evaluateCountry(
       started.push({ reason: made.reason, prefix: made.prefix, level: made.level, figures: made.figures });
   };
 
-  // Near-sequential runs: suspect run prefixes whose codes real users would have checked by now.
+  const j: Judging = {
+    stats,
+    previous,
+    context,
+    conversion,
+    baseline,
+    lifted,
+    vindicated,
+    blocks,
+    started,
+    propose,
+  };
+  judgeSequences(j);
+  if (baseline) judgeRangeSurges(j);
+  if (baseline && scope === 'service') judgeUncheckedRanges(j);
+  const { novelty, closed } = scope === 'service' ? judgeCountry(j) : {};
+
+  // A flood's closure confirmed (by its codes, or any rule's evidence): the flood rule watches for its return.
+  if (previous.closed?.provisional && closed && !closed.provisional)
+    vindicated[FLOOD_CONFIRMED] = closed.since + COUNTRY_HOLD_MS + NOVEL_FLOOD.returning.memoryMs;
+
+  const cap = scope === 'service' && context.caps ? capReached(stats, context.caps, now) : undefined;
+  if (cap) {
+    const prefix = countryPrefixOf(country) ?? '+';
+    // A longer cap reached under a shorter one's block (the day's, by sends folded late, during the hour's) is a
+    // block of its own: it outlasts the hour, and its owner is told of it.
+    const shorter = blocks.findIndex(
+      (b) => b.reason === 'country_cap' && b.prefix === prefix && b.until > now && b.until < cap.until,
+    );
+    if (shorter >= 0) blocks.splice(shorter, 1);
+    propose({ prefix, reason: 'country_cap', level: 'standard', until: cap.until, figures: cap.figures });
+  }
+
+  const established = Object.entries(stats.ranges)
+    .filter(([, d]) => isEstablishedRange(d))
+    .sort((a, b) => b[1][0] - a[1][0])
+    .slice(0, LIMITS.established)
+    .map(([range]) => range)
+    .sort();
+  blocks.sort((a, b) => (a.level === b.level ? b.until - a.until : a.level === 'standard' ? -1 : 1));
+  return {
+    state: {
+      blocks: blocks.slice(0, LIMITS.blocks),
+      established,
+      ...(novelty && { novelty }),
+      ...(closed && { closed }),
+      lifted,
+      ...(Object.keys(vindicated).length > 0 && { vindicated }),
+    },
+    started,
+  };
+}
+
+/** Near-sequential runs: suspect run prefixes whose codes real users would have checked by now. */
+function judgeSequences(j: Judging): void {
+  const { stats, conversion, blocks, propose } = j;
+  const { country, now, scope } = j.context;
   const runParents = new Map<string, number>();
   const walking = new Set<string>();
   for (const [prefix, suspect] of Object.entries(stats.suspects)) {
@@ -521,307 +595,283 @@ export function evaluateCountry(
         ...(scope === 'global' && { services: [...new Set(runs.flatMap((b) => b.services ?? []))] }),
       });
   }
+}
 
-  // A range's share of the country's recent traffic far above its baseline share, its codes not checked.
+/** A range's share of the country's recent traffic far above its baseline share, its codes not checked. */
+function judgeRangeSurges(j: Judging): void {
+  const { stats, conversion, blocks, propose } = j;
+  const { now, scope } = j.context;
   const country30 = minutesSum(stats, now, 30, (m) => m.s);
-  if (baseline) {
-    const accepted30 = minutesSum(stats, now, 30, (m) => m.a);
-    for (const [range, buckets] of Object.entries(stats.recentRanges)) {
-      const inWindow = Object.entries(buckets).filter(
-        ([key]) => Number(key) * RANGE_BUCKET_MS >= now - 30 * MINUTE,
-      );
-      const sends = sum(inWindow.map(([, [s]]) => s));
-      const accepted = sum(inWindow.map(([, [, a]]) => a));
-      const share = country30 > 0 ? sends / country30 : 0;
-      // The baseline is what came before the window: the decayed totals less the window's own sends.
-      const baseRange = Math.max(0, (stats.ranges[range]?.[0] ?? 0) - accepted);
-      const baseAll = Math.max(0, stats.base.s - accepted30);
-      const baseShare = baseAll > 0 ? baseRange / baseAll : 0;
-      const blocked = blocks.find((b) => b.prefix === range);
-      const cohorts = inWindow.map(([key, [, a, c]]) => ({
-        at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
-        sends: a,
-        checked: c,
-      }));
-      const concentrated =
-        sends >= CONCENTRATION.sends &&
-        poissonAtLeast(sends, country30 * Math.max(baseShare, CONCENTRATION.floorShare)) <
-          CONCENTRATION.chance;
-      // A few dozen sends at most: the exact chance, where the bound would hide a drip for minutes.
-      const evidence = concentrated
-        ? exactConversionEvidence(cohorts, Math.max(conversion, NARROW_CONVERSION), now)
-        : conversionEvidence(cohorts, conversion, now);
-      // The codes a prompt receipt says reached their phones, against the country's own conversion. The checked
-      // codes are all the range's, whether or not a receipt came (the test errs towards real users).
-      const own = concentrated ? measuredConversion(stats, now) : undefined;
-      const received =
-        own === undefined
-          ? undefined
-          : exactConversionEvidence(
-              inWindow.map(([key, [, , c, d]]) => ({
-                at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
-                sends: d ?? 0,
-                checked: c,
-              })),
-              Math.min(MAX_OWN_CONVERSION, Math.max(own, NARROW_CONVERSION)),
-              now,
-            );
-      const damnedBy = (l: BlockLevel): Evidence | undefined => {
-        if (!concentrated) return damning(evidence, LOG_ALPHA.start[l]) ? evidence : undefined;
-        if (damning(evidence, LOG_ALPHA.narrow[l])) return evidence;
-        return received && received.sends >= RECEIVED_SENDS && damning(received, LOG_ALPHA.received[l])
-          ? received
-          : undefined;
-      };
-      const level = levelOf((l) => {
-        const t = THRESHOLDS.prefixSurge[l];
-        const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
-        return startsAt(blocked, l) && surging && damnedBy(l) !== undefined;
+  const accepted30 = minutesSum(stats, now, 30, (m) => m.a);
+  for (const [range, buckets] of Object.entries(stats.recentRanges)) {
+    const inWindow = Object.entries(buckets).filter(
+      ([key]) => Number(key) * RANGE_BUCKET_MS >= now - 30 * MINUTE,
+    );
+    const sends = sum(inWindow.map(([, [s]]) => s));
+    const accepted = sum(inWindow.map(([, [, a]]) => a));
+    const share = country30 > 0 ? sends / country30 : 0;
+    // The baseline is what came before the window: the decayed totals less the window's own sends.
+    const baseRange = Math.max(0, (stats.ranges[range]?.[0] ?? 0) - accepted);
+    const baseAll = Math.max(0, stats.base.s - accepted30);
+    const baseShare = baseAll > 0 ? baseRange / baseAll : 0;
+    const blocked = blocks.find((b) => b.prefix === range);
+    const cohorts = inWindow.map(([key, [, a, c]]) => ({
+      at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
+      sends: a,
+      checked: c,
+    }));
+    const concentrated =
+      sends >= CONCENTRATION.sends &&
+      poissonAtLeast(sends, country30 * Math.max(baseShare, CONCENTRATION.floorShare)) < CONCENTRATION.chance;
+    // A few dozen sends at most: the exact chance, where the bound would hide a drip for minutes.
+    const evidence = concentrated
+      ? exactConversionEvidence(cohorts, Math.max(conversion, NARROW_CONVERSION), now)
+      : conversionEvidence(cohorts, conversion, now);
+    // The codes a prompt receipt says reached their phones, against the country's own conversion. The checked
+    // codes are all the range's, whether or not a receipt came (the test errs towards real users).
+    const own = concentrated ? measuredConversion(stats, now) : undefined;
+    const received =
+      own === undefined
+        ? undefined
+        : exactConversionEvidence(
+            inWindow.map(([key, [, , c, d]]) => ({
+              at: Number(key) * RANGE_BUCKET_MS + RANGE_BUCKET_MS / 2,
+              sends: d ?? 0,
+              checked: c,
+            })),
+            Math.min(MAX_OWN_CONVERSION, Math.max(own, NARROW_CONVERSION)),
+            now,
+          );
+    const damnedBy = (l: BlockLevel): Evidence | undefined => {
+      if (!concentrated) return damning(evidence, LOG_ALPHA.start[l]) ? evidence : undefined;
+      if (damning(evidence, LOG_ALPHA.narrow[l])) return evidence;
+      return received && received.sends >= RECEIVED_SENDS && damning(received, LOG_ALPHA.received[l])
+        ? received
+        : undefined;
+    };
+    const level = levelOf((l) => {
+      const t = THRESHOLDS.prefixSurge[l];
+      const surging = share >= t.minShare && share >= t.shareOverBase * baseShare;
+      return startsAt(blocked, l) && surging && damnedBy(l) !== undefined;
+    });
+    const damned = level && damnedBy(level);
+    if (level && damned)
+      propose({
+        prefix: range,
+        reason: 'prefix_surge',
+        level,
+        until: now + BLOCK_HOLD_MS,
+        figures: {
+          sends_30m: sends,
+          share: round2(share),
+          baseline_share: round2(baseShare),
+          ...(concentrated && { concentrated: 1 }),
+          ...(damned === received && { delivered: damned.sends }),
+          checked: damned.checked,
+          expected: round2(damned.expected),
+        },
+        ...(scope === 'global' && { services: stats.rangeTags?.[range] ?? [] }),
       });
-      const damned = level && damnedBy(level);
-      if (level && damned)
+  }
+}
+
+/**
+ * Ranges a slow attacker paces its sends over: each too thin for a half hour's evidence, but their last hours
+ * hold sends none of whose codes was checked, in more of the ranges sent to lately than real users leave so.
+ */
+function judgeUncheckedRanges(j: Judging): void {
+  const { stats, conversion, blocks, propose } = j;
+  const { now } = j.context;
+  const dead = uncheckedRanges(stats, now, Math.max(conversion, NARROW_CONVERSION));
+  const level = levelOf(
+    (l) =>
+      dead.ranges.length >= UNCHECKED_RANGES.min &&
+      dead.ranges.length >= 2 * dead.expected &&
+      Math.log(poissonAtLeast(dead.ranges.length, dead.expected)) < LOG_ALPHA.start[l],
+  );
+  if (level)
+    for (const { range, sends } of dead.ranges)
+      if (
+        startsAt(
+          blocks.find((b) => b.prefix === range),
+          level,
+        )
+      )
         propose({
           prefix: range,
-          reason: 'prefix_surge',
+          reason: 'unchecked_range',
           level,
           until: now + BLOCK_HOLD_MS,
           figures: {
-            sends_30m: sends,
-            share: round2(share),
-            baseline_share: round2(baseShare),
-            ...(concentrated && { concentrated: 1 }),
-            ...(damned === received && { delivered: damned.sends }),
-            checked: damned.checked,
-            expected: round2(damned.expected),
+            sends: round2(sends),
+            checked: 0,
+            unchecked_ranges: dead.ranges.length,
+            expected_ranges: round2(dead.expected),
           },
-          ...(scope === 'global' && { services: stats.rangeTags?.[range] ?? [] }),
         });
-    }
-  }
+}
 
-  // Ranges a slow attacker paces its sends over: each too thin for a half hour's evidence, but their last hours
-  // hold sends none of whose codes was checked, in more of the ranges sent to lately than real users leave so.
-  if (baseline && scope === 'service') {
-    const dead = uncheckedRanges(stats, now, Math.max(conversion, NARROW_CONVERSION));
-    const level = levelOf(
-      (l) =>
-        dead.ranges.length >= UNCHECKED_RANGES.min &&
-        dead.ranges.length >= 2 * dead.expected &&
-        Math.log(poissonAtLeast(dead.ranges.length, dead.expected)) < LOG_ALPHA.start[l],
-    );
-    if (level)
-      for (const { range, sends } of dead.ranges)
-        if (
-          startsAt(
-            blocks.find((b) => b.prefix === range),
-            level,
-          )
-        )
-          propose({
-            prefix: range,
-            reason: 'unchecked_range',
-            level,
-            until: now + BLOCK_HOLD_MS,
-            figures: {
-              sends: round2(sends),
-              checked: 0,
-              unchecked_ranges: dead.ranges.length,
-              expected_ranges: round2(dead.expected),
-            },
-          });
-  }
-
-  let novelty: NoveltyBlock | undefined;
-  let closed: CountryBlock | undefined;
+/**
+ * The country's own traffic: novelty (ranges not established), a surge's or a flood's closure, and, with no
+ * baseline yet, its conversion alone. The service scope's: novelty and closures are a service's own.
+ */
+function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlock } {
+  const { stats, previous, context, conversion, baseline, blocks, started, lifted, vindicated } = j;
+  const { country, now } = context;
   // The last 15 minutes' sends (refused ones too) against the country's usual rate.
   const age = now - stats.base.since;
   const window = (BASELINE_HALF_LIFE_MS / Math.LN2) * (1 - Math.pow(0.5, age / BASELINE_HALF_LIFE_MS));
   const usual15 = window > 0 ? (stats.base.s / window) * 15 * MINUTE : 0;
   const sends15 = minutesSum(stats, now, 15, (m) => m.s);
-  if (scope === 'service') {
-    const countryPrefix = countryPrefixOf(country) ?? '+';
-    const vindicate = () => {
-      vindicated[countryPrefix] = now + VINDICATED_MS;
-    };
-    novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
-    // Sends to ranges not established go on: their last minutes carry at least half their half hour's rate.
-    const novel = minutesSum(stats, now, 30, (m) => m.n);
-    const ongoing = novel > 0 && lastMinutesAt(stats, now, 30, (m) => m.n) >= 0.5 * novel;
-    if (novelty && ongoing) delete novelty.quiet;
-    else if (novelty && novelty.quiet === undefined) novelty.quiet = now;
-    else if (novelty?.quiet !== undefined && now >= novelty.quiet + NOVELTY_QUIET_MS) novelty = undefined;
-    // The surge goes on: judged on its last minutes (at the rate of 15), so that the tail of a flood that stopped
-    // (its refused sends still in the 15 minutes) does not renew the closure for the half hour after it.
-    const surging =
-      previous.closed?.reason === 'country_surge' &&
-      lastMinutesAt(stats, now, 15, (m) => m.s) >=
-        THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
-    closed =
-      previous.closed &&
-      carry(
-        previous.closed,
-        conversion,
-        COUNTRY_HOLD_MS,
-        now,
-        vindicate,
-        previous.closed.reason === 'country_surge' ? surging : undefined,
-      );
-    if (closed?.reason === 'country_surge' && !surging) closed = { ...closed, calm: now };
-    // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
-    // country alone for a while (the crowd's volume would close it again at once); the other rules do not.
-    const quietFloodRule = () => {
-      vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
-    };
-    if (previous.closed?.provisional && !closed) quietFloodRule();
-    const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
-    // The country's rules judge the country's traffic but its sequences: those are the sequence rule's.
-    const judged = withoutSequences(stats, blocks, countryPrefix, now);
-    const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
-      minuteCohorts(judged.minutes, now - 30 * MINUTE, pick);
-    const all = conversionEvidence(
-      cohorts30((m) => [m.a, m.c]),
+  const country30 = minutesSum(stats, now, 30, (m) => m.s);
+  const countryPrefix = countryPrefixOf(country) ?? '+';
+  const vindicate = () => {
+    vindicated[countryPrefix] = now + VINDICATED_MS;
+  };
+  let novelty = previous.novelty && carry(previous.novelty, conversion, BLOCK_HOLD_MS, now, vindicate);
+  // Sends to ranges not established go on: their last minutes carry at least half their half hour's rate.
+  const novel = minutesSum(stats, now, 30, (m) => m.n);
+  const ongoing = novel > 0 && lastMinutesAt(stats, now, 30, (m) => m.n) >= 0.5 * novel;
+  if (novelty && ongoing) delete novelty.quiet;
+  else if (novelty && novelty.quiet === undefined) novelty.quiet = now;
+  else if (novelty?.quiet !== undefined && now >= novelty.quiet + NOVELTY_QUIET_MS) novelty = undefined;
+  // The surge goes on: judged on its last minutes (at the rate of 15), so that the tail of a flood that stopped
+  // (its refused sends still in the 15 minutes) does not renew the closure for the half hour after it.
+  const surging =
+    previous.closed?.reason === 'country_surge' &&
+    lastMinutesAt(stats, now, 15, (m) => m.s) >=
+      THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
+  let closed: CountryBlock | undefined =
+    previous.closed &&
+    carry(
+      previous.closed,
+      conversion,
+      COUNTRY_HOLD_MS,
+      now,
+      vindicate,
+      previous.closed.reason === 'country_surge' ? surging : undefined,
+    );
+  if (closed?.reason === 'country_surge' && !surging) closed = { ...closed, calm: now };
+  // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
+  // country alone for a while (the crowd's volume would close it again at once); the other rules do not.
+  const quietFloodRule = () => {
+    vindicated[FLOOD_LAPSED] = now + VINDICATED_MS;
+  };
+  if (previous.closed?.provisional && !closed) quietFloodRule();
+  const countryLifted = liftedPrefix(lifted, countryPrefix, now) || (vindicated[countryPrefix] ?? 0) > now;
+  // The country's rules judge the country's traffic but its sequences: those are the sequence rule's.
+  const judged = withoutSequences(stats, blocks, countryPrefix, now);
+  const cohorts30 = (pick: (bucket: MinuteBucket) => [number, number]) =>
+    minuteCohorts(judged.minutes, now - 30 * MINUTE, pick);
+  const all = conversionEvidence(
+    cohorts30((m) => [m.a, m.c]),
+    conversion,
+    now,
+  );
+
+  if (baseline && !countryLifted) {
+    // Many sends to ranges not established in this country, their codes not checked.
+    // A country whose real users are spread over many ranges sends much to ranges not established every day:
+    // its novel share must rise well above its own usual share (half the way to all), not above a fixed one.
+    const baseNovel = stats.base.s > 0 ? stats.base.n / stats.base.s : 0;
+    const fraction = country30 > 0 ? novel / country30 : 0;
+    const evidence = conversionEvidence(
+      cohorts30((m) => [m.na, m.nc]),
       conversion,
       now,
     );
-
-    if (baseline && !countryLifted) {
-      // Many sends to ranges not established in this country, their codes not checked.
-      // A country whose real users are spread over many ranges sends much to ranges not established every day:
-      // its novel share must rise well above its own usual share (half the way to all), not above a fixed one.
-      const baseNovel = stats.base.s > 0 ? stats.base.n / stats.base.s : 0;
-      const fraction = country30 > 0 ? novel / country30 : 0;
-      const evidence = conversionEvidence(
-        cohorts30((m) => [m.na, m.nc]),
-        conversion,
-        now,
-      );
-      // Only while they go on (above): a flood that stopped leaves its refused sends in the half hour; its codes,
-      // now old enough to judge, must not start an hour's block after it.
-      const level = levelOf(
-        (l) =>
-          startsAt(novelty, l) &&
-          ongoing &&
-          fraction >=
-            Math.max(
-              THRESHOLDS.novelSurge[l].minFraction,
-              baseNovel + THRESHOLDS.novelSurge[l].overUsual * (1 - baseNovel),
-            ) &&
-          damning(evidence, LOG_ALPHA.start[l]),
-      );
-      if (level) {
-        const merged = mergeNovelty(
-          novelty,
-          {
-            reason: 'novel_prefix_surge',
-            level,
-            hold: BLOCK_HOLD_MS,
-            figures: {
-              novel_sends_30m: novel,
-              novel_share: round2(fraction),
-              baseline_novel_share: round2(baseNovel),
-              checked: evidence.checked,
-              expected: round2(evidence.expected),
-            },
-          },
-          now,
-        );
-        if (merged.started)
-          started.push({
-            reason: 'novel_prefix_surge',
-            prefix: country,
-            level,
-            figures: merged.block.figures,
-          });
-        novelty = merged.block;
-      }
-
-      // The country's volume far above its usual rate, its codes checked far less than usual.
-      // Judged on the surge's own 15 minutes: the half hour's earlier, checked sends would dilute it.
-      const surge = conversionEvidence(
-        minuteCohorts(judged.minutes, now - 15 * MINUTE, (m) => [m.a, m.c]),
-        conversion,
-        now,
-      );
-      // Or, in a surge, unchecked sends past what the last half hour's checked codes vouch for (the learning
-      // rule's burst): a flood is stopped in minutes, before the typing pace lets the test above conclude.
-      // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
-      const narrower =
-        novelty?.level === 'standard' ||
-        blocks.some((b) => b.level === 'standard' && b.reason !== 'unchecked_range');
-      const bursting =
-        !narrower && uncheckedBurstOf(acceptedChecked(judged.minutes), now, SURGE_UNCHECKED_BURST).bursting;
-      closed = floodClosure(stats, closed, {
-        now,
-        conversion,
-        window,
-        started,
-        country,
-        mayStart: !!context.strict && (vindicated[FLOOD_LAPSED] ?? 0) <= now,
-        returning: (vindicated[FLOOD_CONFIRMED] ?? 0) > now,
-        onLapse: quietFloodRule,
-      });
-      const surgeLevel = levelOf(
-        (l) =>
-          (startsAt(closed, l) || !!closed?.provisional) &&
-          sends15 >= THRESHOLDS.countrySurge[l].overRate * Math.max(usual15, 2) &&
-          (damning(surge, LOG_ALPHA.start[l]) || bursting),
-      );
-      if (surgeLevel)
-        closed = closeCountry(stats, closed, 'country_surge', surgeLevel, now, started, country, {
-          sends_15m: sends15,
-          usual_15m: round2(usual15),
-          checked: surge.checked,
-          expected: round2(surge.expected),
-        });
-    } else if (!countryLifted) {
-      // Learning: no baseline yet, so no rule compares with one; the country's checked codes alone decide.
-      const level = levelOf((l) => damning(all, LOG_ALPHA.start[l]));
-      const { bursting, burst } = uncheckedBurstOf(acceptedChecked(judged.minutes), now);
-      const found = bursting ? 'standard' : level;
-      if (found && startsAt(closed, found))
-        closed = closeCountry(stats, closed, 'low_conversion', found, now, started, country, {
-          sends_30m: all.sends,
-          sends_10m: burst,
-          checked: all.checked,
-          expected: round2(all.expected),
-        });
-    }
-  }
-
-  // A flood's closure confirmed (by its codes, or any rule's evidence): the flood rule watches for its return.
-  if (previous.closed?.provisional && closed && !closed.provisional)
-    vindicated[FLOOD_CONFIRMED] = closed.since + COUNTRY_HOLD_MS + NOVEL_FLOOD.returning.memoryMs;
-
-  const cap = scope === 'service' && context.caps ? capReached(stats, context.caps, now) : undefined;
-  if (cap) {
-    const prefix = countryPrefixOf(country) ?? '+';
-    // A longer cap reached under a shorter one's block (the day's, by sends folded late, during the hour's) is a
-    // block of its own: it outlasts the hour, and its owner is told of it.
-    const shorter = blocks.findIndex(
-      (b) => b.reason === 'country_cap' && b.prefix === prefix && b.until > now && b.until < cap.until,
+    // Only while they go on (above): a flood that stopped leaves its refused sends in the half hour; its codes,
+    // now old enough to judge, must not start an hour's block after it.
+    const level = levelOf(
+      (l) =>
+        startsAt(novelty, l) &&
+        ongoing &&
+        fraction >=
+          Math.max(
+            THRESHOLDS.novelSurge[l].minFraction,
+            baseNovel + THRESHOLDS.novelSurge[l].overUsual * (1 - baseNovel),
+          ) &&
+        damning(evidence, LOG_ALPHA.start[l]),
     );
-    if (shorter >= 0) blocks.splice(shorter, 1);
-    propose({ prefix, reason: 'country_cap', level: 'standard', until: cap.until, figures: cap.figures });
-  }
+    if (level) {
+      const merged = mergeNovelty(
+        novelty,
+        {
+          reason: 'novel_prefix_surge',
+          level,
+          hold: BLOCK_HOLD_MS,
+          figures: {
+            novel_sends_30m: novel,
+            novel_share: round2(fraction),
+            baseline_novel_share: round2(baseNovel),
+            checked: evidence.checked,
+            expected: round2(evidence.expected),
+          },
+        },
+        now,
+      );
+      if (merged.started)
+        started.push({
+          reason: 'novel_prefix_surge',
+          prefix: country,
+          level,
+          figures: merged.block.figures,
+        });
+      novelty = merged.block;
+    }
 
-  const established = Object.entries(stats.ranges)
-    .filter(([, d]) => isEstablishedRange(d))
-    .sort((a, b) => b[1][0] - a[1][0])
-    .slice(0, LIMITS.established)
-    .map(([range]) => range)
-    .sort();
-  blocks.sort((a, b) => (a.level === b.level ? b.until - a.until : a.level === 'standard' ? -1 : 1));
-  return {
-    state: {
-      blocks: blocks.slice(0, LIMITS.blocks),
-      established,
-      ...(novelty && { novelty }),
-      ...(closed && { closed }),
-      lifted,
-      ...(Object.keys(vindicated).length > 0 && { vindicated }),
-    },
-    started,
-  };
+    // The country's volume far above its usual rate, its codes checked far less than usual.
+    // Judged on the surge's own 15 minutes: the half hour's earlier, checked sends would dilute it.
+    const surge = conversionEvidence(
+      minuteCohorts(judged.minutes, now - 15 * MINUTE, (m) => [m.a, m.c]),
+      conversion,
+      now,
+    );
+    // Or, in a surge, unchecked sends past what the last half hour's checked codes vouch for (the learning
+    // rule's burst): a flood is stopped in minutes, before the typing pace lets the test above conclude.
+    // Only where no narrower block (a sequence, a range, new ranges) already answers the traffic.
+    const narrower =
+      novelty?.level === 'standard' ||
+      blocks.some((b) => b.level === 'standard' && b.reason !== 'unchecked_range');
+    const bursting =
+      !narrower && uncheckedBurstOf(acceptedChecked(judged.minutes), now, SURGE_UNCHECKED_BURST).bursting;
+    closed = floodClosure(stats, closed, {
+      now,
+      conversion,
+      window,
+      started,
+      country,
+      mayStart: !!context.strict && (vindicated[FLOOD_LAPSED] ?? 0) <= now,
+      returning: (vindicated[FLOOD_CONFIRMED] ?? 0) > now,
+      onLapse: quietFloodRule,
+    });
+    const surgeLevel = levelOf(
+      (l) =>
+        (startsAt(closed, l) || !!closed?.provisional) &&
+        sends15 >= THRESHOLDS.countrySurge[l].overRate * Math.max(usual15, 2) &&
+        (damning(surge, LOG_ALPHA.start[l]) || bursting),
+    );
+    if (surgeLevel)
+      closed = closeCountry(stats, closed, 'country_surge', surgeLevel, now, started, country, {
+        sends_15m: sends15,
+        usual_15m: round2(usual15),
+        checked: surge.checked,
+        expected: round2(surge.expected),
+      });
+  } else if (!countryLifted) {
+    // Learning: no baseline yet, so no rule compares with one; the country's checked codes alone decide.
+    const level = levelOf((l) => damning(all, LOG_ALPHA.start[l]));
+    const { bursting, burst } = uncheckedBurstOf(acceptedChecked(judged.minutes), now);
+    const found = bursting ? 'standard' : level;
+    if (found && startsAt(closed, found))
+      closed = closeCountry(stats, closed, 'low_conversion', found, now, started, country, {
+        sends_30m: all.sends,
+        sends_10m: burst,
+        checked: all.checked,
+        expected: round2(all.expected),
+      });
+  }
+  return { novelty, closed };
 }
 
 /**
