@@ -10,13 +10,14 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
-import { hashApiKey } from '../../functions/adapters/crypto';
+import { hashApiKey, systemClock } from '../../functions/adapters/crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from '../../local/seed';
+import { startLocalGuard } from '../../local/guard';
 import { startLocalStack, type LocalStack } from '../../local/stack';
 import { createTable } from '../../local/table';
 import { dynamoEndpoint, eventually } from '../support/harness';
@@ -525,6 +526,23 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
 });
 
 test("the guard page: level and safe list saved, a block shown, lifted, and the API's answer with it", async () => {
+  // The guard's consumer for this test alone, from the stream's tip: it records this test's decisions in the
+  // service's report, as the GuardSignals function does (the other tests' sends would make blocks of their own).
+  const consumer = await startLocalGuard({
+    dynamoEndpoint: dynamoEndpoint(),
+    tableName,
+    clock: systemClock,
+    logger: jsonLogger(() => undefined),
+    intervalMs: 200,
+  });
+  try {
+    await guardPageSteps();
+  } finally {
+    await consumer.close();
+  }
+});
+
+async function guardPageSteps(): Promise<void> {
   await go(`/s/${demo.serviceSid}/guard`, '#guard-level');
   expect(await page.$eval('#guard-level', (el) => (el as HTMLSelectElement).value)).toBe('standard');
   // A block of an IN range, as the guard's consumer writes one: the page names it, and the API refuses its numbers.
@@ -541,6 +559,13 @@ test("the guard page: level and safe list saved, a block shown, lifted, and the 
   await page.reload();
   await rowShows('+919876', 'prefix_surge');
   expect(await text('#guard-blocks')).toContain('sends_30m 14, checked 0, expected 6.2');
+  // The refusal, folded by the consumer: a decision of the block's reason and prefix, its price saved.
+  await eventually(async () => {
+    await page.reload();
+    await page.waitForSelector('#guard-decisions');
+    return (await text('#guard-decisions')).includes('+919876') ? true : undefined;
+  });
+  expect(await text('#guard-decisions')).toMatch(/blocked\s*prefix_surge\s*\+919876\s*1\s*0\.\d+/);
 
   // Level and safe list: saved on the service, a bad entry refused with nothing changed.
   await page.select('#guard-level', 'shadow');
@@ -597,7 +622,7 @@ test("the guard page: level and safe list saved, a block shown, lifted, and the 
     return input !== null && !input.hasAttribute('data-before-save');
   });
   expect((await stackAccounts().getService(demo.serviceSid))?.guard?.safeList).toEqual([]);
-});
+}
 
 test('the operator sees every service, creates one and tops it up', async () => {
   await clickButton('Sign out');
