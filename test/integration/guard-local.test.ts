@@ -22,6 +22,11 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * How long a wait for the consumer may take: it polls the stream of a DynamoDB Local that every other suite shares,
+ * and under a loaded machine its reads lag past the default 10 s (seen once with the full suite beside two CPU burners).
+ */
+const CONSUMER_WAIT_MS = 30_000;
 
 /** Random valid mobiles of a country, over its whole numbering (a fixed seed: the same numbers every run). */
 function mobiles(country: CountryCode, count: number, seed: number): string[] {
@@ -88,7 +93,7 @@ test('a service created a minute ago verifies 300 users in 5 countries with no r
       floodAnswers.push((await floodApi.send({ To: to })).status);
       // The consumer reads the stream about every second on AWS: here it is given the time to have read the
       // twentieth send before the next one.
-      if (floodAnswers.length === 20) await eventually(closed);
+      if (floodAnswers.length === 20) await eventually(closed, CONSUMER_WAIT_MS);
     }
   }
 
@@ -123,11 +128,11 @@ test('a new service that makes its own codes (checked by its backend, never here
       else refused.push(`${to} ${sent.status} ${JSON.stringify(sent.body)}`);
     }
     // The consumer has read every send so far (they count toward the owner's caps) before the next ones.
-    await eventually(async () => ((await countedSends()) === accepted ? true : undefined));
+    await eventually(async () => ((await countedSends()) === accepted ? true : undefined), CONSUMER_WAIT_MS);
   }
   documents.destroy();
   expect(refused).toEqual([]);
-}, 120_000);
+}, 240_000);
 
 test('without the consumer (the default for tests, OTP_GUARD_CONSUMER=off for npm start) a burst is sent', async () => {
   const quiet = await startHarness();
@@ -163,7 +168,7 @@ test('a sequential flood on a new service is stopped by its own block after its 
     for (const to of flood.slice(step * 7, step * 7 + 7)) {
       answers.push((await api.send({ To: to })).status);
       // As above: the consumer is given the time to have read the twentieth send before the next one.
-      if (answers.length === 20) await eventually(blocked);
+      if (answers.length === 20) await eventually(blocked, CONSUMER_WAIT_MS);
     }
   }
 
