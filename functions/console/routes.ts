@@ -458,12 +458,14 @@ const API_ROUTES: ApiRoute[] = [
     const prefix = text === '*' ? '*' : valid(parseE164Prefix(text.trim()));
     await load(deps, params.sid!);
     const until = new Date(deps.clock.now().getTime() + LIFT_MS);
-    const lifted = await deps.guard.unblock(params.sid!, prefix, until);
-    await deps.accounts.recordChange(change, params.sid!, 'guard.unblock', undefined, {
-      prefix,
-      lifted,
-      until: until.toISOString(),
-    });
+    // The lift and its audit record in one write.
+    const lifted = await deps.guard.unblock(params.sid!, prefix, until, (count) =>
+      deps.accounts.changeRecord(change, params.sid!, 'guard.unblock', undefined, {
+        prefix,
+        lifted: count,
+        until: until.toISOString(),
+      }),
+    );
     return json(200, { prefix, lifted, liftedUntil: until.toISOString() });
   }),
   route('GET', '/services/:sid/caps', async (deps, { params }) =>

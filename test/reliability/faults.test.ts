@@ -3,6 +3,8 @@
  * reads, Step Functions start failures and provider errors and time-outs. A send answers 5xx or succeeds,
  * never half done; an error is never charged; an accepted send is always delivered.
  */
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../../functions/adapters/dynamodb/keys';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { hashApiKey } from '../../functions/adapters/crypto';
 import { DynamoApiKeyStore } from '../../functions/adapters/dynamodb/api-key-requests';
@@ -735,5 +737,70 @@ describe('provider errors and time-outs move delivery to the next channel', () =
     await harness.stack.workflow.idle();
     harness.stack.carrier.clearRules();
     expect((await api.send({ To: to })).status).toBe(201);
+  });
+});
+
+describe('a guard lift by hand (the console) under a DynamoDB failure', () => {
+  it('leaves both the lift and its audit record, or neither', async () => {
+    const account = await books.open(1);
+    const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+    const stateKey = keys.guardCountry(account.serviceSid, 'GB');
+    const now = harness.clock.now().getTime();
+    // A block as the guard's consumer writes one.
+    const block = {
+      prefix: '+447400',
+      reason: 'prefix_surge',
+      level: 'standard',
+      since: now,
+      until: now + 3_600_000,
+      figures: {},
+    };
+    await documents.send(
+      new PutCommand({
+        TableName: harness.tableName,
+        Item: {
+          ...stateKey,
+          type: 'guard_state',
+          state: JSON.stringify({ blocks: [block], established: [], lifted: {} }),
+        },
+      }),
+    );
+    const state = async () => {
+      const { Item } = await documents.send(new GetCommand({ TableName: harness.tableName, Key: stateKey }));
+      return JSON.parse(Item!.state as string) as { blocks: unknown[]; lifted: Record<string, number> };
+    };
+    const audited = async () =>
+      (await harness.accounts.auditTrail(account.serviceSid)).filter((r) => r.action === 'guard.unblock');
+    const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ops@example.com', operator: true }),
+    });
+    const { token } = (await signIn.json()) as { token: string };
+    const lift = () =>
+      fetch(`${harness.stack.url}/console/api/services/${account.serviceSid}/guard/unblock`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ prefix: '+447400' }),
+      });
+
+    // Every write of an audit record fails: written apart, the lift stood without its record.
+    const failing = faults.inject({
+      kind: 'internal',
+      where: (call) => call.sks.some((sk) => sk.startsWith('AUDIT#')),
+      times: 100,
+    });
+    expect(isServerError((await lift()).status)).toBe(true);
+    expect(failing.fired).toBeGreaterThan(0);
+    expect(await state()).toMatchObject({ blocks: [block], lifted: {} });
+    expect(await audited()).toEqual([]);
+
+    faults.reset();
+    expect((await lift()).status).toBe(200);
+    expect(await state()).toMatchObject({ blocks: [], lifted: { '+447400': expect.any(Number) } });
+    expect((await audited()).map((r) => r.after)).toEqual([
+      expect.objectContaining({ prefix: '+447400', lifted: 1 }),
+    ]);
+    documents.destroy();
   });
 });

@@ -36,6 +36,7 @@ import {
 } from './items';
 import { readShardBalances, spreadEvenly } from './balance-shards';
 import { SERVICE_CHILD_PREFIX, keys, type ItemKey } from './keys';
+import { auditFromItem, auditToItem } from './items';
 import { queryAll, transactSettled } from './requests';
 import { queryServiceChildren } from './service-children';
 
@@ -51,31 +52,6 @@ const BALANCE_READS = 3;
 type TransactItem = NonNullable<
   ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
 >[number];
-
-const auditToItem = (record: AuditRecord): Record<string, unknown> => ({
-  ...keys.audit(record.serviceSid, record.id),
-  type: 'audit',
-  audit_id: record.id,
-  at: record.at,
-  service_sid: record.serviceSid,
-  actor: record.actor,
-  action: record.action,
-  // JSON text: a change's before/after may hold values DynamoDB cannot (empty strings in sets, undefined).
-  ...(record.before !== undefined && { before: JSON.stringify(record.before) }),
-  ...(record.after !== undefined && { after: JSON.stringify(record.after) }),
-  ...(record.requestId && { request_id: record.requestId }),
-});
-
-const auditFromItem = (item: Record<string, unknown>): AuditRecord => ({
-  id: item.audit_id as string,
-  at: item.at as string,
-  serviceSid: item.service_sid as string,
-  actor: item.actor as string,
-  action: item.action as string,
-  ...(typeof item.before === 'string' && { before: JSON.parse(item.before) as unknown }),
-  ...(typeof item.after === 'string' && { after: JSON.parse(item.after) as unknown }),
-  ...(typeof item.request_id === 'string' && { requestId: item.request_id }),
-});
 
 const membershipFromItem = (item: Record<string, unknown>): Membership => ({
   userId: item.user_id as string,

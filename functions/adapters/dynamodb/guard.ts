@@ -50,6 +50,8 @@ import {
   type CountryStats,
   type ScopeStats,
 } from '../../core/guard/aggregates';
+import type { AuditRecord } from '../../core/accounts/ports';
+import { auditToItem } from './items';
 import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
 import { batchGetAll, isConditionFailure, queryAll } from './requests';
 
@@ -102,6 +104,9 @@ export function guardViewFromItems(
     global: { ...(global && { country: global }) },
   };
 }
+
+/** DynamoDB's bound on a transaction's items. */
+const MAX_TRANSACTION_ITEMS = 100;
 
 const isTransactionConflict = (error: unknown): boolean =>
   error instanceof TransactionCanceledException &&
@@ -475,10 +480,18 @@ export class DynamoGuardAdmin {
 
   /**
    * Lifts by hand every block of the service matching `prefix` (a number, a range, a country prefix, or `*` for
-   * every block), and keeps the rules from making it again until `until`. Returns the blocks lifted.
+   * every block), and keeps the rules from making it again until `until`. Returns the blocks lifted. `audit`
+   * makes the change's record from that count: it is written in the same transaction as the lift, so a lift is
+   * never without its record, nor a record without its lift.
    */
-  async unblock(serviceSid: string, prefix: string, until: Date): Promise<number> {
+  async unblock(
+    serviceSid: string,
+    prefix: string,
+    until: Date,
+    audit?: (lifted: number) => AuditRecord,
+  ): Promise<number> {
     let lifted = 0;
+    const changed: { item: Item; state: unknown }[] = [];
     const items = await this.states(serviceSid);
     const countryOf = (sk: string) => /^(?:COUNTRY|STATS)#(.+)$/.exec(sk)?.[1];
     const stateItems = new Map(
@@ -507,7 +520,7 @@ export class DynamoGuardAdmin {
       delete state.novelRanges;
       state.lifted = { ...state.lifted, [prefix === '*' ? '*' : prefix]: until.getTime() };
       if (prefix === '*') state.lifted['+'] = until.getTime();
-      await this.putState(scopeItem, state);
+      changed.push({ item: scopeItem, state });
     }
     const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
     for (const [country, item] of stateItems) {
@@ -524,55 +537,59 @@ export class DynamoGuardAdmin {
         delete state.closed;
       }
       state.lifted = { ...state.lifted, [prefix === '*' ? '+' : prefix]: until.getTime() };
-      await this.putState(item, state);
+      changed.push({ item, state });
     }
+    await this.putStates(changed, audit?.(lifted));
     return lifted;
   }
 
   /**
-   * The state and its aggregates' version, in one transaction: a consumer that read them before must not put the
-   * old state back, and its write is conditioned on that version. Written apart, a consumer's write landing between
-   * the two put the old state back under the old version, and the lift was lost. Where the consumer has no
-   * aggregates there yet, this makes a bare version for its first write to check (a fold from nothing).
+   * Each state with its aggregates' version, and the audit record, in one transaction: a consumer that read a
+   * state before must not put it back, and its write is conditioned on that version. Written apart, a consumer's
+   * write landing between the two put the old state back under the old version, and the lift was lost. Where the
+   * consumer has no aggregates there yet, this makes a bare version for its first write to check (a fold from
+   * nothing). Two items a state and one audit record: 40 served countries and the scope hold in one transaction
+   * (100 items); past that, in several.
    */
-  private async putState(item: Item, state: unknown): Promise<void> {
-    const sk = String(item.sk);
-    const statsSk = sk === 'SCOPE' ? 'STATS' : `STATS#${sk.slice('COUNTRY#'.length)}`;
-    const write = () =>
-      this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: { pk: item.pk, sk: item.sk },
-                // The type too: a state this write makes (a country with no state of its own yet) is read as any
-                // other.
-                UpdateExpression: 'SET #state = :state, #type = :type',
-                ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
-                ExpressionAttributeValues: { ':state': JSON.stringify(state), ':type': 'guard_state' },
-              },
-            },
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: { pk: item.pk, sk: statsSk },
-                UpdateExpression: 'SET #type = if_not_exists(#type, :type) ADD version :one',
-                ExpressionAttributeNames: { '#type': 'type' },
-                ExpressionAttributeValues: { ':one': 1, ':type': 'guard_stats' },
-              },
-            },
-          ],
-        }),
-      );
-    // A consumer's transaction on the same items in flight: DynamoDB cancels this one; it is tried again.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await write();
-        return;
-      } catch (error) {
-        if (attempt >= 3 || !isTransactionConflict(error)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+  private async putStates(changed: { item: Item; state: unknown }[], audit?: AuditRecord): Promise<void> {
+    const items: TransactItem[] = changed.flatMap(({ item, state }): TransactItem[] => {
+      const sk = String(item.sk);
+      const statsSk = sk === 'SCOPE' ? 'STATS' : `STATS#${sk.slice('COUNTRY#'.length)}`;
+      return [
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: { pk: item.pk, sk: item.sk },
+            // The type too: a state this write makes (a country with no state of its own yet) is read as any
+            // other.
+            UpdateExpression: 'SET #state = :state, #type = :type',
+            ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
+            ExpressionAttributeValues: { ':state': JSON.stringify(state), ':type': 'guard_state' },
+          },
+        },
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: { pk: item.pk, sk: statsSk },
+            UpdateExpression: 'SET #type = if_not_exists(#type, :type) ADD version :one',
+            ExpressionAttributeNames: { '#type': 'type' },
+            ExpressionAttributeValues: { ':one': 1, ':type': 'guard_stats' },
+          },
+        },
+      ];
+    });
+    if (audit) items.push({ Put: { TableName: this.tableName, Item: auditToItem(audit) } });
+    for (let i = 0; i < items.length; i += MAX_TRANSACTION_ITEMS) {
+      const transaction = { TransactItems: items.slice(i, i + MAX_TRANSACTION_ITEMS) };
+      // A consumer's transaction on the same items in flight: DynamoDB cancels this one; it is tried again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.client.send(new TransactWriteCommand(transaction));
+          break;
+        } catch (error) {
+          if (attempt >= 3 || !isTransactionConflict(error)) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        }
       }
     }
   }

@@ -13,6 +13,7 @@ import type {
 } from '../../core/model';
 import type { WebhookEndpoint } from '../../core/webhooks';
 import { CHANNELS, type Channel } from '../../core/routing';
+import type { AuditRecord } from '../../core/accounts/ports';
 import { keys } from './keys';
 import { VERIFICATION_ATTR } from './status-write';
 
@@ -330,3 +331,30 @@ export function webhookEndpointFromItem(item: Item): WebhookEndpoint {
     }),
   };
 }
+
+/** An audit record as its item; other adapters write one with the change it records. */
+export const auditToItem = (record: AuditRecord): Record<string, unknown> => ({
+  ...keys.audit(record.serviceSid, record.id),
+  type: 'audit',
+  audit_id: record.id,
+  at: record.at,
+  service_sid: record.serviceSid,
+  actor: record.actor,
+  action: record.action,
+  // JSON text: a change's before/after may hold values DynamoDB cannot (empty strings in sets, undefined).
+  ...(record.before !== undefined && { before: JSON.stringify(record.before) }),
+  ...(record.after !== undefined && { after: JSON.stringify(record.after) }),
+  ...(record.requestId && { request_id: record.requestId }),
+});
+
+/** An audit record from its item. */
+export const auditFromItem = (item: Record<string, unknown>): AuditRecord => ({
+  id: item.audit_id as string,
+  at: item.at as string,
+  serviceSid: item.service_sid as string,
+  actor: item.actor as string,
+  action: item.action as string,
+  ...(typeof item.before === 'string' && { before: JSON.parse(item.before) as unknown }),
+  ...(typeof item.after === 'string' && { after: JSON.parse(item.after) as unknown }),
+  ...(typeof item.request_id === 'string' && { requestId: item.request_id }),
+});

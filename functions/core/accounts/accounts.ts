@@ -540,6 +540,20 @@ export class Accounts {
     await this.deps.store.putAudit(this.audit(context, serviceSid, action, before, after));
   }
 
+  /**
+   * The record of a change another store writes with the change itself, in its own transaction (a guard lift by
+   * hand): nothing is written here.
+   */
+  changeRecord(
+    context: ChangeContext,
+    serviceSid: string,
+    action: string,
+    before: unknown,
+    after: unknown,
+  ): AuditRecord {
+    return this.audit(context, serviceSid, action, before, after);
+  }
+
   async auditTrail(serviceSid: string, limit = 100): Promise<AuditRecord[]> {
     return this.deps.store.listAudit(serviceSid, limit);
   }

@@ -165,12 +165,14 @@ const guardUnblock = command({
   run: async (context, { sid, prefix }) => {
     await loadService(context, sid);
     const until = new Date(Date.now() + LIFT_MS);
-    const lifted = await context.guard.unblock(sid, prefix, until);
-    await context.accounts.recordChange(context.change, sid, 'guard.unblock', undefined, {
-      prefix,
-      lifted,
-      until: until.toISOString(),
-    });
+    // The lift and its audit record in one write.
+    const lifted = await context.guard.unblock(sid, prefix, until, (count) =>
+      context.accounts.changeRecord(context.change, sid, 'guard.unblock', undefined, {
+        prefix,
+        lifted: count,
+        until: until.toISOString(),
+      }),
+    );
     return {
       json: { serviceSid: sid, prefix, lifted, liftedUntil: until.toISOString() },
       text: `${lifted} block(s) lifted; ${prefix} stays unblocked until ${until.toISOString()}.`,
