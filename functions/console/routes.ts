@@ -447,10 +447,12 @@ const API_ROUTES: ApiRoute[] = [
     const sid = params.sid!;
     // Checked before any change: a bad entry changes nothing.
     const safeList = input.safeList?.map((entry) => valid(parseE164Prefix(entry.trim())));
-    if (input.level !== undefined) await deps.accounts.setGuardLevel(change, sid, input.level);
-    if (safeList !== undefined) await deps.accounts.setGuardSafeList(change, sid, safeList);
-    if (input.riskCheckOptOut !== undefined)
-      await deps.accounts.setRiskCheckOptOut(change, sid, input.riskCheckOptOut);
+    // One write: the settings given and their audit records, all or none.
+    await deps.accounts.setGuardSettings(change, sid, {
+      ...(input.level !== undefined && { level: input.level }),
+      ...(safeList !== undefined && { safeList }),
+      ...(input.riskCheckOptOut !== undefined && { riskCheckOptOut: input.riskCheckOptOut }),
+    });
     return json(200, guardJson(await load(deps, sid)));
   }),
   route('POST', '/services/:sid/guard/unblock', async (deps, { params, body, change }) => {

@@ -740,8 +740,18 @@ describe('provider errors and time-outs move delivery to the next channel', () =
   });
 });
 
-describe('a guard lift by hand (the console) under a DynamoDB failure', () => {
-  it('leaves both the lift and its audit record, or neither', async () => {
+describe("the console's guard changes under a DynamoDB failure", () => {
+  /** An operator's console session on the local sign-in. */
+  const operatorToken = async () => {
+    const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ops@example.com', operator: true }),
+    });
+    return ((await signIn.json()) as { token: string }).token;
+  };
+
+  it('a lift by hand: both the lift and its audit record, or neither', async () => {
     const account = await books.open(1);
     const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
     const stateKey = keys.guardCountry(account.serviceSid, 'GB');
@@ -771,12 +781,7 @@ describe('a guard lift by hand (the console) under a DynamoDB failure', () => {
     };
     const audited = async () =>
       (await harness.accounts.auditTrail(account.serviceSid)).filter((r) => r.action === 'guard.unblock');
-    const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'ops@example.com', operator: true }),
-    });
-    const { token } = (await signIn.json()) as { token: string };
+    const token = await operatorToken();
     const lift = () =>
       fetch(`${harness.stack.url}/console/api/services/${account.serviceSid}/guard/unblock`, {
         method: 'POST',
@@ -802,5 +807,38 @@ describe('a guard lift by hand (the console) under a DynamoDB failure', () => {
       expect.objectContaining({ prefix: '+447400', lifted: 1 }),
     ]);
     documents.destroy();
+  });
+
+  it('the guard settings saved together: level and safe list both changed with their records, or neither', async () => {
+    const account = await books.open(1);
+    const token = await operatorToken();
+    const saved = async () => {
+      const guard = (await harness.accounts.getService(account.serviceSid))!.guard;
+      const actions = (await harness.accounts.auditTrail(account.serviceSid))
+        .map((r) => r.action)
+        .filter((action) => action.startsWith('guard.'))
+        .sort();
+      return { level: guard?.level, safeList: guard?.safeList, actions };
+    };
+    const before = await saved();
+    // The second write of an audit record fails: saved one setting at a time, the level stood and the list did not.
+    faults.inject({
+      kind: 'internal',
+      where: (call) => call.sks.some((sk) => sk.startsWith('AUDIT#')),
+      skip: 1,
+      times: 100,
+    });
+    const response = await fetch(`${harness.stack.url}/console/api/services/${account.serviceSid}/guard`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ level: 'strict', safeList: ['+447400'] }),
+    });
+    if (response.status === 200)
+      expect(await saved()).toEqual({
+        level: 'strict',
+        safeList: ['+447400'],
+        actions: ['guard.level', 'guard.safelist'],
+      });
+    else expect(await saved()).toEqual(before);
   });
 });

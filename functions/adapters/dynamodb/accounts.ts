@@ -376,7 +376,11 @@ export class DynamoAccountStore implements AccountStore {
     ]);
   }
 
-  async updateService(serviceSid: string, change: ServiceSettingsChange, audit: AuditRecord): Promise<void> {
+  async updateService(
+    serviceSid: string,
+    change: ServiceSettingsChange,
+    audit: AuditRecord | readonly AuditRecord[],
+  ): Promise<void> {
     const { expression, names, values } = settingsUpdate(change);
     await this.transact([
       {
@@ -389,7 +393,7 @@ export class DynamoAccountStore implements AccountStore {
           ...(Object.keys(names).length > 0 && { ExpressionAttributeNames: names }),
         },
       },
-      this.put(auditToItem(audit)),
+      ...[audit].flat().map((record) => this.put(auditToItem(record))),
     ]);
   }
 

@@ -402,51 +402,80 @@ export class Accounts {
   }
 
   async setRiskCheckOptOut(context: ChangeContext, serviceSid: string, allowed: boolean): Promise<Service> {
-    const service = await this.service(serviceSid);
-    await this.change(
-      context,
-      service,
-      'guard.risk_check',
-      { riskCheckOptOut: allowed },
-      {
-        riskCheckOptOut: service.guard?.riskCheckOptOut === true,
-      },
-      { riskCheckOptOut: allowed },
-    );
-    return this.service(serviceSid);
+    return this.setGuardSettings(context, serviceSid, { riskCheckOptOut: allowed });
   }
 
   /** The guard's level (docs/guard.md, "Levels"). */
   async setGuardLevel(context: ChangeContext, serviceSid: string, level: GuardLevel): Promise<Service> {
-    if (!isGuardLevel(level)) throw new OtpError('invalid_parameter', `Not a guard level: ${String(level)}`);
-    const service = await this.service(serviceSid);
-    await this.change(
-      context,
-      service,
-      'guard.level',
-      { guardLevel: level },
-      { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level },
-      { level },
-    );
-    return this.service(serviceSid);
+    return this.setGuardSettings(context, serviceSid, { level });
   }
 
   /** The numbers and prefixes the guard never blocks (E.164 prefixes; the list replaces the one before). */
   async setGuardSafeList(context: ChangeContext, serviceSid: string, safeList: string[]): Promise<Service> {
-    const bad = safeList.map(parseE164Prefix).find((parsed) => !parsed.ok);
-    if (bad && !bad.ok) throw new OtpError('invalid_parameter', bad.problem);
-    const next = [...new Set(safeList)].sort();
-    if (next.length > MAX_SAFE_LIST)
-      throw new OtpError('invalid_parameter', `A safe list holds at most ${MAX_SAFE_LIST} entries.`);
+    return this.setGuardSettings(context, serviceSid, { safeList });
+  }
+
+  /**
+   * The guard's level, safe list and RiskCheck permission, any of them: every one given is checked before
+   * anything is written, then all are written in one transaction, each with its own audit record
+   * (`guard.level`, `guard.safelist`, `guard.risk_check`).
+   */
+  async setGuardSettings(
+    context: ChangeContext,
+    serviceSid: string,
+    settings: { level?: GuardLevel; safeList?: string[]; riskCheckOptOut?: boolean },
+  ): Promise<Service> {
+    const { level, safeList, riskCheckOptOut } = settings;
+    if (level !== undefined && !isGuardLevel(level))
+      throw new OtpError('invalid_parameter', `Not a guard level: ${String(level)}`);
+    let nextSafeList: string[] | undefined;
+    if (safeList !== undefined) {
+      const bad = safeList.map(parseE164Prefix).find((parsed) => !parsed.ok);
+      if (bad && !bad.ok) throw new OtpError('invalid_parameter', bad.problem);
+      nextSafeList = [...new Set(safeList)].sort();
+      if (nextSafeList.length > MAX_SAFE_LIST)
+        throw new OtpError('invalid_parameter', `A safe list holds at most ${MAX_SAFE_LIST} entries.`);
+    }
     const service = await this.service(serviceSid);
-    await this.change(
-      context,
-      service,
-      'guard.safelist',
-      { guardSafeList: next },
-      { safeList: service.guard?.safeList ?? [] },
-      { safeList: next },
-    );
+    const change: Parameters<AccountStore['updateService']>[1] = {};
+    const records: AuditRecord[] = [];
+    if (level !== undefined) {
+      change.guardLevel = level;
+      records.push(
+        this.audit(
+          context,
+          serviceSid,
+          'guard.level',
+          { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level },
+          { level },
+        ),
+      );
+    }
+    if (nextSafeList !== undefined) {
+      change.guardSafeList = nextSafeList;
+      records.push(
+        this.audit(
+          context,
+          serviceSid,
+          'guard.safelist',
+          { safeList: service.guard?.safeList ?? [] },
+          { safeList: nextSafeList },
+        ),
+      );
+    }
+    if (riskCheckOptOut !== undefined) {
+      change.riskCheckOptOut = riskCheckOptOut;
+      records.push(
+        this.audit(
+          context,
+          serviceSid,
+          'guard.risk_check',
+          { riskCheckOptOut: service.guard?.riskCheckOptOut === true },
+          { riskCheckOptOut },
+        ),
+      );
+    }
+    if (records.length > 0) await this.deps.store.updateService(serviceSid, change, records);
     return this.service(serviceSid);
   }
 

@@ -141,7 +141,12 @@ export interface AccountStore {
   listTemplates(serviceSid: string): Promise<Template[]>;
   deleteTemplate(serviceSid: string, templateSid: string, audit: AuditRecord): Promise<void>;
   /** Sets (or removes) service-item fields; the service must exist. */
-  updateService(serviceSid: string, change: ServiceSettingsChange, audit: AuditRecord): Promise<void>;
+  /** The change and its audit records (one per setting changed), in one transaction. */
+  updateService(
+    serviceSid: string,
+    change: ServiceSettingsChange,
+    audit: AuditRecord | readonly AuditRecord[],
+  ): Promise<void>;
   listCharges(serviceSid: string): Promise<ChargeLine[]>;
   listCredits(serviceSid: string): Promise<CreditLine[]>;
   putMember(membership: Membership, audit: AuditRecord): Promise<void>;
