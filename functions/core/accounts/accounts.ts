@@ -439,40 +439,22 @@ export class Accounts {
     const service = await this.service(serviceSid);
     const change: Parameters<AccountStore['updateService']>[1] = {};
     const records: AuditRecord[] = [];
+    const record = (action: string, before: unknown, after: unknown) =>
+      records.push(this.audit(context, serviceSid, action, before, after));
     if (level !== undefined) {
       change.guardLevel = level;
-      records.push(
-        this.audit(
-          context,
-          serviceSid,
-          'guard.level',
-          { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level },
-          { level },
-        ),
-      );
+      record('guard.level', { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level }, { level });
     }
     if (nextSafeList !== undefined) {
       change.guardSafeList = nextSafeList;
-      records.push(
-        this.audit(
-          context,
-          serviceSid,
-          'guard.safelist',
-          { safeList: service.guard?.safeList ?? [] },
-          { safeList: nextSafeList },
-        ),
-      );
+      record('guard.safelist', { safeList: service.guard?.safeList ?? [] }, { safeList: nextSafeList });
     }
     if (riskCheckOptOut !== undefined) {
       change.riskCheckOptOut = riskCheckOptOut;
-      records.push(
-        this.audit(
-          context,
-          serviceSid,
-          'guard.risk_check',
-          { riskCheckOptOut: service.guard?.riskCheckOptOut === true },
-          { riskCheckOptOut },
-        ),
+      record(
+        'guard.risk_check',
+        { riskCheckOptOut: service.guard?.riskCheckOptOut === true },
+        { riskCheckOptOut },
       );
     }
     if (records.length > 0) await this.deps.store.updateService(serviceSid, change, records);
