@@ -119,7 +119,7 @@ export class Accounts {
     };
     await this.deps.store.createService(
       service,
-      this.audit(context, service.sid, 'service.create', undefined, {
+      this.changeRecord(context, service.sid, 'service.create', undefined, {
         name: service.name,
         balance: service.balance,
         channels: service.enabledChannels,
@@ -143,7 +143,7 @@ export class Accounts {
       serviceSid,
       keyHash,
       this.deps.clock.now().toISOString(),
-      this.audit(context, serviceSid, 'key.issue', undefined, { keyId }),
+      this.changeRecord(context, serviceSid, 'key.issue', undefined, { keyId }),
     );
     return { apiKey, keyId };
   }
@@ -162,7 +162,7 @@ export class Accounts {
       serviceSid,
       key.keyHash,
       at,
-      this.audit(context, serviceSid, 'key.revoke', { keyId, active: true }, { keyId, active: false }),
+      this.changeRecord(context, serviceSid, 'key.revoke', { keyId, active: true }, { keyId, active: false }),
     );
     return { keyId, revokedAt: at, alreadyRevoked: false };
   }
@@ -211,7 +211,7 @@ export class Accounts {
       await this.deps.store.setBalanceShards(
         serviceSid,
         count,
-        this.audit(context, serviceSid, 'balance.shards', { shards: current }, { shards: count }),
+        this.changeRecord(context, serviceSid, 'balance.shards', { shards: current }, { shards: count }),
       );
     }
     return this.service(serviceSid);
@@ -271,7 +271,7 @@ export class Accounts {
     await this.deps.store.putTemplate(
       serviceSid,
       template,
-      this.audit(context, serviceSid, 'template.add', undefined, template),
+      this.changeRecord(context, serviceSid, 'template.add', undefined, template),
     );
     if (input.makeDefault) await this.setDefaultTemplate(context, serviceSid, template.sid);
     return template;
@@ -327,7 +327,7 @@ export class Accounts {
     await this.deps.store.deleteTemplate(
       serviceSid,
       templateSid,
-      this.audit(context, serviceSid, 'template.delete', template, undefined),
+      this.changeRecord(context, serviceSid, 'template.delete', template, undefined),
     );
   }
 
@@ -440,7 +440,7 @@ export class Accounts {
     const change: Parameters<AccountStore['updateService']>[1] = {};
     const records: AuditRecord[] = [];
     const record = (action: string, before: unknown, after: unknown) =>
-      records.push(this.audit(context, serviceSid, action, before, after));
+      records.push(this.changeRecord(context, serviceSid, action, before, after));
     if (level !== undefined) {
       change.guardLevel = level;
       record('guard.level', { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level }, { level });
@@ -516,7 +516,7 @@ export class Accounts {
     };
     await this.deps.store.putMember(
       membership,
-      this.audit(context, serviceSid, 'member.add', undefined, { userId, label }),
+      this.changeRecord(context, serviceSid, 'member.add', undefined, { userId, label }),
     );
     return membership;
   }
@@ -525,7 +525,7 @@ export class Accounts {
     return this.deps.store.deleteMember(
       serviceSid,
       userId,
-      this.audit(context, serviceSid, 'member.remove', { userId }, undefined),
+      this.changeRecord(context, serviceSid, 'member.remove', { userId }, undefined),
     );
   }
 
@@ -534,9 +534,15 @@ export class Accounts {
     await this.deps.store.setOperator(
       userId,
       operator,
-      this.audit(context, OPERATORS_AUDIT_SCOPE, operator ? 'operator.add' : 'operator.remove', undefined, {
-        userId,
-      }),
+      this.changeRecord(
+        context,
+        OPERATORS_AUDIT_SCOPE,
+        operator ? 'operator.add' : 'operator.remove',
+        undefined,
+        {
+          userId,
+        },
+      ),
     );
   }
 
@@ -548,21 +554,7 @@ export class Accounts {
     before: unknown,
     after: unknown,
   ): Promise<void> {
-    await this.deps.store.putAudit(this.audit(context, serviceSid, action, before, after));
-  }
-
-  /**
-   * The record of a change another store writes with the change itself, in its own transaction (a guard lift by
-   * hand): nothing is written here.
-   */
-  changeRecord(
-    context: ChangeContext,
-    serviceSid: string,
-    action: string,
-    before: unknown,
-    after: unknown,
-  ): AuditRecord {
-    return this.audit(context, serviceSid, action, before, after);
+    await this.deps.store.putAudit(this.changeRecord(context, serviceSid, action, before, after));
   }
 
   async auditTrail(serviceSid: string, limit = 100): Promise<AuditRecord[]> {
@@ -579,7 +571,7 @@ export class Accounts {
     expectedAfter?: number,
     topUpKey?: string,
   ): Promise<number> {
-    const audit = this.audit(
+    const audit = this.changeRecord(
       context,
       serviceSid,
       action,
@@ -607,11 +599,15 @@ export class Accounts {
     await this.deps.store.updateService(
       service.sid,
       change,
-      this.audit(context, service.sid, action, before, after),
+      this.changeRecord(context, service.sid, action, before, after),
     );
   }
 
-  private audit(
+  /**
+   * The record of a change, written by the store with the change itself (in its transaction); another adapter's
+   * change takes it too (a guard lift by hand).
+   */
+  changeRecord(
     context: ChangeContext,
     serviceSid: string,
     action: string,
