@@ -800,8 +800,15 @@ describe("the console's guard changes under a DynamoDB failure", () => {
     expect(await state()).toMatchObject({ blocks: [block], lifted: {} });
     expect(await audited()).toEqual([]);
 
+    // A guard consumer's transaction on the same items in flight cancels the lift once: it is tried again.
     faults.reset();
+    const conflict = faults.inject({
+      operation: 'TransactWriteItems',
+      kind: 'conflict',
+      where: (call) => call.sks.some((sk) => sk.startsWith('AUDIT#')),
+    });
     expect((await lift()).status).toBe(200);
+    expect(conflict.fired).toBe(1);
     expect(await state()).toMatchObject({ blocks: [], lifted: { '+447400': expect.any(Number) } });
     expect((await audited()).map((r) => r.after)).toEqual([
       expect.objectContaining({ prefix: '+447400', lifted: 1 }),
