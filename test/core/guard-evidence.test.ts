@@ -3,6 +3,7 @@
  * share of their codes at a typing pace, would have checked so few of these sends' codes by now.
  */
 import {
+  binomialAtLeast,
   conversionEvidence,
   damning,
   exactConversionEvidence,
@@ -67,6 +68,16 @@ test('poissonAtLeast', () => {
   expect(poissonAtLeast(1, 1)).toBeCloseTo(1 - Math.exp(-1), 12);
   expect(poissonAtLeast(6, 0.38)).toBeLessThan(1e-5);
   expect(poissonAtLeast(6, 0.38)).toBeGreaterThan(1e-6);
+});
+
+test('binomialAtLeast: the exact tail, in logs so that long windows stay exact', () => {
+  expect(binomialAtLeast(0, 5, 0.3)).toBe(1);
+  expect(binomialAtLeast(6, 5, 0.3)).toBe(0);
+  // 10 or more of 13 at a half: (286 + 78 + 13 + 1) / 8192.
+  expect(binomialAtLeast(10, 13, 0.5)).toBeCloseTo(378 / 8192, 12);
+  expect(binomialAtLeast(3, 3, 0.2)).toBeCloseTo(0.008, 12);
+  // 2,000 trials: the terms underflow in plain products, not in logs.
+  expect(binomialAtLeast(1_000, 2_000, 0.5)).toBeCloseTo(0.5 + 0.0089, 3);
 });
 
 test('vindicating: probes checked as real users check, not a couple of early checks among many', () => {

@@ -723,7 +723,7 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
   });
 
-  it('never runs for a service at standard: no closure, so its users are not even counted as probes', async () => {
+  it('at standard, not before the country has 200 sends to know its rare ranges by', async () => {
     await baseline(established(), 2);
     await consume(novelFlood(now() - 20_000));
     expect(closed()).toBeUndefined();
@@ -816,6 +816,41 @@ describe('strict: a flood closed on its volume, before its codes can be judged',
     world.clock.advance(MINUTE);
     await consume(novelFlood(now() - 10_000, 1_000));
     expect(closed()).toBeUndefined();
+  });
+});
+
+describe("standard: a flood drawn unlike the country's users closed on its volume", () => {
+  const closed = () => world.store.guard.country(serviceSid, 'GB')!.state.closed;
+  /** 12 sends seconds old over six GB ranges (+447404 to +447409). */
+  const flood = (at = now() - 20_000) =>
+    Array.from({ length: 12 }, (_, i) => sendEvent(gb((4 + (i % 6)) * 1_000_000 + 100 + i * 7), at));
+
+  it("a flood into ranges the country's users never use: closed at standard, provisionally", async () => {
+    // 260 sends over four ranges, all checked: GB's usual share of sends to rare ranges is about 2 %.
+    await baseline(established(), 13);
+    await consume(flood());
+    expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard', provisional: true });
+    expect(closed()!.figures).toMatchObject({ rare_sends_6m: 12, sends_6m: 12 });
+    expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('blocked_by_policy');
+  });
+
+  it("the same volume where the country's users send (ranges busy, seldom checked): no closure at standard", async () => {
+    await baseline(established(), 13);
+    // The six ranges are busy for GB (20 sends each), one code in 20 checked: not established, yet not rare.
+    const start = now() - 20 * 60 * MINUTE;
+    const busy = Array.from({ length: 120 }, (_, i) => {
+      const at = start + i * 5 * MINUTE;
+      const e164 = gb((4 + (i % 6)) * 1_000_000 + 5_000 + i * 31);
+      return i % 20 === 0 ? [sendEvent(e164, at), conversionEvent(e164, at)] : [sendEvent(e164, at)];
+    });
+    await consume(busy.flat());
+    await consume(flood());
+    expect(closed()).toBeUndefined();
+    // At strict the volume alone closes it: the share is what lets standard act.
+    setLevel('strict');
+    world.clock.advance(30_000);
+    await consume(flood(now() - 20_000).map((s, i) => ({ ...s, e164: gb(Number(s.e164.slice(5)) + 3 + i) })));
+    expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
   });
 });
 

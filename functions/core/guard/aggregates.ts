@@ -112,6 +112,8 @@ export interface MinuteBucket {
   n: number;
   na: number;
   nc: number;
+  /** Accepted sends to ranges rare for the country (`RARE_RANGE_SHARE`); absent when none. */
+  ra?: number;
 }
 
 /** A run prefix whose numbers ran near-sequential: its accepted sends and checked codes per minute. */
@@ -131,7 +133,18 @@ type RunEntry = [number, number, number, string?];
 export interface CountryStats {
   v: 2;
   /** `since`: the first send folded; `n`: sends to ranges not established. */
-  base: { s: number; c: number; n: number; t: number; since: number };
+  base: {
+    s: number;
+    c: number;
+    n: number;
+    t: number;
+    since: number;
+    /**
+     * [accepted sends, those to a rare range], decayed as `s`: counted since the version that added it, so its
+     * share stands on its own sends, not on `s`.
+     */
+    rare?: [number, number];
+  };
   /** Range → [sends, checked], decayed to `base.t`. */
   ranges: Record<string, [number, number]>;
   /**
@@ -232,6 +245,10 @@ function decayCountry(stats: CountryStats, now: number): void {
     stats.base.s *= factor;
     stats.base.c *= factor;
     stats.base.n *= factor;
+    if (stats.base.rare) {
+      stats.base.rare[0] *= factor;
+      stats.base.rare[1] *= factor;
+    }
     for (const value of Object.values(stats.ranges)) {
       value[0] *= factor;
       value[1] *= factor;
@@ -254,6 +271,16 @@ function decayCountry(stats: CountryStats, now: number): void {
 export const isEstablishedRange = (d: readonly [number, number] | undefined): boolean =>
   !!d && d[1] >= 1.5 && d[1] >= 0.25 * d[0];
 export const isEstablishedCountry = (d: Decayed | undefined): boolean => !!d && d.c >= 3 && d.c >= 0.3 * d.s;
+
+/**
+ * A range is rare for the country when it holds less than this share of its checked codes (decayed; a range out of
+ * the busiest kept, or never sent to, holds none). Real users' numbers fall mostly where the country's users check
+ * their codes; numbers drawn over the whole numbering mostly elsewhere. Checked codes, not sends: a flood's own sends
+ * must not make its ranges common.
+ */
+export const RARE_RANGE_SHARE = 2e-3;
+const isRareRange = (stats: CountryStats, range: string): boolean =>
+  (stats.ranges[range]?.[1] ?? 0) < RARE_RANGE_SHARE * stats.base.c;
 
 /** Whether the rules that compare with a baseline may act for this country. */
 export const hasBaseline = (stats: CountryStats, now: number): boolean =>
@@ -324,6 +351,8 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       minute.n += 1;
       if (accepted) minute.na += 1;
     }
+    const rare = isRareRange(stats, place.range);
+    if (rare && accepted) minute.ra = (minute.ra ?? 0) + 1;
     const bucket = ((stats.recentRanges[place.range] ??= {})[rangeKey] ??= [0, 0, 0]);
     bucket[0] += 1;
     if (accepted) bucket[1] += 1;
@@ -347,6 +376,9 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       if (stats.base.since === 0) stats.base.since = event.at;
       stats.base.s += weight;
       if (novelRange) stats.base.n += weight;
+      stats.base.rare ??= [0, 0];
+      stats.base.rare[0] += weight;
+      if (rare) stats.base.rare[1] += weight;
       const range = (stats.ranges[place.range] ??= [0, 0]);
       range[0] += weight;
       if (lately) (lately[place.range] ??= [0, 0])[0] += latelyWeight;

@@ -91,6 +91,20 @@ export function poissonAtLeast(k: number, mean: number): number {
   return Math.max(0, 1 - below);
 }
 
+/** The chance of at least `k` successes in `n` trials of chance `p` (binomial), summed in logs. */
+export function binomialAtLeast(k: number, n: number, p: number): number {
+  if (k <= 0) return 1;
+  if (k > n || p <= 0) return 0;
+  if (p >= 1) return 1;
+  let logTerm = n * Math.log(1 - p); // i = 0
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    if (i >= k) total += Math.exp(logTerm);
+    logTerm += Math.log((n - i) / (i + 1)) + Math.log(p / (1 - p));
+  }
+  return Math.min(1, total + Math.exp(logTerm));
+}
+
 /** How unlikely probes' checked codes must be from fake checks before they lift a block. */
 const VINDICATION_ALPHA = 1e-2;
 

@@ -23,6 +23,7 @@ import type {
   ScopeGuardState,
 } from './model';
 import {
+  binomialAtLeast,
   conversionEvidence,
   damning,
   exactConversionEvidence,
@@ -90,6 +91,12 @@ const NOVEL_FLOOD = {
   peak: 2,
   alpha: 1e-6,
   topShare: 0.25,
+  /**
+   * At `standard` the flood must also be drawn unlike the country's users: of the accepted sends of `share.windowMs`,
+   * more to rare ranges (`RARE_RANGE_SHARE`) than the country's usual share of them plus `margin` would give below
+   * once in `1 / alpha` (binomial), that usual share measured on at least `baseSends` sends.
+   */
+  share: { windowMs: 6 * MINUTE, margin: 0.05, alpha: 3e-3, baseSends: 200 },
   holdMs: 4 * MINUTE,
   /**
    * After a closure its codes confirmed, to the end of its hold and `memoryMs` more, the flood closes again on
@@ -841,7 +848,8 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
       window,
       started,
       country,
-      mayStart: !!context.strict && (vindicated[FLOOD_LAPSED] ?? 0) <= now,
+      strict: !!context.strict,
+      mayStart: (vindicated[FLOOD_LAPSED] ?? 0) <= now,
       returning: (vindicated[FLOOD_CONFIRMED] ?? 0) > now,
       onLapse: quietFloodRule,
     });
@@ -875,9 +883,10 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
 }
 
 /**
- * At `strict`, a flood into ranges not established (`NOVEL_FLOOD`): many more such sends in minutes than the
- * country's usual, spread thin, close the country (but its open ranges) at once, before real users could have typed
- * their codes, for a few minutes. A flood drawn over the whole numbering also hits established ranges, so the
+ * A flood into ranges not established (`NOVEL_FLOOD`): many more such sends in minutes than the country's usual,
+ * spread thin, close the country (but its open ranges) at once, before real users could have typed their codes, for
+ * a few minutes: at `strict` on that volume, at `standard` only where most of them also land in the country's rare
+ * ranges (a real crowd's numbers fall where its users' always do). A flood drawn over the whole numbering also hits established ranges, so the
  * closure is the country's. It is kept (for the closure's hold) only if the codes of the sends that started it then
  * go unchecked, judged at the country's own conversion and the sequence rule's bar: the volume and the spread
  * already said much. A real crowd checks its codes and the closure lapses: the price of `strict` is that crowd's
@@ -892,7 +901,9 @@ function floodClosure(
     window: number;
     started: StartedBlock[];
     country: string;
-    /** The service is at strict and no provisional closure lapsed lately. */
+    /** The service is at strict: the flood's volume alone closes (at standard, only if drawn unlike its users). */
+    strict: boolean;
+    /** No provisional closure lapsed lately. */
     mayStart: boolean;
     /** A closure of a flood was confirmed lately (`NOVEL_FLOOD.returning`). */
     returning: boolean;
@@ -952,9 +963,25 @@ function floodClosure(
   const bar = context.returning ? NOVEL_FLOOD.returning : NOVEL_FLOOD;
   const unlikely = poissonAtLeast(novel, NOVEL_FLOOD.peak * usual) < bar.alpha;
   if (novel < bar.sends || !unlikely || busiest > NOVEL_FLOOD.topShare * spanNovel) return undefined;
-  const block = closeCountry(stats, undefined, 'country_surge', 'strict', now, started, country, {
+  // A crowd of real users draws its numbers as the country's users do, a flood over the whole numbering does not:
+  // far more of its sends land in the country's rare ranges than usual. That alone lets the closure act at
+  // `standard`; at `strict` the volume suffices.
+  const { share } = NOVEL_FLOOD;
+  const accepted = minutesSum(stats, now, share.windowMs / MINUTE, (m) => m.a);
+  const rare = minutesSum(stats, now, share.windowMs / MINUTE, (m) => m.ra ?? 0);
+  const [baseSends, baseRare] = stats.base.rare ?? [0, 0];
+  const usualRare = baseSends >= share.baseSends ? baseRare / baseSends : 1;
+  const drawnUnlike = binomialAtLeast(rare, accepted, Math.min(usualRare + share.margin, 1)) < share.alpha;
+  const level: BlockLevel | undefined = drawnUnlike ? 'standard' : context.strict ? 'strict' : undefined;
+  if (!level) return undefined;
+  const block = closeCountry(stats, undefined, 'country_surge', level, now, started, country, {
     novel_sends_3m: novel,
     usual_3m: round2(usual),
+    ...(drawnUnlike && {
+      rare_sends_6m: rare,
+      sends_6m: accepted,
+      usual_rare_share: round2(usualRare),
+    }),
     ...(context.returning && { returning: 1 }),
   });
   return { ...block, until: now + NOVEL_FLOOD.holdMs, provisional: true };
