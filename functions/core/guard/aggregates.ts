@@ -278,7 +278,7 @@ export const isEstablishedCountry = (d: Decayed | undefined): boolean => !!d && 
  * their codes; numbers drawn over the whole numbering mostly elsewhere. Checked codes, not sends: a flood's own sends
  * must not make its ranges common.
  */
-export const RARE_RANGE_SHARE = 2e-3;
+const RARE_RANGE_SHARE = 2e-3;
 const isRareRange = (stats: CountryStats, range: string): boolean =>
   (stats.ranges[range]?.[1] ?? 0) < RARE_RANGE_SHARE * stats.base.c;
 
