@@ -830,6 +830,8 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
     await baseline(established(), 13);
     await consume(flood());
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard', provisional: true });
+    // Each range gets two of the sends: all 12 stay rare, as rarity is read off checked codes (by sends, the second
+    // send to a range would already pass 0.2 % of GB's 260, and only 6 would count).
     expect(closed()!.figures).toMatchObject({ rare_sends_6m: 12, sends_6m: 12 });
     expect(await code(notProbe((n) => gb(4_000_950 + n)))).toBe('blocked_by_policy');
   });
