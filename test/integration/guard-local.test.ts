@@ -9,6 +9,7 @@ import examples from 'libphonenumber-js/mobile/examples';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { keys } from '../../functions/adapters/dynamodb/keys';
+import { isProbe } from '../../functions/core/guard/aggregates';
 import { countryKey } from '../../functions/core/guard/consumer';
 import { dynamoEndpoint, eventually, startHarness, type Harness } from '../support/harness';
 
@@ -48,6 +49,27 @@ function mobiles(country: CountryCode, count: number, seed: number): string[] {
   return [...found];
 }
 
+/** A flood's send: to whom, the stack's clock before and after it, and the status it was answered. */
+interface FloodSend {
+  to: string;
+  at: [number, number];
+  status: number;
+}
+
+/**
+ * What went through past the first 20 sends, apart from the block's probes. A block lets about 1 number in 50
+ * through as its probe, drawn afresh every 15 minutes of the clock, which starts at the real time: how many of a
+ * flood's numbers are probes differs from run to run (7 to 11 of 190 seen), so the probes are told apart, not counted.
+ */
+function passedPastTheFirst20(sends: FloodSend[]): { probes: number; others: string[] } {
+  const passed = sends.slice(20).filter((send) => send.status !== 403);
+  const others = passed.filter((send) => !send.at.some((at) => isProbe(send.to, at)));
+  return {
+    probes: passed.length - others.length,
+    others: others.map((send) => `${sends.indexOf(send)}: ${send.to} ${send.status}`),
+  };
+}
+
 async function codeFor(api: ReturnType<Harness['client']>, to: string): Promise<string> {
   for (let i = 0; ; i++) {
     try {
@@ -79,7 +101,7 @@ test('a service created a minute ago verifies 300 users in 5 countries with no r
     });
     expect(checked.body).toMatchObject({ status: 'VERIFIED' });
   };
-  const floodAnswers: number[] = [];
+  const floodAnswers: FloodSend[] = [];
   const closed = async () => {
     const key = keys.guardCountry(attacked.serviceSid, 'GB');
     const item = (await harness.scanTable()).find((i) => i.pk === key.pk && i.sk === key.sk);
@@ -90,7 +112,9 @@ test('a service created a minute ago verifies 300 users in 5 countries with no r
     harness.clock.advance(20_000);
     await Promise.all(users.slice(step * 10, step * 10 + 10).map(verify));
     for (const to of flood.slice(step * 7, step * 7 + 7)) {
-      floodAnswers.push((await floodApi.send({ To: to })).status);
+      const before = harness.clock.now().getTime();
+      const { status } = await floodApi.send({ To: to });
+      floodAnswers.push({ to, at: [before, harness.clock.now().getTime()], status });
       // The consumer reads the stream about every second on AWS: here it is given the time to have read the
       // twentieth send before the next one.
       if (floodAnswers.length === 20) await eventually(closed, CONSUMER_WAIT_MS);
@@ -98,9 +122,10 @@ test('a service created a minute ago verifies 300 users in 5 countries with no r
   }
 
   expect(refusedUsers).toEqual([]);
-  const afterFirst20 = floodAnswers.slice(20);
-  const refused = afterFirst20.filter((status) => status === 403).length;
-  expect(refused / afterFirst20.length).toBeGreaterThanOrEqual(0.95);
+  // Past its first 20 sends the flood is refused but for the closure's probes, and they are few.
+  const passed = passedPastTheFirst20(floodAnswers);
+  expect(passed.others).toEqual([]);
+  expect(passed.probes / (floodAnswers.length - 20)).toBeLessThan(0.1);
   // The owner of the attacked service is told (a log line here; on AWS also the GuardBlocks metric).
   expect(
     harness.logs.some((line) => line.includes('guard.block_started') && line.includes('low_conversion')),
@@ -162,20 +187,21 @@ test('a sequential flood on a new service is stopped by its own block after its 
       state?.blocks.some((b) => b.reason === 'sequential_numbers' && b.level === 'standard') || undefined
     );
   };
-  const answers: number[] = [];
+  const answers: FloodSend[] = [];
   for (let step = 0; step < 20; step++) {
     harness.clock.advance(20_000);
     for (const to of flood.slice(step * 7, step * 7 + 7)) {
-      answers.push((await api.send({ To: to })).status);
+      const before = harness.clock.now().getTime();
+      const { status } = await api.send({ To: to });
+      answers.push({ to, at: [before, harness.clock.now().getTime()], status });
       // As above: the consumer is given the time to have read the twentieth send before the next one.
       if (answers.length === 20) await eventually(blocked, CONSUMER_WAIT_MS);
     }
   }
 
-  const afterFirst20 = answers.slice(20);
-  expect(afterFirst20.filter((status) => status === 403).length / afterFirst20.length).toBeGreaterThanOrEqual(
-    0.95,
-  );
+  const passed = passedPastTheFirst20(answers);
+  expect(passed.others).toEqual([]);
+  expect(passed.probes / (answers.length - 20)).toBeLessThan(0.1);
   // The sequence's block, not its country's closure: the service's real users in GB are served.
   for (const to of mobiles('GB', 5, 4242)) {
     const sent = await api.send({ To: to });
