@@ -854,6 +854,53 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
     await consume(flood(now() - 20_000).map((s, i) => ({ ...s, e164: gb(Number(s.e164.slice(5)) + 3 + i) })));
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
   });
+
+  describe("beside the country's usual users, some of them new", () => {
+    /**
+     * GB's baseline (260 sends to four ranges, all checked) and, over the last 12 hours, a user every 2 minutes
+     * somewhere in +447410 to +447499 (half of them check their code): sends to ranges not established, daily.
+     */
+    async function withNewUsers() {
+      await baseline(established(), 13);
+      const start = now() - 12 * 60 * MINUTE;
+      const users = Array.from({ length: 360 }, (_, i) => {
+        const at = start + i * 2 * MINUTE;
+        const e164 = gb(10_000_000 + ((i * 7_919_113) % 90_000_000));
+        return i % 2 === 0 ? [sendEvent(e164, at), conversionEvent(e164, at)] : [sendEvent(e164, at)];
+      });
+      await consume(users.flat());
+    }
+    /** 24 sends 5 s old over the six ranges: the closure, provisional. */
+    async function closedOnFlood() {
+      await withNewUsers();
+      const at = now() - 5_000;
+      const sends = [
+        ...flood(at),
+        ...flood(at).map((s) => ({ ...s, e164: gb(Number(s.e164.slice(5)) + 1) })),
+      ];
+      await consume(sends);
+      expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard', provisional: true });
+      return { at, sends };
+    }
+
+    it("not lifted by the checks the country's usual users would make beside the flood", async () => {
+      const { at } = await closedOnFlood();
+      world.clock.advance(30_000);
+      // 30 s on (the earliest a closure may lapse), three users' codes checked in ranges not established, sent as the
+      // flood's were (GB's usual users would check about 0.6 in these minutes): among the flood's young codes, they
+      // alone lifted it.
+      const users = [gb(11_234_567), gb(16_765_432), gb(21_345_678)];
+      await consume(users.flatMap((e164) => [sendEvent(e164, at), conversionEvent(e164, at, at + 30_000)]));
+      expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard' });
+    });
+
+    it('lifted once the crowd checks its own codes, as at strict', async () => {
+      const { at, sends } = await closedOnFlood();
+      world.clock.advance(35_000);
+      await consume(sends.slice(0, 6).map((s) => conversionEvent(s.e164, at, at + 30_000)));
+      expect(closed()).toBeUndefined();
+    });
+  });
 });
 
 describe('learning: a service or country without a baseline', () => {

@@ -922,11 +922,16 @@ function floodClosure(
     // country's users check theirs, the crowd is let through (a flood, even with a few fake checks, is not).
     // Not within a batching window of the closure: the rule closed knowing those checks, and judging them again
     // moments later (another batch: receipts) let a couple of real users' checks among a flood lift it.
-    if (
-      now - closed.since >= LAPSE_AFTER_MS &&
-      trigger.checked >= 2 &&
-      trigger.checked > 0.5 * trigger.expected
-    ) {
+    // Of a closure drawn unlike the country's users, what the country's usual users beside it would have checked
+    // over the cohorts' span is not the crowd's, and is set aside: two or three real users' checks among a flood's
+    // young codes lifted it. Not of a closure on volume alone (strict), whose crowd may be real users who check
+    // their codes slowly: it lapses on the first checks, as before.
+    const drawn = closed.figures.rare_sends_6m !== undefined;
+    const usualSends =
+      drawn && window > 0 ? (stats.base.n / window) * (now - closed.since + NOVEL_FLOOD.windowMs) : 0;
+    const crowdChecked = trigger.checked - usualSends * 2 * conversion;
+    const crowdExpected = trigger.expected * Math.max(0, 1 - usualSends / Math.max(trigger.sends, 1));
+    if (now - closed.since >= LAPSE_AFTER_MS && crowdChecked >= 2 && crowdChecked > 0.5 * crowdExpected) {
       context.onLapse();
       return undefined;
     }
