@@ -14,6 +14,7 @@ import {
   pruneCountryStats,
   type GuardEvent,
 } from '../../functions/core/guard/aggregates';
+import { binomialAtLeast } from '../../functions/core/guard/evidence';
 import { parsePhone } from '../../functions/core/phone';
 import { coreWorld, type CoreWorld } from '../support/core-world';
 
@@ -853,6 +854,46 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
     world.clock.advance(30_000);
     await consume(flood(now() - 20_000).map((s, i) => ({ ...s, e164: gb(Number(s.e164.slice(5)) + 3 + i) })));
     expect(closed()).toMatchObject({ reason: 'country_surge', level: 'strict', provisional: true });
+  });
+
+  describe('a flood partly where the users send', () => {
+    /**
+     * GB's baseline and six ranges busy for it (+447404 to +447409, 20 sends each): a code checked in each of three
+     * of them (not rare, not established), none in the other three (rare). Then 14 sends to ranges not established,
+     * the first `neverUsed` of them to ranges never used (+447410 and up), the others to the busy ones.
+     */
+    async function floodOf(neverUsed: number) {
+      await baseline(established(), 13);
+      const start = now() - 20 * 60 * MINUTE;
+      const busy = Array.from({ length: 120 }, (_, i) => {
+        const at = start + i * 5 * MINUTE;
+        const e164 = gb((4 + (i % 6)) * 1_000_000 + 5_000 + i * 31);
+        return i % 20 === 0 ? [sendEvent(e164, at), conversionEvent(e164, at)] : [sendEvent(e164, at)];
+      });
+      await consume(busy.flat());
+      const at = now() - 20_000;
+      await consume(
+        Array.from({ length: 14 }, (_, i) =>
+          sendEvent(gb(((i < neverUsed ? 10 : 4) + (i % 6)) * 1_000_000 + 700 + i * 13), at),
+        ),
+      );
+    }
+
+    it('9 of its 14 sends in rare ranges, where 22 % is usual: closed (chance under 1 in 100)', async () => {
+      await floodOf(3);
+      expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard', provisional: true });
+      const { rare_sends_6m: rare, sends_6m: sends, usual_rare_share: usual } = closed()!.figures;
+      expect([rare, sends, usual]).toEqual([9, 14, 0.22]);
+      // Between the bar and the one before it (3 in 1,000), which left this flood open until its burst.
+      const chance = binomialAtLeast(rare!, sends!, usual! + 0.05);
+      expect(chance).toBeLessThan(1e-2);
+      expect(chance).toBeGreaterThan(3e-3);
+    });
+
+    it('8 of 14: left open at standard (chance over 1 in 100)', async () => {
+      await floodOf(2);
+      expect(closed()).toBeUndefined();
+    });
   });
 
   describe("beside the country's usual users, some of them new", () => {
