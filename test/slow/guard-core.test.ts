@@ -826,6 +826,20 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
   const flood = (at = now() - 20_000) =>
     Array.from({ length: 12 }, (_, i) => sendEvent(gb((4 + (i % 6)) * 1_000_000 + 100 + i * 7), at));
 
+  /**
+   * The six ranges made busy for GB over the last 20 hours (20 sends each, not established): one code checked in
+   * each of +447404, +447406 and +447408 (not rare), none in the other three (rare).
+   */
+  async function busyRanges() {
+    const start = now() - 20 * 60 * MINUTE;
+    const busy = Array.from({ length: 120 }, (_, i) => {
+      const at = start + i * 5 * MINUTE;
+      const e164 = gb((4 + (i % 6)) * 1_000_000 + 5_000 + i * 31);
+      return i % 20 === 0 ? [sendEvent(e164, at), conversionEvent(e164, at)] : [sendEvent(e164, at)];
+    });
+    await consume(busy.flat());
+  }
+
   it("a flood into ranges the country's users never use: closed at standard, provisionally", async () => {
     // 260 sends over four ranges, all checked: GB's usual share of sends to rare ranges is about 2 %.
     await baseline(established(), 13);
@@ -839,14 +853,7 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
 
   it("the same volume where the country's users send (ranges busy, seldom checked): no closure at standard", async () => {
     await baseline(established(), 13);
-    // The six ranges are busy for GB (20 sends each), one code in 20 checked: not established, yet not rare.
-    const start = now() - 20 * 60 * MINUTE;
-    const busy = Array.from({ length: 120 }, (_, i) => {
-      const at = start + i * 5 * MINUTE;
-      const e164 = gb((4 + (i % 6)) * 1_000_000 + 5_000 + i * 31);
-      return i % 20 === 0 ? [sendEvent(e164, at), conversionEvent(e164, at)] : [sendEvent(e164, at)];
-    });
-    await consume(busy.flat());
+    await busyRanges();
     await consume(flood());
     expect(closed()).toBeUndefined();
     // At strict the volume alone closes it: the share is what lets standard act.
@@ -858,19 +865,12 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
 
   describe('a flood partly where the users send', () => {
     /**
-     * GB's baseline and six ranges busy for it (+447404 to +447409, 20 sends each): a code checked in each of three
-     * of them (not rare, not established), none in the other three (rare). Then 14 sends to ranges not established,
-     * the first `neverUsed` of them to ranges never used (+447410 and up), the others to the busy ones.
+     * GB's baseline and its busy ranges, then 14 sends to ranges not established: the first `neverUsed` of them to
+     * ranges never used (+447410 and up), the others to the busy ones.
      */
     async function floodOf(neverUsed: number) {
       await baseline(established(), 13);
-      const start = now() - 20 * 60 * MINUTE;
-      const busy = Array.from({ length: 120 }, (_, i) => {
-        const at = start + i * 5 * MINUTE;
-        const e164 = gb((4 + (i % 6)) * 1_000_000 + 5_000 + i * 31);
-        return i % 20 === 0 ? [sendEvent(e164, at), conversionEvent(e164, at)] : [sendEvent(e164, at)];
-      });
-      await consume(busy.flat());
+      await busyRanges();
       const at = now() - 20_000;
       await consume(
         Array.from({ length: 14 }, (_, i) =>
