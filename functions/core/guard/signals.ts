@@ -922,10 +922,10 @@ function floodClosure(
     // country's users check theirs, the crowd is let through (a flood, even with a few fake checks, is not).
     // Not within a batching window of the closure: the rule closed knowing those checks, and judging them again
     // moments later (another batch: receipts) let a couple of real users' checks among a flood lift it.
-    // Of a closure drawn unlike the country's users, what the country's usual users beside it would have checked
-    // over the cohorts' span is not the crowd's, and is set aside: two or three real users' checks among a flood's
-    // young codes lifted it. Not of a closure on volume alone (strict), whose crowd may be real users who check
-    // their codes slowly: it lapses on the first checks, as before.
+    // A closure drawn unlike the country's users (its figures say so) sets aside, first, the checks its usual users
+    // beside it would make over the cohorts' span: all their sends' eventual checks, not aged as the crowd's are,
+    // since a handful of real users' quick checks among a flood's young codes is what lifted it (ADR 0008). A
+    // closure on volume alone (strict) does not: its crowd may be the usual users, checking slowly.
     const drawn = closed.figures.rare_sends_6m !== undefined;
     const usualSends =
       drawn && window > 0 ? (stats.base.n / window) * (now - closed.since + NOVEL_FLOOD.windowMs) : 0;
