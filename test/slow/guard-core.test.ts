@@ -389,9 +389,15 @@ describe('signals', () => {
    * A slow attacker over `ranges` ranges (+44 7420..): 4 sends in each over the last 80 minutes, the newest 20
    * minutes ago, beside today's real users; `checked(r)`: that range's first code was checked. `crowded`: the
    * service's users were in 320 more ranges two days ago, one of them in each of the attacker's, code checked, so
-   * the attacker's ranges fall out of the 300 busiest of the ranges' history.
+   * the attacker's ranges fall out of the 300 busiest of the ranges' history. `receiptMs`: each send's receipt came
+   * this long after it (none by default).
    */
-  async function paced(ranges: number, checked: (r: number) => boolean = () => false, crowded = false) {
+  async function paced(
+    ranges: number,
+    checked: (r: number) => boolean = () => false,
+    crowded = false,
+    receiptMs?: number,
+  ) {
     if (crowded) {
       const start = now() - 2 * 24 * 60 * MINUTE;
       const crowd = Array.from({ length: 320 }, (_, i) => `+44${i < 100 ? 7500 + i : 7600 + i}123456`);
@@ -417,6 +423,8 @@ describe('signals', () => {
         const at = now() - 20 * MINUTE - (3 - k) * 20 * MINUTE - r * 1_000;
         const e164 = gb((20 + r) * 1_000_000 + 1_000 + k * 37);
         events.push(sendEvent(e164, at));
+        if (receiptMs !== undefined)
+          events.push({ ...sendEvent(e164, at + receiptMs), kind: 'delivered', sentAt: at });
         if (k === 0 && checked(r)) events.push(conversionEvent(e164, at));
       }
       await consume(events);
@@ -464,6 +472,31 @@ describe('signals', () => {
     serviceSid = world.addService().sid;
     // Eight of ten ranges had a code checked: two left unchecked are what real users leave now and then.
     expect(await paced(10, (r) => r >= 2)).toEqual([]);
+  });
+
+  it("paced over ranges: four, their codes delivered promptly, are judged at the country's conversion", async () => {
+    // Four ranges of 4 unchecked codes: at 0.45, about 0.56 such ranges are what real users leave (4 is 1 in 400).
+    expect(await paced(4)).toEqual([]);
+    // Receipts 5 minutes late (a carrier's backlog): the codes may have reached their users only now.
+    world = coreWorld();
+    serviceSid = world.addService().sid;
+    expect(await paced(4, undefined, false, 5 * MINUTE)).toEqual([]);
+    // Prompt receipts: the codes reached the phones, and real users check theirs as the country's do (here 0.9,
+    // the cap: every code of the baseline was checked), so four such ranges are far more than they leave.
+    world = coreWorld();
+    serviceSid = world.addService().sid;
+    const blocks = await paced(4, undefined, false, 3_000);
+    expect(blocks.map((b) => b.prefix).sort()).toEqual(['+447420', '+447421', '+447422', '+447423']);
+    expect(blocks[0]).toMatchObject({ level: 'standard' });
+    // The four ranges' share of it falls from about 0.56 to near nothing; today's real users (no receipts) stay.
+    expect(blocks[0]!.figures.expected_ranges).toBeLessThan(0.1);
+    const lately = world.store.guard.country(serviceSid, 'GB')!.stats.lately?.['+447420'];
+    expect(lately?.[2]).toBeCloseTo(lately![0], 5);
+    // One of them with a code checked: it stays open, the three others do not.
+    world = coreWorld();
+    serviceSid = world.addService().sid;
+    const three = await paced(4, (r) => r === 0, false, 3_000);
+    expect(three.map((b) => b.prefix).sort()).toEqual(['+447421', '+447422', '+447423']);
   });
 
   it('never-seen ranges: a burst seconds old is not refused (the old volume-only rule refused it)', async () => {

@@ -126,6 +126,8 @@ interface Suspect {
 }
 
 type RangeBucket = [number, number, number, number?];
+/** A range's last hours in `lately`: [sends, checked, delivered promptly?]. */
+type LatelyRange = [number, number, number?];
 
 /** One number of a run: [last 3 digits, when (epoch seconds), 0 accepted / 1 checked / 2 refused, service tag]. */
 type RunEntry = [number, number, number, string?];
@@ -148,10 +150,11 @@ export interface CountryStats {
   /** Range → [sends, checked], decayed to `base.t`. */
   ranges: Record<string, [number, number]>;
   /**
-   * Range → [sends, checked] of the last hours (decayed with `LATELY_HALF_LIFE_MS`), the busiest: for
-   * `unchecked_range`, which a check days ago must not hide and which the busiest of days (`ranges`) would lose.
+   * Range → [sends, checked, delivered promptly] of the last hours (decayed with `LATELY_HALF_LIFE_MS`), the
+   * busiest: for `unchecked_range`, which a check days ago must not hide and which the busiest of days (`ranges`)
+   * would lose. The third is absent while none (and in items stored before receipts were counted there).
    */
-  lately?: Record<string, [number, number]>;
+  lately?: Record<string, LatelyRange>;
   minutes: Record<string, MinuteBucket>;
   /**
    * Range → five-minute index → [sends, accepted, checked, delivered promptly]; the fourth is absent in
@@ -259,6 +262,7 @@ function decayCountry(stats: CountryStats, now: number): void {
     for (const value of Object.values(stats.lately)) {
       value[0] *= fast;
       value[1] *= fast;
+      if (value[2] !== undefined) value[2] *= fast;
     }
   }
   stats.base.t = Math.max(stats.base.t, now);
@@ -336,7 +340,12 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
   if (event.kind === 'delivered') {
     // Counted in the send's bucket, when the receipt was prompt; a late one (an outage's) tells nothing.
     const bucket = stats.recentRanges[place.range]?.[String(rangeBucketIndex(event.sentAt))];
-    if (bucket && event.at - event.sentAt <= PROMPT_RECEIPT_MS) bucket[3] = (bucket[3] ?? 0) + 1;
+    if (bucket && event.at - event.sentAt <= PROMPT_RECEIPT_MS) {
+      bucket[3] = (bucket[3] ?? 0) + 1;
+      const range = lately?.[place.range];
+      if (range)
+        range[2] = (range[2] ?? 0) + Math.pow(2, (event.sentAt - stats.base.t) / LATELY_HALF_LIFE_MS);
+    }
     return { novelRange };
   }
   const minuteKey = String(minuteIndex(event.kind === 'send' ? event.at : event.sentAt));
@@ -531,9 +540,12 @@ export function pruneCountryStats(stats: CountryStats, now: number): void {
       .filter(([, [sent, checked]]) => sent >= 0.05 || checked >= 0.05)
       .sort((a, b) => b[1][0] - a[1][0])
       .slice(0, LIMITS.lately)
-      .map(
-        ([range, [sent, checked]]) => [range, [round3(sent), round3(checked)] as [number, number]] as const,
-      );
+      .map(([range, [sent, checked, delivered]]): [string, LatelyRange] => [
+        range,
+        delivered !== undefined && delivered >= 0.05
+          ? [round3(sent), round3(checked), round3(delivered)]
+          : [round3(sent), round3(checked)],
+      ]);
     if (kept.length > 0) stats.lately = Object.fromEntries(kept);
     else delete stats.lately;
   }

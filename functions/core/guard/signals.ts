@@ -689,7 +689,12 @@ function judgeRangeSurges(j: Judging): void {
 function judgeUncheckedRanges(j: Judging): void {
   const { stats, conversion, blocks, propose } = j;
   const { now } = j.context;
-  const dead = uncheckedRanges(stats, now, Math.max(conversion, NARROW_CONVERSION));
+  // Codes a prompt receipt says reached their phones are judged at the country's own conversion (as a concentrated
+  // range's are): only late codes (an outage's) need the rules' margin, and they come with late receipts.
+  const sent = Math.max(conversion, NARROW_CONVERSION);
+  const own = measuredConversion(stats, now);
+  const delivered = own === undefined ? sent : Math.min(MAX_OWN_CONVERSION, Math.max(own, sent));
+  const dead = uncheckedRanges(stats, now, { sent, delivered });
   const level = levelOf(
     (l) =>
       dead.ranges.length >= UNCHECKED_RANGES.min &&
@@ -995,12 +1000,13 @@ function floodClosure(
 /**
  * Ranges sent to lately (a send in the last 35 minutes, refused ones too) whose last hours (`lately`) hold at least
  * `UNCHECKED_RANGES.sends` sends old enough to check (not of the last 5 minutes), none of them checked; and how many
- * such ranges real users converting at `conversion` would leave (each range's chance that none was checked, summed).
+ * such ranges real users would leave (each range's chance that none was checked, summed), converting at
+ * `conversion.delivered` the codes a prompt receipt says were delivered, at `conversion.sent` the others.
  */
 function uncheckedRanges(
   stats: CountryStats,
   now: number,
-  conversion: number,
+  conversion: { sent: number; delivered: number },
 ): { ranges: { range: string; sends: number }[]; expected: number } {
   const youngFrom = rangeBucketIndex(now - 5 * MINUTE);
   const ranges: { range: string; sends: number }[] = [];
@@ -1008,15 +1014,13 @@ function uncheckedRanges(
   for (const [range, buckets] of Object.entries(stats.recentRanges)) {
     const lately = stats.lately?.[range];
     if (!lately || sum(Object.values(buckets).map(([sent]) => sent)) < 1) continue;
-    const young = sum(
-      Object.entries(buckets)
-        .filter(([key]) => Number(key) >= youngFrom)
-        .map(([, [, accepted]]) => accepted),
-    );
-    const [total, checked] = lately;
-    const sends = total - young;
+    const young = Object.entries(buckets).filter(([key]) => Number(key) >= youngFrom);
+    const [total, checked, deliveredLately = 0] = lately;
+    const sends = total - sum(young.map(([, [, accepted]]) => accepted));
     if (sends < UNCHECKED_RANGES.sends) continue;
-    expected += Math.pow(1 - conversion, sends);
+    const delivered = Math.min(sends, Math.max(0, deliveredLately - sum(young.map(([, b]) => b[3] ?? 0))));
+    expected +=
+      Math.pow(1 - conversion.delivered, delivered) * Math.pow(1 - conversion.sent, sends - delivered);
     if (checked < 0.5) ranges.push({ range, sends });
   }
   return { ranges, expected };
