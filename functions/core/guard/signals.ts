@@ -243,6 +243,15 @@ function legitConversion(stats: CountryStats, now: number): number {
   return Math.min(0.475, Math.max(LEGIT_FLOOR_CONVERSION / 2, 0.5 * measured));
 }
 
+/**
+ * The conversion a code a prompt receipt says was delivered is judged at: the country's own (`measuredConversion`),
+ * bounded to [`NARROW_CONVERSION`, `MAX_OWN_CONVERSION`]; none without a baseline.
+ */
+function receivedConversion(stats: CountryStats, now: number): number | undefined {
+  const own = measuredConversion(stats, now);
+  return own === undefined ? undefined : Math.min(MAX_OWN_CONVERSION, Math.max(own, NARROW_CONVERSION));
+}
+
 /** The share of the country's codes checked before the last hour; none without a baseline. */
 function measuredConversion(stats: CountryStats, now: number): number | undefined {
   if (!hasBaseline(stats, now)) return undefined;
@@ -636,7 +645,7 @@ function judgeRangeSurges(j: Judging): void {
       : conversionEvidence(cohorts, conversion, now);
     // The codes a prompt receipt says reached their phones, against the country's own conversion. The checked
     // codes are all the range's, whether or not a receipt came (the test errs towards real users).
-    const own = concentrated ? measuredConversion(stats, now) : undefined;
+    const own = concentrated ? receivedConversion(stats, now) : undefined;
     const received =
       own === undefined
         ? undefined
@@ -646,7 +655,7 @@ function judgeRangeSurges(j: Judging): void {
               sends: d ?? 0,
               checked: c,
             })),
-            Math.min(MAX_OWN_CONVERSION, Math.max(own, NARROW_CONVERSION)),
+            own,
             now,
           );
     const damnedBy = (l: BlockLevel): Evidence | undefined => {
@@ -692,9 +701,7 @@ function judgeUncheckedRanges(j: Judging): void {
   // Codes a prompt receipt says reached their phones are judged at the country's own conversion (as a concentrated
   // range's are): only late codes (an outage's) need the rules' margin, and they come with late receipts.
   const sent = Math.max(conversion, NARROW_CONVERSION);
-  const own = measuredConversion(stats, now);
-  const delivered = own === undefined ? sent : Math.min(MAX_OWN_CONVERSION, Math.max(own, sent));
-  const dead = uncheckedRanges(stats, now, { sent, delivered });
+  const dead = uncheckedRanges(stats, now, { sent, delivered: receivedConversion(stats, now) ?? sent });
   const level = levelOf(
     (l) =>
       dead.ranges.length >= UNCHECKED_RANGES.min &&
