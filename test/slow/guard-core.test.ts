@@ -912,20 +912,21 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
       );
     }
 
-    it('9 of its 14 sends in rare ranges, where 22 % is usual: closed (chance under 1 in 100)', async () => {
-      await floodOf(3);
+    it('10 of its 14 sends in rare ranges, where 23 % is usual: closed (chance under 1 in 1,000)', async () => {
+      await floodOf(5);
       expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard', provisional: true });
       const { rare_sends_6m: rare, sends_6m: sends, usual_rare_share: usual } = closed()!.figures;
-      expect([rare, sends, usual]).toEqual([9, 14, 0.22]);
-      // Between the bar and the one before it (3 in 1,000), which left this flood open until its burst.
-      const chance = binomialAtLeast(rare!, sends!, usual! + 0.05);
-      expect(chance).toBeLessThan(1e-2);
-      expect(chance).toBeGreaterThan(3e-3);
+      expect([rare, sends, usual]).toEqual([10, 14, 0.23]);
+      expect(binomialAtLeast(rare!, sends!, usual! + 0.05)).toBeLessThan(1e-3);
     });
 
-    it('8 of 14: left open at standard (chance over 1 in 100)', async () => {
-      await floodOf(2);
+    it('9 of 14: left open at standard (chance under 1 in 100, as real crowds sometimes draw)', async () => {
+      await floodOf(3);
       expect(closed()).toBeUndefined();
+      // The bar before (1 in 100) closed this; over 120 training crowds, two of their windows came under it.
+      const chance = binomialAtLeast(9, 14, 0.22 + 0.05);
+      expect(chance).toBeLessThan(1e-2);
+      expect(chance).toBeGreaterThan(1e-3);
     });
   });
 

@@ -96,7 +96,7 @@ const NOVEL_FLOOD = {
    * more to rare ranges (`RARE_RANGE_SHARE`) than the country's usual share of them plus `margin` would give below
    * once in `1 / alpha` (binomial), that usual share measured on at least `baseSends` sends.
    */
-  share: { windowMs: 6 * MINUTE, margin: 0.05, alpha: 1e-2, baseSends: 200 },
+  share: { windowMs: 6 * MINUTE, margin: 0.05, alpha: 1e-3, baseSends: 200 },
   holdMs: 4 * MINUTE,
   /**
    * After a closure its codes confirmed, to the end of its hold and `memoryMs` more, the flood closes again on
