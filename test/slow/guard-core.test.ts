@@ -593,6 +593,31 @@ describe('signals', () => {
     expect(world.store.guard.country(serviceSid, 'GB')!.state.closed!.until).toBeGreaterThan(closed.until);
   });
 
+  it('country surge: probes checked no more than the usual users in the surge would check do not lift it', async () => {
+    // A busy GB (1,400 sends over the last day, every code checked): its usual users are some 15 of the surge's
+    // 150 sends a quarter hour, so about one probe in ten is a real user of theirs who checks.
+    await baseline(established(), 70);
+    let sent = 0;
+    const flood = (at: number, count: number, accepted = true) =>
+      Array.from({ length: count }, () => {
+        const i = sent++;
+        return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
+      });
+    await consume(flood(now() - 90_000, 70));
+    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    expect(closed.reason).toBe('country_surge');
+    for (let minute = 1; minute <= 20; minute++) {
+      world.clock.advance(MINUTE);
+      const probe = minute % 4 === 0 ? flood(now(), 1) : [];
+      // The first three probes are real users': checked 40 s later. Without the usual users set aside, three
+      // checked of three lifted the closure, and the flood went on for half an hour (unseen bench seed 113).
+      const checked = minute <= 12 && probe[0] ? [conversionEvent(probe[0].e164, now(), now() + 40_000)] : [];
+      await consume([...flood(now(), 10, false), ...probe, ...checked]);
+    }
+    expect(world.store.guard.country(serviceSid, 'GB')!.state.closed).toMatchObject({ since: closed.since });
+    expect(await code(notProbe((n) => gb(1_000_500 + n)))).toBe('blocked_by_policy');
+  });
+
   it('country surge: renewed again while the surge goes on, on the last hour of probes (a hold has too few)', async () => {
     const { flood } = await floodClosingGb();
     for (let minute = 1; minute <= 20; minute++) {

@@ -112,11 +112,14 @@ const VINDICATION_ALPHA = 1e-2;
  * Whether a block's probes show real users behind it: their codes checked at least as often as the rules assume
  * real users check theirs, and more than fake checks at a quarter of that rate (a drip attack's, made at once,
  * not at a typing pace) would plausibly give. The second test keeps a couple of early checks among many young
- * probes from lifting a block.
+ * probes from lifting a block. `beside`: the share of the sends under the block the country's usual users make (a
+ * surge's closure): their checks, at the measured conversion (twice the rules'), join the fake checks in that test,
+ * so that a few real users among a flood's probes do not pass for a crowd.
  */
-export const vindicating = (evidence: Evidence): boolean =>
+export const vindicating = (evidence: Evidence, beside = 0): boolean =>
   evidence.checked >= 2 &&
   evidence.checked >= evidence.expected &&
-  poissonAtLeast(evidence.checked, evidence.eventual / 4) < VINDICATION_ALPHA;
+  poissonAtLeast(evidence.checked, evidence.eventual / 4 + 2 * beside * evidence.eventual) <
+    VINDICATION_ALPHA;
 
 export const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);

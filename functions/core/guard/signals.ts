@@ -344,6 +344,8 @@ function carry<
   onVindicated: () => void,
   /** A surge's closure: whether its surge goes on (absent: a block that no surge keeps). */
   surge?: boolean,
+  /** While the surge goes on: its share of the country's usual users (`vindicating`). */
+  beside = 0,
 ): T | undefined {
   if (block.until <= now) return undefined;
   const stillFiring = surge === true;
@@ -352,7 +354,7 @@ function carry<
   const from = Math.max(now - RECENT_MS, stillFiring ? (block.calm ?? 0) : 0);
   const probes = cohortsOf(block.probes ?? {}, MINUTE, from);
   const evidence = conversionEvidence(probes, conversion, now);
-  if (vindicating(evidence)) {
+  if (vindicating(evidence, stillFiring ? beside : 0)) {
     onVindicated();
     return undefined;
   }
@@ -769,6 +771,7 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
       now,
       vindicate,
       previous.closed.reason === 'country_surge' ? surging : undefined,
+      Math.min(1, usual15 / Math.max(sends15, 1)),
     );
   if (closed?.reason === 'country_surge' && !surging) closed = { ...closed, calm: now };
   // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
