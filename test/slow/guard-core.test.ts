@@ -553,16 +553,19 @@ describe('signals', () => {
     expect(await code(notProbe((n) => gb(1_000_500 + n)))).toBe('sent');
   });
 
-  /** A warm GB closed by a flood of 30 unchecked sends 90 s ago; `flood` makes more of it (new numbers). */
-  async function floodClosingGb() {
-    await baseline(established(), 2);
+  /**
+   * A warm GB (its baseline `perNumber` sends to each established number) closed by a flood of `first` unchecked
+   * sends 90 s ago; `flood` makes more of it (new numbers).
+   */
+  async function floodClosingGb(perNumber = 2, first = 30) {
+    await baseline(established(), perNumber);
     let sent = 0;
     const flood = (at: number, count: number, accepted = true) =>
       Array.from({ length: count }, () => {
         const i = sent++;
         return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
       });
-    await consume(flood(now() - 90_000, 30));
+    await consume(flood(now() - 90_000, first));
     return { flood, closed: world.store.guard.country(serviceSid, 'GB')!.state.closed! };
   }
 
@@ -596,15 +599,7 @@ describe('signals', () => {
   it('country surge: probes checked no more than the usual users in the surge would check do not lift it', async () => {
     // A busy GB (1,400 sends over the last day, every code checked): its usual users are some 15 of the surge's
     // 150 sends a quarter hour, so about one probe in ten is a real user of theirs who checks.
-    await baseline(established(), 70);
-    let sent = 0;
-    const flood = (at: number, count: number, accepted = true) =>
-      Array.from({ length: count }, () => {
-        const i = sent++;
-        return { ...sendEvent(gb((i % 3) * 1_000_000 + 5_000 + i * 9_973), at), accepted };
-      });
-    await consume(flood(now() - 90_000, 70));
-    const closed = world.store.guard.country(serviceSid, 'GB')!.state.closed!;
+    const { flood, closed } = await floodClosingGb(70, 70);
     expect(closed.reason).toBe('country_surge');
     for (let minute = 1; minute <= 20; minute++) {
       world.clock.advance(MINUTE);
