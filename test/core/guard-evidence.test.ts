@@ -7,6 +7,7 @@ import {
   conversionEvidence,
   damning,
   exactConversionEvidence,
+  jointChance,
   poissonAtLeast,
   vindicating,
 } from '../../functions/core/guard/evidence';
@@ -86,4 +87,20 @@ test('vindicating: probes checked as real users check, not a couple of early che
   // 2 checked of 40 young probes: as many as real users would have by now, but fake checks at a quarter of
   // the eventual rate give as many easily.
   expect(vindicating(conversionEvidence([cohort(20 * SECOND, 40, 2)], 0.45, NOW))).toBe(false);
+});
+
+test('two tests joined: as often below a chance as real traffic would be, and never from one test alone', () => {
+  // Pairs of independent chances, as two tests of real users' traffic give (a fixed grid of uniforms): the joined
+  // chance falls below a bar as often as that bar says.
+  const grid = Array.from({ length: 400 }, (_, i) => (i + 0.5) / 400);
+  for (const bar of [0.2, 0.05, 0.01]) {
+    let below = 0;
+    for (const a of grid) for (const b of grid) if (jointChance(Math.log(a), Math.log(b)) < bar) below += 1;
+    expect(below / grid.length ** 2).toBeCloseTo(bar, 2);
+  }
+  // One test with no evidence (chance 1) makes the other weaker, never stronger: joining is not a second look.
+  expect(jointChance(Math.log(1e-3), 0)).toBeGreaterThan(1e-3);
+  expect(jointChance(0, 0)).toBe(1);
+  // Either certain: certain.
+  expect(jointChance(-Infinity, Math.log(0.5))).toBe(0);
 });

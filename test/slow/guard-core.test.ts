@@ -937,18 +937,30 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
 
   describe('a flood partly where the users send', () => {
     /**
-     * GB's baseline and its busy ranges, then 14 sends to ranges not established: the first `neverUsed` of them to
-     * ranges never used (+447410 and up), the others to the busy ones.
+     * GB's baseline and its busy ranges, then 14 sends `ageMs` old to ranges not established: the first `neverUsed`
+     * of them to ranges never used (+447410 and up), the others to the busy ones; `receiptMs` after each, if given,
+     * a receipt saying its code reached the phone; the last `checked` codes checked a minute after their send.
      */
-    async function floodOf(neverUsed: number) {
+    async function floodOf(
+      neverUsed: number,
+      {
+        ageMs = 20_000,
+        receiptMs,
+        checked = 0,
+      }: { ageMs?: number; receiptMs?: number; checked?: number } = {},
+    ) {
       await baseline(established(), 13);
       await busyRanges();
-      const at = now() - 20_000;
-      await consume(
-        Array.from({ length: 14 }, (_, i) =>
-          sendEvent(gb(((i < neverUsed ? 10 : 4) + (i % 6)) * 1_000_000 + 700 + i * 13), at),
-        ),
+      const at = now() - ageMs;
+      const sends = Array.from({ length: 14 }, (_, i) =>
+        sendEvent(gb(((i < neverUsed ? 10 : 4) + (i % 6)) * 1_000_000 + 700 + i * 13), at),
       );
+      const receipts: GuardEvent[] =
+        receiptMs === undefined
+          ? []
+          : sends.map((s) => ({ ...sendEvent(s.e164, at + receiptMs), kind: 'delivered', sentAt: at }));
+      const checks = sends.slice(14 - checked).map((s) => conversionEvent(s.e164, at, at + MINUTE));
+      await consume([...sends, ...receipts, ...checks]);
     }
 
     it('10 of its 14 sends in rare ranges, where 23 % is usual: closed (chance under 1 in 1,000)', async () => {
@@ -966,6 +978,32 @@ describe("standard: a flood drawn unlike the country's users closed on its volum
       const chance = binomialAtLeast(9, 14, 0.22 + 0.05);
       expect(chance).toBeLessThan(1e-2);
       expect(chance).toBeGreaterThan(1e-3);
+    });
+
+    it('9 of 14, their codes delivered 2.5 minutes ago, none checked: closed on the two tests joined', async () => {
+      await floodOf(3, { ageMs: 2.5 * MINUTE, receiptMs: 3_000 });
+      expect(closed()).toMatchObject({ reason: 'country_surge', level: 'standard', provisional: true });
+      expect(closed()!.figures).toMatchObject({
+        rare_sends_6m: 9,
+        sends_6m: 14,
+        delivered_6m: 14,
+        checked_6m: 0,
+      });
+    });
+
+    it('9 of 14 unchecked with no receipt: left open, their codes may not have reached the phones', async () => {
+      await floodOf(3, { ageMs: 2.5 * MINUTE });
+      expect(closed()).toBeUndefined();
+    });
+
+    it('9 of 14 unchecked, receipts late (an outage): left open', async () => {
+      await floodOf(3, { ageMs: 2.5 * MINUTE, receiptMs: MINUTE });
+      expect(closed()).toBeUndefined();
+    });
+
+    it("9 of 14 delivered, 2 of them checked (about 4 would be by now at the rules' conversion): left open", async () => {
+      await floodOf(3, { ageMs: 2.5 * MINUTE, receiptMs: 3_000, checked: 2 });
+      expect(closed()).toBeUndefined();
     });
   });
 

@@ -114,6 +114,8 @@ export interface MinuteBucket {
   nc: number;
   /** Accepted sends to ranges rare for the country (`RARE_RANGE_SHARE`); absent when none. */
   ra?: number;
+  /** Of `na`, those a prompt receipt says were delivered; absent when none. */
+  nd?: number;
 }
 
 /** A run prefix whose numbers ran near-sequential: its accepted sends and checked codes per minute. */
@@ -342,6 +344,8 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     const bucket = stats.recentRanges[place.range]?.[String(rangeBucketIndex(event.sentAt))];
     if (bucket && event.at - event.sentAt <= PROMPT_RECEIPT_MS) {
       bucket[3] = (bucket[3] ?? 0) + 1;
+      const minute = stats.minutes[String(minuteIndex(event.sentAt))];
+      if (minute && novelRange) minute.nd = (minute.nd ?? 0) + 1;
       const range = lately?.[place.range];
       if (range)
         range[2] = (range[2] ?? 0) + Math.pow(2, (event.sentAt - stats.base.t) / LATELY_HALF_LIFE_MS);

@@ -66,6 +66,7 @@ export function conversionEvidence(cohorts: Cohort[], conversion: number, now: n
 export function exactConversionEvidence(cohorts: Cohort[], conversion: number, now: number): Evidence {
   const evidence = conversionEvidence(cohorts, conversion, now);
   const { checked } = evidence;
+  if (checked >= evidence.expected) return { ...evidence, logChance: 0 };
   // chances[j]: the chance that exactly j codes (0..checked) of the sends so far were checked.
   let chances = [1, ...new Array<number>(checked).fill(0)];
   for (const cohort of cohorts) {
@@ -73,7 +74,17 @@ export function exactConversionEvidence(cohorts: Cohort[], conversion: number, n
     for (let i = 0; i < cohort.sends; i++)
       chances = chances.map((chance, j) => chance * (1 - q) + (j > 0 ? chances[j - 1]! * q : 0));
   }
-  return { ...evidence, logChance: checked < evidence.expected ? Math.log(sum(chances)) : 0 };
+  return { ...evidence, logChance: Math.log(sum(chances)) };
+}
+
+/**
+ * Two independent tests of the same traffic joined (Fisher's method): the chance that both, on real users' traffic,
+ * give chances whose product is this low. Each chance is given as its log.
+ */
+export function jointChance(logA: number, logB: number): number {
+  const l = -(logA + logB);
+  if (l === Infinity) return 0;
+  return l <= 0 ? 1 : Math.exp(-l) * (1 + l);
 }
 
 /** Whether the evidence starts (or renews) a block: unlikely enough, and well below what real users check. */

@@ -27,6 +27,7 @@ import {
   conversionEvidence,
   damning,
   exactConversionEvidence,
+  jointChance,
   poissonAtLeast,
   sum,
   vindicating,
@@ -94,7 +95,8 @@ const NOVEL_FLOOD = {
   /**
    * At `standard` the flood must also be drawn unlike the country's users: of the accepted sends of `share.windowMs`,
    * more to rare ranges (`RARE_RANGE_SHARE`) than the country's usual share of them plus `margin` would give below
-   * once in `1 / alpha` (binomial), that usual share measured on at least `baseSends` sends.
+   * once in `1 / alpha` (binomial), that usual share measured on at least `baseSends` sends; or that chance joined
+   * with how few of the window's delivered codes to ranges not established were checked (`jointChance`) below it.
    */
   share: { windowMs: 6 * MINUTE, margin: 0.05, alpha: 1e-3, baseSends: 200 },
   holdMs: 4 * MINUTE,
@@ -901,7 +903,7 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
  * A flood into ranges not established (`NOVEL_FLOOD`): many more such sends in minutes than the country's usual,
  * spread thin, close the country (but its open ranges) at once, before real users could have typed their codes, for
  * a few minutes: at `strict` on that volume, at `standard` only where most of them also land in the country's rare
- * ranges (a real crowd's numbers fall where its users' always do). A flood drawn over the whole numbering also hits established ranges, so the
+ * ranges (a real crowd's numbers fall where its users' always do), or fewer do and their delivered codes go unchecked. A flood drawn over the whole numbering also hits established ranges, so the
  * closure is the country's. It is kept (for the closure's hold) only if the codes of the sends that started it then
  * go unchecked, judged at the country's own conversion and the sequence rule's bar: the volume and the spread
  * already said much. A real crowd checks its codes and the closure lapses: the price of `strict` is that crowd's
@@ -991,16 +993,26 @@ function floodClosure(
   const rare = minutesSum(stats, now, share.windowMs / MINUTE, (m) => m.ra ?? 0);
   const [baseSends, baseRare] = stats.base.rare ?? [0, 0];
   const usualRare = baseSends >= share.baseSends ? baseRare / baseSends : 1;
-  const drawnUnlike = binomialAtLeast(rare, accepted, Math.min(usualRare + share.margin, 1)) < share.alpha;
-  const level: BlockLevel | undefined = drawnUnlike ? 'standard' : context.strict ? 'strict' : undefined;
+  const drawChance = binomialAtLeast(rare, accepted, Math.min(usualRare + share.margin, 1));
+  // The same minutes' codes to ranges not established that a prompt receipt says reached their phones, and how few
+  // of them were checked (at the rules' conversion): a test of its own, joined with the draw's.
+  const typed = exactConversionEvidence(
+    minuteCohorts(stats.minutes, now - share.windowMs, (m) => [Math.min(m.nd ?? 0, m.na), m.nc]),
+    conversion,
+    now,
+  );
+  const unlikeUsers = Math.min(drawChance, jointChance(Math.log(drawChance), typed.logChance)) < share.alpha;
+  const level: BlockLevel | undefined = unlikeUsers ? 'standard' : context.strict ? 'strict' : undefined;
   if (!level) return undefined;
   const block = closeCountry(stats, undefined, 'country_surge', level, now, started, country, {
     novel_sends_3m: novel,
     usual_3m: round2(usual),
-    ...(drawnUnlike && {
+    ...(unlikeUsers && {
       rare_sends_6m: rare,
       sends_6m: accepted,
       usual_rare_share: round2(usualRare),
+      delivered_6m: typed.sends,
+      checked_6m: typed.checked,
     }),
     ...(context.returning && { returning: 1 }),
   });
@@ -1073,6 +1085,8 @@ function withoutSequences(
       if (novel) {
         minute.na = Math.max(0, minute.na - accepted);
         minute.nc = Math.max(0, minute.nc - checked);
+        // Receipts are not counted per run: its sends are taken out as if all were delivered.
+        if (minute.nd) minute.nd = Math.max(0, minute.nd - accepted);
       }
     }
   }
