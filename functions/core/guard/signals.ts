@@ -28,6 +28,7 @@ import {
   damning,
   exactConversionEvidence,
   jointChance,
+  TYPING_FULL_MS,
   poissonAtLeast,
   sum,
   vindicating,
@@ -368,8 +369,12 @@ function carry<
     stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
   if (confirmed) {
     // Held a hold past the surge's newest probe: as long as the flood lasts and a hold after it, not a hold past
-    // the batch that happened to judge it (a flood that stopped keeps it no longer than that).
-    const newest = Math.max(...probes.map((c) => c.at));
+    // the batch that happened to judge it (a flood that stopped keeps it no longer than that). Past a probe whose
+    // code went unchecked for the typing time: a younger one may be a real user's who came as the flood ended, and
+    // a hold past it closed the country on a crowd that came 30 minutes later (bench seed 146).
+    const newest = Math.max(
+      ...probes.filter((c) => c.checked < c.sends && now - c.at >= TYPING_FULL_MS).map((c) => c.at),
+    );
     if (newest + hold > kept.until) kept.until = newest + hold;
     // The last hour's probes still count while the surge goes on: a hold's own are too few to renew the next.
   } else if (surge === undefined && damning(evidence, LOG_ALPHA.renew) && block.until < now + hold / 2) {
