@@ -9,7 +9,7 @@
  * evenly between (slower than most real users: the evidence against a send grows no faster than this).
  */
 const TYPING_MIN_MS = 10_000;
-export const TYPING_FULL_MS = 180_000;
+const TYPING_FULL_MS = 180_000;
 
 /** Sends made at one time (`at`), how many were accepted, how many of those were checked. */
 export interface Cohort {

@@ -28,7 +28,6 @@ import {
   damning,
   exactConversionEvidence,
   jointChance,
-  TYPING_FULL_MS,
   poissonAtLeast,
   sum,
   vindicating,
@@ -349,6 +348,8 @@ function carry<
   surge?: boolean,
   /** While the surge goes on: its share of the country's usual users (`vindicating`). */
   beside = 0,
+  /** Whether the surge went on in the minute of these probes (its other sends then at the rule's rate). */
+  surgedAt: (probes: Cohort) => boolean = () => true,
 ): T | undefined {
   if (block.until <= now) return undefined;
   const stillFiring = surge === true;
@@ -369,12 +370,10 @@ function carry<
     stillFiring && evidence.sends >= PROBES_TO_CONFIRM && evidence.checked < evidence.expected;
   if (confirmed) {
     // Held a hold past the surge's newest probe: as long as the flood lasts and a hold after it, not a hold past
-    // the batch that happened to judge it (a flood that stopped keeps it no longer than that). Past a probe whose
-    // code went unchecked for the typing time: a younger one may be a real user's who came as the flood ended, and
-    // a hold past it closed the country on a crowd that came 30 minutes later (bench seed 146).
-    const newest = Math.max(
-      ...probes.filter((c) => c.checked < c.sends && now - c.at >= TYPING_FULL_MS).map((c) => c.at),
-    );
+    // the batch that happened to judge it (a flood that stopped keeps it no longer than that). Past a probe sent
+    // while the flood went on, unchecked: a real user's just after it ended (the surge still on by its last minutes)
+    // held the closure over a crowd that came 30 minutes later (bench seed 146).
+    const newest = Math.max(...probes.filter((c) => c.checked < c.sends && surgedAt(c)).map((c) => c.at));
     if (newest + hold > kept.until) kept.until = newest + hold;
     // The last hour's probes still count while the surge goes on: a hold's own are too few to renew the next.
   } else if (surge === undefined && damning(evidence, LOG_ALPHA.renew) && block.until < now + hold / 2) {
@@ -765,10 +764,13 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
   else if (novelty?.quiet !== undefined && now >= novelty.quiet + NOVELTY_QUIET_MS) novelty = undefined;
   // The surge goes on: judged on its last minutes (at the rate of 15), so that the tail of a flood that stopped
   // (its refused sends still in the 15 minutes) does not renew the closure for the half hour after it.
+  const surgeRate = previous.closed
+    ? THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2)
+    : Infinity;
   const surging =
-    previous.closed?.reason === 'country_surge' &&
-    lastMinutesAt(stats, now, 15, (m) => m.s) >=
-      THRESHOLDS.countrySurge[previous.closed.level].overRate * Math.max(usual15, 2);
+    previous.closed?.reason === 'country_surge' && lastMinutesAt(stats, now, 15, (m) => m.s) >= surgeRate;
+  const surgedAt = (probes: Cohort) =>
+    ((stats.minutes[String(minuteIndex(probes.at))]?.s ?? 0) - probes.sends) * 15 >= surgeRate;
   let closed: CountryBlock | undefined =
     previous.closed &&
     carry(
@@ -779,6 +781,7 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
       vindicate,
       previous.closed.reason === 'country_surge' ? surging : undefined,
       Math.min(1, usual15 / Math.max(sends15, 1)),
+      surgedAt,
     );
   if (closed?.reason === 'country_surge' && !surging) closed = { ...closed, calm: now };
   // A flood's provisional closure that lapsed unconfirmed was a crowd checking its codes: that rule leaves the
