@@ -911,11 +911,11 @@ function judgeCountry(j: Judging): { novelty?: NoveltyBlock; closed?: CountryBlo
  * A flood into ranges not established (`NOVEL_FLOOD`): many more such sends in minutes than the country's usual,
  * spread thin, close the country (but its open ranges) at once, before real users could have typed their codes, for
  * a few minutes: at `strict` on that volume, at `standard` only where most of them also land in the country's rare
- * ranges (a real crowd's numbers fall where its users' always do), or fewer do and their delivered codes go unchecked. A flood drawn over the whole numbering also hits established ranges, so the
- * closure is the country's. It is kept (for the closure's hold) only if the codes of the sends that started it then
- * go unchecked, judged at the country's own conversion and the sequence rule's bar: the volume and the spread
- * already said much. A real crowd checks its codes and the closure lapses: the price of `strict` is that crowd's
- * first minutes refused.
+ * ranges (a real crowd's numbers fall where its users' always do), or fewer do and their delivered codes go
+ * unchecked. A flood drawn over the whole numbering also hits established ranges, so the closure is the country's.
+ * It is kept (for the closure's hold) only if the codes of the sends that started it then go unchecked, judged at
+ * the country's own conversion and the sequence rule's bar: the volume and the spread already said much. A real
+ * crowd checks its codes and the closure lapses: the price of `strict` is that crowd's first minutes refused.
  */
 function floodClosure(
   stats: CountryStats,
