@@ -9,7 +9,12 @@ import { DynamoGuardStore } from '../functions/adapters/dynamodb/guard';
 import type { Logger } from '../functions/adapters/logger';
 import type { Metrics } from '../functions/core/metrics';
 import type { Clock } from '../functions/core/ports';
-import { handleGuardStream, reportBlockStarted, reportOverBudget } from '../functions/adapters/guard/stream';
+import {
+  handleGuardStream,
+  reportBlockStarted,
+  reportConversionDrop,
+  reportOverBudget,
+} from '../functions/adapters/guard/stream';
 import { StreamPoller } from './stream-poller';
 
 export interface LocalGuardOptions {
@@ -40,6 +45,7 @@ export async function startLocalGuard(options: LocalGuardOptions): Promise<Local
     }),
     clock: options.clock,
     onBlockStarted: reportBlockStarted(options.logger, options.metrics),
+    onConversionDrop: reportConversionDrop(options.logger, options.metrics),
   };
   const poller = new StreamPoller({
     endpoint: options.dynamoEndpoint,

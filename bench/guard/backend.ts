@@ -64,6 +64,12 @@ interface SeenDecision {
   mode: string;
 }
 
+/** What a run of the consumer saw: its decisions, and the countries whose conversion drop it told of. */
+interface Consumed {
+  decisions: SeenDecision[];
+  drops: { country: string; at: number }[];
+}
+
 /** One sent or checked code of a service's history, folded into the guard before the run. */
 export interface HistoryEvent {
   at: number;
@@ -82,7 +88,7 @@ export interface GuardBench {
   /** A receipt: the code of an accepted send reached the phone (the store's `markDelivered`, as on a receipt). */
   deliver(at: number, sid: string): Promise<void>;
   /** The guard's consumer on everything since its last run, at `at` (the batching window's end). */
-  consume(at: number): Promise<SeenDecision[]>;
+  consume(at: number): Promise<Consumed>;
   /** Folds a history (sends and their checks), in 10-minute batches, as the guard would have seen it. */
   foldHistory(history: HistoryEvent[], until: number): Promise<void>;
   /**
@@ -188,8 +194,17 @@ function benchOver(
       for (const event of events)
         if (event.kind === 'send' && event.decision)
           seen.push({ e164: event.e164, reason: event.decision.reason, mode: event.decision.mode });
-      if (events.length > 0) await consumeGuardEvents({ store: guard, clock: at(time) }, events);
-      return seen;
+      const drops: Consumed['drops'] = [];
+      if (events.length > 0)
+        await consumeGuardEvents(
+          {
+            store: guard,
+            clock: at(time),
+            onConversionDrop: (_scope, country) => drops.push({ country, at: time }),
+          },
+          events,
+        );
+      return { decisions: seen, drops };
     },
     foldHistory: async (history, until) => {
       const events: GuardEvent[] = [];

@@ -25,7 +25,7 @@ import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { formatFile, writeSection, type Section } from '../markdown';
 import { startBenchDb } from '../setup';
 import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
-import { SCENARIOS, scenarioByName, type Scenario } from './scenarios';
+import { ATTACK_START_MS, SCENARIOS, scenarioByName, type Scenario } from './scenarios';
 import { RECEIPT_MODES, runScenario, type ReceiptMode, type RunResult, type Tally } from './simulate';
 import { formatTrace, traceRun } from './trace';
 import { HELD_OUT_SEEDS, TRAINING_SEEDS } from './traffic';
@@ -207,7 +207,34 @@ export interface ScenarioSummary {
   afterFirstRefused?: Stat;
   /** What the focus group of an attack is (`Scenario.focusLabel`). */
   focusLabel: string;
+  /**
+   * Seeds whose owner was told of a conversion drop (conversion-watch.ts); for an attack, the median minute of the
+   * first notice after the attack started. Absent from summaries stored before the watch.
+   */
+  told?: { seeds: number; minute?: number };
 }
+
+const MINUTE = 60_000;
+
+/** How many runs told of a conversion drop, and the median minute (from `start`) of their first notices. */
+function toldOf(runs: RunResult[], start: number): ScenarioSummary['told'] {
+  // Runs stored before the conversion watch have no `drops`.
+  const firsts = runs
+    .flatMap((r) => (r.drops?.length ? [Math.min(...r.drops.map((d) => d.minute)) - start] : []))
+    .sort((a, b) => a - b);
+  const middle = firsts.length / 2;
+  return {
+    seeds: firsts.length,
+    ...(firsts.length > 0 && {
+      minute: firsts.length % 2 ? firsts[Math.floor(middle)]! : (firsts[middle - 1]! + firsts[middle]!) / 2,
+    }),
+  };
+}
+const toldText = ({ told, seeds, kind }: ScenarioSummary) =>
+  told === undefined
+    ? '-'
+    : `${told.seeds}/${seeds}` +
+      (kind === 'attack' && told.minute !== undefined ? `, ${told.minute} min` : '');
 
 function summarise(scenarios: Scenario[], results: RunResult[]): ScenarioSummary[] {
   return scenarios.map((scenario) => {
@@ -221,6 +248,7 @@ function summarise(scenarios: Scenario[], results: RunResult[]): ScenarioSummary
       seeds: runs.length,
       sendsMean: mean((r) => r.legit.sends + r.attack.sends),
       focusLabel: scenario.focusLabel ?? 'campaign users',
+      told: toldOf(runs, scenario.kind === 'attack' ? ATTACK_START_MS / MINUTE : 0),
     };
     const legit = stat(
       runs.map((r) => blockedShare(r.legit)),
@@ -310,11 +338,11 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
   lines.push('');
   lines.push('Legitimate sends refused (`blocked_by_policy`); worst = the highest seed.');
   lines.push('');
-  lines.push('| Scenario | Seeds | Sends (mean) | Worst | Mean | Own users worst | Own users mean |');
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| Scenario | Seeds | Sends (mean) | Worst | Mean | Own users worst | Own users mean | Told |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of summaries.filter((x) => x.kind === 'legit'))
     lines.push(
-      `| ${s.name} | ${s.seeds} | ${s.sendsMean.toFixed(0)} | ${p(s.legitRefused?.worst)} | ${p(s.legitRefused?.mean)} | ${p(s.focusRefused?.worst)} | ${p(s.focusRefused?.mean)} |`,
+      `| ${s.name} | ${s.seeds} | ${s.sendsMean.toFixed(0)} | ${p(s.legitRefused?.worst)} | ${p(s.legitRefused?.mean)} | ${p(s.focusRefused?.worst)} | ${p(s.focusRefused?.mean)} | ${toldText(s)} |`,
     );
   lines.push('');
   lines.push(
@@ -322,26 +350,26 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
   );
   lines.push('');
   lines.push(
-    '| Attack | Seeds | Attack sends (mean) | Worst blocked | Mean blocked | Cost worst | Cost mean | Averted worst | Legit refused worst |',
+    '| Attack | Seeds | Attack sends (mean) | Worst blocked | Mean blocked | Cost worst | Cost mean | Averted worst | Legit refused worst | Told |',
   );
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of summaries.filter((x) => x.kind === 'attack')) {
     const after = s.afterFirstRefused;
     lines.push(
-      `| ${s.name} | ${s.seeds} | ${(s.attackSendsMean ?? 0).toFixed(0)} | ${p(s.attackRefused?.worst, 1)} | ${p(s.attackRefused?.mean, 1)} | ${usd(s.attackCost?.worst)} | ${usd(s.attackCost?.mean)} | ${p(s.attackAverted?.worst, 1)} | ${p(s.legitRefused?.worst)} |`,
+      `| ${s.name} | ${s.seeds} | ${(s.attackSendsMean ?? 0).toFixed(0)} | ${p(s.attackRefused?.worst, 1)} | ${p(s.attackRefused?.mean, 1)} | ${usd(s.attackCost?.worst)} | ${usd(s.attackCost?.mean)} | ${p(s.attackAverted?.worst, 1)} | ${p(s.legitRefused?.worst)} | ${toldText(s)} |`,
     );
     if (s.insideRefused || s.outsideRefused)
       lines.push(
-        `| ${s.name}: inside allow-list | ${s.seeds} | | ${p(s.insideRefused?.worst, 1)} | ${p(s.insideRefused?.mean, 1)} | | | | |`,
-        `| ${s.name}: outside allow-list | ${s.seeds} | | ${p(s.outsideRefused?.worst, 1)} | ${p(s.outsideRefused?.mean, 1)} | | | | |`,
+        `| ${s.name}: inside allow-list | ${s.seeds} | | ${p(s.insideRefused?.worst, 1)} | ${p(s.insideRefused?.mean, 1)} | | | | | |`,
+        `| ${s.name}: outside allow-list | ${s.seeds} | | ${p(s.outsideRefused?.worst, 1)} | ${p(s.outsideRefused?.mean, 1)} | | | | | |`,
       );
     if (after)
       lines.push(
-        `| ${s.name}: after first 20 | ${s.seeds} | | ${p(after.worst, 1)} | ${p(after.mean, 1)} | | | | |`,
+        `| ${s.name}: after first 20 | ${s.seeds} | | ${p(after.worst, 1)} | ${p(after.mean, 1)} | | | | | |`,
       );
     if (s.focusRefused)
       lines.push(
-        `| ${s.name}: ${s.focusLabel} | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | | |`,
+        `| ${s.name}: ${s.focusLabel} | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | | | |`,
       );
   }
   return lines.join('\n');
@@ -418,7 +446,7 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
   for (const s of summaries) {
     if (s.kind === 'legit')
       lines.push(
-        `${s.name.padEnd(22)} legit refused worst ${p(s.legitRefused?.worst)} mean ${p(s.legitRefused?.mean)}; own users worst ${p(s.focusRefused?.worst)} mean ${p(s.focusRefused?.mean)}`,
+        `${s.name.padEnd(22)} legit refused worst ${p(s.legitRefused?.worst)} mean ${p(s.legitRefused?.mean)}; own users worst ${p(s.focusRefused?.worst)} mean ${p(s.focusRefused?.mean)}; told ${toldText(s)}`,
       );
     else
       lines.push(
@@ -430,7 +458,7 @@ function plain(summaries: ScenarioSummary[], seconds: number): string {
           (s.focusRefused
             ? `; its ${s.focusLabel} refused worst ${p(s.focusRefused.worst)} mean ${p(s.focusRefused.mean)}`
             : '') +
-          `; legit refused worst ${p(s.legitRefused?.worst)}`,
+          `; legit refused worst ${p(s.legitRefused?.worst)}; told ${toldText(s)}`,
       );
   }
   return lines.join('\n');

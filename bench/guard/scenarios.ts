@@ -106,6 +106,9 @@ const legit = (
   ...options,
 });
 
+/** When an attack starts, into its window. */
+export const ATTACK_START_MS = 5 * MINUTE;
+
 const onAttack = (
   name: string,
   title: string,
@@ -123,7 +126,7 @@ const onAttack = (
   // The attack starts 5 minutes into the window and lasts to its end.
   traffic: (seed) => [
     ...base(seed, T0, T0 + hours * HOUR),
-    ...attackSends(seed, T0 + 5 * MINUTE, T0 + hours * HOUR),
+    ...attackSends(seed, T0 + ATTACK_START_MS, T0 + hours * HOUR),
   ],
   allowedCountries: served(BASE_MODEL),
   ...options,

@@ -11,6 +11,7 @@ import type { GuardBench, GuardSnapshot, HistoryEvent } from './backend';
 import type { Scenario } from './scenarios';
 import {
   HOUR,
+  MINUTE,
   RECEIPT_MS,
   WARM_DAYS,
   WARM_SEED_OFFSET,
@@ -49,6 +50,8 @@ export interface RunResult {
    * nothing is refused and no attacker pauses. Read off the plan, never off the guard's answers.
    */
   attackPlanned: { sends: number; cost: number };
+  /** The countries whose conversion drop the owner was told of, minutes into the window (conversion-watch.ts). */
+  drops: { country: string; minute: number }[];
   /** Decisions seen on the stream, `group reason`. */
   reasons: Record<string, number>;
   seconds: number;
@@ -194,6 +197,7 @@ export async function runScenario(
     tags: {},
     ...(scenario.afterFirst !== undefined && { attackAfterFirst: emptyTally() }),
     attackPlanned: { sends: 0, cost: 0 },
+    drops: [],
     reasons: {},
     seconds: 0,
     warmSeconds,
@@ -297,7 +301,10 @@ export async function runScenario(
         batch.push(queue.pop()!);
       await Promise.all(batch.map(run));
     }
-    for (const decision of await bench.consume(windowEnd)) {
+    const consumed = await bench.consume(windowEnd);
+    for (const { country, at } of consumed.drops)
+      result.drops.push({ country, minute: Math.round((at - scenario.from) / MINUTE) });
+    for (const decision of consumed.decisions) {
       const key = `${groupOf.get(decision.e164) ?? '?'} ${decision.reason}`;
       result.reasons[key] = (result.reasons[key] ?? 0) + 1;
     }

@@ -83,12 +83,12 @@ export async function traceRun(
         if (to && attackNumbers.has(to)) events.push({ at: at - scenario.from, kind: 'check', to });
       },
       consume: async (at) => {
-        const decisions = await consume.call(bench, at);
-        for (const decision of decisions) {
+        const consumed = await consume.call(bench, at);
+        for (const decision of consumed.decisions) {
           const event = unnamed.get(decision.e164)?.shift();
           if (event) event.reason = decision.reason;
         }
-        return decisions;
+        return consumed;
       },
     };
   };

@@ -53,6 +53,12 @@ export const METRIC = {
    */
   guardCapsReached: 'GuardCapsReached',
   /**
+   * A country's codes of the last hour were checked far less than its users check theirs (the guard's conversion
+   * watch): nothing is refused, the log line `guard.conversion_drop` names the service and country. Once per
+   * country an hour. No dimension: the alarm reads it.
+   */
+  guardConversionDrops: 'GuardConversionDrops',
+  /**
    * The guard's stream consumer failed a batch (its log line `guard.batch_failed` says why: `item_too_large`, an
    * aggregate past DynamoDB's 400 KB item limit, or another error). No dimension: the alarm reads it. Lambda
    * retries the batch, then drops it into the guard's on-failure queue (alarmed too).

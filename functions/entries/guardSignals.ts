@@ -10,6 +10,7 @@ import { DynamoGuardStore } from '../adapters/dynamodb/guard';
 import {
   handleGuardStream,
   reportBlockStarted,
+  reportConversionDrop,
   reportOverBudget,
   type GuardStreamEvent,
   type GuardStreamResponse,
@@ -29,6 +30,7 @@ const deps = coldStart((): Promise<GuardConsumerDeps> => {
     store: new DynamoGuardStore(client, tableName, { onOverBudget: reportOverBudget(logger, metrics) }),
     clock: systemClock,
     onBlockStarted: reportBlockStarted(logger, metrics),
+    onConversionDrop: reportConversionDrop(logger, metrics),
   });
 });
 // Once per container: every batch of a misconfigured event source would say the same.

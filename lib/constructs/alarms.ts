@@ -180,6 +180,13 @@ export class OtpAlarms extends Grouping {
       'A pumping guard item passed its 64 KB budget (log line guard.item_over_budget names it); at 400 KB its batches fail.',
     );
 
+    // What the guard saw but refused nothing for: a country's codes checked far less than usual for an hour.
+    alarmOn(
+      'GuardConversionDropAlarm',
+      serviceMetric(props.stackName, METRIC.guardConversionDrops, {}, { period }),
+      "A country's codes of the last hour were checked far less than usual (log line guard.conversion_drop names the service and country): a slow pumping attack, or codes not arriving. Nothing was refused.",
+    );
+
     // FAILED deliveries are a business outcome, not an error: the delivery core counts each one where it ends
     // (the deliver and after-wait tasks, and the sweeper's settling), as an EMF metric (functions/core/metrics.ts).
     alarmOn(

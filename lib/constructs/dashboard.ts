@@ -168,6 +168,7 @@ export class OtpDashboard extends Construct {
         byDimensions(METRIC.guardBlocks, ['level', 'reason']),
       ]),
       graph('Guard caps reached, by cap', [byDimensions(METRIC.guardCapsReached, ['cap'])]),
+      graph('Guard conversion drops', [metric(METRIC.guardConversionDrops, {}, 'countries')]),
       graph('Guard consumer: failed batches, items over budget', [
         metric(METRIC.guardBatchFailures, {}, 'failed batches'),
         metric(METRIC.guardItemsOverBudget, {}, 'items over 64 KB'),

@@ -921,9 +921,13 @@ describe('alarms', () => {
     }
   });
 
-  test('the guard consumer: a failed batch, a dropped batch, an item past its budget', () => {
+  test('the guard consumer: a failed batch, a dropped batch, an item past its budget, a conversion drop', () => {
     // The metrics the consumer writes (functions/adapters/guard/stream.ts), with no dimension but the service.
-    for (const name of [METRIC.guardBatchFailures, METRIC.guardItemsOverBudget]) {
+    for (const name of [
+      METRIC.guardBatchFailures,
+      METRIC.guardItemsOverBudget,
+      METRIC.guardConversionDrops,
+    ]) {
       alarm({
         Namespace: METRICS_NAMESPACE,
         MetricName: name,
@@ -949,8 +953,8 @@ describe('alarms', () => {
     });
   });
 
-  test('an errors alarm per function and eight more, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 8);
+  test('an errors alarm per function and nine more, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 9);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }

@@ -1632,3 +1632,69 @@ describe('blocks', () => {
     expect(world.store.guard.country(serviceSid, 'GB')!.state.blocks).toEqual([]);
   });
 });
+
+describe("conversion watch: a country's codes checked far less than usual are told of", () => {
+  let drops: { country: string; figures: Record<string, number> }[];
+  const watched = (events: GuardEvent[]) =>
+    consumeGuardEvents(
+      {
+        store: world.store.guard,
+        clock: world.clock,
+        onConversionDrop: (_scope, country, figures) => drops.push({ country, figures }),
+      },
+      events.sort((a, b) => a.at - b.at),
+    );
+  /** `count` sends over GB's ranges `minutes` (from, to) ago, one in `every` of them (counted from 0) unchecked. */
+  const sends = (count: number, from: number, to: number, unchecked: (i: number) => boolean, offset = 0) =>
+    Array.from({ length: count }, (_, i) => {
+      const at = now() - from * MINUTE + Math.floor(((from - to) * MINUTE * i) / count);
+      const e164 = gb(((i + offset) % 40) * 1_000_000 + (i + offset) * 7_919);
+      return unchecked(i) ? [sendEvent(e164, at)] : [sendEvent(e164, at), conversionEvent(e164, at)];
+    }).flat();
+
+  beforeEach(async () => {
+    drops = [];
+    // Yesterday: 200 sends over 40 ranges, 4 codes in 5 checked.
+    await watched(sends(200, 25 * 60, 20 * 60, (i) => i % 5 === 0));
+  });
+
+  it('an hour whose codes were checked at 32 % where users check 80 %: told once, with its figures', async () => {
+    // 40 real users (8 unchecked) and 60 unchecked sends spread over the hour, as a paced attacker's.
+    await watched([...sends(40, 58, 4, (i) => i % 5 === 0), ...sends(60, 58, 4, () => true, 1_000)]);
+    expect(drops).toEqual([
+      { country: 'GB', figures: { sends_60m: 100, checked_60m: 32, usual_conversion: 0.8, missing: 48 } },
+    ]);
+    // Told once an hour: the next batches say nothing new.
+    world.clock.advance(MINUTE);
+    await watched(sends(10, 1, 0, () => true, 2_000));
+    expect(drops).toHaveLength(1);
+    // An hour on, still so: told again.
+    world.clock.advance(60 * MINUTE);
+    await watched([...sends(20, 58, 4, (i) => i % 5 === 0, 3_000), ...sends(60, 58, 4, () => true, 4_000)]);
+    expect(drops).toHaveLength(2);
+  });
+
+  it('an hour checked as usual, or a country whose few misses fall short of 20 codes, says nothing', async () => {
+    await watched(sends(100, 58, 4, (i) => i % 5 === 0 || i % 9 === 0));
+    expect(drops).toEqual([]);
+    // 2 real users and 20 unchecked sends: unlikely (under 1 in 2 million) but 16 codes short of the usual only.
+    serviceSid = world.addService().sid;
+    await watched(sends(200, 25 * 60, 20 * 60, (i) => i % 5 === 0));
+    await watched([...sends(2, 58, 4, () => false), ...sends(20, 58, 4, () => true, 1_000)]);
+    expect(drops).toEqual([]);
+  });
+
+  it('codes not yet 3 minutes old say nothing: they are told of once real users would have typed them', async () => {
+    await watched([...sends(40, 58, 4, (i) => i % 5 === 0), ...sends(60, 2, 0, () => true, 1_000)]);
+    expect(drops).toEqual([]);
+    world.clock.advance(4 * MINUTE);
+    await watched(sends(1, 0, 0, () => false, 2_000));
+    expect(drops.map((d) => d.country)).toEqual(['GB']);
+  });
+
+  it('a service without a baseline is not watched: its rules judge its conversions themselves', async () => {
+    serviceSid = world.addService().sid;
+    await watched(sends(100, 58, 4, () => true));
+    expect(drops).toEqual([]);
+  });
+});

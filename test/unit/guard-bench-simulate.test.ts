@@ -55,7 +55,7 @@ async function replay(receipts: ReceiptMode, changes: Partial<Scenario> = {}) {
     },
     check: (at, sid) => Promise.resolve(void calls.push(`check ${at} ${sid}`)),
     deliver: (at, sid) => Promise.resolve(void calls.push(`deliver ${at} ${sid}`)),
-    consume: (at) => Promise.resolve((calls.push(`consume ${at}`), [])),
+    consume: (at) => Promise.resolve((calls.push(`consume ${at}`), { decisions: [], drops: [] })),
     foldHistory: () => Promise.resolve(),
     seedVerified: (at, to) => Promise.resolve(void calls.push(`seed ${at} ${to}`)),
     close: () => Promise.resolve(),

@@ -3,7 +3,9 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { guardDecisionToItem, verificationToItem } from '../../functions/adapters/dynamodb/items';
 import { keys } from '../../functions/adapters/dynamodb/keys';
-import { guardEventFromStreamRecord } from '../../functions/adapters/guard/stream';
+import { guardEventFromStreamRecord, reportConversionDrop } from '../../functions/adapters/guard/stream';
+import type { Logger } from '../../functions/adapters/logger';
+import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
 import type { GuardDecision } from '../../functions/core/guard/model';
 import type { Verification } from '../../functions/core/model';
 
@@ -198,4 +200,20 @@ describe('guard events from the stream', () => {
       guardEventFromStreamRecord(record('INSERT', { ...keys.service('VA1'), type: 'service' })),
     ).toBeUndefined();
   });
+});
+
+test("a country's conversion drop is counted for its alarm and logged with its figures", () => {
+  const metrics = new InMemoryMetrics();
+  const logs: unknown[] = [];
+  const logger: Logger = { log: (level, event, fields) => void logs.push({ level, event, fields }) };
+  const figures = { sends_60m: 112, checked_60m: 42, usual_conversion: 0.8, missing: 48 };
+  reportConversionDrop(logger, metrics)(verification.serviceSid, 'ID', figures);
+  expect(metrics.total(METRIC.guardConversionDrops)).toBe(1);
+  expect(logs).toEqual([
+    {
+      level: 'warn',
+      event: 'guard.conversion_drop',
+      fields: { scope: verification.serviceSid, country: 'ID', figures: JSON.stringify(figures) },
+    },
+  ]);
 });

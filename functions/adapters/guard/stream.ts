@@ -150,6 +150,17 @@ export const reportOverBudget =
     });
   };
 
+/**
+ * Tells the owner of a conversion drop the guard refused nothing for (a slow attack, or codes not arriving): a
+ * metric (alarmed) and a log line with the figures.
+ */
+export const reportConversionDrop =
+  (logger: Logger, metrics?: Metrics): NonNullable<GuardConsumerDeps['onConversionDrop']> =>
+  (scope, country, figures) => {
+    metrics?.count(METRIC.guardConversionDrops);
+    logger.log('warn', 'guard.conversion_drop', { scope, country, figures: JSON.stringify(figures) });
+  };
+
 /** Tells the owner of an attack when it starts: a metric (alarm on it) and a log line with the figures. */
 export const reportBlockStarted =
   (logger: Logger, metrics?: Metrics): NonNullable<GuardConsumerDeps['onBlockStarted']> =>

@@ -6,7 +6,14 @@
  * (a retry after a failure, a bisected half, a duplicate delivery) counts only the records not folded yet.
  */
 import type { Clock } from '../ports';
-import type { CountryCaps, CountryGuardState, GuardDecision, GuardReason, ScopeGuardState } from './model';
+import type {
+  CountryCaps,
+  CountryGuardState,
+  Figures,
+  GuardDecision,
+  GuardReason,
+  ScopeGuardState,
+} from './model';
 import {
   evaluateCountry,
   evaluateScope,
@@ -135,6 +142,8 @@ export interface GuardConsumerDeps {
   clock: Clock;
   /** Told of each block a rule started (not of renewals): a metric, a log line. */
   onBlockStarted?: (scope: string, country: string, block: StartedBlock) => void;
+  /** Told of a country's conversion drop (conversion-watch.ts), once per country in its quiet time. */
+  onConversionDrop?: (scope: string, country: string, figures: Figures) => void;
 }
 
 const MAX_REPORT_LINES = 300;
@@ -232,6 +241,7 @@ export async function consumeGuardEvents(
   for (let attempt = 0; ; attempt++) {
     const batch = await deps.store.load([...countries.values()], [...scopes]);
     const started: { scope: string; country: string; block: StartedBlock }[] = [];
+    const drops: { scope: string; country: string; figures: Figures }[] = [];
     const country = (scope: string, name: string): CountryRecord => {
       const key = countryKey(scope, name);
       let record = batch.countries.get(key);
@@ -324,6 +334,7 @@ export async function consumeGuardEvents(
       });
       record.state = evaluated.state;
       for (const block of evaluated.started) started.push({ scope: name, country: code, block });
+      if (evaluated.drop) drops.push({ scope: name, country: code, figures: evaluated.drop });
     }
     for (const name of scopes) {
       const record = batch.scopes.get(name);
@@ -339,6 +350,8 @@ export async function consumeGuardEvents(
       deps.onBlockStarted?.(name, code, block);
       told.push(block);
     }
+    for (const { scope: name, country: code, figures } of drops)
+      if (saved.written.has(countryKey(name, code))) deps.onConversionDrop?.(name, code, figures);
     if (saved.complete) return told;
     if (attempt + 1 >= MAX_ATTEMPTS) throw new Error('the guard state kept changing under this batch');
   }

@@ -138,9 +138,10 @@ export interface CountryGuardState {
   lifted: Record<string, number>;
   /**
    * Prefixes whose block the probes vindicated, until (epoch ms): the rules make no block of exactly that prefix
-   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. Two keys are a
-   * rule's timers: `flood`, a flood's provisional closure lapsed unconfirmed, and that rule leaves the country
-   * alone until then; `flood_confirmed`, one was confirmed, and that rule closes again on fewer sends until then.
+   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. Three keys are
+   * timers: `flood`, a flood's provisional closure lapsed unconfirmed, and that rule leaves the country alone
+   * until then; `flood_confirmed`, one was confirmed, and that rule closes again on fewer sends until then;
+   * `conversion_drop`, the owner was told of the country's conversion drop, and is not told again until then.
    */
   vindicated?: Record<string, number>;
 }

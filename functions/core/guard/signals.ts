@@ -34,6 +34,7 @@ import {
   type Cohort,
   type Evidence,
 } from './evidence';
+import { conversionDrop, CONVERSION_WATCH } from './conversion-watch';
 import { countryPrefixOf, placeOf, RANGE_WIDTH } from './prefix';
 import {
   BASELINE,
@@ -119,6 +120,8 @@ const LAPSE_AFTER_MS = 30_000;
 const FLOOD_LAPSED = 'flood';
 /** The `vindicated` key (a rule's timer, as `FLOOD_LAPSED`) of a flood closure its codes confirmed. */
 const FLOOD_CONFIRMED = 'flood_confirmed';
+/** The `vindicated` key (a timer, as `FLOOD_LAPSED`) of a conversion drop the owner was told of (conversion-watch.ts). */
+const DROP_TOLD = 'conversion_drop';
 const BLOCK_HOLD_MS = 60 * MINUTE;
 const COUNTRY_HOLD_MS = 30 * MINUTE;
 
@@ -462,7 +465,7 @@ export function evaluateCountry(
   stats: CountryStats,
   previous: CountryGuardState,
   context: CountryContext,
-): { state: CountryGuardState; started: StartedBlock[] } {
+): { state: CountryGuardState; started: StartedBlock[]; drop?: Figures } {
   const { country, now, scope } = context;
   const lifted = current(previous.lifted, now);
   const vindicated = current(previous.vindicated, now);
@@ -520,6 +523,12 @@ export function evaluateCountry(
     propose({ prefix, reason: 'country_cap', level: 'standard', until: cap.until, figures: cap.figures });
   }
 
+  // The conversion watch tells the owner (nothing is refused), once per country in its quiet time.
+  const usual =
+    scope === 'service' && (vindicated[DROP_TOLD] ?? 0) <= now ? measuredConversion(stats, now) : undefined;
+  const drop = usual === undefined ? undefined : conversionDrop(stats.minutes, usual, now);
+  if (drop) vindicated[DROP_TOLD] = now + CONVERSION_WATCH.quietMs;
+
   const established = Object.entries(stats.ranges)
     .filter(([, d]) => isEstablishedRange(d))
     .sort((a, b) => b[1][0] - a[1][0])
@@ -537,6 +546,7 @@ export function evaluateCountry(
       ...(Object.keys(vindicated).length > 0 && { vindicated }),
     },
     started,
+    ...(drop && { drop }),
   };
 }
 
