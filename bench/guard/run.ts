@@ -28,7 +28,7 @@ import { dynamoBench, memoryBench, type GuardSnapshot } from './backend';
 import { ATTACK_START_MS, SCENARIOS, scenarioByName, type Scenario } from './scenarios';
 import { RECEIPT_MODES, runScenario, type ReceiptMode, type RunResult, type Tally } from './simulate';
 import { formatTrace, traceRun } from './trace';
-import { HELD_OUT_SEEDS, TRAINING_SEEDS } from './traffic';
+import { HELD_OUT_SEEDS, MINUTE, TRAINING_SEEDS } from './traffic';
 
 type BenchLevel = 'standard' | 'strict';
 const LEVELS: readonly BenchLevel[] = ['standard', 'strict'];
@@ -213,8 +213,6 @@ export interface ScenarioSummary {
    */
   told?: { seeds: number; minute?: number };
 }
-
-const MINUTE = 60_000;
 
 /** How many runs told of a conversion drop, and the median minute (from `start`) of their first notices. */
 function toldOf(runs: RunResult[], start: number): ScenarioSummary['told'] {

@@ -256,7 +256,7 @@ export const SCENARIOS: Scenario[] = [
         returningUsers(
           [
             ...base(seed, T0, T0 + 65 * MINUTE),
-            ...floodAttack(seed, 'ID', T0 + 5 * MINUTE, T0 + 65 * MINUTE, rateOf('ID', 10)),
+            ...floodAttack(seed, 'ID', T0 + ATTACK_START_MS, T0 + 65 * MINUTE, rateOf('ID', 10)),
           ],
           legitimate(BASE_MODEL, seed + WARM_SEED_OFFSET, T0 - WARM_DAYS * 24 * HOUR, T0),
           seed,
