@@ -47,7 +47,7 @@ import {
   withCountryCaps,
 } from '../core/guard/caps';
 import { DEFAULT_GUARD_SETTINGS, GUARD_LEVELS, type CountryCaps } from '../core/guard/model';
-import { LIFT_MS, blocksInForce } from '../core/guard/status';
+import { LIFT_MS, blocksInForce, conversionDrops } from '../core/guard/status';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
 import { formatUnits, parseUsd } from '../core/money';
@@ -935,6 +935,15 @@ async function guardStatusJson(deps: ConsoleDeps, sid: string) {
       scope: b.scope,
       until: new Date(b.until).toISOString(),
       figures: b.figures,
+    })),
+    // Nothing refused for these: the owner is told the country's codes went unchecked (a slow attack, or codes
+    // not arriving).
+    conversionDrops: (overview ? conversionDrops(overview, now) : []).map((d) => ({
+      country: d.country,
+      at: new Date(d.since).toISOString(),
+      codesSent: d.figures.sends_60m,
+      codesChecked: d.figures.checked_60m,
+      usualConversion: d.figures.usual_conversion,
     })),
     saved: formatUnits(lines.reduce((sum, line) => sum + line.saved, 0)),
     // The latest decisions, newest first: which numbers (all but their last 3 digits) were refused, and why.

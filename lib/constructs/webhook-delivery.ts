@@ -58,8 +58,9 @@ export class WebhookDelivery extends Grouping {
         bisectBatchOnError: true,
         retryAttempts: 10,
         onFailure: new SqsDlq(deadLetters),
-        // Only verifications, and the guard's country states holding a cap reached (`guard.cap_reached`), can
-        // make events; API-key counters, number logs, ledger lines and other guard writes never reach it.
+        // Only verifications, and the guard's country states holding an alert (a cap reached, a conversion drop:
+        // `guard.*` events), can make events; API-key counters, number logs, ledger lines and other guard writes
+        // never reach it.
         filters: [
           lambda.FilterCriteria.filter({
             dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
@@ -69,6 +70,14 @@ export class WebhookDelivery extends Grouping {
               NewImage: {
                 type: { S: lambda.FilterRule.isEqual('guard_state') },
                 cap_reached: { M: lambda.FilterRule.exists() },
+              },
+            },
+          }),
+          lambda.FilterCriteria.filter({
+            dynamodb: {
+              NewImage: {
+                type: { S: lambda.FilterRule.isEqual('guard_state') },
+                conversion_drop: { M: lambda.FilterRule.exists() },
               },
             },
           }),

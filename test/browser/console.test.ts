@@ -155,10 +155,7 @@ const rowShows = (rowText: string, shown: string) =>
     shown,
   );
 /** A block in the demo service's guard state for `country`, for an hour, as the guard's consumer writes one. */
-async function putGuardBlock(
-  country: string,
-  block: { prefix: string; reason: string; figures: Record<string, number> },
-): Promise<void> {
+async function putGuardState(country: string, state: Record<string, unknown>): Promise<void> {
   const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
   await documents.send(
     new PutCommand({
@@ -166,16 +163,19 @@ async function putGuardBlock(
       Item: {
         ...keys.guardCountry(demo.serviceSid, country),
         type: 'guard_state',
-        state: JSON.stringify({
-          blocks: [{ ...block, level: 'standard', since: Date.now(), until: Date.now() + 3_600_000 }],
-          established: [],
-          lifted: {},
-        }),
+        state: JSON.stringify({ blocks: [], established: [], lifted: {}, ...state }),
       },
     }),
   );
   documents.destroy();
 }
+const putGuardBlock = (
+  country: string,
+  block: { prefix: string; reason: string; figures: Record<string, number> },
+) =>
+  putGuardState(country, {
+    blocks: [{ ...block, level: 'standard', since: Date.now(), until: Date.now() + 3_600_000 }],
+  });
 const clickButton = (label: string) =>
   page.evaluate((name) => {
     const button = [...document.querySelectorAll('button')].find((b) => b.textContent === name);
@@ -525,7 +525,7 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   await page.waitForFunction(() => document.querySelector('#caps')?.textContent?.includes('No caps.'));
 });
 
-test("the guard page: level and safe list saved, a block shown, lifted, and the API's answer with it", async () => {
+test("the guard page: level and safe list saved, a block and a conversion drop shown, the block lifted, the API's answer", async () => {
   // The guard's consumer for this test alone, from the stream's tip: it records this test's decisions in the
   // service's report, as the GuardSignals function does (the other tests' sends would make blocks of their own).
   const consumer = await startLocalGuard({
@@ -559,6 +559,19 @@ async function guardPageSteps(): Promise<void> {
   await page.reload();
   await rowShows('+919876', 'prefix_surge');
   expect(await text('#guard-blocks')).toContain('sends_30m 14, checked 0, expected 6.2');
+  // A conversion drop in ID, as the guard's consumer records one: an alert, and nothing refused for it.
+  await putGuardState('ID', {
+    drop: {
+      since: Date.now() - 60_000,
+      until: Date.now() + 3_540_000,
+      figures: { sends_60m: 212, checked_60m: 68, usual_conversion: 0.81, missing: 104 },
+    },
+  });
+  await page.reload();
+  await page.waitForSelector('#guard-drops [role=alert]');
+  expect(await text('#guard-drops')).toMatch(
+    /Conversion drop in ID .*68 of the last hour's 212 codes were checked \(32\s%\), where its users check 81\s%/,
+  );
   // The refusal, folded by the consumer: a decision of the block's reason and prefix, its price saved.
   await eventually(async () => {
     await page.reload();

@@ -92,10 +92,18 @@ test('the events function reads the stream: verifications and caps reached only,
     FilterCriteria: {
       Filters: [
         { Pattern: JSON.stringify({ dynamodb: { NewImage: { type: { S: ['verification'] } } } }) },
-        // A guard country state that carries a cap reached (guard.cap_reached), no other guard write.
+        // A guard country state that carries an alert (guard.cap_reached, guard.conversion_drop), no other
+        // guard write.
         {
           Pattern: JSON.stringify({
             dynamodb: { NewImage: { type: { S: ['guard_state'] }, cap_reached: { M: [{ exists: true }] } } },
+          }),
+        },
+        {
+          Pattern: JSON.stringify({
+            dynamodb: {
+              NewImage: { type: { S: ['guard_state'] }, conversion_drop: { M: [{ exists: true }] } },
+            },
           }),
         },
       ],

@@ -13,8 +13,8 @@ import {
   parseWebhookJob,
 } from '../../functions/adapters/webhooks/sqs-queue';
 import {
-  capReachedFromStreamRecord,
   changeFromStreamRecord,
+  guardAlertsFromStreamRecord,
   handleVerificationStream,
 } from '../../functions/adapters/webhooks/stream';
 import type { Verification } from '../../functions/core/model';
@@ -204,7 +204,7 @@ describe('handleVerificationStream', () => {
   });
 });
 
-describe('guard.cap_reached from the guard states on the stream', () => {
+describe('guard.cap_reached and guard.conversion_drop from the guard states on the stream', () => {
   const since = Date.parse('2026-11-21T12:41:07.250Z');
   const reached = (start: number, cap = 'hourly_spend') => ({
     service_sid: SERVICE,
@@ -215,37 +215,77 @@ describe('guard.cap_reached from the guard states on the stream', () => {
     since: start,
     until: Date.parse('2026-11-21T13:00:00.000Z'),
   });
-  const stateImage = (capReached?: Record<string, unknown>) =>
+  const dropped = (start: number) => ({
+    service_sid: SERVICE,
+    country: 'GB',
+    sent: 212,
+    checked: 68,
+    usual_conversion: 0.81,
+    since: start,
+  });
+  const stateImage = (capReached?: Record<string, unknown>, drop?: Record<string, unknown>) =>
     marshall({
       pk: `GUARD#${SERVICE}`,
       sk: 'COUNTRY#GB',
       type: 'guard_state',
       state: '{}',
       ...(capReached && { cap_reached: capReached }),
+      ...(drop && { conversion_drop: drop }),
     }) as never;
   const write = (
     before?: Record<string, unknown> | null,
     after?: Record<string, unknown>,
+    drops: [Record<string, unknown>?, Record<string, unknown>?] = [],
   ): DynamoDBRecord => ({
     eventName: before === null ? 'INSERT' : 'MODIFY',
     dynamodb: {
-      ...(before !== null && { OldImage: stateImage(before) }),
-      NewImage: stateImage(after),
+      ...(before !== null && { OldImage: stateImage(before, drops[0]) }),
+      NewImage: stateImage(after, drops[1]),
     },
   });
+  const types = (record: DynamoDBRecord) => guardAlertsFromStreamRecord(record).map((e) => e.type);
 
   it('a block new to the item is an event; the same block written again, or none, is not', () => {
-    expect(capReachedFromStreamRecord(write(null, reached(since)))).toMatchObject({
-      serviceSid: SERVICE,
-      country: 'GB',
-      since,
-    });
-    expect(capReachedFromStreamRecord(write(undefined, reached(since)))).toBeDefined();
-    expect(capReachedFromStreamRecord(write(reached(since), reached(since)))).toBeUndefined();
+    expect(guardAlertsFromStreamRecord(write(null, reached(since)))).toMatchObject([
+      { type: 'guard.cap_reached', data: { service_sid: SERVICE, country: 'GB' } },
+    ]);
+    expect(types(write(undefined, reached(since)))).toEqual(['guard.cap_reached']);
+    expect(types(write(reached(since), reached(since)))).toEqual([]);
     // The next window's block (a new start), after the last one ended.
-    expect(capReachedFromStreamRecord(write(reached(since), reached(since + 3_600_000)))).toBeDefined();
-    expect(capReachedFromStreamRecord(write(reached(since), undefined))).toBeUndefined();
-    expect(capReachedFromStreamRecord(write(undefined, undefined))).toBeUndefined();
+    expect(types(write(reached(since), reached(since + 3_600_000)))).toEqual(['guard.cap_reached']);
+    expect(types(write(reached(since), undefined))).toEqual([]);
+    expect(types(write(undefined, undefined))).toEqual([]);
+  });
+
+  it('a conversion drop new to the item is an event, beside a cap reached written with it', () => {
+    expect(types(write(undefined, undefined, [undefined, dropped(since)]))).toEqual([
+      'guard.conversion_drop',
+    ]);
+    // The state written again in the drop's quiet hour (a block, the established ranges changed): no new event.
+    expect(types(write(undefined, reached(since), [dropped(since), dropped(since)]))).toEqual([
+      'guard.cap_reached',
+    ]);
+    expect(types(write(undefined, undefined, [dropped(since), dropped(since + 3_600_000)]))).toEqual([
+      'guard.conversion_drop',
+    ]);
+    expect(types(write(undefined, undefined, [dropped(since), undefined]))).toEqual([]);
+    const [event] = guardAlertsFromStreamRecord(write(undefined, undefined, [undefined, dropped(since)]));
+    expect(event).toEqual({
+      id: expect.stringMatching(/^EV[0-9a-f]{32}$/),
+      type: 'guard.conversion_drop',
+      created_at: '2026-11-21T12:41:07.250Z',
+      data: {
+        service_sid: SERVICE,
+        country: 'GB',
+        codes_sent: 212,
+        codes_checked: 68,
+        conversion: 0.32,
+        usual_conversion: 0.81,
+      },
+    });
+    // Not the cap's id: the same start, another event.
+    const [cap] = guardAlertsFromStreamRecord(write(undefined, reached(since)));
+    expect(cap!.id).not.toBe(event!.id);
   });
 
   it('queues one guard.cap_reached per enabled endpoint, spend as USD strings, the same id on a retry', async () => {

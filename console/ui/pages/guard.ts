@@ -24,6 +24,14 @@ interface RecentView {
   scope: string;
 }
 
+interface DropView {
+  country: string;
+  at: string;
+  codesSent: number;
+  codesChecked: number;
+  usualConversion: number;
+}
+
 interface DecisionView {
   mode: string;
   reason: string;
@@ -44,6 +52,8 @@ export async function guardPage(sid: string): Promise<void> {
   const refusing = g.guardLevel === 'standard' || g.guardLevel === 'strict';
   const decisions = g.decisions as DecisionView[];
   const recent = g.recent as RecentView[];
+  const drops = g.conversionDrops as DropView[];
+  const percent = (x: number) => `${Math.round(x * 100)}\u00a0%`;
   const level = h(
     'select',
     { id: 'guard-level', 'aria-label': 'Guard level' },
@@ -113,6 +123,18 @@ export async function guardPage(sid: string): Promise<void> {
         }),
       ),
     ),
+    drops.length > 0 &&
+      h(
+        'section',
+        { id: 'guard-drops', 'aria-label': 'Conversion drops' },
+        drops.map((d) =>
+          h(
+            'p',
+            { class: 'error', role: 'alert' },
+            `Conversion drop in ${d.country} (${when(d.at)}): ${d.codesChecked} of the last hour's ${d.codesSent} codes were checked (${percent(d.codesChecked / d.codesSent)}), where its users check ${percent(d.usualConversion)}. Nothing is refused for it: a slow pumping attack, or codes not arriving. A cap for ${d.country} bounds what it costs.`,
+          ),
+        ),
+      ),
     h('h2', {}, 'Blocks now'),
     h(
       'section',

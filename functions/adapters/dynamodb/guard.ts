@@ -281,7 +281,7 @@ export class DynamoGuardStore implements GuardSignalStore {
         writes.push({
           Put: {
             TableName: this.tableName,
-            Item: { ...stateKey, type: 'guard_state', state: json, ...capAttribute(stateKey, state) },
+            Item: { ...stateKey, type: 'guard_state', state: json, ...alertAttributes(stateKey, state) },
           },
         });
       records.push({ key, writes });
@@ -351,29 +351,40 @@ export class DynamoGuardStore implements GuardSignalStore {
 }
 
 /**
- * A service's country state with a cap reached carries it as `cap_reached` (a map the webhook events function's
- * filter can see): the state's write is the event's record, and its `since` tells a new block from the same one
- * written again.
+ * A service's country state carries its alerts as maps the webhook events function's filter can see: a cap
+ * reached as `cap_reached`, a conversion drop told of as `conversion_drop` (read back in guard-alerts.ts). The
+ * state's write is the event's record, and the alert's `since` tells a new one from the same one written again.
  */
-function capAttribute(key: ItemKey, state: unknown): Item {
-  const blocks = (state as Partial<CountryGuardState>).blocks;
-  if (!blocks || !key.sk.startsWith('COUNTRY#') || key.pk.includes(`#${GLOBAL_SCOPE}`)) return {};
-  for (const block of blocks) {
+function alertAttributes(key: ItemKey, state: unknown): Item {
+  const { blocks, drop } = state as Partial<CountryGuardState>;
+  if (!key.sk.startsWith('COUNTRY#') || key.pk.includes(`#${GLOBAL_SCOPE}`)) return {};
+  const owner = {
+    service_sid: key.pk.slice(PARTITION_FAMILY.guard.length),
+    country: key.sk.slice('COUNTRY#'.length),
+  };
+  const attributes: Item = {};
+  for (const block of blocks ?? []) {
     const reached = capReachedBy(block);
     if (!reached) continue;
-    return {
-      cap_reached: {
-        service_sid: key.pk.slice(PARTITION_FAMILY.guard.length),
-        country: key.sk.slice('COUNTRY#'.length),
-        cap: reached.cap,
-        limit: reached.limit,
-        value: reached.value,
-        since: block.since,
-        until: block.until,
-      },
+    attributes.cap_reached = {
+      ...owner,
+      cap: reached.cap,
+      limit: reached.limit,
+      value: reached.value,
+      since: block.since,
+      until: block.until,
     };
+    break;
   }
-  return {};
+  if (drop)
+    attributes.conversion_drop = {
+      ...owner,
+      sent: drop.figures.sends_60m,
+      checked: drop.figures.checked_60m,
+      usual_conversion: drop.figures.usual_conversion,
+      since: drop.since,
+    };
+  return attributes;
 }
 
 const folded = (item: Item): { folded?: FoldedMarks } => {

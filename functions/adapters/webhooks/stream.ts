@@ -1,13 +1,18 @@
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { streamImages } from '../dynamodb/stream-images';
-import type { CapReachedChange, VerificationChange } from '../../core/webhooks/events';
 import {
-  publishCapsReached,
+  capReachedEvent,
+  conversionDropEvent,
+  type GuardAlertEvent,
+  type VerificationChange,
+} from '../../core/webhooks/events';
+import {
+  publishGuardAlerts,
   publishVerificationChanges,
   type PublishResult,
   type WebhookEventsDeps,
 } from '../../core/webhooks/publish';
-import { capReachedFromItem } from '../dynamodb/guard-caps';
+import { capReachedFromItem, conversionDropFromItem } from '../dynamodb/guard-alerts';
 import { eventMarksFromItem, verificationFromItem } from '../dynamodb/items';
 
 /** A stream record of a verification item as a change; undefined for other items and for deletions (TTL). */
@@ -23,17 +28,24 @@ export function changeFromStreamRecord(record: DynamoDBRecord): VerificationChan
 }
 
 /**
- * A guard state item whose `cap_reached` names a block that was not there before: a cap reached (written by the
- * guard's consumer with the block, so the write is the record of the event). Later writes of the same block
- * carry the same `since`: one event per cap and window.
+ * The alerts a guard state item holds that it did not hold before: a cap reached (`cap_reached`, a new block), a
+ * conversion drop (`conversion_drop`). The guard's consumer writes each with the state, so the write is the record
+ * of the event; later writes of the same alert carry the same `since`: one event each.
  */
-export function capReachedFromStreamRecord(record: DynamoDBRecord): CapReachedChange | undefined {
+export function guardAlertsFromStreamRecord(record: DynamoDBRecord): GuardAlertEvent[] {
   const images = streamImages(record);
-  if (!images || images.after.type !== 'guard_state') return undefined;
-  const reached = capReachedFromItem(images.after);
-  if (!reached) return undefined;
-  const before = images.before && capReachedFromItem(images.before);
-  return before?.since === reached.since && before.country === reached.country ? undefined : reached;
+  if (!images || images.after.type !== 'guard_state') return [];
+  const { after, before } = images;
+  const isNew = <T extends { since: number; country: string }>(
+    read: (item: Record<string, unknown>) => T | undefined,
+  ) => {
+    const now = read(after);
+    const was = before && read(before);
+    return now && !(was?.since === now.since && was.country === now.country) ? now : undefined;
+  };
+  const reached = isNew(capReachedFromItem);
+  const drop = isNew(conversionDropFromItem);
+  return [...(reached ? [capReachedEvent(reached)] : []), ...(drop ? [conversionDropEvent(drop)] : [])];
 }
 
 /**
@@ -48,11 +60,9 @@ export async function handleVerificationStream(
   const changes = event.Records.map(changeFromStreamRecord).filter(
     (change): change is VerificationChange => change !== undefined,
   );
-  const caps = event.Records.map(capReachedFromStreamRecord).filter(
-    (change): change is CapReachedChange => change !== undefined,
-  );
+  const alerts = event.Records.flatMap(guardAlertsFromStreamRecord);
   const published = await publishVerificationChanges(deps, changes);
-  if (caps.length === 0) return published;
-  const capped = await publishCapsReached(deps, caps);
-  return { events: published.events + capped.events, jobs: published.jobs + capped.jobs };
+  if (alerts.length === 0) return published;
+  const alerted = await publishGuardAlerts(deps, alerts);
+  return { events: published.events + alerted.events, jobs: published.jobs + alerted.jobs };
 }

@@ -334,7 +334,7 @@ export async function consumeGuardEvents(
       });
       record.state = evaluated.state;
       for (const block of evaluated.started) started.push({ scope: name, country: code, block });
-      if (evaluated.drop) drops.push({ scope: name, country: code, figures: evaluated.drop });
+      if (evaluated.drop) drops.push({ scope: name, country: code, figures: evaluated.drop.figures });
     }
     for (const name of scopes) {
       const record = batch.scopes.get(name);

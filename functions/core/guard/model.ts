@@ -138,12 +138,25 @@ export interface CountryGuardState {
   lifted: Record<string, number>;
   /**
    * Prefixes whose block the probes vindicated, until (epoch ms): the rules make no block of exactly that prefix
-   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. Three keys are
+   * again (its evidence is spent). Unlike `lifted`, blocks of other prefixes under it still apply. Two keys are
    * timers: `flood`, a flood's provisional closure lapsed unconfirmed, and that rule leaves the country alone
-   * until then; `flood_confirmed`, one was confirmed, and that rule closes again on fewer sends until then;
-   * `conversion_drop`, the owner was told of the country's conversion drop, and is not told again until then.
+   * until then; `flood_confirmed`, one was confirmed, and that rule closes again on fewer sends until then.
    */
   vindicated?: Record<string, number>;
+  /** The conversion drop the owner was last told of (conversion-watch.ts), kept until they may be told again. */
+  drop?: ConversionDrop;
+}
+
+/**
+ * A country's codes of the last hour checked far below its usual conversion: nothing is refused, the owner is told
+ * (a metric, a log line, the `guard.conversion_drop` webhook, the console).
+ */
+export interface ConversionDrop {
+  /** When it was found (epoch ms): a new `since` is a new notice. */
+  since: number;
+  /** Not told again before (epoch ms). */
+  until: number;
+  figures: Figures;
 }
 
 /** What the send path reads for one scope across countries. */

@@ -15,6 +15,7 @@ import type {
   CountryBlock,
   CountryCaps,
   CountryGuardState,
+  ConversionDrop,
   Figures,
   GuardBlock,
   GuardReason,
@@ -120,8 +121,6 @@ const LAPSE_AFTER_MS = 30_000;
 const FLOOD_LAPSED = 'flood';
 /** The `vindicated` key (a rule's timer, as `FLOOD_LAPSED`) of a flood closure its codes confirmed. */
 const FLOOD_CONFIRMED = 'flood_confirmed';
-/** The `vindicated` key (a timer, as `FLOOD_LAPSED`) of a conversion drop the owner was told of (conversion-watch.ts). */
-const DROP_TOLD = 'conversion_drop';
 const BLOCK_HOLD_MS = 60 * MINUTE;
 const COUNTRY_HOLD_MS = 30 * MINUTE;
 
@@ -465,7 +464,7 @@ export function evaluateCountry(
   stats: CountryStats,
   previous: CountryGuardState,
   context: CountryContext,
-): { state: CountryGuardState; started: StartedBlock[]; drop?: Figures } {
+): { state: CountryGuardState; started: StartedBlock[]; drop?: ConversionDrop } {
   const { country, now, scope } = context;
   const lifted = current(previous.lifted, now);
   const vindicated = current(previous.vindicated, now);
@@ -524,10 +523,10 @@ export function evaluateCountry(
   }
 
   // The conversion watch tells the owner (nothing is refused), once per country in its quiet time.
-  const usual =
-    scope === 'service' && (vindicated[DROP_TOLD] ?? 0) <= now ? measuredConversion(stats, now) : undefined;
-  const drop = usual === undefined ? undefined : conversionDrop(stats.minutes, usual, now);
-  if (drop) vindicated[DROP_TOLD] = now + CONVERSION_WATCH.quietMs;
+  const told = previous.drop && previous.drop.until > now ? previous.drop : undefined;
+  const usual = scope === 'service' && !told ? measuredConversion(stats, now) : undefined;
+  const found = usual === undefined ? undefined : conversionDrop(stats.minutes, usual, now);
+  const drop = found && { since: now, until: now + CONVERSION_WATCH.quietMs, figures: found };
 
   const established = Object.entries(stats.ranges)
     .filter(([, d]) => isEstablishedRange(d))
@@ -544,6 +543,7 @@ export function evaluateCountry(
       ...(closed && { closed }),
       lifted,
       ...(Object.keys(vindicated).length > 0 && { vindicated }),
+      ...((drop ?? told) && { drop: drop ?? told }),
     },
     started,
     ...(drop && { drop }),

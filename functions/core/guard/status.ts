@@ -1,6 +1,7 @@
 /**
  * What the guard does for one service now, as `npm run admin -- guard report` and the console show it: the blocks
- * in force (its own, and the global ones with whether they apply to it), each with the prefix that lifts it.
+ * in force (its own, and the global ones with whether they apply to it), each with the prefix that lifts it, and
+ * the conversion drops told of in the last hour.
  */
 import type { GuardReport } from './consumer';
 import type {
@@ -46,6 +47,23 @@ export interface BlockInForce {
   applies: boolean;
   until: number;
   figures: Figures;
+}
+
+/** A conversion drop the service was told of, in its quiet hour (conversion-watch.ts): nothing was refused. */
+export interface DropTold {
+  country: string;
+  since: number;
+  until: number;
+  figures: Figures;
+}
+
+/** The service's countries told of a conversion drop within the hour before `now`, the latest first. */
+export function conversionDrops(overview: GuardOverview, now: number): DropTold[] {
+  return overview.countries
+    .flatMap(({ country, state }) =>
+      state.drop && state.drop.until > now ? [{ country, ...state.drop }] : [],
+    )
+    .sort((a, b) => b.since - a.since);
 }
 
 /** The blocks in force at `now`, the service's first, each once. */

@@ -12,10 +12,12 @@ export const WEBHOOK_EVENT_TYPES = [
   'verification.locked',
   'verification.expired',
   'guard.cap_reached',
+  'guard.conversion_drop',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
-/** The events about a verification (the others are about the service: `guard.cap_reached`). */
-export type VerificationEventType = Exclude<WebhookEventType, 'guard.cap_reached'>;
+/** The events about the service's guard, not about a verification. */
+type GuardEventType = 'guard.cap_reached' | 'guard.conversion_drop';
+export type VerificationEventType = Exclude<WebhookEventType, GuardEventType>;
 
 /** The JSON body of every webhook about a verification. */
 export interface WebhookEvent {
@@ -117,15 +119,16 @@ export interface CapReachedEvent {
   };
 }
 
+/** A `guard.*` event's id: the same alert found again (a stream record processed twice) is the same event. */
+const guardEventId = (serviceSid: string, country: string, since: number, type: GuardEventType) =>
+  `EV${createHash('sha256').update(`${serviceSid}/${country}/${since}/${type}`).digest('hex').slice(0, 32)}`;
+
 /** One event per block: the same cap reached again in the same window is the same event (same id). */
 export function capReachedEvent(change: CapReachedChange): CapReachedEvent {
   const spend = change.cap.endsWith('_spend');
   const amount = (value: number) => (spend ? formatUnits(value) : value);
-  const digest = createHash('sha256')
-    .update(`${change.serviceSid}/${change.country}/${change.since}/guard.cap_reached`)
-    .digest('hex');
   return {
-    id: `EV${digest.slice(0, 32)}`,
+    id: guardEventId(change.serviceSid, change.country, change.since, 'guard.cap_reached'),
     type: 'guard.cap_reached',
     created_at: new Date(change.since).toISOString(),
     data: {
@@ -138,3 +141,52 @@ export function capReachedEvent(change: CapReachedChange): CapReachedEvent {
     },
   };
 }
+
+/** A country's codes of the last hour checked far below its usual conversion, as the guard's consumer found it. */
+export interface ConversionDropChange {
+  serviceSid: string;
+  country: string;
+  /** Codes sent in the hour before `since`, each at least 3 minutes old, and how many of them were checked. */
+  sent: number;
+  checked: number;
+  /** The share of its codes the country's users check, from the guard's baseline (0 to 1). */
+  usualConversion: number;
+  /** When it was found (epoch ms). */
+  since: number;
+}
+
+/** The body of `guard.conversion_drop`: at most once an hour per country; nothing is refused for it. */
+export interface ConversionDropEvent {
+  id: string;
+  type: 'guard.conversion_drop';
+  created_at: string;
+  data: {
+    service_sid: string;
+    country: string;
+    codes_sent: number;
+    codes_checked: number;
+    /** `codes_checked` / `codes_sent`, and the usual share, both rounded to 2 decimals. */
+    conversion: number;
+    usual_conversion: number;
+  };
+}
+
+export function conversionDropEvent(change: ConversionDropChange): ConversionDropEvent {
+  const round2 = (x: number) => Math.round(x * 100) / 100;
+  return {
+    id: guardEventId(change.serviceSid, change.country, change.since, 'guard.conversion_drop'),
+    type: 'guard.conversion_drop',
+    created_at: new Date(change.since).toISOString(),
+    data: {
+      service_sid: change.serviceSid,
+      country: change.country,
+      codes_sent: change.sent,
+      codes_checked: change.checked,
+      conversion: change.sent > 0 ? round2(change.checked / change.sent) : 0,
+      usual_conversion: round2(change.usualConversion),
+    },
+  };
+}
+
+/** A guard alert of one service, as the events function found it on the stream. */
+export type GuardAlertEvent = CapReachedEvent | ConversionDropEvent;

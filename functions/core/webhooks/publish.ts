@@ -1,9 +1,8 @@
 import type { Clock } from '../ports';
 import type { WebhookEndpointStore } from './endpoints';
 import {
-  capReachedEvent,
   eventsForChange,
-  type CapReachedChange,
+  type GuardAlertEvent,
   type VerificationChange,
   type WebhookEventType,
 } from './events';
@@ -92,15 +91,15 @@ export async function publishVerificationChanges(
 }
 
 /**
- * Turns caps reached (the guard consumer's new `country_cap` blocks) into one `guard.cap_reached` delivery per
- * enabled endpoint of the service. Running it twice enqueues the same event ids again (consumers dedupe).
+ * Queues the guard's alerts (`guard.cap_reached`, `guard.conversion_drop`, found on the stream) as one delivery per
+ * enabled endpoint of their service. Running it twice enqueues the same event ids again (consumers dedupe).
  */
-export async function publishCapsReached(
+export async function publishGuardAlerts(
   deps: Pick<WebhookEventsDeps, 'endpoints' | 'queue'>,
-  changes: readonly CapReachedChange[],
+  alerts: readonly GuardAlertEvent[],
 ): Promise<PublishResult> {
   const jobs: QueuedJob[] = [];
-  const services = [...new Set(changes.map((change) => change.serviceSid))];
+  const services = [...new Set(alerts.map((alert) => alert.data.service_sid))];
   const endpoints = new Map(
     await Promise.all(
       services.map(
@@ -110,15 +109,13 @@ export async function publishCapsReached(
     ),
   );
   let events = 0;
-  for (const change of changes) {
-    const targets = endpoints.get(change.serviceSid) ?? [];
+  for (const alert of alerts) {
+    const serviceSid = alert.data.service_sid;
+    const targets = endpoints.get(serviceSid) ?? [];
     if (targets.length === 0) continue;
-    const event = capReachedEvent(change);
-    const payload = JSON.stringify(event);
+    const payload = JSON.stringify(alert);
     events += 1;
-    for (const endpoint of targets) {
-      jobs.push(firstAttempt(change.serviceSid, endpoint.sid, event, payload));
-    }
+    for (const endpoint of targets) jobs.push(firstAttempt(serviceSid, endpoint.sid, alert, payload));
   }
   if (jobs.length > 0) await deps.queue.enqueue(jobs);
   return { events, jobs: jobs.length };

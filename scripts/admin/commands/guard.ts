@@ -5,7 +5,7 @@
  * `guard unblock`.
  */
 import { GUARD_LEVELS, isGuardLevel, type GuardLevel } from '../../../functions/core/guard/model';
-import { LIFT_MS, blocksInForce } from '../../../functions/core/guard/status';
+import { LIFT_MS, blocksInForce, conversionDrops } from '../../../functions/core/guard/status';
 import { list, rows, table, usd } from '../format';
 import * as parse from '../validate';
 import { AdminError, UsageError, command, type Command, type CommandContext } from '../framework';
@@ -25,7 +25,8 @@ async function overview(context: CommandContext, sid: string) {
 const guardReport = command({
   words: ['guard', 'report'],
   args: ['<VA>'],
-  summary: 'The pumping guard of a service: level, safe list, current blocks, decisions by prefix and reason',
+  summary:
+    'The pumping guard of a service: level, safe list, current blocks, conversion drops, decisions by prefix and reason',
   details: [
     'Blocked: refused with 403 blocked_by_policy, never charged. Shadow: the level is shadow; what it would have blocked.',
     'Saved: the prices of the blocked sends. Recent: the latest decisions with the figures that made them.',
@@ -35,6 +36,7 @@ const guardReport = command({
   run: async (context, sid) => {
     const found = await overview(context, sid);
     const blocks = blocksInForce(found, sid, Date.now());
+    const drops = conversionDrops(found, Date.now());
     const lines = [...found.report.lines].sort((a, b) => b.sends - a.sends);
     const saved = lines.reduce((sum, line) => sum + line.saved, 0);
     const json = {
@@ -43,6 +45,7 @@ const guardReport = command({
       safeList: found.safeList,
       riskCheckOptOut: found.riskCheckOptOut,
       blocks,
+      conversionDrops: drops,
       decisions: lines,
       savedUnits: saved,
       recent: found.report.recent,
@@ -72,6 +75,15 @@ const guardReport = command({
               JSON.stringify(b.figures),
             ]),
           ),
+      ...(drops.length === 0
+        ? []
+        : [
+            '',
+            table(
+              ['Conversion drop', 'Told at', 'Figures'],
+              drops.map((d) => [d.country, iso(d.since), JSON.stringify(d.figures)]),
+            ),
+          ]),
       '',
       lines.length === 0
         ? 'No decision recorded.'

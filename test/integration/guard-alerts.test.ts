@@ -1,9 +1,14 @@
 /**
- * The owner's per-country caps end to end on the local stack: set with the admin command and the console API,
- * read by the guard's consumer (on the table's stream, as on AWS) with the service item, a country's sends
- * refused once its cap is reached (403 blocked_by_policy), and the owner told once per cap window: the
- * `GuardCapsReached` metric, a `guard.cap_reached` webhook, and the console's caps page.
+ * What the guard tells the owner, end to end on the local stack. The per-country caps: set with the admin command
+ * and the console API, read by the guard's consumer (on the table's stream, as on AWS) with the service item, a
+ * country's sends refused once its cap is reached (403 blocked_by_policy), and the owner told once per cap window:
+ * the `GuardCapsReached` metric, a `guard.cap_reached` webhook, and the console's caps page. A conversion drop: a
+ * `guard.conversion_drop` webhook once, the console's guard page and the admin report.
  */
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
+import type { GuardEvent } from '../../functions/core/guard/aggregates';
+import { consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
 import type { WebhookPost } from '../../local/webhooks';
 import { runAdmin } from '../../scripts/admin/cli';
@@ -63,12 +68,13 @@ async function consoleCall(method: string, path: string, body?: unknown) {
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-const capPosts = (account: Account): WebhookPost[] =>
+const posts = (account: Account, eventType: string): WebhookPost[] =>
   harness.stack.webhooks.transport.posts.filter(
     (post) =>
-      post.eventType === 'guard.cap_reached' &&
+      post.eventType === eventType &&
       (post.payload as { data: { service_sid: string } }).data.service_sid === account.serviceSid,
   );
+const capPosts = (account: Account) => posts(account, 'guard.cap_reached');
 
 let counter = 0;
 /** GB mobiles in ranges of their own (no sequence, no shared range). */
@@ -235,5 +241,104 @@ describe('the console API', () => {
     // Every cap of a country null (or left out): the country's entry is removed.
     const cleared = await consoleCall('PUT', `/services/${serviceSid}/caps/GB`, { hourlySends: null });
     expect(cleared.body.caps).toEqual([expect.objectContaining({ country: '*' })]);
+  });
+});
+
+describe('a conversion drop', () => {
+  const MINUTE = 60_000;
+  /**
+   * `count` sends of `account` to GB mobiles over its ranges, from `from` to `to` minutes ago, those `unchecked`
+   * without their code checked, as the guard's consumer reads them off the stream.
+   */
+  const traffic = (
+    account: Account,
+    count: number,
+    from: number,
+    to: number,
+    unchecked: (i: number) => boolean,
+  ) => {
+    const now = harness.clock.now().getTime();
+    return Array.from({ length: count }, (_, i): GuardEvent[] => {
+      const at = now - from * MINUTE + Math.floor(((from - to) * MINUTE * i) / count);
+      const e164 = `+4474${String((i % 40) * 1_000_000 + i * 7_919 + (unchecked(i) ? 500_000 : 0)).padStart(8, '0')}`;
+      const send = { serviceSid: account.serviceSid, e164, country: 'GB', at };
+      return unchecked(i)
+        ? [{ kind: 'send', ...send, accepted: true }]
+        : [
+            { kind: 'send', ...send, accepted: true },
+            { kind: 'conversion', ...send, at: at + 30_000, sentAt: at, flagged: false },
+          ];
+    }).flat();
+  };
+
+  test('tells the owner once: a guard.conversion_drop webhook, the guard page, the admin report', async () => {
+    const account = await harness.createAccount();
+    expect(
+      (await admin('webhook', 'add', account.serviceSid, `${harness.stack.url}/_local/webhooks/receiver`))
+        .code,
+    ).toBe(0);
+    // The consumer's own fold (the stream's records are at most an hour old): yesterday 4 codes in 5 were
+    // checked; the last hour, 32 of 100.
+    const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+    const consume = (events: GuardEvent[]) =>
+      consumeGuardEvents(
+        { store: new DynamoGuardStore(documents, harness.tableName), clock: harness.clock },
+        events.sort((a, b) => a.at - b.at),
+      );
+    await consume(traffic(account, 200, 25 * 60, 20 * 60, (i) => i % 5 === 0));
+    await consume([
+      ...traffic(account, 40, 58, 4, (i) => i % 5 === 0),
+      ...traffic(account, 60, 58, 4, () => true).map((e) => ({
+        ...e,
+        e164: e.e164.replace('+4474', '+4475'),
+      })),
+    ]);
+
+    const [post] = await eventually(async () => {
+      const found = posts(account, 'guard.conversion_drop').filter(
+        (p) => p.response && 'status' in p.response,
+      );
+      return found.length > 0 ? found : undefined;
+    }, 10_000);
+    expect(post!.payload).toEqual({
+      id: expect.stringMatching(/^EV[0-9a-f]{32}$/),
+      type: 'guard.conversion_drop',
+      created_at: harness.clock.now().toISOString(),
+      data: {
+        service_sid: account.serviceSid,
+        country: 'GB',
+        codes_sent: 100,
+        codes_checked: 32,
+        conversion: 0.32,
+        usual_conversion: 0.8,
+      },
+    });
+    expect(post!.signature).toBe('valid');
+
+    // A minute on, a burst of unchecked codes: the state is written again (a block of the burst) with the same
+    // drop, and no new event.
+    harness.clock.advance(MINUTE);
+    await consume(
+      traffic(account, 10, 1, 0, () => true).map((e) => ({ ...e, e164: e.e164.replace('+4474', '+4476') })),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(posts(account, 'guard.conversion_drop')).toHaveLength(1);
+    documents.destroy();
+
+    const page = await consoleCall('GET', `/services/${account.serviceSid}/guard`);
+    expect(page.body.conversionDrops).toEqual([
+      {
+        country: 'GB',
+        at: (post!.payload as { created_at: string }).created_at,
+        codesSent: 100,
+        codesChecked: 32,
+        usualConversion: 0.8,
+      },
+    ]);
+    expect(page.body.blocks).toEqual([expect.objectContaining({ reason: 'country_surge' })]);
+    const report = await admin('guard', 'report', account.serviceSid);
+    expect(report.out.conversionDrops).toEqual([
+      expect.objectContaining({ country: 'GB', figures: expect.objectContaining({ checked_60m: 32 }) }),
+    ]);
   });
 });
