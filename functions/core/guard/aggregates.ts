@@ -19,7 +19,7 @@ export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 export const BASELINE_HALF_LIFE_MS = 3 * DAY;
 /** `lately`'s half-life: a paced attacker's few sends an hour add up, a range's checks of days ago are gone. */
-export const LATELY_HALF_LIFE_MS = 3 * HOUR;
+const LATELY_HALF_LIFE_MS = 3 * HOUR;
 /** A country has a baseline when this many codes were checked there, the first sends this long ago. */
 export const BASELINE = { conversions: 30, ageMs: DAY } as const;
 /** The same across countries, for the service-wide rules. */

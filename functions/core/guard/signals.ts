@@ -41,7 +41,6 @@ import {
   BASELINE,
   BASELINE_HALF_LIFE_MS,
   DAY,
-  LATELY_HALF_LIFE_MS,
   decay,
   hasBaseline,
   HOUR,
@@ -739,7 +738,7 @@ function judgeUncheckedRanges(j: Judging): void {
           prefix: range,
           reason: 'unchecked_range',
           level,
-          until: now + UNCHECKED_RANGES.holdMs,
+          until: now + BLOCK_HOLD_MS,
           figures: {
             sends: round2(sends),
             checked: 0,
@@ -1112,12 +1111,8 @@ function withoutSequences(
   return { ...stats, minutes };
 }
 
-/**
- * `uncheckedRanges`: sends a range's history needs to count, and ranges the rule needs at least. A block holds as
- * long as that history's half-life: a paced attacker's range, blocked an hour, sent its next codes after it and
- * was blocked again only once they had aged (about one send in three through, ADR 0008).
- */
-const UNCHECKED_RANGES = { sends: 3, min: 3, holdMs: LATELY_HALF_LIFE_MS } as const;
+/** `uncheckedRanges`: sends a range's history needs to count, and ranges the rule needs at least. */
+const UNCHECKED_RANGES = { sends: 3, min: 3 } as const;
 
 /**
  * Unchecked sends of the last 10 minutes past what the checked codes of the last 30 vouch for, over `cohorts`
