@@ -119,27 +119,36 @@ export interface CapReachedEvent {
   };
 }
 
-/** A `guard.*` event's id: the same alert found again (a stream record processed twice) is the same event. */
-const guardEventId = (serviceSid: string, country: string, since: number, type: GuardEventType) =>
-  `EV${createHash('sha256').update(`${serviceSid}/${country}/${since}/${type}`).digest('hex').slice(0, 32)}`;
+/**
+ * A `guard.*` event of one service and country: its id derived from them, the alert's start and the type, so the
+ * same alert found again (a stream record processed twice) is the same event.
+ */
+function guardAlert<T extends GuardEventType, D extends object>(
+  type: T,
+  change: { serviceSid: string; country: string; since: number },
+  data: D,
+) {
+  const digest = createHash('sha256')
+    .update(`${change.serviceSid}/${change.country}/${change.since}/${type}`)
+    .digest('hex');
+  return {
+    id: `EV${digest.slice(0, 32)}`,
+    type,
+    created_at: new Date(change.since).toISOString(),
+    data: { service_sid: change.serviceSid, country: change.country, ...data },
+  };
+}
 
 /** One event per block: the same cap reached again in the same window is the same event (same id). */
 export function capReachedEvent(change: CapReachedChange): CapReachedEvent {
   const spend = change.cap.endsWith('_spend');
   const amount = (value: number) => (spend ? formatUnits(value) : value);
-  return {
-    id: guardEventId(change.serviceSid, change.country, change.since, 'guard.cap_reached'),
-    type: 'guard.cap_reached',
-    created_at: new Date(change.since).toISOString(),
-    data: {
-      service_sid: change.serviceSid,
-      country: change.country,
-      cap: change.cap,
-      limit: amount(change.limit),
-      value: amount(change.value),
-      refused_until: new Date(change.until).toISOString(),
-    },
-  };
+  return guardAlert('guard.cap_reached', change, {
+    cap: change.cap,
+    limit: amount(change.limit),
+    value: amount(change.value),
+    refused_until: new Date(change.until).toISOString(),
+  });
 }
 
 /** A country's codes of the last hour checked far below its usual conversion, as the guard's consumer found it. */
@@ -173,19 +182,12 @@ export interface ConversionDropEvent {
 
 export function conversionDropEvent(change: ConversionDropChange): ConversionDropEvent {
   const round2 = (x: number) => Math.round(x * 100) / 100;
-  return {
-    id: guardEventId(change.serviceSid, change.country, change.since, 'guard.conversion_drop'),
-    type: 'guard.conversion_drop',
-    created_at: new Date(change.since).toISOString(),
-    data: {
-      service_sid: change.serviceSid,
-      country: change.country,
-      codes_sent: change.sent,
-      codes_checked: change.checked,
-      conversion: change.sent > 0 ? round2(change.checked / change.sent) : 0,
-      usual_conversion: round2(change.usualConversion),
-    },
-  };
+  return guardAlert('guard.conversion_drop', change, {
+    codes_sent: change.sent,
+    codes_checked: change.checked,
+    conversion: change.sent > 0 ? round2(change.checked / change.sent) : 0,
+    usual_conversion: round2(change.usualConversion),
+  });
 }
 
 /** A guard alert of one service, as the events function found it on the stream. */
