@@ -944,6 +944,7 @@ async function guardStatusJson(deps: ConsoleDeps, sid: string) {
       codesSent: d.figures.sends_60m,
       codesChecked: d.figures.checked_60m,
       usualConversion: d.figures.usual_conversion,
+      ranges: d.figures.new_ranges ? 'new' : 'all',
     })),
     saved: formatUnits(lines.reduce((sum, line) => sum + line.saved, 0)),
     // The latest decisions, newest first: which numbers (all but their last 3 digits) were refused, and why.

@@ -311,6 +311,7 @@ describe('a conversion drop', () => {
         codes_checked: 32,
         conversion: 0.32,
         usual_conversion: 0.8,
+        ranges: 'all',
       },
     });
     expect(post!.signature).toBe('valid');
@@ -333,6 +334,7 @@ describe('a conversion drop', () => {
         codesSent: 100,
         codesChecked: 32,
         usualConversion: 0.8,
+        ranges: 'all',
       },
     ]);
     expect(page.body.blocks).toEqual([expect.objectContaining({ reason: 'country_surge' })]);

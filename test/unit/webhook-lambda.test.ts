@@ -221,6 +221,7 @@ describe('guard.cap_reached and guard.conversion_drop from the guard states on t
     sent: 212,
     checked: 68,
     usual_conversion: 0.81,
+    ranges: 'new',
     since: start,
   });
   const stateImage = (capReached?: Record<string, unknown>, drop?: Record<string, unknown>) =>
@@ -281,6 +282,7 @@ describe('guard.cap_reached and guard.conversion_drop from the guard states on t
         codes_checked: 68,
         conversion: 0.32,
         usual_conversion: 0.81,
+        ranges: 'new',
       },
     });
     // Not the cap's id: the same start, another event.

@@ -30,6 +30,7 @@ interface DropView {
   codesSent: number;
   codesChecked: number;
   usualConversion: number;
+  ranges: 'all' | 'new';
 }
 
 interface DecisionView {
@@ -131,7 +132,7 @@ export async function guardPage(sid: string): Promise<void> {
           h(
             'p',
             { class: 'error', role: 'alert' },
-            `Conversion drop in ${d.country} (${when(d.at)}): ${d.codesChecked} of the last hour's ${d.codesSent} codes were checked (${percent(d.codesChecked / d.codesSent)}), where its users check ${percent(d.usualConversion)}. Nothing is refused for it: a slow pumping attack, or codes not arriving. A cap for ${d.country} bounds what it costs.`,
+            `Conversion drop in ${d.country} (${when(d.at)}): ${d.codesChecked} of the last hour's ${d.codesSent} codes${d.ranges === 'new' ? ' to ranges new to your users' : ''} were checked (${percent(d.codesChecked / d.codesSent)}), where its users check ${percent(d.usualConversion)}. Nothing is refused for it: a slow pumping attack, or codes not arriving. A cap for ${d.country} bounds what it costs.`,
           ),
         ),
       ),

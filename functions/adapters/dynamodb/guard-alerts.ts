@@ -35,6 +35,7 @@ export function conversionDropFromItem(item: Record<string, unknown>): Conversio
     sent: Number(found.sent),
     checked: Number(found.checked),
     usualConversion: Number(found.usual_conversion),
+    ranges: found.ranges === 'new' ? 'new' : 'all',
     since: Number(found.since),
   };
 }

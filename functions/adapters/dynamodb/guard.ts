@@ -382,6 +382,7 @@ function alertAttributes(key: ItemKey, state: unknown): Item {
       sent: drop.figures.sends_60m,
       checked: drop.figures.checked_60m,
       usual_conversion: drop.figures.usual_conversion,
+      ranges: drop.figures.new_ranges ? 'new' : 'all',
       since: drop.since,
     };
   return attributes;

@@ -148,6 +148,11 @@ export interface CountryStats {
      * share stands on its own sends, not on `s`.
      */
     rare?: [number, number];
+    /**
+     * [accepted sends, checked codes] to ranges not established (as the minutes' `na`, `nc`), decayed as `s`:
+     * counted since the version that added it.
+     */
+    novel?: [number, number];
   };
   /** Range → [sends, checked], decayed to `base.t`. */
   ranges: Record<string, [number, number]>;
@@ -253,6 +258,10 @@ function decayCountry(stats: CountryStats, now: number): void {
     if (stats.base.rare) {
       stats.base.rare[0] *= factor;
       stats.base.rare[1] *= factor;
+    }
+    if (stats.base.novel) {
+      stats.base.novel[0] *= factor;
+      stats.base.novel[1] *= factor;
     }
     for (const value of Object.values(stats.ranges)) {
       value[0] *= factor;
@@ -392,6 +401,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
       stats.base.rare ??= [0, 0];
       stats.base.rare[0] += weight;
       if (rare) stats.base.rare[1] += weight;
+      if (novelRange) (stats.base.novel ??= [0, 0])[0] += weight;
       const range = (stats.ranges[place.range] ??= [0, 0]);
       range[0] += weight;
       if (lately) (lately[place.range] ??= [0, 0])[0] += latelyWeight;
@@ -412,6 +422,7 @@ export function applyCountryEvent(stats: CountryStats, event: GuardEvent, tag?: 
     const suspect = stats.suspects[place.runPrefix];
     if (suspect) (suspect.m[minuteKey] ??= [0, 0])[1] += 1;
     stats.base.c += weight;
+    if (novelRange) (stats.base.novel ??= [0, 0])[1] += weight;
     const range = (stats.ranges[place.range] ??= [weight, 0]);
     range[1] += weight;
     if (lately) (lately[place.range] ??= [0, 0])[1] += latelyWeight;

@@ -30,13 +30,14 @@ export function conversionDrop(
   minutes: Record<string, MinuteBucket>,
   usual: number,
   now: number,
+  pick: (bucket: MinuteBucket) => [sends: number, checked: number] = (m) => [m.a, m.c],
 ): Figures | undefined {
   const { windowMs, typedMs, ratio, alpha, missing } = CONVERSION_WATCH;
   const typed = Object.entries(minutes)
     .filter(([key]) => Number(key) * MINUTE >= now - windowMs && (Number(key) + 1) * MINUTE <= now - typedMs)
     .map(([, bucket]) => bucket);
-  const sends = sum(typed.map((m) => m.a));
-  const checked = sum(typed.map((m) => m.c));
+  const sends = sum(typed.map((m) => pick(m)[0]));
+  const checked = sum(typed.map((m) => pick(m)[1]));
   const short = usual * sends - checked;
   // At most `checked` of `sends` at the watched conversion: at least the rest unchecked, at its complement.
   if (short < missing || binomialAtLeast(sends - checked, sends, 1 - ratio * usual) >= alpha)

@@ -265,6 +265,20 @@ function measuredConversion(stats: CountryStats, now: number): number | undefine
   return sends < 10 ? undefined : checked / sends;
 }
 
+/**
+ * The conversion watch on the codes sent to the country's ranges not established alone, against their own usual
+ * conversion (the baseline's, without the last hour; counted from the version that added it): marked `new_ranges`.
+ */
+function newRangesDrop(stats: CountryStats, now: number): Figures | undefined {
+  if (!stats.base.novel) return undefined;
+  const recent = Object.values(stats.minutes);
+  const sends = stats.base.novel[0] - sum(recent.map((m) => m.na));
+  const checked = stats.base.novel[1] - sum(recent.map((m) => m.nc));
+  if (sends < 30 || checked < 0) return undefined;
+  const drop = conversionDrop(stats.minutes, Math.min(1, checked / sends), now, (m) => [m.na, m.nc]);
+  return drop && { ...drop, new_ranges: 1 };
+}
+
 const liftedPrefix = (lifted: Record<string, number>, prefix: string, now: number) =>
   Object.entries(lifted).some(([p, until]) => until > now && prefix.startsWith(p));
 
@@ -525,7 +539,12 @@ export function evaluateCountry(
   // The conversion watch tells the owner (nothing is refused), once per country in its quiet time.
   const told = previous.drop && previous.drop.until > now ? previous.drop : undefined;
   const usual = scope === 'service' && !told ? measuredConversion(stats, now) : undefined;
-  const found = usual === undefined ? undefined : conversionDrop(stats.minutes, usual, now);
+  // The country's codes, else those to its ranges not established alone (where a paced attacker's land, most of
+  // them), each against its own usual conversion.
+  const found =
+    usual === undefined
+      ? undefined
+      : (conversionDrop(stats.minutes, usual, now) ?? newRangesDrop(stats, now));
   const drop = found && { since: now, until: now + CONVERSION_WATCH.quietMs, figures: found };
 
   const established = Object.entries(stats.ranges)

@@ -158,8 +158,10 @@ export interface ConversionDropChange {
   /** Codes sent in the hour before `since`, each at least 3 minutes old, and how many of them were checked. */
   sent: number;
   checked: number;
-  /** The share of its codes the country's users check, from the guard's baseline (0 to 1). */
+  /** The share of those codes the country's users check, from the guard's baseline (0 to 1). */
   usualConversion: number;
+  /** `all` the country's codes; `new` those to its ranges where the service's users had checked none lately. */
+  ranges: 'all' | 'new';
   /** When it was found (epoch ms). */
   since: number;
 }
@@ -177,6 +179,7 @@ export interface ConversionDropEvent {
     /** `codes_checked` / `codes_sent`, and the usual share, both rounded to 2 decimals. */
     conversion: number;
     usual_conversion: number;
+    ranges: 'all' | 'new';
   };
 }
 
@@ -187,6 +190,7 @@ export function conversionDropEvent(change: ConversionDropChange): ConversionDro
     codes_checked: change.checked,
     conversion: change.sent > 0 ? round2(change.checked / change.sent) : 0,
     usual_conversion: round2(change.usualConversion),
+    ranges: change.ranges,
   });
 }
 
