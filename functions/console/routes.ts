@@ -47,6 +47,7 @@ import {
   withCountryCaps,
 } from '../core/guard/caps';
 import { DEFAULT_GUARD_SETTINGS, GUARD_LEVELS, type CountryCaps } from '../core/guard/model';
+import { dropRanges } from '../core/guard/conversion-watch';
 import { LIFT_MS, blocksInForce, conversionDrops } from '../core/guard/status';
 import type { Service, Verification } from '../core/model';
 import { effectiveStatus } from '../core/verification';
@@ -944,7 +945,7 @@ async function guardStatusJson(deps: ConsoleDeps, sid: string) {
       codesSent: d.figures.sends_60m,
       codesChecked: d.figures.checked_60m,
       usualConversion: d.figures.usual_conversion,
-      ranges: d.figures.new_ranges ? 'new' : 'all',
+      ranges: dropRanges(d.figures),
     })),
     saved: formatUnits(lines.reduce((sum, line) => sum + line.saved, 0)),
     // The latest decisions, newest first: which numbers (all but their last 3 digits) were refused, and why.

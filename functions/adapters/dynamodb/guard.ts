@@ -39,6 +39,7 @@ import type {
   ScopeGuardState,
 } from '../../core/guard/model';
 import { capReachedBy, type CapReached } from '../../core/guard/caps';
+import { dropRanges } from '../../core/guard/conversion-watch';
 import type { GuardOverview } from '../../core/guard/status';
 import { ROUTES } from '../../core/routing';
 import { countryPrefixOf } from '../../core/guard/prefix';
@@ -382,7 +383,7 @@ function alertAttributes(key: ItemKey, state: unknown): Item {
       sent: drop.figures.sends_60m,
       checked: drop.figures.checked_60m,
       usual_conversion: drop.figures.usual_conversion,
-      ranges: drop.figures.new_ranges ? 'new' : 'all',
+      ranges: dropRanges(drop.figures),
       since: drop.since,
     };
   return attributes;

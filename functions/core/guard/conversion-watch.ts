@@ -49,3 +49,6 @@ export function conversionDrop(
     missing: Math.round(short),
   };
 }
+
+/** Which codes a drop's figures are of: the country's (`all`), or its ranges not established alone (`new`). */
+export const dropRanges = (figures: Figures): 'all' | 'new' => (figures.new_ranges ? 'new' : 'all');
