@@ -160,7 +160,7 @@ export interface ConversionDropChange {
   checked: number;
   /** The share of those codes the country's users check, from the guard's baseline (0 to 1). */
   usualConversion: number;
-  /** `all` the country's codes; `new` those to its ranges where the service's users had checked none lately. */
+  /** `all` the country's codes; `new` those to its ranges not established (under 2 codes checked there lately). */
   ranges: 'all' | 'new';
   /** When it was found (epoch ms). */
   since: number;
