@@ -11,7 +11,7 @@ import { createDocumentClient, createDynamoClient } from '../../functions/adapte
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import { groupKeyRing } from '../../functions/adapters/keyring';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
-import { runAdmin } from '../../scripts/admin/cli';
+import { runAdminCommand } from '../support/admin-cli';
 import { createTable } from '../../local/table';
 import { BY_TEST, dynamoEndpoint } from '../support/harness';
 
@@ -75,16 +75,9 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-async function admin(args: string[], env: Record<string, string> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [...args, '--endpoint', dynamoEndpoint(), '--table', tableName],
-    { out: (text) => out.push(text), err: (text) => err.push(text) },
-    { readLocalStack: () => undefined, env },
-  );
-  return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-}
+/** No master key: the command must find the key secret it seals with. */
+const admin = (args: string[], env: Record<string, string> = {}) =>
+  runAdminCommand(args, { tableName }, { env });
 
 test('webhook add --secret-arn seals with the webhook key secret: the sender, holding only that key, opens it', async () => {
   const run = await admin([

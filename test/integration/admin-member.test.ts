@@ -2,7 +2,7 @@
  * `npm run admin -- member add|remove|list` writes the memberships the console reads: a user added sees the
  * service at its next console request, a user removed is refused at its next one.
  */
-import { runAdmin } from '../../scripts/admin/cli';
+import { adminJson, runAdminCommand } from '../support/admin-cli';
 import { startHarness, type Account, type Harness } from '../support/harness';
 
 let harness: Harness;
@@ -14,15 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => harness.close());
 
-async function admin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runAdmin(
-    [...argv, '--endpoint', process.env.DYNAMODB_ENDPOINT!, '--table', harness.tableName],
-    { out: (text) => (out += text), err: (text) => (err += text) },
-  );
-  return { code, out, err };
-}
+const admin = (...args: string[]) => runAdminCommand(args, harness);
 
 async function consoleAs(email: string, path: string): Promise<number> {
   const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
@@ -41,14 +33,14 @@ test('member add gives a console user the service; member remove takes it away',
   const user = 'carol@example.com';
   expect(await consoleAs(user, `/services/${account.serviceSid}`)).toBe(403);
 
-  const added = await admin('member', 'add', account.serviceSid, user, '--json');
-  expect(added).toMatchObject({ code: 0, err: '' });
-  expect(JSON.parse(added.out)).toMatchObject({ userId: user, serviceSid: account.serviceSid });
+  const added = await adminJson(['member', 'add', account.serviceSid, user], harness);
+  expect(added).toMatchObject({ userId: user, serviceSid: account.serviceSid });
   expect(await consoleAs(user, `/services/${account.serviceSid}`)).toBe(200);
 
-  const listed = JSON.parse((await admin('member', 'list', account.serviceSid, '--json')).out) as {
-    members: { userId: string }[];
-  };
+  const listed = await adminJson<{ members: { userId: string }[] }>(
+    ['member', 'list', account.serviceSid],
+    harness,
+  );
   expect(listed.members.map((m) => m.userId)).toEqual([user]);
 
   expect((await admin('member', 'remove', account.serviceSid, user)).code).toBe(0);

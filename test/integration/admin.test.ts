@@ -5,7 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { HIGH_RISK_COUNTRIES, defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
-import { runAdmin, type AdminOptions } from '../../scripts/admin/cli';
+import type { AdminOptions } from '../../scripts/admin/cli';
+import { adminJson as adminJsonOn, runAdminCommand } from '../support/admin-cli';
 import {
   dynamoEndpoint,
   eventually,
@@ -20,40 +21,23 @@ const NG_MOBILE = '+2348031234567';
 const CUBA = '+5352123456'; // served, but no list price
 
 let harness: Harness;
-let target: string[];
 
 beforeAll(async () => {
   harness = await startHarness();
-  target = ['--endpoint', dynamoEndpoint(), '--table', harness.tableName];
 });
 afterAll(() => harness.close());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command against the test table, as `npm run admin -- ...args --endpoint ... --table ...` would. */
-async function admin(args: string[], options: AdminOptions & { withTarget?: boolean } = {}): Promise<Run> {
-  const { withTarget = true, ...adminOptions } = options;
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const code = await runAdmin(
-    [...args, ...(withTarget ? target : [])],
-    { out: (text) => stdout.push(text), err: (text) => stderr.push(text) },
-    // The stack's master key, as an operator of another DynamoDB Local passes it: new keys are tagged with it.
-    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey }, ...adminOptions },
-  );
-  return { code, stdout: stdout.join('\n'), stderr: stderr.join('\n') };
-}
+/**
+ * Runs a command against the test table, as `npm run admin -- ...args --endpoint ... --table ...` would, with the
+ * stack's master key as an operator of another DynamoDB Local passes it (new keys are tagged with it).
+ */
+const admin = (
+  args: string[],
+  { withTarget = true, ...options }: AdminOptions & { withTarget?: boolean } = {},
+) => runAdminCommand(args, withTarget ? harness : undefined, options);
 
 /** Runs a command with `--json`, expects success and returns the parsed output. */
-async function adminJson<T = Record<string, unknown>>(args: string[]): Promise<T> {
-  const run = await admin([...args, '--json']);
-  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-  return JSON.parse(run.stdout) as T;
-}
+const adminJson = <T = Record<string, unknown>>(args: string[]) => adminJsonOn<T>(args, harness);
 
 interface Created {
   serviceSid: string;

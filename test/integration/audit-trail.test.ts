@@ -12,7 +12,7 @@ import { keys } from '../../functions/adapters/dynamodb/keys';
 import { CONSOLE_API_ROUTES } from '../../functions/console/routes';
 import { OPERATORS_AUDIT_SCOPE } from '../../functions/core/accounts/ports';
 import { CHANNELS } from '../../functions/core/routing';
-import { runAdmin } from '../../scripts/admin/cli';
+import { adminJson, runAdminCommand } from '../support/admin-cli';
 import { COMMANDS } from '../../scripts/admin/commands';
 import { BY_TEST, dynamoEndpoint, startHarness, type Account, type Harness } from '../support/harness';
 
@@ -597,16 +597,7 @@ describe('admin command', () => {
     { command: 'providers check', args: () => [], anyExit: true },
   ];
 
-  async function admin(args: string[]): Promise<{ code: number; out: string; err: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runAdmin(
-      [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
-      { out: (text) => out.push(text), err: (text) => err.push(text) },
-      { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
-    );
-    return { code, out: out.join('\n'), err: err.join('\n') };
-  }
+  const admin = (args: string[]) => runAdminCommand([...args, '--json'], harness);
 
   test('the runs name every admin command', () => {
     expect(runs.map((r) => r.command).sort()).toEqual(COMMANDS.map((c) => c.words.join(' ')).sort());
@@ -614,20 +605,18 @@ describe('admin command', () => {
 
   test.each(runs.map((run) => [run.command, run] as const))('%s', async (command, run) => {
     await run.prepare?.();
-    let result = { code: -1, out: '', err: '' };
+    let result = { code: -1, stdout: '', stderr: '' };
     const changes = await changesOf(async () => {
       result = await admin([...command.split(' '), ...run.args()]);
     });
     if (!run.anyExit)
-      expect({ command, code: result.code, err: result.err }).toEqual({ command, code: 0, err: '' });
-    if (result.code === 0) run.then?.(JSON.parse(result.out) as Item);
+      expect({ command, code: result.code, stderr: result.stderr }).toEqual({ command, code: 0, stderr: '' });
+    if (result.code === 0) run.then?.(JSON.parse(result.stdout) as Item);
     await expectAudited(command, changes, CLI_ACTOR, run.expect?.() ?? [], made.service ?? '');
   });
 
   test('`npm run admin -- audit` lists the changes with their actor, newest first', async () => {
-    const listed = await admin(['audit', sid()]);
-    expect(listed.code).toBe(0);
-    const records = (JSON.parse(listed.out) as { records: AuditItem[] }).records;
+    const { records } = await adminJson<{ records: AuditItem[] }>(['audit', sid()], harness);
     const ours = records.filter((r) => r.actor === CLI_ACTOR).map((r) => r.action);
     for (const action of [
       'service.create',
@@ -644,8 +633,8 @@ describe('admin command', () => {
         .sort()
         .reverse(),
     );
-    const operators = await admin(['audit', 'operators']);
-    expect((JSON.parse(operators.out) as { records: AuditItem[] }).records).toEqual(
+    const operators = await adminJson<{ records: AuditItem[] }>(['audit', 'operators'], harness);
+    expect(operators.records).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ action: 'operator.add', actor: CLI_ACTOR }),
         expect.objectContaining({ action: 'operator.remove', actor: CLI_ACTOR }),

@@ -6,7 +6,7 @@
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
-import { runAdmin } from '../../scripts/admin/cli';
+import { runAdminCommand } from '../support/admin-cli';
 import { BY_TEST, dynamoEndpoint, startHarness, type Account, type Harness } from '../support/harness';
 
 const PRICE_US = 500;
@@ -30,22 +30,11 @@ async function adminBalance(
   sid: string,
 ): Promise<{ code: number; json: Record<string, unknown>; text: string }> {
   const run = async (json: boolean) => {
-    const out: string[] = [];
-    const code = await runAdmin(
-      [
-        'balance',
-        verb,
-        sid,
-        ...(json ? ['--json'] : []),
-        '--endpoint',
-        dynamoEndpoint(),
-        '--table',
-        harness.tableName,
-      ],
-      { out: (text) => out.push(text), err: (text) => out.push(text) },
-      { readLocalStack: () => undefined },
+    const { code, stdout, stderr } = await runAdminCommand(
+      ['balance', verb, sid, ...(json ? ['--json'] : [])],
+      harness,
     );
-    return { code, output: out.join('\n') };
+    return { code, output: [stdout, stderr].filter(Boolean).join('\n') };
   };
   const json = await run(true);
   const text = verb === 'audit' ? await run(false) : json;

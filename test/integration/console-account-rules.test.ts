@@ -5,8 +5,8 @@
  * raised, while older over-limit templates are flagged and still send.
  */
 import { LocalConsoleAuth } from '../../local/console-auth';
-import { runAdmin } from '../../scripts/admin/cli';
-import { BY_TEST, dynamoEndpoint, startHarness, type Account, type Harness } from '../support/harness';
+import { runAdminCommand } from '../support/admin-cli';
+import { BY_TEST, startHarness, type Account, type Harness } from '../support/harness';
 
 let harness: Harness;
 let auth: LocalConsoleAuth;
@@ -44,16 +44,7 @@ async function call(
   };
 }
 
-async function admin(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [...args, '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
-    { out: (text) => out.push(text), err: (text) => err.push(text) },
-    { readLocalStack: () => undefined },
-  );
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const admin = (args: string[]) => runAdminCommand(args, harness);
 
 describe('operator rights come from the table, at each request', () => {
   const user = 'grouped@example.com';
@@ -131,8 +122,8 @@ describe("a template over the service's SMS part limit", () => {
     });
     const cli = await admin(['template', 'add', account.serviceSid, long]);
     expect(cli.code).toBe(2);
-    expect(cli.err).toContain('3 parts');
-    expect(cli.err).toContain('allows 2');
+    expect(cli.stderr).toContain('3 parts');
+    expect(cli.stderr).toContain('allows 2');
     expect(await harness.accounts.listTemplates(account.serviceSid)).toHaveLength(1);
 
     expect((await admin(['template', 'limit', account.serviceSid, '3'])).code).toBe(0);
@@ -145,15 +136,15 @@ describe("a template over the service's SMS part limit", () => {
   test('already stored is flagged by `template list` after the limit is lowered, and still sends (201)', async () => {
     expect((await admin(['template', 'limit', account.serviceSid, '2'])).code).toBe(0);
     const listed = await admin(['template', 'list', account.serviceSid, '--json']);
-    const { templates } = JSON.parse(listed.out) as {
+    const { templates } = JSON.parse(listed.stdout) as {
       templates: { sid: string; body: string; sms: { segments: number; overLimit: boolean } }[];
     };
     const over = templates.filter((t) => t.sms.overLimit);
     expect(over.map((t) => t.body).sort()).toEqual([long, longer].sort());
     expect(over.every((t) => t.sms.segments === 3)).toBe(true);
     const text = await admin(['template', 'list', account.serviceSid]);
-    expect(text.out.match(/OVER LIMIT/g)).toHaveLength(2);
-    expect(text.out).toContain("2 templates take more than the service's 2 SMS parts");
+    expect(text.stdout.match(/OVER LIMIT/g)).toHaveLength(2);
+    expect(text.stdout).toContain("2 templates take more than the service's 2 SMS parts");
 
     const sent = await harness.client(account).send({ To: '+14155559101', TemplateSid: over[0]!.sid });
     expect(sent.status).toBe(201);

@@ -11,10 +11,10 @@ import { deliverOverChannel } from '../../functions/core/delivery';
 import { UNSETTLED_DEADLINE_SECONDS } from '../../functions/core/delivery-time';
 import { SETTLE_AGE_SECONDS, STALL_SECONDS } from '../../functions/core/sweeper';
 import type { WebhookPost } from '../../local/webhooks';
-import { runAdmin } from '../../scripts/admin/cli';
+import { adminJson } from '../support/admin-cli';
 import { Books } from '../support/books';
 import { DynamoFaults, FlakyWorkflow, type DynamoCall } from '../support/faults';
-import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } from '../support/harness';
+import { eventually, startHarness, type Account, type Harness } from '../support/harness';
 
 const WAIT_SECONDS = 1;
 let harness: Harness;
@@ -71,25 +71,11 @@ const itemOf = async (sid: string) => (await harness.scanTable()).find((item) =>
 /** An account with a webhook endpoint on the local receiver; returns its client and the endpoint SID. */
 async function accountWithWebhook(): Promise<{ account: Account; endpointSid: string }> {
   const account = await books.open();
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [
-      'webhook',
-      'add',
-      account.serviceSid,
-      `${harness.stack.url}/_local/webhooks/receiver`,
-      '--json',
-      '--endpoint',
-      dynamoEndpoint(),
-      '--table',
-      harness.tableName,
-    ],
-    { out: (text) => out.push(text), err: (text) => err.push(text) },
-    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
+  const { endpointSid } = await adminJson<{ endpointSid: string }>(
+    ['webhook', 'add', account.serviceSid, `${harness.stack.url}/_local/webhooks/receiver`],
+    harness,
   );
-  expect({ code, err }).toEqual({ code: 0, err: [] });
-  return { account, endpointSid: (JSON.parse(out.join('\n')) as { endpointSid: string }).endpointSid };
+  return { account, endpointSid };
 }
 
 /** Waits for a successful POST of `type` for the verification, and returns it. */

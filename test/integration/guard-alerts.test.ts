@@ -11,7 +11,7 @@ import type { GuardEvent } from '../../functions/core/guard/aggregates';
 import { consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
 import type { WebhookPost } from '../../local/webhooks';
-import { runAdmin } from '../../scripts/admin/cli';
+import { adminJson, runAdminCommand } from '../support/admin-cli';
 import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } from '../support/harness';
 
 const HOUR = 3_600_000;
@@ -26,26 +26,8 @@ beforeAll(async () => {
 });
 afterAll(() => harness.close());
 
-interface Run {
-  code: number;
-  out: Record<string, unknown>;
-  err: string;
-}
-
-async function admin(...args: string[]): Promise<Run> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
-    { out: (text) => out.push(text), err: (text) => err.push(text) },
-    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
-  );
-  return {
-    code,
-    out: out.length > 0 ? (JSON.parse(out.join('\n')) as Record<string, unknown>) : {},
-    err: err.join('\n'),
-  };
-}
+const admin = (...args: string[]) => runAdminCommand([...args, '--json'], harness);
+const adminOut = (...args: string[]) => adminJson(args, harness);
 
 async function operatorToken(): Promise<string> {
   const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
@@ -83,8 +65,8 @@ const gbMobile = () => `+4474${String(10 + ++counter * 7).padStart(2, '0')}${Str
 describe('npm run admin -- guard caps', () => {
   test('set, change, show and clear caps; bad values are usage errors that change nothing', async () => {
     const { serviceSid } = await harness.createAccount();
-    expect((await admin('guard', 'caps', serviceSid)).out).toEqual({ serviceSid, caps: [], reached: [] });
-    const set = await admin(
+    expect(await adminOut('guard', 'caps', serviceSid)).toEqual({ serviceSid, caps: [], reached: [] });
+    const set = await adminOut(
       'guard',
       'cap',
       'set',
@@ -95,17 +77,16 @@ describe('npm run admin -- guard caps', () => {
       '--daily-spend',
       '25.5',
     );
-    expect(set.code).toBe(0);
-    expect(set.out.caps).toEqual([
+    expect(set.caps).toEqual([
       { country: 'GB', hourlySends: 500, dailySends: null, hourlySpend: null, dailySpend: '25.5000' },
     ]);
     expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toEqual({
       GB: { hourlySends: 500, dailySpend: 255_000 },
     });
     // The default for every other country, listed last; one cap of GB removed, the other kept.
-    await admin('guard', 'cap', 'set', serviceSid, '*', '--daily-sends', '1000');
-    const changed = await admin('guard', 'cap', 'set', serviceSid, 'GB', '--hourly-sends', 'off');
-    expect(changed.out.caps).toEqual([
+    await adminOut('guard', 'cap', 'set', serviceSid, '*', '--daily-sends', '1000');
+    const changed = await adminOut('guard', 'cap', 'set', serviceSid, 'GB', '--hourly-sends', 'off');
+    expect(changed.caps).toEqual([
       { country: 'GB', hourlySends: null, dailySends: null, hourlySpend: null, dailySpend: '25.5000' },
       { country: '*', hourlySends: null, dailySends: 1000, hourlySpend: null, dailySpend: null },
     ]);
@@ -119,17 +100,17 @@ describe('npm run admin -- guard caps', () => {
     ]) {
       const run = await admin('guard', 'cap', 'set', serviceSid, ...bad);
       expect([bad, run.code]).toEqual([bad, 2]);
-      expect(run.err).toMatch(/^admin: /);
+      expect(run.stderr).toMatch(/^admin: /);
     }
     expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toEqual({
       GB: { dailySpend: 255_000 },
       '*': { dailySends: 1000 },
     });
 
-    expect((await admin('guard', 'cap', 'clear', serviceSid, 'GB')).out.caps).toEqual([
+    expect((await adminOut('guard', 'cap', 'clear', serviceSid, 'GB')).caps).toEqual([
       expect.objectContaining({ country: '*' }),
     ]);
-    await admin('guard', 'cap', 'clear', serviceSid, '*');
+    await adminOut('guard', 'cap', 'clear', serviceSid, '*');
     // None left: the attribute is gone, as on a service that never had caps.
     expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toBeUndefined();
   });
@@ -139,16 +120,8 @@ describe('a cap reached', () => {
   test('refuses the country (403) a moment after, tells the owner once: metric, webhook, console', async () => {
     const account = await harness.createAccount();
     const api = harness.client(account);
-    const endpoint = await admin(
-      'webhook',
-      'add',
-      account.serviceSid,
-      `${harness.stack.url}/_local/webhooks/receiver`,
-    );
-    expect(endpoint.code).toBe(0);
-    expect((await admin('guard', 'cap', 'set', account.serviceSid, 'GB', '--hourly-sends', '3')).code).toBe(
-      0,
-    );
+    await adminOut('webhook', 'add', account.serviceSid, `${harness.stack.url}/_local/webhooks/receiver`);
+    await adminOut('guard', 'cap', 'set', account.serviceSid, 'GB', '--hourly-sends', '3');
 
     for (let i = 0; i < 3; i++) expect((await api.send({ To: gbMobile() })).status).toBe(201);
     // The consumer folds the sends off the request path: the cap acts a moment later.
@@ -197,7 +170,7 @@ describe('a cap reached', () => {
       },
     ]);
     expect((caps.body.reached as { value: number }[])[0]!.value).toBeGreaterThanOrEqual(sentPastCap);
-    expect((await admin('guard', 'caps', account.serviceSid)).out.reached).toEqual(caps.body.reached);
+    expect((await adminOut('guard', 'caps', account.serviceSid)).reached).toEqual(caps.body.reached);
   });
 });
 
@@ -273,10 +246,7 @@ describe('a conversion drop', () => {
 
   test('tells the owner once: a guard.conversion_drop webhook, the guard page, the admin report', async () => {
     const account = await harness.createAccount();
-    expect(
-      (await admin('webhook', 'add', account.serviceSid, `${harness.stack.url}/_local/webhooks/receiver`))
-        .code,
-    ).toBe(0);
+    await adminOut('webhook', 'add', account.serviceSid, `${harness.stack.url}/_local/webhooks/receiver`);
     // The consumer's own fold (the stream's records are at most an hour old): yesterday 4 codes in 5 were
     // checked; the last hour, 32 of 100.
     const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
@@ -338,8 +308,8 @@ describe('a conversion drop', () => {
       },
     ]);
     expect(page.body.blocks).toEqual([expect.objectContaining({ reason: 'country_surge' })]);
-    const report = await admin('guard', 'report', account.serviceSid);
-    expect(report.out.conversionDrops).toEqual([
+    const report = await adminOut('guard', 'report', account.serviceSid);
+    expect(report.conversionDrops).toEqual([
       expect.objectContaining({ country: 'GB', figures: expect.objectContaining({ checked_60m: 32 }) }),
     ]);
   });

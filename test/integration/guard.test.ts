@@ -9,7 +9,7 @@ import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { isProbe, type GuardEvent } from '../../functions/core/guard/aggregates';
-import { runAdmin } from '../../scripts/admin/cli';
+import { adminJson } from '../support/admin-cli';
 import { dynamoEndpoint, startHarness, type Account, type ApiClient, type Harness } from '../support/harness';
 
 let harness: Harness;
@@ -70,17 +70,7 @@ async function sequentialRun(): Promise<string> {
   for (let n = base + 500; ; n++) if (!isProbe(`+44${n}`, now)) return `+44${n}`;
 }
 
-async function admin(...args: string[]): Promise<Record<string, unknown>> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
-    { out: (text) => out.push(text), err: (text) => err.push(text) },
-    { readLocalStack: () => undefined },
-  );
-  expect({ code, err: err.join('\n') }).toEqual({ code: 0, err: '' });
-  return JSON.parse(out.join('\n')) as Record<string, unknown>;
-}
+const admin = (...args: string[]) => adminJson(args, harness);
 
 describe('the send path', () => {
   it('reads the guard state in its BatchGetItem (no read of its own) and refuses a blocked range: 403, no charge, logged', async () => {

@@ -12,8 +12,8 @@ import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/provider
 import { SQS_MAX_DELAY_SECONDS } from '../../functions/adapters/webhooks/sqs-queue';
 import { MAX_DELIVERY_ATTEMPTS, RETRY_DELAYS_SECONDS, type WebhookJob } from '../../functions/core/webhooks';
 import { LAMBDA_RECURSION_LIMIT, type WebhookPost } from '../../local/webhooks';
-import { runAdmin } from '../../scripts/admin/cli';
-import { dynamoEndpoint, eventually, startHarness, type Account, type Harness } from '../support/harness';
+import { adminJson, runAdminCommand } from '../support/admin-cli';
+import { eventually, startHarness, type Account, type Harness } from '../support/harness';
 
 /** Retry n waits 5 s × 4^(n-1) × this: 50 µs ... 0.82 s, so the whole nine-attempt schedule takes about a second. */
 const BACKOFF_SCALE = 0.00001;
@@ -49,17 +49,7 @@ function documentedRecipe(): Recipe {
 }
 const verifyWebhook = documentedRecipe();
 
-async function admin(args: string[]): Promise<Record<string, unknown>> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [...args, '--json', '--endpoint', dynamoEndpoint(), '--table', harness.tableName],
-    { out: (text) => out.push(text), err: (text) => err.push(text) },
-    { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
-  );
-  expect({ code, err }).toEqual({ code: 0, err: [] });
-  return JSON.parse(out.join('\n')) as Record<string, unknown>;
-}
+const admin = (args: string[]) => adminJson(args, harness);
 
 interface Endpoint {
   endpointSid: string;
@@ -590,14 +580,12 @@ describe('endpoints', () => {
       'https://169.254.169.254/latest',
       'https://localhost/x',
     ]) {
-      const err: string[] = [];
-      const code = await runAdmin(
+      const run = await runAdminCommand(
         ['webhook', 'add', VA, url, '--table', 'OtpVerify-Table', '--region', 'eu-west-1'],
-        { out: () => undefined, err: (text) => err.push(text) },
-        { readLocalStack: () => undefined },
+        undefined,
       );
-      expect(code).toBe(2);
-      expect(err[0]).toContain('cannot be a webhook URL');
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('cannot be a webhook URL');
     }
   });
 
@@ -605,23 +593,9 @@ describe('endpoints', () => {
     const account = await harness.createAccount();
     const added: Endpoint[] = [];
     for (let i = 0; i < 10; i++) added.push(await addEndpoint(account, `${receiverUrl()}?n=${i}`));
-    const err: string[] = [];
-    const code = await runAdmin(
-      [
-        'webhook',
-        'add',
-        account.serviceSid,
-        receiverUrl(),
-        '--endpoint',
-        dynamoEndpoint(),
-        '--table',
-        harness.tableName,
-      ],
-      { out: () => undefined, err: (text) => err.push(text) },
-      { readLocalStack: () => undefined, env: { OTP_MASTER_KEY: harness.masterKey } },
-    );
-    expect(code).toBe(1);
-    expect(err[0]).toContain('already has 10 webhook endpoints');
+    const run = await runAdminCommand(['webhook', 'add', account.serviceSid, receiverUrl()], harness);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('already has 10 webhook endpoints');
     await admin(['webhook', 'remove', account.serviceSid, added[0]!.endpointSid]);
     await addEndpoint(account, receiverUrl());
     expect(((await admin(['service', 'show', account.serviceSid])).webhookEndpoints as string[]).length).toBe(

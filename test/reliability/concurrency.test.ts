@@ -9,16 +9,9 @@ import { CryptoCodeVault } from '../../functions/adapters/crypto';
 import { verificationFromItem } from '../../functions/adapters/dynamodb/items';
 import { UNITS_PER_USD } from '../../functions/core/money';
 import { settledStatus } from '../../functions/core/verification';
-import { runAdmin } from '../../scripts/admin/cli';
+import { adminJson } from '../support/admin-cli';
 import { Books, ledgerOf } from '../support/books';
-import {
-  dynamoEndpoint,
-  eventually,
-  startHarness,
-  type ApiClient,
-  type ApiResponse,
-  type Harness,
-} from '../support/harness';
+import { eventually, startHarness, type ApiClient, type ApiResponse, type Harness } from '../support/harness';
 
 const PRICE_US = 500;
 let harness: Harness;
@@ -40,15 +33,8 @@ async function expectBalancesProven(on: Harness, book: Books): Promise<void> {
   expect(book.serviceSids.length).toBeGreaterThan(0);
   expect(await book.proveBalances()).toEqual([]);
   for (const sid of book.serviceSids) {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runAdmin(
-      ['balance', 'audit', sid, '--json', '--endpoint', dynamoEndpoint(), '--table', on.tableName],
-      { out: (text) => out.push(text), err: (text) => err.push(text) },
-      { readLocalStack: () => undefined },
-    );
-    expect({ sid, code, err }).toEqual({ sid, code: 0, err: [] });
-    expect(JSON.parse(out.join(''))).toMatchObject({ proven: true, difference: '0.0000' });
+    const audit = await adminJson(['balance', 'audit', sid], on);
+    expect({ sid, audit }).toMatchObject({ sid, audit: { proven: true, difference: '0.0000' } });
   }
 }
 
