@@ -11,7 +11,7 @@ import {
   type KnownNumber,
 } from '../../functions/core/guard/model';
 import { knownFrom, recentAfter, recentSids } from '../../functions/core/guard/known';
-import { foldCountryProbes } from '../../functions/core/guard/signals';
+import { foldCountryProbes } from '../../functions/core/guard/rules/block-life';
 import { isProbe, serviceTag } from '../../functions/core/guard/aggregates';
 import type { NumberRecord, Verification } from '../../functions/core/model';
 import { guardVerdict } from '../../functions/core/guard/verdict';

@@ -1,7 +1,7 @@
 /**
  * The guard's aggregates: a pure fold of send, receipt and conversion events (from the table's stream) into what
- * the rules (./signals.ts) read, bounded in size whatever the traffic (`LIMITS`). Per scope (a service, or `GLOBAL`
- * for all services) and country:
+ * the rules (./signals.ts, ./rules/) read, bounded in size whatever the traffic (`LIMITS`). Per scope (a service,
+ * or `GLOBAL` for all services) and country:
  * - decayed totals (half-life `BASELINE_HALF_LIFE_MS`) of sends and checked codes, for the country and per range
  *   (country prefix + first 4 national digits): the baseline, and which ranges are established;
  * - one-minute buckets of the last hour (sends, accepted, checked; the same for ranges not established);

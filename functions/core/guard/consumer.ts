@@ -14,13 +14,10 @@ import type {
   GuardReason,
   ScopeGuardState,
 } from './model';
-import {
-  evaluateCountry,
-  evaluateScope,
-  foldCountryProbes,
-  foldScopeProbes,
-  type StartedBlock,
-} from './signals';
+import { evaluateCountry } from './signals';
+import { foldCountryProbes, foldScopeProbes } from './rules/block-life';
+import type { StartedBlock } from './rules/judging';
+import { evaluateScope } from './rules/scope';
 import {
   applyCountryEvent,
   countTowardCaps,

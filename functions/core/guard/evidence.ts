@@ -1,7 +1,7 @@
 /**
  * The evidence behind every block (docs/guard.md, "Rules"): how unlikely the checked codes of some sends are if
  * real users had made them, given how long ago each code was sent. Pure statistics, no policy: the rules in
- * signals.ts choose the conversion and the bar.
+ * signals.ts and rules/ choose the conversion and the bar.
  */
 
 /**

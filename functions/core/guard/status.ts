@@ -15,7 +15,7 @@ import type {
   ScopeGuardState,
 } from './model';
 import { countryPrefixOf } from './prefix';
-import { GLOBAL_QUORUM } from './signals';
+import { GLOBAL_QUORUM } from './rules/judging';
 import { serviceTag } from './aggregates';
 
 /** How long a prefix lifted by hand (`guard unblock`, the console) stays lifted: the rules leave it alone meanwhile. */

@@ -15,7 +15,7 @@ import {
 } from './model';
 import { placeOf, type NumberPlace } from './prefix';
 import { highRiskRangeOf } from './ranges';
-import { GLOBAL_QUORUM } from './signals';
+import { GLOBAL_QUORUM } from './rules/judging';
 import { isProbe, serviceTag } from './aggregates';
 
 export interface GuardInput {
