@@ -1,33 +1,70 @@
 /**
- * docs/bench-results.md: the latest results of `npm run bench` and `npm run bench:guard`, written by
- * `npm run bench -- --markdown` and `npm run bench:guard -- --markdown`. The page has sections between markers:
- * the service's and the provider fees' (`npm run bench`; `-- --fees` the fees alone), and the guard's; each
- * command replaces only its own, so the page keeps the others' last results. A table cell
- * longer than MAX_CELL_CHARS is moved into a numbered note under its table (one long cell makes prettier pad the
- * whole table), and the page is formatted as `npm run lint` expects.
+ * The generated results pages: docs/bench-results.md, the latest of `npm run bench -- --markdown`, and
+ * docs/guard-results.md, of `npm run bench:guard -- --markdown`. A page has sections between markers (the
+ * service's, the provider fees', the capacity's; the guard's matrix at standard, at strict, without receipts); each
+ * command replaces only its own, so a page keeps the others' last results. A table cell longer than
+ * MAX_CELL_CHARS is moved into a numbered note under its table (one long cell makes prettier pad the whole table),
+ * and the page is formatted as `npm run lint` expects.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderReport, type BenchResults, type Target } from './report';
 
-const RESULTS_PAGE = join(__dirname, '..', 'docs', 'bench-results.md');
+const DOCS = join(__dirname, '..', 'docs');
 
 export type Section = 'bench' | 'fees' | 'capacity' | 'guard' | 'guardStrict' | 'guardNoReceipts';
 
-const SECTIONS: Record<Section, { heading: string; command: string }> = {
-  bench: { heading: 'Service', command: 'npm run bench -- --markdown' },
-  fees: { heading: 'Provider fees', command: 'npm run bench -- --fees --markdown' },
-  capacity: { heading: 'Capacity of one service', command: 'npm run bench -- --capacity --markdown' },
-  guard: { heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
+type Page = 'bench' | 'guard';
+
+const SECTIONS: Record<Section, { page: Page; heading: string; command: string }> = {
+  bench: { page: 'bench', heading: 'Service', command: 'npm run bench -- --markdown' },
+  fees: { page: 'bench', heading: 'Provider fees', command: 'npm run bench -- --fees --markdown' },
+  capacity: {
+    page: 'bench',
+    heading: 'Capacity of one service',
+    command: 'npm run bench -- --capacity --markdown',
+  },
+  guard: { page: 'guard', heading: 'Pumping guard', command: 'npm run bench:guard -- --markdown' },
   guardStrict: {
+    page: 'guard',
     heading: 'Pumping guard at strict',
     command: 'npm run bench:guard -- --level strict --markdown',
   },
   guardNoReceipts: {
+    page: 'guard',
     heading: 'Pumping guard without receipts',
     command: 'npm run bench:guard -- --receipts none --markdown',
   },
 };
+
+const PAGES: Record<Page, { file: string; header: string }> = {
+  bench: {
+    file: join(DOCS, 'bench-results.md'),
+    header: [
+      '# Benchmark results',
+      '',
+      'Generated: do not edit by hand. `npm run bench -- --markdown` rewrites these sections (add',
+      '`--from-results` to render the last run again without running, `--fees` or `--capacity` for one alone).',
+      "The pumping guard's evaluation: [guard-results.md](guard-results.md). How to run the benches and what each",
+      'figure means: [bench.md](bench.md). Compare ratios, not milliseconds, between runs: the machine may be shared.',
+    ].join('\n'),
+  },
+  guard: {
+    file: join(DOCS, 'guard-results.md'),
+    header: [
+      '# Pumping guard results',
+      '',
+      'Generated: do not edit by hand. `npm run bench:guard -- --markdown` rewrites the first section, with',
+      '`--level strict` the second, with `--receipts none` the third (`--report --markdown` renders the published',
+      'figures again without running). The scenarios and how to read the tables: [bench.md](bench.md#pumping-guard);',
+      'the guard itself: [guard.md](guard.md).',
+    ].join('\n'),
+  },
+};
+
+/** A page's sections, in the order it shows them. */
+const sectionsOf = (page: Page): Section[] =>
+  (Object.keys(SECTIONS) as Section[]).filter((section) => SECTIONS[section].page === page);
 
 const MAX_CELL_CHARS = 40;
 
@@ -46,16 +83,6 @@ function sectionSkeleton(section: Section): string {
     endMarker(section),
   ].join('\n');
 }
-
-const PAGE_HEADER = [
-  '# Benchmark results',
-  '',
-  'Generated: do not edit by hand. `npm run bench -- --markdown` rewrites the first two sections (add',
-  '`--from-results` to render the last run again without running, `--fees` for the second alone),',
-  '`npm run bench:guard -- --markdown` the third (`-- --report --markdown` without running). How to run the',
-  'benches and what each figure means: [bench.md](bench.md). Compare ratios, not milliseconds, between runs:',
-  'the machine may be shared.',
-].join('\n');
 
 /** The cells of a Markdown table row (escaped pipes stay in their cell). */
 function cellsOf(row: string): string[] {
@@ -115,16 +142,46 @@ export function moveLongCells(markdown: string, maxChars = MAX_CELL_CHARS): stri
 
 /**
  * The targets as a list (as a table, their long names and notes made the page's widest table); each name states
- * its limit, so the limit is not repeated.
+ * its limit, so the limit is not repeated. A family of targets (one per entry) is one line: met when every member
+ * is, its members' figures side by side, and each missed member named with its whole measure.
  */
 export function targetsList(targets: Target[]): string {
-  return targets
-    .map(
-      (target) =>
+  const lines: string[] = [];
+  const groups = new Map<string, Target[]>();
+  for (const target of targets) {
+    if (!target.group) {
+      lines.push(
         `- ${target.met ? 'met' : '**missed**'}: ${target.target}. Measured ${target.measured}.` +
-        (target.note ? ` ${target.note}.` : ''),
-    )
+          (target.note ? ` ${target.note}.` : ''),
+      );
+      continue;
+    }
+    const members = groups.get(target.group.title);
+    if (members) members.push(target);
+    else {
+      groups.set(target.group.title, [target]);
+      lines.push(target.group.title);
+    }
+  }
+  return lines
+    .map((line) => {
+      const members = groups.get(line);
+      return members ? groupLine(line, members) : line;
+    })
     .join('\n');
+}
+
+function groupLine(title: string, members: Target[]): string {
+  const missed = members.filter((member) => !member.met);
+  const notes = new Map<string, string[]>();
+  for (const { group } of members)
+    if (group?.note) notes.set(group.note, [...(notes.get(group.note) ?? []), group.item]);
+  return [
+    `- ${missed.length === 0 ? 'met' : '**missed**'}: ${title}.`,
+    `Measured ${members.map(({ group }) => `${group!.item} ${group!.value}`).join(', ')}.`,
+    ...[...notes].map(([note, items]) => `${items.join(', ')}: ${note}.`),
+    ...missed.map((member) => `Missed: ${member.target}, measured ${member.measured}.`),
+  ].join(' ');
 }
 
 /** The service bench's section: the run line and every table of `renderReport` (long cells as notes), targets. */
@@ -135,21 +192,15 @@ export function benchSection(results: BenchResults): string {
   return `${moveLongCells(cut < 0 ? tables : tables.slice(0, cut))}\n\n### Targets\n\n${targetsList(results.targets)}\n`;
 }
 
-/** The page with `section` replaced by `body` (the page and the other section kept, or made when absent). */
+/**
+ * The page with `section` replaced by `body` (the page and its other sections kept, or made when absent). A page
+ * written before `section` had its place gets it after the section it follows.
+ */
 export function withSection(page: string | undefined, section: Section, body: string): string {
-  let text =
-    page ??
-    [
-      PAGE_HEADER,
-      sectionSkeleton('bench'),
-      sectionSkeleton('fees'),
-      sectionSkeleton('capacity'),
-      sectionSkeleton('guard'),
-    ].join('\n\n');
+  const own = sectionsOf(SECTIONS[section].page);
+  let text = page ?? [PAGES[SECTIONS[section].page].header, ...own.map(sectionSkeleton)].join('\n\n');
   if (!text.includes(startMarker(section)) || !text.includes(endMarker(section))) {
-    // The fees follow the service's figures and the capacity the fees, on a page written before they had a
-    // section of their own.
-    const previous = ({ fees: 'bench', capacity: 'fees' } as Partial<Record<Section, Section>>)[section];
+    const previous = own[own.indexOf(section) - 1];
     const after = previous ? text.indexOf(endMarker(previous)) : -1;
     const end = previous ? after + endMarker(previous).length : 0;
     text =
@@ -162,8 +213,12 @@ export function withSection(page: string | undefined, section: Section, body: st
   return `${text.slice(0, from)}\n\n${moveLongCells(body).trim()}\n\n${text.slice(to)}`;
 }
 
-/** Writes `body` as `section` of docs/bench-results.md, formatted by prettier with the repository's settings. */
-export async function writeSection(section: Section, body: string, file = RESULTS_PAGE): Promise<void> {
+/** Writes `body` as `section` of its page, formatted by prettier with the repository's settings. */
+export async function writeSection(
+  section: Section,
+  body: string,
+  file = PAGES[SECTIONS[section].page].file,
+): Promise<void> {
   const page = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   // Loaded here: prettier's module imports its plugins dynamically, which Jest's runtime cannot (the tests need
   // only the text functions above).

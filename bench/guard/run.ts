@@ -10,7 +10,7 @@
  *   --scenarios a,b     these scenarios only
  *   --jobs N            child processes (default 2)
  *   --markdown          print a markdown section (commit, seed split, run time, tables) and write it to
- *                       docs/bench-results.md
+ *                       docs/guard-results.md
  *   --level strict      the guard level the services run at (default `standard`, the level that is reported)
  *   --receipts none     no delivery receipts (default `prompt`: every accepted send's, 3 s after it)
  *   --dynamodb          one confirmation run over DynamoDB Local with its stream: seed 101, `warm` and (b)
@@ -32,7 +32,7 @@ import { HELD_OUT_SEEDS, MINUTE, TRAINING_SEEDS } from './traffic';
 
 type BenchLevel = 'standard' | 'strict';
 const LEVELS: readonly BenchLevel[] = ['standard', 'strict'];
-/** The runs docs/bench-results.md publishes: the reported one in full, the others each in one table. */
+/** The runs docs/guard-results.md publishes: the reported one in full, the others each in one table. */
 const PUBLISHED = {
   'standard/prompt': { file: 'bench/guard/results.json', section: 'guard' },
   'strict/prompt': { file: 'bench/guard/results-strict.json', section: 'guardStrict' },
@@ -322,6 +322,9 @@ function seedRuns(seeds: number[]): string {
   return runs.join(', ');
 }
 
+/** How a part of the row above is set off in the first column. */
+const PART_INDENT = '↳ ';
+
 function markdown(summaries: ScenarioSummary[], meta: Meta): string {
   const lines: string[] = [];
   lines.push(`### Pumping guard matrix, commit \`${meta.commit}\``);
@@ -334,41 +337,39 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
     `Level \`${meta.level}\`, in memory, ${meta.jobs} processes, run time ${meta.seconds.toFixed(0)} s.`,
   );
   lines.push('');
-  lines.push('Legitimate sends refused (`blocked_by_policy`); worst = the highest seed.');
+  // Every scenario ran on every seed of the run: the count is said once, not in a column.
+  const seeds = new Set(summaries.map((x) => x.seeds));
+  lines.push(
+    `Each scenario on ${[...seeds].join(' or ')} seeds. Legitimate sends refused (\`blocked_by_policy\`); worst = the highest seed.`,
+  );
   lines.push('');
-  lines.push('| Scenario | Seeds | Sends (mean) | Worst | Mean | Own users worst | Own users mean | Told |');
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| Scenario | Sends (mean) | Worst | Mean | Own users worst | Own users mean | Told |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of summaries.filter((x) => x.kind === 'legit'))
     lines.push(
-      `| ${s.name} | ${s.seeds} | ${s.sendsMean.toFixed(0)} | ${p(s.legitRefused?.worst)} | ${p(s.legitRefused?.mean)} | ${p(s.focusRefused?.worst)} | ${p(s.focusRefused?.mean)} | ${toldText(s)} |`,
+      `| ${s.name} | ${s.sendsMean.toFixed(0)} | ${p(s.legitRefused?.worst)} | ${p(s.legitRefused?.mean)} | ${p(s.focusRefused?.worst)} | ${p(s.focusRefused?.mean)} | ${toldText(s)} |`,
     );
   lines.push('');
   lines.push(
-    'Attack sends refused (worst = the lowest seed), what the accepted ones cost (worst = the highest) and the share of the unguarded cost averted (worst = the lowest).',
+    "Attack sends refused (worst = the lowest seed), what the accepted ones cost (worst = the highest), the share of the unguarded cost averted (worst = the lowest) and the legitimate sends refused beside the attack (worst = the highest). Indented rows: part of the row above (inside or outside the allow-list, after the first 20 sends, the scenario's own users).",
   );
   lines.push('');
   lines.push(
-    '| Attack | Seeds | Attack sends (mean) | Worst blocked | Mean blocked | Cost worst | Cost mean | Averted worst | Legit refused worst | Told |',
+    '| Attack | Sends (mean) | Worst | Mean | Cost worst | Cost mean | Averted worst | Beside worst | Told |',
   );
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  // A part of the row above: the label's first words keep the first column narrow.
+  const part = (label: string, refused: { worst: number; mean: number } | undefined) =>
+    `| ${PART_INDENT}${label} | | ${p(refused?.worst, 1)} | ${p(refused?.mean, 1)} | | | | | |`;
   for (const s of summaries.filter((x) => x.kind === 'attack')) {
     const after = s.afterFirstRefused;
     lines.push(
-      `| ${s.name} | ${s.seeds} | ${(s.attackSendsMean ?? 0).toFixed(0)} | ${p(s.attackRefused?.worst, 1)} | ${p(s.attackRefused?.mean, 1)} | ${usd(s.attackCost?.worst)} | ${usd(s.attackCost?.mean)} | ${p(s.attackAverted?.worst, 1)} | ${p(s.legitRefused?.worst)} | ${toldText(s)} |`,
+      `| ${s.name} | ${(s.attackSendsMean ?? 0).toFixed(0)} | ${p(s.attackRefused?.worst, 1)} | ${p(s.attackRefused?.mean, 1)} | ${usd(s.attackCost?.worst)} | ${usd(s.attackCost?.mean)} | ${p(s.attackAverted?.worst, 1)} | ${p(s.legitRefused?.worst)} | ${toldText(s)} |`,
     );
     if (s.insideRefused || s.outsideRefused)
-      lines.push(
-        `| ${s.name}: inside allow-list | ${s.seeds} | | ${p(s.insideRefused?.worst, 1)} | ${p(s.insideRefused?.mean, 1)} | | | | | |`,
-        `| ${s.name}: outside allow-list | ${s.seeds} | | ${p(s.outsideRefused?.worst, 1)} | ${p(s.outsideRefused?.mean, 1)} | | | | | |`,
-      );
-    if (after)
-      lines.push(
-        `| ${s.name}: after first 20 | ${s.seeds} | | ${p(after.worst, 1)} | ${p(after.mean, 1)} | | | | | |`,
-      );
-    if (s.focusRefused)
-      lines.push(
-        `| ${s.name}: ${s.focusLabel} | ${s.seeds} | | ${p(s.focusRefused.worst, 1)} | ${p(s.focusRefused.mean, 1)} | | | | | |`,
-      );
+      lines.push(part('inside allow-list', s.insideRefused), part('outside allow-list', s.outsideRefused));
+    if (after) lines.push(part('after first 20', after));
+    if (s.focusRefused) lines.push(part(s.focusLabel, s.focusRefused));
   }
   return lines.join('\n');
 }
@@ -399,6 +400,7 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
       : [
           'Sends refused: worst = the highest seed (legitimate), the lowest (attacks). Own/beside: the own users of a',
           'legitimate scenario, the legitimate sends beside an attack; cost: what the accepted attack sends cost; worst seed.',
+          'Rows marked ↳: part of the attack above.',
           '',
         ]),
   ];
@@ -421,15 +423,14 @@ function compactMarkdown(summaries: ScenarioSummary[], meta: Meta): string {
     );
     if (s.afterFirstRefused)
       lines.push(
-        `| ${s.name}: after 20 | ${p(s.afterFirstRefused.worst, 1)} | ${p(s.afterFirstRefused.mean, 1)} | | | |`,
+        `| ${PART_INDENT}after 20 | ${p(s.afterFirstRefused.worst, 1)} | ${p(s.afterFirstRefused.mean, 1)} | | | |`,
       );
     if (s.insideRefused)
       lines.push(
-        `| ${s.name}: inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | | | |`,
+        `| ${PART_INDENT}inside | ${p(s.insideRefused.worst, 1)} | ${p(s.insideRefused.mean, 1)} | | | |`,
       );
     if (s.kind === 'attack' && s.focusRefused)
-      // The label's first word: the compact tables stay narrow.
-      lines.push(`| ${s.name}: ${s.focusLabel.split(' ')[0]} | | | ${p(s.focusRefused.worst, 1)} | | |`);
+      lines.push(`| ${PART_INDENT}${s.focusLabel} | | | ${p(s.focusRefused.worst, 1)} | | |`);
   }
   return lines.join('\n');
 }
@@ -577,7 +578,7 @@ async function main(): Promise<void> {
     : plain(summaries, seconds);
   console.log(text);
   if (target) {
-    // The published figures: what docs/bench-results.md shows, and what `--report --markdown` renders again.
+    // The published figures: what docs/guard-results.md shows, and what `--report --markdown` renders again.
     copyFileSync(LAST_RUN_FILE, target.file);
     await formatFile(target.file);
     await writeSection(target.section, text);

@@ -1,4 +1,7 @@
-/** The writer of docs/bench-results.md: long cells become notes, and each bench rewrites only its own section. */
+/**
+ * The writer of docs/bench-results.md and docs/guard-results.md: long cells become notes, and each bench rewrites only
+ * its own section.
+ */
 import { ASSUMPTIONS, PRICES } from '../../bench/cost';
 import { benchSection, moveLongCells, targetsList, withSection } from '../../bench/markdown';
 import type { BenchResults } from '../../bench/report';
@@ -37,14 +40,23 @@ describe('moveLongCells', () => {
 
 describe('withSection', () => {
   it('makes the page, then replaces one section and keeps the other', () => {
-    const first = withSection(undefined, 'guard', 'guard tables v1');
+    const first = withSection(undefined, 'fees', 'fee tables v1');
     expect(first).toContain('# Benchmark results');
     expect(first).toContain('Not run yet: `npm run bench -- --markdown`.');
-    const second = withSection(withSection(first, 'bench', 'bench tables'), 'guard', 'guard tables v2');
+    const second = withSection(withSection(first, 'bench', 'bench tables'), 'fees', 'fee tables v2');
     expect(second).toContain('bench tables');
-    expect(second).toContain('guard tables v2');
-    expect(second).not.toContain('guard tables v1');
-    expect(second.indexOf('## Service')).toBeLessThan(second.indexOf('## Pumping guard'));
+    expect(second).toContain('fee tables v2');
+    expect(second).not.toContain('fee tables v1');
+    expect(second.indexOf('## Service')).toBeLessThan(second.indexOf('## Provider fees'));
+  });
+
+  it("keeps the guard's sections on their own page, apart from the service's", () => {
+    const guard = withSection(undefined, 'guardStrict', 'strict table');
+    expect(guard).toContain('# Pumping guard results');
+    expect(guard).not.toContain('## Service');
+    expect(guard.indexOf('## Pumping guard\n')).toBeLessThan(guard.indexOf('strict table'));
+    expect(guard).toContain('Not run yet: `npm run bench:guard -- --receipts none --markdown`.');
+    expect(withSection(undefined, 'bench', 'bench tables')).not.toContain('## Pumping guard');
   });
 
   it('adds the provider fees right after the service on a page written before they had a section', () => {
@@ -71,6 +83,46 @@ describe('targetsList', () => {
         { target: 'fetch: 1 round trip', limit: '<= 1', measured: '2', met: false, note: 'the key write' },
       ]),
     ).toBe('- **missed**: fetch: 1 round trip. Measured 2. the key write.');
+  });
+
+  it("states a family of targets once, in the place of its first member: each one's figure, shared notes", () => {
+    const title = 'each bundle under 400 KB';
+    const bundle = (item: string, kb: number, note?: string) => ({
+      target: `bundle ${item} under 400 KB`,
+      limit: '< 400 KB',
+      measured: `${kb} KB`,
+      met: kb < 400 || note !== undefined,
+      note: '',
+      group: { title, item, value: `${kb} KB`, ...(note && { note }) },
+    });
+    const other = { target: 'fetch: 1 round trip', limit: '<= 1', measured: '1', met: true, note: '' };
+    expect(
+      targetsList([
+        bundle('send.ts', 527, 'over; the bundled SDK starts faster'),
+        other,
+        bundle('check.ts', 298),
+        bundle('console.ts', 518, 'over; the bundled SDK starts faster'),
+      ]).split('\n'),
+    ).toEqual([
+      '- met: each bundle under 400 KB. Measured send.ts 527 KB, check.ts 298 KB, console.ts 518 KB.' +
+        ' send.ts, console.ts: over; the bundled SDK starts faster.',
+      '- met: fetch: 1 round trip. Measured 1.',
+    ]);
+  });
+
+  it('says a family is missed when one member is, and names it with its whole measure', () => {
+    const cold = (item: string, ratio: number) => ({
+      target: `cold start of ${item} <= 1.1 x the baseline's`,
+      limit: '<= 1.1',
+      measured: `${ratio} (x ms / y ms)`,
+      met: ratio <= 1.1,
+      note: '',
+      group: { title: 'cold start of each entry <= 1.1 x', item, value: String(ratio) },
+    });
+    expect(targetsList([cold('check.ts', 0.99), cold('deliver.ts', 1.2)])).toBe(
+      '- **missed**: cold start of each entry <= 1.1 x. Measured check.ts 0.99, deliver.ts 1.2.' +
+        " Missed: cold start of deliver.ts <= 1.1 x the baseline's, measured 1.2 (x ms / y ms).",
+    );
   });
 });
 
