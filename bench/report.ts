@@ -35,7 +35,7 @@ export interface Target {
   group?: TargetGroup;
 }
 
-export interface TargetGroup {
+interface TargetGroup {
   /** The family's target, stating its limit. */
   title: string;
   /** This target's member (an entry's file name) and its figure. */
