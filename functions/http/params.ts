@@ -50,7 +50,8 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
 
 /**
  * Validates parameters with a zod schema. A failed rule answers with the code the API gives that field
- * (`fieldCodes`), a missing or mistyped value with `invalid_parameter`; the message names the field only.
+ * (`fieldCodes`), a missing or mistyped value with `invalid_parameter`; the message names the field and says
+ * which: required, not a string (a JSON number, list, object or null), or not valid.
  */
 export function validate<T extends z.ZodMiniType>(
   schema: T,
@@ -63,10 +64,14 @@ export function validate<T extends z.ZodMiniType>(
   const field = String(issue.path[0] ?? 'body');
   const isTypeProblem = issue.code === 'invalid_type';
   const code = (!isTypeProblem && fieldCodes[field]) || 'invalid_parameter';
-  const message =
-    issue.code === 'invalid_type' && issue.input === undefined
-      ? `${field} is required.`
-      : `${field} is not valid.`;
+  // Whether the field was sent is read from the parameters: zod's issue carries no input unless asked to.
+  const sent =
+    typeof params === 'object' && params !== null && (params as Record<string, unknown>)[field] !== undefined;
+  const message = !isTypeProblem
+    ? `${field} is not valid.`
+    : sent
+      ? `${field} must be a string.`
+      : `${field} is required.`;
   throw new OtpError(code, message);
 }
 
