@@ -22,9 +22,11 @@ import { cohortsOf, COUNTRY_HOLD_MS, LOG_ALPHA, type StartedBlock } from './judg
 /** Probes, checked less often than real users would, that renew a block whose rule still fires. */
 const PROBES_TO_CONFIRM = 3;
 
+/** Whether `prefix` lies under a lift (by hand, or a rule's timer) that still holds. */
 export const liftedPrefix = (lifted: Record<string, number>, prefix: string, now: number) =>
   Object.entries(lifted).some(([p, until]) => until > now && prefix.startsWith(p));
 
+/** The marks (lifts, timers) that still hold at `now`. */
 export const current = (marks: Record<string, number> | undefined, now: number): Record<string, number> =>
   Object.fromEntries(Object.entries(marks ?? {}).filter(([, until]) => until > now));
 
