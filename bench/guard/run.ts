@@ -322,6 +322,19 @@ function seedRuns(seeds: number[]): string {
   return runs.join(', ');
 }
 
+/** What each scenario is, from its definition: the one list of them (docs/bench.md links here). */
+function scenarioTable(): string[] {
+  return [
+    '### Scenarios',
+    '',
+    'Defined in `bench/guard/scenarios.ts`. Windows start 10:00 UTC unless said. Attacks start 5 minutes in, on a',
+    "warm service beside its real users; a service's allow-list is the countries of its legitimate traffic.",
+    '',
+    // A list: as a table's cells, the lines would go to notes (`moveLongCells`).
+    ...SCENARIOS.map((scenario) => `- \`${scenario.name}\`: ${scenario.title}.`),
+  ];
+}
+
 /** How a part of the row above is set off in the first column. */
 const PART_INDENT = '↳ ';
 
@@ -371,6 +384,7 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
     if (after) lines.push(part('after first 20', after));
     if (s.focusRefused) lines.push(part(s.focusLabel, s.focusRefused));
   }
+  lines.push('', ...scenarioTable());
   return lines.join('\n');
 }
 

@@ -35,7 +35,7 @@ import {
 export interface Scenario {
   name: string;
   kind: 'legit' | 'attack';
-  /** A few words for the tables. */
+  /** What it is, in a line: the trace's header, and the scenario table of docs/guard-results.md. */
   title: string;
   model: LegitModel;
   /** Two days of the model's legitimate traffic folded before `from` (false: a brand-new service). */
@@ -133,18 +133,18 @@ const onAttack = (
 });
 
 export const SCENARIOS: Scenario[] = [
-  legit('warm', 'Warm service', 1.5, base),
-  legit('new_service', 'New service, first hours', 2, base, { warm: false }),
+  legit('warm', 'A warm service, 1.5 hours', 1.5, base),
+  legit('new_service', 'A service with no history, its first 2 hours', 2, base, { warm: false }),
   legit(
     'caller_codes',
-    'New service, its own codes',
+    '`new_service`, the backend making its codes (`Code`) and checking them',
     2,
     (seed, from, to) => withCallerCodes(base(seed, from, to)),
     { warm: false },
   ),
   legit(
     'new_country',
-    'New country (KE), 400 users',
+    'A warm service opens KE: 400 users over 65 minutes, 75 % convert',
     1.25,
     (seed, from, to) => [
       ...base(seed, from, to),
@@ -154,7 +154,7 @@ export const SCENARIOS: Scenario[] = [
   ),
   legit(
     'range_spread',
-    'US+IN at 4x, all ranges',
+    'US/IN only, 12,000 and 10,000 a day over all ranges, 12:00, 1 hour',
     1,
     (seed, from, to) => legitimate(RANGE_SPREAD_MODEL, seed, from, to),
     {
@@ -164,16 +164,25 @@ export const SCENARIOS: Scenario[] = [
       allowedCountries: served(RANGE_SPREAD_MODEL),
     },
   ),
-  legit('corporate_onboarding', '200 sequential, all checked', 1.25, (seed, from, to) => [
-    ...base(seed, from, to),
-    ...corporateOnboarding(seed, 'US', from + 5 * MINUTE, from + 65 * MINUTE, 200),
-  ]),
-  legit('carrier_outage', 'BR codes 30 min late, 2 h', 2.25, (seed, from, to) =>
-    carrierOutage(base(seed, from, to), seed, 'BR', from + 15 * MINUTE, from + 135 * MINUTE),
+  legit(
+    'corporate_onboarding',
+    '200 employees, one sequential US block (…0100 up), an hour, all check',
+    1.25,
+    (seed, from, to) => [
+      ...base(seed, from, to),
+      ...corporateOnboarding(seed, 'US', from + 5 * MINUTE, from + 65 * MINUTE, 200),
+    ],
+  ),
+  legit(
+    'carrier_outage',
+    'BR, 2 h: codes and receipts 30 min late (expired), 60 % send again',
+    2.25,
+    (seed, from, to) =>
+      carrierOutage(base(seed, from, to), seed, 'BR', from + 15 * MINUTE, from + 135 * MINUTE),
   ),
   legit(
     'daily_curves',
-    'Local-time curves',
+    "Each country's local curve (quiet nights, morning ramp), 06:00-07:30",
     1.5,
     (seed, from, to) => legitimate(DAILY_CURVES_MODEL, seed, from, to),
     {
@@ -183,17 +192,25 @@ export const SCENARIOS: Scenario[] = [
       allowedCountries: served(DAILY_CURVES_MODEL),
     },
   ),
-  legit('campaign', 'Push campaign, ID at 10x, 20 min', 1, (seed, from, to) => [
-    ...base(seed, from, to),
-    ...campaignUsers(seed, 'ID', from + 10 * MINUTE, from + 30 * MINUTE, rateOf('ID', 9)(from)),
-  ]),
-  legit('mistype', '30 % wrong code first', 1, (seed, from, to) =>
-    mistypes(base(seed, from, to), seed, 0.3, from, to),
+  legit(
+    'campaign',
+    "A push campaign: ID's users at 10x its rate, 20 min, checking as usual",
+    1,
+    (seed, from, to) => [
+      ...base(seed, from, to),
+      ...campaignUsers(seed, 'ID', from + 10 * MINUTE, from + 30 * MINUTE, rateOf('ID', 9)(from)),
+    ],
+  ),
+  legit(
+    'mistype',
+    '30 % of converting users type a wrong code first, then the right one',
+    1,
+    (seed, from, to) => mistypes(base(seed, from, to), seed, 0.3, from, to),
   ),
   // The launch (the rule a burst of new users meets first) with users slower than the guard assumes.
   legit(
     'slow_typists',
-    'New country, checks median 60 s',
+    '`new_country`, checks log-normal, median 60 s (1 in 7 after 3 min)',
     1.25,
     (seed, from, to) =>
       slowTypists(
@@ -208,46 +225,72 @@ export const SCENARIOS: Scenario[] = [
   ),
 
   // Attacks start 5 minutes into the window and last to its end.
-  onAttack('a_sequential', '(a) sequential, PH, 1 per 2 s', 35 / 60, (seed, from, to) =>
-    sequentialAttack(seed, 'PH', from, to, 2000),
+  onAttack(
+    'a_sequential',
+    '(a) PH numbers +1 or +2, one every 2 s, 30 minutes, no checks',
+    35 / 60,
+    (seed, from, to) => sequentialAttack(seed, 'PH', from, to, 2000),
   ),
-  onAttack('b_flood', '(b) 10x random flood, ID', 65 / 60, (seed, from, to) =>
-    floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
+  onAttack(
+    'b_flood',
+    "(b) random numbers over ID's ranges at 10x its rate, 1 hour, no checks",
+    65 / 60,
+    (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
   ),
-  onAttack('c_drip_5', '(c) drip NG range, 5 % checked', 1, (seed, from, to) =>
-    dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.05),
+  onAttack(
+    'c_drip_5',
+    "(c) one NG tail range, NG's rate, 55 min, codes checked at 5 %",
+    1,
+    (seed, from, to) => dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.05),
   ),
-  onAttack('c_drip_25', '(c) drip NG range, 25 % checked', 1, (seed, from, to) =>
-    dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.25),
+  onAttack(
+    'c_drip_25',
+    "(c) one NG tail range, NG's rate, 55 min, codes checked at 25 %",
+    1,
+    (seed, from, to) => dripAttack(seed, 'NG', from, to, rateOf('NG', 1), 0.25),
   ),
-  onAttack('d_spread', '(d) thin over 24 countries', 1, (seed, from, to) =>
-    spreadAttack(seed, SPREAD_INSIDE, SPREAD_OUTSIDE, from, to, 60),
+  onAttack(
+    'd_spread',
+    '(d) 60 an hour, 24 countries, 55 min: 8 in the allow-list, 16 outside',
+    1,
+    (seed, from, to) => spreadAttack(seed, SPREAD_INSIDE, SPREAD_OUTSIDE, from, to, 60),
   ),
-  onAttack('e1_paced', '(e1) paced, 20 ID ranges x 3/h', 1, (seed, from, to) =>
+  onAttack('e1_paced', '(e1) 20 random ID ranges, 3 an hour each, unchecked, 55 min', 1, (seed, from, to) =>
     pacedAttack(seed, 'ID', from, to, 20, 3),
   ),
   // The same for 4 hours: a paced attacker's point is to go on; its ranges' history is what can tell it.
-  onAttack('e1_long', '(e1) paced, for 4 hours', 4 + 5 / 60, (seed, from, to) =>
+  onAttack('e1_long', '(e1) the same for 4 hours', 4 + 5 / 60, (seed, from, to) =>
     pacedAttack(seed, 'ID', from, to, 20, 3),
   ),
   onAttack(
     'e2_pausing',
-    '(e2) 10x ID flood, 30 min pause per 403',
+    '(e2) the 10x ID flood, 55 min, sending nothing 30 min after a refusal',
     1,
     (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
     { pauseOnBlockMs: 30 * MINUTE },
   ),
   // What a real crowd meets after a flood: at `strict`, the hour after a confirmed closure's hold, when the flood
   // rule closes again sooner (`NOVEL_FLOOD.returning`); `standard` has no such rule (its control).
-  onAttack('flood_then_campaign', '(b) for 10 min, then a campaign 40 min on', 70 / 60, (seed, from) => [
-    ...floodAttack(seed, 'ID', from, from + 10 * MINUTE, rateOf('ID', 10)),
-    ...campaignUsers(seed, 'ID', from + 40 * MINUTE, from + 60 * MINUTE, rateOf('ID', 9)(from + 40 * MINUTE)),
-  ]),
+  onAttack(
+    'flood_then_campaign',
+    "(b) for 10 minutes; 30 minutes after it, ID's campaign as above",
+    70 / 60,
+    (seed, from) => [
+      ...floodAttack(seed, 'ID', from, from + 10 * MINUTE, rateOf('ID', 10)),
+      ...campaignUsers(
+        seed,
+        'ID',
+        from + 40 * MINUTE,
+        from + 60 * MINUTE,
+        rateOf('ID', 9)(from + 40 * MINUTE),
+      ),
+    ],
+  ),
   // (b) where half of ID's users had checked a code in the warm-up, as people who sign in again: the guard's known
   // numbers pass its closure.
   onAttack(
     'b_flood_returning',
-    "(b), half of ID's users returning",
+    "(b), half of ID's users returning (they checked a code in the warm-up)",
     65 / 60,
     (seed, from, to) => floodAttack(seed, 'ID', from, to, rateOf('ID', 10)),
     {
@@ -267,14 +310,14 @@ export const SCENARIOS: Scenario[] = [
   ),
   onAttack(
     'new_flood',
-    'New service: random flood, ID',
+    'A new service: 600 random ID numbers an hour, 30 min; also after 20',
     35 / 60,
     (seed, from, to) => floodAttack(seed, 'ID', from, to, () => 600),
     { warm: false, afterFirst: 20 },
   ),
   onAttack(
     'new_sequential',
-    'New service: sequential, PH',
+    'A new service: (a) for 30 minutes; also reported after its first 20',
     35 / 60,
     (seed, from, to) => sequentialAttack(seed, 'PH', from, to, 2000),
     { warm: false, afterFirst: 20 },
