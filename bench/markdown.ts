@@ -146,28 +146,25 @@ export function moveLongCells(markdown: string, maxChars = MAX_CELL_CHARS): stri
  * is, its members' figures side by side, and each missed member named with its whole measure.
  */
 export function targetsList(targets: Target[]): string {
-  const lines: string[] = [];
-  const groups = new Map<string, Target[]>();
+  // A family's place is its first member's; its later members join it there.
+  const entries: (Target | Target[])[] = [];
+  const families = new Map<string, Target[]>();
   for (const target of targets) {
-    if (!target.group) {
-      lines.push(
-        `- ${target.met ? 'met' : '**missed**'}: ${target.target}. Measured ${target.measured}.` +
-          (target.note ? ` ${target.note}.` : ''),
-      );
-      continue;
-    }
-    const members = groups.get(target.group.title);
-    if (members) members.push(target);
-    else {
-      groups.set(target.group.title, [target]);
-      lines.push(target.group.title);
-    }
+    const family = target.group && families.get(target.group.title);
+    if (family) family.push(target);
+    else if (target.group) {
+      const members = [target];
+      families.set(target.group.title, members);
+      entries.push(members);
+    } else entries.push(target);
   }
-  return lines
-    .map((line) => {
-      const members = groups.get(line);
-      return members ? groupLine(line, members) : line;
-    })
+  return entries
+    .map((entry) =>
+      Array.isArray(entry)
+        ? groupLine(entry[0]!.group!.title, entry)
+        : `- ${entry.met ? 'met' : '**missed**'}: ${entry.target}. Measured ${entry.measured}.` +
+          (entry.note ? ` ${entry.note}.` : ''),
+    )
     .join('\n');
 }
 
