@@ -323,7 +323,7 @@ function seedRuns(seeds: number[]): string {
 }
 
 /** What each scenario is, from its definition: the one list of them (docs/bench.md links here). */
-function scenarioTable(): string[] {
+function scenarioList(): string[] {
   return [
     '### Scenarios',
     '',
@@ -364,14 +364,14 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
     );
   lines.push('');
   lines.push(
-    "Attack sends refused (worst = the lowest seed), what the accepted ones cost (worst = the highest), the share of the unguarded cost averted (worst = the lowest) and the legitimate sends refused beside the attack (worst = the highest). Indented rows: part of the row above (inside or outside the allow-list, after the first 20 sends, the scenario's own users).",
+    "Attack sends refused (worst = the lowest seed), what the accepted ones cost (worst = the highest), the share of the unguarded cost averted (worst = the lowest) and the legitimate sends refused beside the attack (worst = the highest). Rows marked ↳: part of the attack above (inside or outside the allow-list, after its first 20 sends, the scenario's own users).",
   );
   lines.push('');
   lines.push(
     '| Attack | Sends (mean) | Worst | Mean | Cost worst | Cost mean | Averted worst | Beside worst | Told |',
   );
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-  // A part of the row above: the label's first words keep the first column narrow.
+  // A part of the attack above, marked and labelled alone: the first column stays narrow.
   const part = (label: string, refused: { worst: number; mean: number } | undefined) =>
     `| ${PART_INDENT}${label} | | ${p(refused?.worst, 1)} | ${p(refused?.mean, 1)} | | | | | |`;
   for (const s of summaries.filter((x) => x.kind === 'attack')) {
@@ -384,7 +384,7 @@ function markdown(summaries: ScenarioSummary[], meta: Meta): string {
     if (after) lines.push(part('after first 20', after));
     if (s.focusRefused) lines.push(part(s.focusLabel, s.focusRefused));
   }
-  lines.push('', ...scenarioTable());
+  lines.push('', ...scenarioList());
   return lines.join('\n');
 }
 
