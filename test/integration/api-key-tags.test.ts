@@ -226,7 +226,7 @@ describe('a flood of junk keys on one instance', () => {
   const SCALED_BUCKET = { ...API_KEY_GUARD_DEFAULTS, burst: 20, lookupsPerSecond: 5 };
   jest.setTimeout(120_000);
 
-  it('a fresh real key at once: 0 × 429, and its p99 within 2× of an unflooded instance', async () => {
+  it('a fresh real key at once: 0 × 429, the same requests as on an unflooded instance, no queue behind the junk', async () => {
     // Two warm instances: `flooded` takes the flood, `quiet` none. Their samples alternate, so the machine's
     // load at any moment weighs on both alike.
     const flooded = instance({ guard: SCALED_BUCKET });
@@ -234,10 +234,15 @@ describe('a flood of junk keys on one instance', () => {
     const [warmFlooded, warmQuiet, ...keys] = await freshKeys(2 * SAMPLES + 2);
     expect((await flooded.fetch(warmFlooded!)).status).toBe(404);
     expect((await quiet.fetch(warmQuiet!)).status).toBe(404);
+    // Each real request alone in its instance's DynamoDB calls: what it read and wrote, and how long it took.
     const timed = async (on: typeof flooded, key: string) => {
+      on.resetCalls();
       const started = performance.now();
       const { status } = await on.fetch(key);
-      return { status, ms: performance.now() - started };
+      const ms = performance.now() - started;
+      // Sorted: the fetch's read runs beside the key's write, either may be recorded first.
+      const operations = on.calls().map((call) => call.operation);
+      return { status, ms, operations: operations.sort().join(' ') };
     };
 
     // The flood drains the instance's junk bucket: legacy-format junk past it gets 429.
@@ -245,8 +250,8 @@ describe('a flood of junk keys on one instance', () => {
     expect(junk.filter((status) => status === 429).length).toBeGreaterThan(0);
     expect(junk.every((status) => status === 401 || status === 429)).toBe(true);
 
-    const loud: { status: number; ms: number }[] = [];
-    const calm: { status: number; ms: number }[] = [];
+    const loud: Awaited<ReturnType<typeof timed>>[] = [];
+    const calm: Awaited<ReturnType<typeof timed>>[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       // Each real request comes right after a burst of junk from 20 workers: the bucket stays empty.
       await flood((key) => flooded.fetch(key), 20);
@@ -257,6 +262,9 @@ describe('a flood of junk keys on one instance', () => {
     expect(statuses(loud).filter((status) => status === 429)).toEqual([]);
     expect(statuses(loud).every((status) => status === 404)).toBe(true);
     expect(statuses(calm).every((status) => status === 404)).toBe(true);
+    // The junk costs a real key no request: its read and its key write, as on the quiet instance.
+    const operations = new Set([...loud, ...calm].map((run) => run.operations));
+    expect([...operations]).toEqual(['GetItem UpdateItem']);
 
     const ms = (runs: { ms: number }[]) => runs.map((run) => run.ms);
     const at = (p: number) => ({ quiet: percentile(ms(calm), p), flooded: percentile(ms(loud), p) });
@@ -264,7 +272,10 @@ describe('a flood of junk keys on one instance', () => {
     const line = (name: string, p: { quiet: number; flooded: number }) =>
       `${name} ${p.quiet.toFixed(2)} → ${p.flooded.toFixed(2)} ms (×${(p.flooded / p.quiet).toFixed(2)})`;
     console.log(`fresh real key, ${SAMPLES} requests each: ${line('p50', p50)}, ${line('p99', p99)}`);
-    expect(p99.flooded).toBeLessThan(2 * p99.quiet);
+    // Nor does it wait behind the junk: a real key queued for the bucket (5 lookups a second) would wait some
+    // 200 ms at the median. The median only: a p99 of 150 samples is the second slowest, one pause on a shared
+    // machine doubles it (CI: 25.9 to 56.5 ms once, nothing flooded in the way). Latency itself is the bench's.
+    expect(p50.flooded).toBeLessThan(2 * p50.quiet);
   });
 });
 
