@@ -18,6 +18,7 @@ import {
   parseTemplateBody,
   parseTemplateSmsPartLimit,
   parseTopUp,
+  parseUsdAmount,
   templateSize,
 } from '../../functions/core/accounts/formats';
 
@@ -117,6 +118,24 @@ describe('parsers', () => {
     expect(parseTemplateSmsPartLimit('0').ok).toBe(false);
     expect(parseTemplateSmsPartLimit(String(MAX_TEMPLATE_SMS_PARTS + 1)).ok).toBe(false);
     expect(parseTemplateSmsPartLimit('2.5').ok).toBe(false);
+  });
+
+  test('a USD amount: four decimals at most; one that is too precise or too large is told so', () => {
+    expect(parseUsdAmount('0.0600', 'Price')).toEqual({ ok: true, value: 600 });
+    expect(parseUsdAmount('25', 'Price')).toEqual({ ok: true, value: 250_000 });
+    expect(parseUsdAmount('1.23456', 'Price')).toEqual({
+      ok: false,
+      problem: 'Price "1.23456" has more than 4 decimals: amounts are in units of 0.0001 USD',
+    });
+    expect(parseUsdAmount('99999999999', 'Top-up amount')).toEqual({
+      ok: false,
+      problem: 'Top-up amount "99999999999" is larger than any amount held: at most 999,999,999.9999 USD',
+    });
+    for (const text of ['abc', '-5', '1e3', '0x10', '', '1.'])
+      expect(parseUsdAmount(text, 'Price')).toEqual({
+        ok: false,
+        problem: expect.stringContaining('is not a USD amount'),
+      });
   });
 
   test('a top-up is more than 0 and at most the limit', () => {

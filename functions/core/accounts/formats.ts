@@ -122,6 +122,12 @@ export const MAX_TOP_UP_UNITS = 1_000_000 * UNITS_PER_USD;
 /** A USD amount with at most four decimals, in units of 0.0001 USD. */
 export function parseUsdAmount(text: string, what: string, { allowZero = true } = {}): Parsed<number> {
   const units = parseUsd(text);
+  // A number, but too precise or too large to hold, is told so: "not a USD amount" would send its typist hunting.
+  const number = /^\s*(\d+)(?:\.(\d*))?\s*$/.exec(text);
+  if (units === undefined && number && (number[2]?.length ?? 0) > 4)
+    return problem(`${what} "${text}" has more than 4 decimals: amounts are in units of 0.0001 USD`);
+  if (units === undefined && number && number[1]!.length > 9)
+    return problem(`${what} "${text}" is larger than any amount held: at most 999,999,999.9999 USD`);
   if (units === undefined)
     return problem(`${what} "${text}" is not a USD amount: expected e.g. 25 or 0.0600 (at most 4 decimals)`);
   if (!allowZero && units === 0) return problem(`${what} must be more than ${formatUnits(0)} USD`);
