@@ -313,6 +313,19 @@ describe('what the console changes, the public API obeys', () => {
   });
 });
 
+describe('channels', () => {
+  test('a list with repeats, in any order, is kept as the CLI keeps it: each channel once, in channel order', async () => {
+    const before = (await harness.accounts.getService(a.serviceSid))!.enabledChannels;
+    const answer = await call(alice, 'PUT', `/services/${a.serviceSid}/channels`, {
+      channels: ['whatsapp', 'sms', 'sms'],
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.channels).toEqual(['sms', 'whatsapp']);
+    expect((await harness.accounts.getService(a.serviceSid))?.enabledChannels).toEqual(['sms', 'whatsapp']);
+    await call(alice, 'PUT', `/services/${a.serviceSid}/channels`, { channels: before });
+  });
+});
+
 describe('static controls: the country allow-list and the RiskCheck permission', () => {
   const NG_MOBILE = '+2348031234567';
   // A service of its own (managed by the operator), so these sends stay out of A's activity below.

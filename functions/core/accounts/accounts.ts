@@ -9,7 +9,7 @@ import { defaultAllowedCountries } from '../guard/high-risk-countries';
 import { DEFAULT_GUARD_SETTINGS, isGuardLevel, type CountryCaps, type GuardLevel } from '../guard/model';
 import type { Service, Template } from '../model';
 import type { Clock, Random } from '../ports';
-import { ROUTES, type Channel } from '../routing';
+import { CHANNELS, ROUTES, type Channel } from '../routing';
 import {
   DEFAULT_TEMPLATE_SMS_PARTS,
   MAX_SAFE_LIST,
@@ -36,6 +36,10 @@ import type {
 } from './ports';
 import { OPERATORS_AUDIT_SCOPE, TopUpKeyUsed } from './ports';
 import { formatUnits } from '../money';
+
+/** A service's channels as stored: in CHANNELS order, each once, whichever driver listed them. */
+const channelSet = (channels: readonly Channel[]): Channel[] =>
+  CHANNELS.filter((channel) => channels.includes(channel));
 
 export interface AccountsDeps {
   store: AccountStore;
@@ -106,7 +110,7 @@ export class Accounts {
       sid: this.deps.random.sid('VA'),
       name: input.name,
       balance: input.balance,
-      enabledChannels: input.channels,
+      enabledChannels: channelSet(input.channels),
       rules: {
         blockedCountries: [],
         blockedPrefixes: [],
@@ -350,7 +354,8 @@ export class Accounts {
     );
   }
 
-  async setChannels(context: ChangeContext, serviceSid: string, channels: Channel[]): Promise<Service> {
+  async setChannels(context: ChangeContext, serviceSid: string, given: Channel[]): Promise<Service> {
+    const channels = channelSet(given);
     const service = await this.service(serviceSid);
     await this.change(
       context,
