@@ -129,7 +129,7 @@ describe('parsers', () => {
     });
     expect(parseUsdAmount('99999999999', 'Top-up amount')).toEqual({
       ok: false,
-      problem: 'Top-up amount "99999999999" is larger than any amount held: at most 999,999,999.9999 USD',
+      problem: 'Top-up amount "99999999999" is larger than any amount held: at most 999999999.9999 USD',
     });
     for (const text of ['abc', '-5', '1e3', '0x10', '', '1.'])
       expect(parseUsdAmount(text, 'Price')).toEqual({

@@ -5,7 +5,7 @@
  */
 import { SID_PATTERNS, type SidPrefix } from '../sids';
 import { templateSmsSize, type SmsSize } from '../sms-segments';
-import { parseUsd, formatUnits, UNITS_PER_USD } from '../money';
+import { parseUsd, formatUnits, UNITS_PER_USD, USD_LIMITS } from '../money';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 
@@ -124,10 +124,15 @@ export function parseUsdAmount(text: string, what: string, { allowZero = true } 
   const units = parseUsd(text);
   // A number, but too precise or too large to hold, is told so: "not a USD amount" would send its typist hunting.
   const number = /^\s*(\d+)(?:\.(\d*))?\s*$/.exec(text);
-  if (units === undefined && number && (number[2]?.length ?? 0) > 4)
-    return problem(`${what} "${text}" has more than 4 decimals: amounts are in units of 0.0001 USD`);
-  if (units === undefined && number && number[1]!.length > 9)
-    return problem(`${what} "${text}" is larger than any amount held: at most 999,999,999.9999 USD`);
+  const { wholeDigits, decimals } = USD_LIMITS;
+  if (units === undefined && number && (number[2]?.length ?? 0) > decimals)
+    return problem(
+      `${what} "${text}" has more than ${decimals} decimals: amounts are in units of 0.0001 USD`,
+    );
+  if (units === undefined && number && number[1]!.length > wholeDigits)
+    return problem(
+      `${what} "${text}" is larger than any amount held: at most ${formatUnits(10 ** (wholeDigits + decimals) - 1)} USD`,
+    );
   if (units === undefined)
     return problem(`${what} "${text}" is not a USD amount: expected e.g. 25 or 0.0600 (at most 4 decimals)`);
   if (!allowZero && units === 0) return problem(`${what} must be more than ${formatUnits(0)} USD`);
