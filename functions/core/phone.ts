@@ -22,3 +22,15 @@ export function parsePhone(raw: string): PhoneNumber | undefined {
   if (!parsed || !parsed.isValid() || !parsed.country) return undefined;
   return { e164: parsed.number, country: parsed.country, type: parsed.getType() };
 }
+
+/**
+ * Why `raw` is not a number `parsePhone` takes, in words for the caller. The commonest slip gets its own words:
+ * a `+` sent unencoded in a form body (`To=+4474…`) arrives as a space.
+ */
+export function phoneProblem(raw: string): string {
+  const text = raw.trim();
+  if (/^\s+\d/.test(raw))
+    return 'To must start with +: a + sent unencoded in a form body arrives as a space; send it as %2B.';
+  if (!text.startsWith('+')) return 'To must start with + and the country code (E.164).';
+  return 'To is not a valid phone number.';
+}

@@ -3,7 +3,7 @@ import { DEFAULT_GUARD_SETTINGS, blockedMessage, type GuardDecision } from './gu
 import { knownFrom, recentAfter, recentSids } from './guard/known';
 import { guardVerdict } from './guard/verdict';
 import type { NumberRecord, Service, Template, Verification } from './model';
-import { parsePhone, type PhoneNumber } from './phone';
+import { parsePhone, phoneProblem, type PhoneNumber } from './phone';
 import type { Clock, CodeVault, DeliveryWorkflow, Random, SendContext, VerificationStore } from './ports';
 import { ROUTES, planRoute, type Channel } from './routing';
 import type { Settings } from './settings';
@@ -69,7 +69,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       const sid = await store.getIdempotentSid(request.serviceSid, request.idempotencyKey);
       if (sid) return replay(deps, sid);
     }
-    throw new OtpError('unroutable', 'To is not a valid phone number in E.164 form.');
+    throw new OtpError('unroutable', phoneProblem(request.to));
   }
 
   const query = {

@@ -475,6 +475,21 @@ describe('specific hostile input', () => {
     expect(await balances()).toEqual(before);
   });
 
+  it.each([
+    // curl -d 'To=+44…': the unencoded + is a space once the form is decoded.
+    ['a + sent unencoded in a form', 'To=+447400123470', 'arrives as a space; send it as %2B'],
+    ['no + at all', 'To=447400123470', 'must start with + and the country code'],
+    ['a + and no such number', 'To=%2B4412', 'To is not a valid phone number.'],
+  ])('To with %s: unroutable, saying what is wrong, not charged', async (_, body, words) => {
+    const before = await balances();
+    const response = await raw('POST', sendPath(), { ...form, 'x-api-key': mine.apiKey }, body);
+    expect(response.status).toBe(400);
+    const error = expectWellFormed(response);
+    expect(error.code).toBe('unroutable');
+    expect(error.message).toContain(words);
+    expect(await balances()).toEqual(before);
+  });
+
   it('deep JSON: 5,000 levels inside the size limit, and 500,000 beyond it', async () => {
     for (const depth of [5_000, 500_000]) {
       const payload = `{"To":${'['.repeat(depth)}${']'.repeat(depth)}}`;
