@@ -51,7 +51,7 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
 /**
  * Validates parameters with a zod schema. A failed rule answers with the code the API gives that field
  * (`fieldCodes`), a missing or mistyped value with `invalid_parameter`; the message names the field and says
- * which: required, not a string (a JSON number, list, object or null), or not valid.
+ * which: required, not a string (a JSON number, list, object or null), or the rule it broke.
  */
 export function validate<T extends z.ZodMiniType>(
   schema: T,
@@ -67,12 +67,29 @@ export function validate<T extends z.ZodMiniType>(
   // Whether the field was sent is read from the parameters: zod's issue carries no input unless asked to.
   const sent =
     typeof params === 'object' && params !== null && (params as Record<string, unknown>)[field] !== undefined;
-  const message = !isTypeProblem
-    ? `${field} is not valid.`
-    : sent
+  const message = isTypeProblem
+    ? sent
       ? `${field} must be a string.`
-      : `${field} is required.`;
+      : `${field} is required.`
+    : ruleMessage(field, issue);
   throw new OtpError(code, message);
+}
+
+/** What a string broke, in words: its length, its allowed values, or the rule's own message where it has one. */
+function ruleMessage(field: string, issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'too_small':
+      return Number(issue.minimum) <= 1
+        ? `${field} is empty.`
+        : `${field} is shorter than ${issue.minimum} characters.`;
+    case 'too_big':
+      return `${field} is longer than ${issue.maximum} characters.`;
+    case 'invalid_value':
+      return `${field} must be one of: ${issue.values.join(', ')}.`;
+    default:
+      // A rule's own words (given as `error`), else zod's default "Invalid input", which says nothing.
+      return issue.message && issue.message !== 'Invalid input' ? issue.message : `${field} is not valid.`;
+  }
 }
 
 /** `Code` as the API defines a caller-supplied one: 4 to 10 ASCII letters or digits. */
@@ -100,7 +117,9 @@ export const sendParamsSchema = /* @__PURE__ */ (() =>
         z.describe("One of the account's templates; omitted: the default template. An `HJ…` SID is ignored."),
       ),
     Code: z
-      .optional(z.string().check(z.regex(CLIENT_CODE)))
+      .optional(
+        z.string().check(z.regex(CLIENT_CODE, { error: 'Code must be 4 to 10 ASCII letters or digits.' })),
+      )
       .check(
         z.describe(
           'Only for callers generating their own codes, delivered as given and never checked by the service.',

@@ -4,7 +4,8 @@ import { checkParamsSchema, sendParamsSchema, validate } from '../../functions/h
 
 const refusal = (schema: Parameters<typeof validate>[0], params: unknown) => {
   try {
-    validate(schema, params, { Code: 'invalid_code' });
+    // The API gives `invalid_code` to a supplied Code on send only (functions/http/api.ts).
+    validate(schema, params, schema === sendParamsSchema ? { Code: 'invalid_code' } : {});
   } catch (error) {
     if (error instanceof OtpError) return { code: error.code, message: error.message };
     throw error;
@@ -35,14 +36,58 @@ describe('validate', () => {
     });
   });
 
-  it("answers a string that breaks the field's rule with the field's own code", () => {
-    expect(refusal(sendParamsSchema, { To: '+14155550100', Code: '12' })).toEqual({
-      code: 'invalid_code',
-      message: 'Code is not valid.',
-    });
-    expect(refusal(sendParamsSchema, { To: '' })).toEqual({
-      code: 'invalid_parameter',
-      message: 'To is not valid.',
-    });
+  it.each([
+    [
+      'a supplied Code of 2 characters',
+      sendParamsSchema,
+      { To: '+14155550100', Code: '12' },
+      'invalid_code',
+      'Code must be 4 to 10 ASCII letters or digits.',
+    ],
+    [
+      'an empty supplied Code',
+      sendParamsSchema,
+      { To: '+14155550100', Code: '' },
+      'invalid_code',
+      'Code must be 4 to 10 ASCII letters or digits.',
+    ],
+    ['an empty To', sendParamsSchema, { To: '' }, 'invalid_parameter', 'To is empty.'],
+    [
+      'a To of 21 characters',
+      sendParamsSchema,
+      { To: `+${'1'.repeat(20)}` },
+      'invalid_parameter',
+      'To is longer than 20 characters.',
+    ],
+    [
+      'a TemplateSid of 65 characters',
+      sendParamsSchema,
+      { To: '+14155550100', TemplateSid: 'H'.repeat(65) },
+      'invalid_parameter',
+      'TemplateSid is longer than 64 characters.',
+    ],
+    [
+      'a RiskCheck outside its values',
+      sendParamsSchema,
+      { To: '+14155550100', RiskCheck: 'off' },
+      'invalid_parameter',
+      'RiskCheck must be one of: enable, disable.',
+    ],
+    [
+      'a check Code of 11 characters',
+      checkParamsSchema,
+      { VerificationSid: 'VE1', Code: '12345678901' },
+      'invalid_parameter',
+      'Code is longer than 10 characters.',
+    ],
+    [
+      'an empty check Code',
+      checkParamsSchema,
+      { VerificationSid: 'VE1', Code: '' },
+      'invalid_parameter',
+      'Code is empty.',
+    ],
+  ])("answers %s with the field's code and the rule it broke", (_, schema, params, code, message) => {
+    expect(refusal(schema, params)).toEqual({ code, message });
   });
 });
