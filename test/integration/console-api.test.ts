@@ -632,6 +632,30 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
       safeList: [],
     });
   });
+  test('a safe-list entry covering whole countries is refused, naming them; one stored before stays', async () => {
+    const set = (list: string[]) => harness.accounts.setGuardSafeList(BY_TEST, d.serviceSid, list);
+    await expect(set(['+1'])).rejects.toMatchObject({
+      code: 'invalid_parameter',
+      message: expect.stringMatching(/^\+1 covers every number of \d+ countries: /),
+    });
+    await expect(set(['+447400', '+44'])).rejects.toMatchObject({
+      message: expect.stringContaining('+44 covers every number of 4 countries (GB, GG, IM, JE)'),
+    });
+    // `+3` is the start of many calling codes (+31, +33, +34…), so it covers whole countries too.
+    await expect(set(['+3'])).rejects.toMatchObject({ code: 'invalid_parameter' });
+    const put = await call(operator, 'PUT', `/services/${d.serviceSid}/guard`, { safeList: ['+49'] });
+    expect(put.status).toBe(400);
+    expect(put.body).toMatchObject({
+      code: 'invalid_parameter',
+      message: expect.stringContaining('+49 covers'),
+    });
+    // Ranges inside a calling code are what the list is for, a NANP area code included.
+    expect((await set(['+1415', '+4474'])).guard?.safeList).toEqual(['+1415', '+4474']);
+    // An entry stored before the rule is not taken away by the next change of the list.
+    await harness.accounts.store.updateService(d.serviceSid, { guardSafeList: ['+1'] }, []);
+    expect((await set(['+1', '+447400'])).guard?.safeList).toEqual(['+1', '+447400']);
+    expect((await set([])).guard?.safeList).toEqual([]);
+  });
 });
 
 describe('activity', () => {

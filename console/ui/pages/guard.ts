@@ -99,7 +99,11 @@ export async function guardPage(sid: string): Promise<void> {
         { class: 'row' },
         h('label', { for: 'safe-list' }, 'Safe list'),
         safeList,
-        h('span', { class: 'muted' }, 'numbers or prefixes never refused, separated by spaces'),
+        h(
+          'span',
+          { class: 'muted' },
+          'your numbers or ranges (not a whole country code), never refused; separated by spaces',
+        ),
       ),
       h(
         'p',

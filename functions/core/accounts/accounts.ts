@@ -7,6 +7,7 @@
 import { OtpError } from '../errors';
 import { defaultAllowedCountries } from '../guard/high-risk-countries';
 import { DEFAULT_GUARD_SETTINGS, isGuardLevel, type CountryCaps, type GuardLevel } from '../guard/model';
+import { countriesCoveredBy } from '../guard/prefix';
 import type { Service, Template } from '../model';
 import type { Clock, Random } from '../ports';
 import { CHANNELS, ROUTES, type Channel } from '../routing';
@@ -442,6 +443,7 @@ export class Accounts {
         throw new OtpError('invalid_parameter', `A safe list holds at most ${MAX_SAFE_LIST} entries.`);
     }
     const service = await this.service(serviceSid);
+    if (nextSafeList !== undefined) refuseWholeCountries(nextSafeList, service.guard?.safeList ?? []);
     const change: Parameters<AccountStore['updateService']>[1] = {};
     const records: AuditRecord[] = [];
     const record = (action: string, before: unknown, after: unknown) =>
@@ -636,3 +638,24 @@ export class Accounts {
 
 export const smsPartLimit = (service: Service): number =>
   service.templateSmsParts ?? DEFAULT_TEMPLATE_SMS_PARTS;
+
+/**
+ * A safe-list entry is a number or a range of the owner's own (`+447400`), never a whole country: `+1` would let
+ * every NANP number past the guard and feed none of their sends to its signals. An entry already on the list
+ * (added before this rule) stays; the level is the switch for a whole service.
+ */
+function refuseWholeCountries(safeList: string[], current: string[]): void {
+  for (const entry of safeList) {
+    if (current.includes(entry)) continue;
+    const countries = countriesCoveredBy(entry);
+    if (countries.length === 0) continue;
+    const which =
+      countries.length === 1
+        ? countries[0]
+        : `${countries.length} countries${countries.length <= 6 ? ` (${countries.join(', ')})` : ''}`;
+    throw new OtpError(
+      'invalid_parameter',
+      `${entry} covers every number of ${which}: the safe list takes your own numbers and ranges (e.g. +447400); the level off stops the guard for a whole service.`,
+    );
+  }
+}

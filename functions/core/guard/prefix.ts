@@ -3,7 +3,7 @@
  * a few widths. A prefix is written as the E.164 text it starts with (`+447400`), so a safe-list entry, a block
  * and a number compare with `startsWith`.
  */
-import { getCountryCallingCode, type CountryCode } from 'libphonenumber-js/max';
+import { getCountries, getCountryCallingCode, type CountryCode } from 'libphonenumber-js/max';
 
 /** Digits of the national number in the range prefixes the signals are kept for. */
 export const RANGE_WIDTH = 4;
@@ -32,6 +32,15 @@ export function countryPrefixOf(country: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The countries a prefix covers whole: those whose calling code starts with its digits (`+1`: US, CA and the rest
+ * of the NANP; `+4`: GB, DE, …; `+447` or `+1415`: none).
+ */
+export function countriesCoveredBy(prefix: string): string[] {
+  const digits = prefix.slice(1);
+  return getCountries().filter((country) => getCountryCallingCode(country).startsWith(digits));
 }
 
 export function placeOf(e164: string, country: string): NumberPlace {
