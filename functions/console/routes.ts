@@ -25,7 +25,6 @@ import {
   MAX_SAFE_LIST,
   parseE164Prefix,
   parseKeyId,
-  parseLocale,
   parseServiceName,
   parseSid,
   parseTopUp,
@@ -418,7 +417,7 @@ const API_ROUTES: ApiRoute[] = [
     const input = parse(schemas.template, body);
     const template = await deps.accounts.addTemplate(change, params.sid!, {
       body: input.body,
-      locale: input.locale === undefined ? 'en' : valid(parseLocale(input.locale)),
+      locale: input.locale,
       makeDefault: input.default === true,
     });
     return json(201, { ...template, default: input.default === true });

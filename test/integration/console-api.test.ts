@@ -291,6 +291,31 @@ describe('what the console changes, the public API obeys', () => {
     ).toBe(400);
   });
 
+  test("a template's locale is checked by the accounts core, for every driver", async () => {
+    const before = (await harness.accounts.templates(a.serviceSid)).templates.length;
+    const refused = await call(alice, 'POST', `/services/${a.serviceSid}/templates`, {
+      body: 'Code {code}',
+      locale: 'English',
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      code: 'invalid_parameter',
+      message: expect.stringContaining('not a locale'),
+    });
+    await expect(
+      harness.accounts.addTemplate(BY_TEST, a.serviceSid, { body: 'Code {code}', locale: 'fr_FR' }),
+    ).rejects.toMatchObject({ code: 'invalid_parameter' });
+    expect((await harness.accounts.templates(a.serviceSid)).templates).toHaveLength(before);
+    const kept = await harness.accounts.addTemplate(BY_TEST, a.serviceSid, {
+      body: 'Código {code}',
+      locale: 'pt-BR',
+    });
+    expect(kept.locale).toBe('pt-BR');
+    expect((await harness.accounts.addTemplate(BY_TEST, a.serviceSid, { body: 'Code {code}' })).locale).toBe(
+      'en',
+    );
+  });
+
   test('a country blocked in the console is refused with 403 blocked_by_policy; unblocked, it sends', async () => {
     const blocked = await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
       blockedCountries: ['gb'],

@@ -16,6 +16,7 @@ import {
   MAX_SAFE_LIST,
   keyIdOf,
   parseE164Prefix,
+  parseLocale,
   parseBalanceShards,
   parseTemplateBody,
   parseTopUp,
@@ -272,7 +273,8 @@ export class Accounts {
   ): Promise<Template> {
     const service = await this.service(serviceSid);
     const body = valid(parseTemplateBody(input.body, smsPartLimit(service)));
-    const template: Template = { sid: this.deps.random.sid('HX'), body, locale: input.locale ?? 'en' };
+    const locale = input.locale === undefined ? 'en' : valid(parseLocale(input.locale));
+    const template: Template = { sid: this.deps.random.sid('HX'), body, locale };
     await this.deps.store.putTemplate(
       serviceSid,
       template,
