@@ -36,58 +36,37 @@ describe('validate', () => {
     });
   });
 
+  const send = (params: Record<string, unknown>) =>
+    [sendParamsSchema, { To: '+14155550100', ...params }] as const;
+  const check = (params: Record<string, unknown>) =>
+    [checkParamsSchema, { VerificationSid: 'VE1', ...params }] as const;
+  const CLIENT_CODE_RULE = 'Code must be 4 to 10 ASCII letters or digits.';
+  const P = 'invalid_parameter';
   it.each([
+    ['a supplied Code of 2 characters', send({ Code: '12' }), 'invalid_code', CLIENT_CODE_RULE],
+    ['an empty supplied Code', send({ Code: '' }), 'invalid_code', CLIENT_CODE_RULE],
+    ['an empty To', send({ To: '' }), P, 'To is empty.'],
+    ['a To of 21 characters', send({ To: `+${'1'.repeat(20)}` }), P, 'To is longer than 20 characters.'],
     [
-      'a supplied Code of 2 characters',
-      sendParamsSchema,
-      { To: '+14155550100', Code: '12' },
-      'invalid_code',
-      'Code must be 4 to 10 ASCII letters or digits.',
-    ],
-    [
-      'an empty supplied Code',
-      sendParamsSchema,
-      { To: '+14155550100', Code: '' },
-      'invalid_code',
-      'Code must be 4 to 10 ASCII letters or digits.',
-    ],
-    ['an empty To', sendParamsSchema, { To: '' }, 'invalid_parameter', 'To is empty.'],
-    [
-      'a To of 21 characters',
-      sendParamsSchema,
-      { To: `+${'1'.repeat(20)}` },
-      'invalid_parameter',
-      'To is longer than 20 characters.',
-    ],
-    [
-      'a TemplateSid of 65 characters',
-      sendParamsSchema,
-      { To: '+14155550100', TemplateSid: 'H'.repeat(65) },
-      'invalid_parameter',
+      'a 65-character TemplateSid',
+      send({ TemplateSid: 'H'.repeat(65) }),
+      P,
       'TemplateSid is longer than 64 characters.',
     ],
     [
-      'a RiskCheck outside its values',
-      sendParamsSchema,
-      { To: '+14155550100', RiskCheck: 'off' },
-      'invalid_parameter',
+      'a RiskCheck of another value',
+      send({ RiskCheck: 'off' }),
+      P,
       'RiskCheck must be one of: enable, disable.',
     ],
     [
       'a check Code of 11 characters',
-      checkParamsSchema,
-      { VerificationSid: 'VE1', Code: '12345678901' },
-      'invalid_parameter',
+      check({ Code: '12345678901' }),
+      P,
       'Code is longer than 10 characters.',
     ],
-    [
-      'an empty check Code',
-      checkParamsSchema,
-      { VerificationSid: 'VE1', Code: '' },
-      'invalid_parameter',
-      'Code is empty.',
-    ],
-  ])("answers %s with the field's code and the rule it broke", (_, schema, params, code, message) => {
+    ['an empty check Code', check({ Code: '' }), P, 'Code is empty.'],
+  ])("answers %s with the field's code and the rule it broke", (_, [schema, params], code, message) => {
     expect(refusal(schema, params)).toEqual({ code, message });
   });
 });
