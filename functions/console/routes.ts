@@ -18,7 +18,7 @@ import type { CapBlock, DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../adapters/webhooks/secrets';
 import type { Logger } from '../adapters/logger';
-import { smsPartLimit, valid, type Accounts } from '../core/accounts/accounts';
+import { apiKeyLimit, smsPartLimit, valid, type Accounts } from '../core/accounts/accounts';
 import type { ChangeContext } from '../core/accounts/ports';
 import {
   MAX_BLOCKED_PREFIXES,
@@ -299,9 +299,16 @@ const API_ROUTES: ApiRoute[] = [
     );
   }),
   route('GET', '/services/:sid/keys', async (deps, { params }) => {
-    const keys = await deps.accounts.store.listApiKeysWithUse(params.sid!);
+    const [service, keys] = await Promise.all([
+      load(deps, params.sid!),
+      deps.accounts.store.listApiKeysWithUse(params.sid!),
+    ]);
     keys.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-    return json(200, { keys: keys.map((key) => ({ ...key, active: !key.revokedAt })) });
+    return json(200, {
+      keys: keys.map((key) => ({ ...key, active: !key.revokedAt })),
+      activeKeys: keys.filter((key) => !key.revokedAt).length,
+      keyLimit: apiKeyLimit(service),
+    });
   }),
   route('POST', '/services/:sid/keys', async (deps, { params, change }) => {
     const issued = await deps.accounts.issueApiKey(change, params.sid!);

@@ -54,6 +54,13 @@ export interface Service {
   guard?: ServiceGuardSettings;
   /** SMS parts a new template may take (an operator's setting); absent: the default (core/accounts/formats.ts). */
   templateSmsParts?: number;
+  /** Active API keys the service may hold (an operator's setting); absent: the default (core/accounts/formats.ts). */
+  apiKeyLimit?: number;
+  /**
+   * Its API keys not revoked, counted on the service item as keys are issued and revoked; absent on a service made
+   * before the count, until its next key change counts its keys' items.
+   */
+  activeApiKeys?: number;
 }
 
 /** `sending`: a task claimed the channel and is handing the message over (or died doing so). */

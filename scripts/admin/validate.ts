@@ -4,6 +4,7 @@
  */
 import { isSupportedCountry } from 'libphonenumber-js/max';
 import {
+  parseApiKeyLimit,
   parseE164Prefix,
   parseKeyId,
   parseLocale,
@@ -34,6 +35,7 @@ export const serviceName = (text: string): string => usable(parseServiceName(tex
 export const templateBody = (text: string): string => usable(parseTemplateBody(text, Infinity));
 export const locale = (text: string): string => usable(parseLocale(text));
 export const smsParts = (text: string): number => usable(parseTemplateSmsPartLimit(text));
+export const apiKeyLimit = (text: string): number => usable(parseApiKeyLimit(text));
 /** A USD amount with at most four decimals, in units of 0.0001 USD. */
 export const usd = (text: string, what: string, options: { allowZero?: boolean } = {}): number =>
   usable(parseUsdAmount(text, what, options));

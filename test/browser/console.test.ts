@@ -210,10 +210,14 @@ test('sign in on loopback and copy the Service SID from the settings page', asyn
 
 test('issue a key, send with it over the public API, revoke it and see the API refuse it', async () => {
   await go(`/s/${demo.serviceSid}/keys`, 'table');
+  const activeBefore = Number((await text('#key-count')).split(' ')[0]);
   await clickButton('Issue a key');
   await page.waitForSelector('#new-api-key');
   const apiKey = await text('#new-api-key');
   expect(apiKey).toMatch(/^otpk2_/);
+  expect(await text('#key-count')).toBe(
+    `${activeBefore + 1} active of at most 10: each key has its own requests-per-minute limit; an operator sets how many keys.`,
+  );
   await shot('api-keys');
   expect((await send({ To: freshMobile() }, apiKey)).status).toBe(201);
 

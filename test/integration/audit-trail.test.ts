@@ -349,6 +349,11 @@ describe('admin command', () => {
       args: () => [sid(), made.keyId!],
       expect: () => [{ action: 'key.revoke', before: { active: true }, after: { active: false } }],
     },
+    {
+      command: 'key limit',
+      args: () => [sid(), '25'],
+      expect: () => [{ action: 'key.limit', before: { apiKeyLimit: 10 }, after: { apiKeyLimit: 25 } }],
+    },
     { command: 'balance show', args: () => [sid()] },
     {
       command: 'balance topup',

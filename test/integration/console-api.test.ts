@@ -269,6 +269,22 @@ describe('what the console changes, the public API obeys', () => {
     expect(refused.body.code).toBe('unauthorized');
   });
 
+  test('keys past the service limit are refused with 409 too_many; the page shows the count', async () => {
+    await harness.accounts.setApiKeyLimit(BY_TEST, b.serviceSid, 2);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await call(operator, 'POST', `/services/${b.serviceSid}/keys`)).status);
+    // b's harness key is one of its two.
+    expect(statuses).toEqual([201, 409, 409]);
+    const refused = await call(operator, 'POST', `/services/${b.serviceSid}/keys`);
+    expect(refused.body).toMatchObject({ code: 'too_many', message: expect.stringContaining('may hold 2') });
+    expect((await call(operator, 'GET', `/services/${b.serviceSid}/keys`)).body).toMatchObject({
+      activeKeys: 2,
+      keyLimit: 2,
+    });
+    await harness.accounts.setApiKeyLimit(BY_TEST, b.serviceSid, undefined);
+  });
+
   test('a template added in the console is what the message says', async () => {
     const added = await call(alice, 'POST', `/services/${a.serviceSid}/templates`, {
       body: 'Console <b>{code}</b> & co',

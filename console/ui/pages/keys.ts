@@ -3,7 +3,10 @@ import { api, type Json } from '../api';
 import { action, badge, copyButton, h, show, table, when } from '../dom';
 
 export async function keysPage(sid: string, issued?: { apiKey: string; keyId: string }): Promise<void> {
-  const { keys } = await api<{ keys: Json[] }>('GET', `/services/${sid}/keys`);
+  const { keys, activeKeys, keyLimit } = await api<{ keys: Json[]; activeKeys: number; keyLimit: number }>(
+    'GET',
+    `/services/${sid}/keys`,
+  );
   show(
     'API keys',
     issued &&
@@ -25,6 +28,12 @@ export async function keysPage(sid: string, issued?: { apiKey: string; keyId: st
         const key = await api<{ apiKey: string; keyId: string }>('POST', `/services/${sid}/keys`);
         await keysPage(sid, key);
       }),
+      ' ',
+      h(
+        'span',
+        { class: 'muted', id: 'key-count' },
+        `${activeKeys} active of at most ${keyLimit}: each key has its own requests-per-minute limit; an operator sets how many keys.`,
+      ),
     ),
     table(
       ['Key id', 'Created', 'Last used (minute)', 'Status', ''],

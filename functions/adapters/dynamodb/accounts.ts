@@ -14,6 +14,7 @@ import {
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { keyIdOf } from '../../core/accounts/formats';
 import type {
+  KeyCount,
   AccountStore,
   ApiKeyView,
   AuditRecord,
@@ -98,6 +99,7 @@ function settingsUpdate(change: ServiceSettingsChange): {
     'defaultTemplate' in change,
   );
   field('template_sms_parts', change.templateSmsParts, 'templateSmsParts' in change);
+  field('api_key_limit', change.apiKeyLimit, 'apiKeyLimit' in change);
   if (change.price) {
     names['#country'] = change.price.country;
     if (change.price.units === undefined) remove.push('prices.#country');
@@ -155,10 +157,15 @@ export class DynamoAccountStore implements AccountStore {
     ]);
   }
 
-  async putApiKey(serviceSid: string, keyHash: string, createdAt: string, audit: AuditRecord): Promise<void> {
+  async putApiKey(
+    serviceSid: string,
+    keyHash: string,
+    createdAt: string,
+    audit: AuditRecord,
+    count: KeyCount & { limit: number },
+  ): Promise<boolean> {
     const [lookup, pointer] = apiKeyToItems({ keyHash, serviceSid, createdAt });
-    await this.transact([
-      this.serviceExists(serviceSid),
+    return this.keyCountChange(serviceSid, count, 1, [
       this.put(lookup!, 'attribute_not_exists(pk)'),
       this.put(pointer!),
       this.put(auditToItem(audit)),
@@ -203,20 +210,67 @@ export class DynamoAccountStore implements AccountStore {
     });
   }
 
-  async revokeApiKey(serviceSid: string, keyHash: string, at: string, audit: AuditRecord): Promise<void> {
-    const revoke = (key: ItemKey): TransactItem => ({
+  async revokeApiKey(
+    serviceSid: string,
+    keyHash: string,
+    at: string,
+    audit: AuditRecord,
+    count: KeyCount,
+  ): Promise<boolean> {
+    const revoke = (key: ItemKey, condition?: string): TransactItem => ({
       Update: {
         TableName: this.tableName,
         Key: key,
         UpdateExpression: 'SET revoked_at = :at',
+        ...(condition && { ConditionExpression: condition }),
         ExpressionAttributeValues: { ':at': at },
       },
     });
-    await this.transact([
-      revoke(keys.apiKey(keyHash)),
+    // Revoked once: a second revoke of the same key must not count it off again.
+    return this.keyCountChange(serviceSid, count, -1, [
+      revoke(keys.apiKey(keyHash), 'attribute_exists(pk) AND attribute_not_exists(revoked_at)'),
       revoke(keys.serviceApiKey(serviceSid, keyHash)),
       this.put(auditToItem(audit)),
     ]);
+  }
+
+  /**
+   * A key change with the service item's count of active keys, in one transaction: moved by `by` (an issue below
+   * `count.limit`), or, for a service with no count yet, written from `count.counted`. False when a condition
+   * failed: the limit reached, a count begun meanwhile, a key revoked meanwhile, or no such service.
+   */
+  private async keyCountChange(
+    serviceSid: string,
+    count: KeyCount & { limit?: number },
+    by: 1 | -1,
+    items: TransactItem[],
+  ): Promise<boolean> {
+    const below = count.limit === undefined ? '' : ' AND active_api_keys < :limit';
+    const update: TransactItem = {
+      Update: {
+        TableName: this.tableName,
+        Key: keys.service(serviceSid),
+        ...(count.counted === undefined
+          ? {
+              UpdateExpression: 'ADD active_api_keys :by',
+              ConditionExpression: `attribute_exists(pk) AND attribute_exists(active_api_keys)${below}`,
+              ExpressionAttributeValues: { ':by': by, ...(below && { ':limit': count.limit }) },
+            }
+          : {
+              UpdateExpression: 'SET active_api_keys = :count',
+              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(active_api_keys)',
+              ExpressionAttributeValues: { ':count': count.counted + by },
+            }),
+      },
+    };
+    try {
+      await this.transact([update, ...items]);
+      return true;
+    } catch (error) {
+      const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
+      if (reasons.some((reason) => reason.Code === 'ConditionalCheckFailed')) return false;
+      throw error;
+    }
   }
 
   /**

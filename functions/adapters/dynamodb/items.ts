@@ -179,6 +179,8 @@ export function serviceToItem(s: Service): Item {
     ...(s.guard?.riskCheckOptOut && { guard_risk_check_opt_out: true }),
     ...(s.guard?.caps && { guard_caps: s.guard.caps }),
     ...(s.templateSmsParts !== undefined && { template_sms_parts: s.templateSmsParts }),
+    ...(s.apiKeyLimit !== undefined && { api_key_limit: s.apiKeyLimit }),
+    ...(s.activeApiKeys !== undefined && { active_api_keys: s.activeApiKeys }),
     ...(s.balanceShards !== undefined && s.balanceShards > 1 && { balance_shards: s.balanceShards }),
   };
 }
@@ -202,6 +204,8 @@ export function serviceFromItem(item: Item): Service {
       item.webhook_endpoints instanceof Set ? [...(item.webhook_endpoints as Set<string>)].sort() : [],
     ...(guardSettingsFromItem(item) && { guard: guardSettingsFromItem(item) }),
     ...(typeof item.template_sms_parts === 'number' && { templateSmsParts: item.template_sms_parts }),
+    ...(typeof item.api_key_limit === 'number' && { apiKeyLimit: item.api_key_limit }),
+    ...(typeof item.active_api_keys === 'number' && { activeApiKeys: item.active_api_keys }),
     // Balance of shard 0 only, above, when there are more: the accounts store adds the others.
     ...(typeof item.balance_shards === 'number' &&
       item.balance_shards > 1 && { balanceShards: item.balance_shards }),

@@ -12,9 +12,11 @@ import type { Service, Template } from '../model';
 import type { Clock, Random } from '../ports';
 import { CHANNELS, ROUTES, type Channel } from '../routing';
 import {
+  DEFAULT_API_KEY_LIMIT,
   DEFAULT_TEMPLATE_SMS_PARTS,
   MAX_SAFE_LIST,
   keyIdOf,
+  parseApiKeyLimit,
   parseE164Prefix,
   parseLocale,
   parseBalanceShards,
@@ -33,11 +35,15 @@ import type {
   ChangeContext,
   CreditLine,
   IssuedKey,
+  KeyCount,
   Membership,
   NewService,
 } from './ports';
 import { OPERATORS_AUDIT_SCOPE, TopUpKeyUsed } from './ports';
 import { formatUnits } from '../money';
+
+/** A key change met others of the same service's keys this often before giving up (each is read again). */
+const KEY_CHANGE_ATTEMPTS = 10;
 
 /** A service's channels as stored: in CHANNELS order, each once, whichever driver listed them. */
 const channelSet = (channels: readonly Channel[]): Channel[] =>
@@ -122,6 +128,7 @@ export class Accounts {
       ...(template && { defaultTemplate: template }),
       createdAt: now.toISOString(),
       webhookEndpoints: [],
+      activeApiKeys: 0,
     };
     await this.deps.store.createService(
       service,
@@ -141,17 +148,29 @@ export class Accounts {
     return this.deps.keys.ready();
   }
 
+  /**
+   * Issues a key while the service holds fewer active keys than its limit (`too_many` otherwise). The count is
+   * kept on the service item in the key's own transaction, so concurrent issues cannot pass the limit together.
+   */
   async issueApiKey(context: ChangeContext, serviceSid: string): Promise<IssuedKey> {
-    await this.service(serviceSid);
     const { apiKey, keyHash } = await this.deps.keys.newKey();
     const keyId = keyIdOf(keyHash);
-    await this.deps.store.putApiKey(
-      serviceSid,
-      keyHash,
-      this.deps.clock.now().toISOString(),
-      this.changeRecord(context, serviceSid, 'key.issue', undefined, { keyId }),
-    );
-    return { apiKey, keyId };
+    for (let attempt = 1; attempt <= KEY_CHANGE_ATTEMPTS; attempt++) {
+      const { service, count, active } = await this.keyCount(serviceSid);
+      const limit = apiKeyLimit(service);
+      if (active >= limit)
+        throw new OtpError(
+          'too_many',
+          `The service has ${active} active API keys and may hold ${limit}: revoke one first, or have an operator raise the limit (npm run admin -- key limit).`,
+        );
+      const record = this.changeRecord(context, serviceSid, 'key.issue', undefined, { keyId });
+      const now = this.deps.clock.now().toISOString();
+      // False: the limit was reached, or the count begun, by another change since the read; read again.
+      if (await this.deps.store.putApiKey(serviceSid, keyHash, now, record, { ...count, limit })) {
+        return { apiKey, keyId };
+      }
+    }
+    throw new Error("Issuing a key kept meeting other changes of the service's keys");
   }
 
   /** Revokes a key by its id; a key revoked before stays as it was. `not_found` when the service has no such key. */
@@ -160,17 +179,45 @@ export class Accounts {
     serviceSid: string,
     keyId: string,
   ): Promise<{ keyId: string; revokedAt: string; alreadyRevoked: boolean }> {
-    const key = (await this.deps.store.listApiKeys(serviceSid)).find((k) => k.keyId === keyId);
-    if (!key) throw new OtpError('not_found', 'No such API key.');
-    if (key.revokedAt) return { keyId, revokedAt: key.revokedAt, alreadyRevoked: true };
-    const at = this.deps.clock.now().toISOString();
-    await this.deps.store.revokeApiKey(
-      serviceSid,
-      key.keyHash,
-      at,
-      this.changeRecord(context, serviceSid, 'key.revoke', { keyId, active: true }, { keyId, active: false }),
-    );
-    return { keyId, revokedAt: at, alreadyRevoked: false };
+    for (let attempt = 1; attempt <= KEY_CHANGE_ATTEMPTS; attempt++) {
+      const { keys, count } = await this.keyCount(serviceSid);
+      const key = keys.find((k) => k.keyId === keyId);
+      if (!key) throw new OtpError('not_found', 'No such API key.');
+      if (key.revokedAt) return { keyId, revokedAt: key.revokedAt, alreadyRevoked: true };
+      const at = this.deps.clock.now().toISOString();
+      const record = this.changeRecord(
+        context,
+        serviceSid,
+        'key.revoke',
+        { keyId, active: true },
+        { keyId, active: false },
+      );
+      // False: revoked, or the count begun, by another change since the read; read again.
+      if (await this.deps.store.revokeApiKey(serviceSid, key.keyHash, at, record, count)) {
+        return { keyId, revokedAt: at, alreadyRevoked: false };
+      }
+    }
+    throw new Error(`Revoking key ${keyId} kept meeting other changes of the service's keys`);
+  }
+
+  /**
+   * The service's active keys: its item's count, or (a service made before the count) its keys' items counted,
+   * for the key change that writes the first count.
+   */
+  private async keyCount(serviceSid: string): Promise<{
+    service: Service;
+    keys: (ApiKeyView & { keyHash: string })[];
+    count: KeyCount;
+    active: number;
+  }> {
+    const [service, keys] = await Promise.all([
+      this.service(serviceSid),
+      this.deps.store.listApiKeys(serviceSid),
+    ]);
+    if (service.activeApiKeys !== undefined)
+      return { service, keys, count: {}, active: service.activeApiKeys };
+    const counted = keys.filter((key) => !key.revokedAt).length;
+    return { service, keys, count: { counted }, active: counted };
   }
 
   /**
@@ -354,6 +401,20 @@ export class Accounts {
         templateSmsParts: smsPartLimit(service),
       },
       { templateSmsParts: parts ?? DEFAULT_TEMPLATE_SMS_PARTS },
+    );
+  }
+
+  /** How many active API keys the service may hold (an operator's decision); `undefined`: the default. */
+  async setApiKeyLimit(context: ChangeContext, serviceSid: string, limit: number | undefined): Promise<void> {
+    if (limit !== undefined) valid(parseApiKeyLimit(String(limit)));
+    const service = await this.service(serviceSid);
+    await this.change(
+      context,
+      service,
+      'key.limit',
+      { apiKeyLimit: limit },
+      { apiKeyLimit: apiKeyLimit(service) },
+      { apiKeyLimit: limit ?? DEFAULT_API_KEY_LIMIT },
     );
   }
 
@@ -640,6 +701,8 @@ export class Accounts {
 
 export const smsPartLimit = (service: Service): number =>
   service.templateSmsParts ?? DEFAULT_TEMPLATE_SMS_PARTS;
+
+export const apiKeyLimit = (service: Service): number => service.apiKeyLimit ?? DEFAULT_API_KEY_LIMIT;
 
 /**
  * A safe-list entry is a number or a range of the owner's own (`+447400`), never a whole country: `+1` would let

@@ -116,6 +116,22 @@ export function parseTemplateSmsPartLimit(text: string): Parsed<number> {
     : problem(`An SMS part limit is a whole number from 1 to ${MAX_TEMPLATE_SMS_PARTS}`);
 }
 
+/**
+ * Active API keys a service may hold unless an operator sets its own limit. Each key may make the per-key limit's
+ * requests a minute, so the keys bound what one service can ask of the API every service shares
+ * (docs/adr/0018-api-keys-per-service.md): 10 keys at 120 a minute are 20 requests a second.
+ */
+export const DEFAULT_API_KEY_LIMIT = 10;
+/** The most an operator may allow. */
+const MAX_API_KEY_LIMIT = 1_000;
+
+export function parseApiKeyLimit(text: string): Parsed<number> {
+  const limit = Number(text);
+  return /^\d+$/.test(text) && limit >= 1 && limit <= MAX_API_KEY_LIMIT
+    ? ok(limit)
+    : problem(`An API key limit is a whole number from 1 to ${MAX_API_KEY_LIMIT}`);
+}
+
 /** The largest single top-up: a typo's worth of protection, far above any real purchase. */
 export const MAX_TOP_UP_UNITS = 1_000_000 * UNITS_PER_USD;
 

@@ -112,20 +112,49 @@ export interface ServiceSettingsChange {
   guardCaps?: Record<string, CountryCaps> | undefined;
   defaultTemplate?: Template | undefined;
   templateSmsParts?: number | undefined;
+  apiKeyLimit?: number | undefined;
   /** One country's price (units), or `undefined` to remove it. */
   price?: { country: string; units: number | undefined };
+}
+
+/**
+ * How a key change keeps the service's count of active keys: `counted` absent, the service item has one, moved by
+ * one; present, it has none yet, and the change writes the first, from its keys' items counted before the change.
+ */
+export interface KeyCount {
+  counted?: number;
 }
 
 export interface AccountStore {
   getService(serviceSid: string): Promise<Service | undefined>;
   /** Puts the service, its default template, its directory entry and (when it has a balance) the opening credit. */
   createService(service: Service, audit: AuditRecord): Promise<void>;
-  /** Adds the key's items (`keyHash` must be new). */
-  putApiKey(serviceSid: string, keyHash: string, createdAt: string, audit: AuditRecord): Promise<void>;
+  /**
+   * Adds the key's items (`keyHash` must be new) and counts it on the service item, in one transaction: false,
+   * writing nothing, when the count has reached `count.limit`, or (`count.counted`: the active keys of a service
+   * with no count yet, counted from their items) when a count began meanwhile, or the service does not exist.
+   */
+  putApiKey(
+    serviceSid: string,
+    keyHash: string,
+    createdAt: string,
+    audit: AuditRecord,
+    count: KeyCount & { limit: number },
+  ): Promise<boolean>;
   listApiKeys(serviceSid: string): Promise<(ApiKeyView & { keyHash: string })[]>;
   /** With each key's last use (one BatchGetItem per hundred keys). */
   listApiKeysWithUse(serviceSid: string): Promise<ApiKeyView[]>;
-  revokeApiKey(serviceSid: string, keyHash: string, at: string, audit: AuditRecord): Promise<void>;
+  /**
+   * Revokes the key and counts it off the service item, in one transaction: false, writing nothing, when the key
+   * was revoked meanwhile or (`count.counted`, as for `putApiKey`) a count began meanwhile.
+   */
+  revokeApiKey(
+    serviceSid: string,
+    keyHash: string,
+    at: string,
+    audit: AuditRecord,
+    count: KeyCount,
+  ): Promise<boolean>;
   /**
    * Adds the line's amount to the balance with the line, in one write; returns the balance after. A `reconcile`
    * line explains a balance older than the ledger and leaves the balance as it is.

@@ -1,7 +1,9 @@
-/** `key issue`, `key list`, `key revoke`: API keys, shown once, stored as their hash. */
+/** `key issue`, `key list`, `key revoke`, `key limit`: API keys, shown once, stored as their hash. */
 import { rows, table } from '../format';
 import * as parse from '../validate';
 import { AdminError, command, type Command } from '../framework';
+import { apiKeyLimit } from '../../../functions/core/accounts/accounts';
+import { DEFAULT_API_KEY_LIMIT } from '../../../functions/core/accounts/formats';
 import { VA, loadService, sidOnly } from './common';
 
 export const keyText = (apiKey: string, keyId: string) =>
@@ -36,17 +38,22 @@ const keyList = command({
   examples: [`key list ${VA}`],
   parse: sidOnly,
   run: async (context, sid) => {
-    await loadService(context, sid);
+    const service = await loadService(context, sid);
     const keys = (await context.accounts.listApiKeys(sid)).sort((a, b) =>
       a.createdAt.localeCompare(b.createdAt),
     );
+    const active = keys.filter((key) => !key.revokedAt).length;
+    const limit = apiKeyLimit(service);
     return {
       json: {
         serviceSid: sid,
         keys: keys.map((key) => ({ ...key, revokedAt: key.revokedAt ?? null, active: !key.revokedAt })),
+        activeKeys: active,
+        keyLimit: limit,
       },
       text:
-        keys.length === 0
+        `${active} active of at most ${limit} (key limit).\n` +
+        (keys.length === 0
           ? 'No API keys.'
           : table(
               ['Key id', 'Created', 'Status'],
@@ -55,7 +62,7 @@ const keyList = command({
                 key.createdAt,
                 key.revokedAt ? `revoked ${key.revokedAt}` : 'active',
               ]),
-            ),
+            )),
     };
   },
 });
@@ -85,4 +92,27 @@ const keyRevoke = command({
   },
 });
 
-export const keyCommands: readonly Command[] = [keyIssue, keyList, keyRevoke];
+const keyLimit = command({
+  words: ['key', 'limit'],
+  args: ['<VA>', '<count|default>'],
+  summary: `Set how many active API keys a service may hold (default ${DEFAULT_API_KEY_LIMIT}; each key makes up to its per-minute limit)`,
+  details: [
+    "A service's keys bound its share of the API every service shares: each key may make the per-key limit's",
+    'requests a minute. Keys already over a lowered limit keep working; no new one is issued until below it.',
+  ],
+  examples: [`key limit ${VA} 50`, `key limit ${VA} default`],
+  parse: ([sid, limit]) => ({
+    sid: parse.serviceSid(sid!),
+    limit: limit === 'default' ? undefined : parse.apiKeyLimit(limit!),
+  }),
+  run: async (context, { sid, limit }) => {
+    await context.accounts.setApiKeyLimit(context.change, sid, limit);
+    const effective = limit ?? DEFAULT_API_KEY_LIMIT;
+    return {
+      json: { serviceSid: sid, keyLimit: effective },
+      text: `This service may hold up to ${effective} active API keys.`,
+    };
+  },
+});
+
+export const keyCommands: readonly Command[] = [keyIssue, keyList, keyRevoke, keyLimit];

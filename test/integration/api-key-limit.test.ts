@@ -1,0 +1,189 @@
+/**
+ * A service's active API keys and their limit (docs/adr/0018-api-keys-per-service.md): each key may make the
+ * per-key limit's requests a minute, so the count of keys bounds what one service can ask of the API every service
+ * shares. The count lives on the service item and moves in each key's own transaction, so concurrent issues never
+ * pass the limit and a key revoked twice is counted off once; a service made before the count is counted from its
+ * keys' items at its next key change. DynamoDB Local, the accounts core and the admin command.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
+import type { Accounts } from '../../functions/core/accounts/accounts';
+import { DEFAULT_API_KEY_LIMIT } from '../../functions/core/accounts/formats';
+import { dynamoAccounts } from '../../functions/wiring/accounts';
+import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { keys } from '../../functions/adapters/dynamodb/keys';
+import { DynamoStore } from '../../functions/adapters/dynamodb/store';
+import { HmacApiKeyTagger, systemClock } from '../../functions/adapters/crypto';
+import { silentLogger } from '../../functions/adapters/logger';
+import { buildFetchHandler } from '../../functions/http/api';
+import { ApiKeyGuard } from '../../functions/http/middleware';
+import { createTable } from '../../local/table';
+import { fetchEvent, lambdaContext } from '../../bench/events';
+import { adminJson, runAdminCommand } from '../support/admin-cli';
+import { BY_TEST, dynamoEndpoint } from '../support/harness';
+
+/** A verification that does not exist: a request whose key passed answers 404. */
+const SID = 'VE0123456789abcdef0123456789abcdef';
+const tableName = `otp-keylimit-${randomBytes(6).toString('hex')}`;
+const masterKey = randomBytes(32).toString('base64url');
+
+let raw: DynamoDBClient;
+let documents: DynamoDBDocumentClient;
+let accounts: Accounts;
+
+beforeAll(async () => {
+  const endpoint = dynamoEndpoint();
+  raw = createDynamoClient({ endpoint });
+  await createTable(raw, tableName);
+  documents = createDocumentClient({ endpoint });
+  accounts = dynamoAccounts(documents, tableName, { apiKeyTag: masterKey });
+});
+afterAll(() => {
+  documents?.destroy();
+  raw?.destroy();
+});
+
+const newService = async () =>
+  (await accounts.createService(BY_TEST, { name: 'Keys', balance: 0, channels: ['sms'] })).sid;
+
+const issue = (sid: string) => accounts.issueApiKey(BY_TEST, sid);
+
+/** What issuing settled to: the keys issued and the refusals' codes. */
+async function issueAll(sid: string, count: number) {
+  const outcomes = await Promise.allSettled(Array.from({ length: count }, () => issue(sid)));
+  return {
+    issued: outcomes.filter((o) => o.status === 'fulfilled').map((o) => o.value),
+    refused: outcomes.filter((o) => o.status === 'rejected').map((o) => (o.reason as { code?: string }).code),
+  };
+}
+
+const countOnItem = async (sid: string) =>
+  (await documents.send(new GetCommand({ TableName: tableName, Key: keys.service(sid) }))).Item
+    ?.active_api_keys as number | undefined;
+
+const activeItems = async (sid: string) =>
+  (await accounts.store.listApiKeys(sid)).filter((key) => !key.revokedAt).length;
+
+/** Whether the API takes the key (a fetch of a verification that does not exist: 404 past the key, 401 refused). */
+async function apiTakes(serviceSid: string, apiKey: string): Promise<boolean> {
+  const handler = buildFetchHandler(
+    {
+      store: new DynamoStore(documents, tableName),
+      clock: systemClock,
+      settings: { keyRequestsPerMinute: 120 },
+      apiKeyTagger: new HmacApiKeyTagger(masterKey),
+      logger: silentLogger,
+    },
+    new ApiKeyGuard(),
+  );
+  const { statusCode } = await handler(fetchEvent({ serviceSid, apiKey }, SID), lambdaContext('fetch'));
+  return statusCode === 404;
+}
+
+describe('API keys per service', () => {
+  it(`a new service holds at most ${DEFAULT_API_KEY_LIMIT} active keys; a revoked one frees its place`, async () => {
+    const sid = await newService();
+    const before = (await accounts.auditTrail(sid, 100)).length;
+    const { issued, refused } = await issueAll(sid, DEFAULT_API_KEY_LIMIT);
+    expect(issued).toHaveLength(DEFAULT_API_KEY_LIMIT);
+    expect(refused).toEqual([]);
+    await expect(issue(sid)).rejects.toMatchObject({
+      code: 'too_many',
+      message: expect.stringContaining(
+        `has ${DEFAULT_API_KEY_LIMIT} active API keys and may hold ${DEFAULT_API_KEY_LIMIT}`,
+      ),
+    });
+    // The refusal wrote nothing: no key, no audit record.
+    expect(await activeItems(sid)).toBe(DEFAULT_API_KEY_LIMIT);
+    expect(await accounts.auditTrail(sid, 100)).toHaveLength(before + DEFAULT_API_KEY_LIMIT);
+
+    await accounts.revokeApiKey(BY_TEST, sid, issued[0]!.keyId);
+    expect(await countOnItem(sid)).toBe(DEFAULT_API_KEY_LIMIT - 1);
+    expect(await apiTakes(sid, (await issue(sid)).apiKey)).toBe(true);
+    await expect(issue(sid)).rejects.toMatchObject({ code: 'too_many' });
+  });
+
+  it('concurrent issues never pass the limit, and a key revoked twice at once is counted off once', async () => {
+    const sid = await newService();
+    await accounts.setApiKeyLimit(BY_TEST, sid, 3);
+    const { issued, refused } = await issueAll(sid, 12);
+    expect(issued).toHaveLength(3);
+    expect(refused).toEqual(Array(9).fill('too_many'));
+    expect(await activeItems(sid)).toBe(3);
+
+    const twice = await Promise.all(
+      [0, 1, 2].map(() => accounts.revokeApiKey(BY_TEST, sid, issued[0]!.keyId)),
+    );
+    expect(twice.filter((revoke) => !revoke.alreadyRevoked)).toHaveLength(1);
+    expect(await countOnItem(sid)).toBe(2);
+    expect((await issueAll(sid, 4)).issued).toHaveLength(1);
+    expect(await countOnItem(sid)).toBe(await activeItems(sid));
+  });
+
+  it('a limit lowered under the active keys keeps them working and issues none until below it', async () => {
+    const sid = await newService();
+    const { issued } = await issueAll(sid, 4);
+    await accounts.setApiKeyLimit(BY_TEST, sid, 2);
+    for (const key of issued) expect(await apiTakes(sid, key.apiKey)).toBe(true);
+    await expect(issue(sid)).rejects.toMatchObject({ code: 'too_many' });
+    await accounts.revokeApiKey(BY_TEST, sid, issued[0]!.keyId);
+    await accounts.revokeApiKey(BY_TEST, sid, issued[1]!.keyId);
+    await expect(issue(sid)).rejects.toMatchObject({ code: 'too_many' });
+    await accounts.revokeApiKey(BY_TEST, sid, issued[2]!.keyId);
+    await issue(sid);
+    await accounts.setApiKeyLimit(BY_TEST, sid, undefined);
+    expect((await accounts.getService(sid))?.apiKeyLimit).toBeUndefined();
+    expect((await issueAll(sid, DEFAULT_API_KEY_LIMIT)).issued).toHaveLength(DEFAULT_API_KEY_LIMIT - 2);
+  });
+
+  it("a service made before the count is counted from its keys' items, even by concurrent first changes", async () => {
+    const sid = await newService();
+    await accounts.setApiKeyLimit(BY_TEST, sid, 20);
+    const legacy = (await issueAll(sid, 14)).issued;
+    // As a service made before this change: keys, and no count on its item.
+    await documents.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: keys.service(sid),
+        UpdateExpression: 'REMOVE active_api_keys',
+      }),
+    );
+    await accounts.setApiKeyLimit(BY_TEST, sid, 12);
+    await expect(issue(sid)).rejects.toMatchObject({ code: 'too_many' });
+    expect(await countOnItem(sid)).toBeUndefined();
+    // Three revokes and four issues at once: whichever writes the first count, the others move it from there.
+    const changes = await Promise.allSettled([
+      ...legacy.slice(0, 3).map((key) => accounts.revokeApiKey(BY_TEST, sid, key.keyId)),
+      ...Array.from({ length: 4 }, () => issue(sid)),
+    ]);
+    expect(changes.slice(0, 3).every((change) => change.status === 'fulfilled')).toBe(true);
+    const issuedNow = changes.slice(3).filter((change) => change.status === 'fulfilled').length;
+    expect(issuedNow).toBeLessThanOrEqual(1);
+    expect(await countOnItem(sid)).toBe(await activeItems(sid));
+    expect(await activeItems(sid)).toBe(11 + issuedNow);
+  });
+
+  it('the admin command sets the limit (audited) and lists the keys with their count', async () => {
+    const sid = await newService();
+    const target = { tableName, masterKey };
+    expect(await adminJson(['key', 'limit', sid, '2'], target)).toEqual({ serviceSid: sid, keyLimit: 2 });
+    await adminJson(['key', 'issue', sid], target);
+    await adminJson(['key', 'issue', sid], target);
+    const refused = await runAdminCommand(['key', 'issue', sid], target);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('has 2 active API keys and may hold 2');
+    expect(await adminJson(['key', 'list', sid], target)).toMatchObject({ activeKeys: 2, keyLimit: 2 });
+    expect((await runAdminCommand(['key', 'limit', sid, '0'], target)).code).toBe(2);
+    expect((await runAdminCommand(['key', 'limit', sid, '1001'], target)).code).toBe(2);
+    expect(await adminJson(['key', 'limit', sid, 'default'], target)).toEqual({
+      serviceSid: sid,
+      keyLimit: DEFAULT_API_KEY_LIMIT,
+    });
+    const limits = (await accounts.auditTrail(sid, 20)).filter((record) => record.action === 'key.limit');
+    expect(limits.map((record) => [record.before, record.after])).toEqual([
+      [{ apiKeyLimit: 2 }, { apiKeyLimit: DEFAULT_API_KEY_LIMIT }],
+      [{ apiKeyLimit: DEFAULT_API_KEY_LIMIT }, { apiKeyLimit: 2 }],
+    ]);
+  });
+});
