@@ -27,6 +27,11 @@ export interface OperationCount {
   withAuth: RequestSummary;
   /** Per call: the operation's own requests, without the per-key limit and key lookup. */
   withoutAuth: RequestSummary;
+  /**
+   * Per call, averaged: the handler's waits on DynamoDB one after another (requests sent together count once),
+   * with and without the API-key middleware's. Absent from results of before they were counted.
+   */
+  roundTrips?: { withAuth: number; withoutAuth: number };
   /** Bytes of log lines the handler wrote per call (CloudWatch Logs ingestion). */
   logBytes: number;
 }
@@ -170,12 +175,17 @@ export async function countOperations(
   ): Promise<void> {
     const all: Totals[] = [];
     let logBytes = 0;
+    let roundTrips = 0;
+    let ownRoundTrips = 0;
     for (let run = 0; run < runs; run++) {
       const prepared = await prepare();
       const before = meter.snapshot();
+      const [tripsBefore, ownTripsBefore] = [meter.roundTrips, meter.ownRoundTrips];
       const logged = service.logger.bytes;
       const response = await act(prepared);
       all.push(diffTotals(meter.snapshot(), before));
+      roundTrips += meter.roundTrips - tripsBefore;
+      ownRoundTrips += meter.ownRoundTrips - ownTripsBefore;
       logBytes += service.logger.bytes - logged;
       const outcome = ofResponse(response);
       if (outcome !== expected) throw new Error(`${operation}: expected ${expected}, got ${outcome}`);
@@ -190,6 +200,7 @@ export async function countOperations(
         summarize(totals, (kind) => !kind.startsWith(AUTH)),
         runs,
       ),
+      roundTrips: { withAuth: round(roundTrips / runs), withoutAuth: round(ownRoundTrips / runs) },
       logBytes: round(logBytes / runs, 1),
     });
   }

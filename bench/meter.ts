@@ -94,6 +94,16 @@ export class DynamoMeter {
   calls = 0;
   private inFlight = 0;
   private busySince = 0;
+  /**
+   * Round trips: the times a request started with none of this meter's in flight, so requests sent together (a
+   * send's key write and batch read) count once and requests one after another once each; `ownRoundTrips` the
+   * same without the API-key middleware's requests. Counted from the middleware's entry to its exit, so a probe's
+   * reads around a request (which delay its start) cannot split requests the handler sent together.
+   */
+  roundTrips = 0;
+  ownRoundTrips = 0;
+  private pending = 0;
+  private ownPending = 0;
   /** Per-call durations by kind, kept only while `keepSamples` is on. */
   readonly samples = new Map<string, number[]>();
   keepSamples = false;
@@ -112,72 +122,94 @@ export class DynamoMeter {
   /** Adds the middleware to a document client; outermost, so it sees document-level input and output. */
   attach(client: DynamoDBDocumentClient): DynamoDBDocumentClient {
     client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const kind = String(context.commandName ?? 'Unknown').replace(/Command$/, '');
-        const input = args.input as Item;
-        const label = isAuthRequest(input) ? `${AUTH}${kind}` : kind;
-        input.ReturnConsumedCapacity = 'INDEXES';
-        const before = this.probe && !isReadKind(kind) ? await this.readTouched(kind, input) : undefined;
-        const started = performance.now();
-        if (this.inFlight++ === 0) this.busySince = started;
-        let output: Item | undefined;
-        let failure: 'condition' | 'error' | undefined;
-        try {
-          const result = await next(args);
-          output = result.output as Item;
-          return result;
-        } catch (error) {
-          const name = (error as Error).name;
-          failure =
-            name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException'
-              ? 'condition'
-              : 'error';
-          throw error;
-        } finally {
-          const ended = performance.now();
-          const ms = ended - started;
-          if (--this.inFlight === 0) this.busyMs += ended - this.busySince;
-          const totals = (this.totals[label] ??= emptyTotals());
-          totals.calls++;
-          totals.ms += ms;
-          this.calls++;
-          if (failure === 'condition') totals.conditionFailures++;
-          if (failure === 'error') totals.errors++;
-          totals.reportedCapacity += reportedCapacity(output?.ConsumedCapacity);
-          if (this.keepSamples) {
-            const list = this.samples.get(label) ?? [];
-            list.push(ms);
-            this.samples.set(label, list);
+      (next, context) => {
+        const measured = this.measuredRequest(next, context.commandName);
+        return async (args) => {
+          const input = args.input as Item;
+          const own = !isAuthRequest(input);
+          if (this.pending++ === 0) this.roundTrips++;
+          if (own && this.ownPending++ === 0) this.ownRoundTrips++;
+          try {
+            return await measured(args);
+          } finally {
+            this.pending--;
+            if (own) this.ownPending--;
           }
-          if (this.probe) {
-            const trace = (items: ItemAccess[]) =>
-              this.onRequest?.({
-                meter: this.name,
-                kind,
-                transactional: kind === 'TransactWriteItems',
-                items,
-              });
-            if (isReadKind(kind)) {
-              // Read first, then add: `+= await` would add to the figure as it was before the await, losing
-              // what a concurrent request added meanwhile.
-              const read = output && (await this.unprojected(kind, input, output));
-              if (read) {
-                const items = readAccesses(kind, input, read);
-                totals.modelRru += items.reduce((sum, item) => sum + item.rcu, 0);
-                trace(items);
-              }
-            } else if (before) {
-              const after = failure ? undefined : await this.readTouched(kind, input);
-              const items = writeAccesses(kind, input, before, after, failure !== undefined);
-              totals.modelWru += items.reduce((sum, item) => sum + item.wcu, 0);
-              trace(items);
-            }
-          }
-        }
+        };
       },
       { step: 'initialize', name: `benchMeter-${this.name}`, priority: 'high' },
     );
     return client;
+  }
+
+  /** The request counted, timed and (with a probe) priced, under its kind. */
+  private measuredRequest<Args extends { input: unknown }, Output extends { output: unknown }>(
+    next: (args: Args) => Promise<Output>,
+    commandName: string | undefined,
+  ): (args: Args) => Promise<Output> {
+    return async (args) => {
+      const kind = String(commandName ?? 'Unknown').replace(/Command$/, '');
+      const input = args.input as Item;
+      const label = isAuthRequest(input) ? `${AUTH}${kind}` : kind;
+      input.ReturnConsumedCapacity = 'INDEXES';
+      const before = this.probe && !isReadKind(kind) ? await this.readTouched(kind, input) : undefined;
+      const started = performance.now();
+      if (this.inFlight++ === 0) this.busySince = started;
+      let output: Item | undefined;
+      let failure: 'condition' | 'error' | undefined;
+      try {
+        const result = await next(args);
+        output = result.output as Item;
+        return result;
+      } catch (error) {
+        const name = (error as Error).name;
+        failure =
+          name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException'
+            ? 'condition'
+            : 'error';
+        throw error;
+      } finally {
+        const ended = performance.now();
+        const ms = ended - started;
+        if (--this.inFlight === 0) this.busyMs += ended - this.busySince;
+        const totals = (this.totals[label] ??= emptyTotals());
+        totals.calls++;
+        totals.ms += ms;
+        this.calls++;
+        if (failure === 'condition') totals.conditionFailures++;
+        if (failure === 'error') totals.errors++;
+        totals.reportedCapacity += reportedCapacity(output?.ConsumedCapacity);
+        if (this.keepSamples) {
+          const list = this.samples.get(label) ?? [];
+          list.push(ms);
+          this.samples.set(label, list);
+        }
+        if (this.probe) {
+          const trace = (items: ItemAccess[]) =>
+            this.onRequest?.({
+              meter: this.name,
+              kind,
+              transactional: kind === 'TransactWriteItems',
+              items,
+            });
+          if (isReadKind(kind)) {
+            // Read first, then add: `+= await` would add to the figure as it was before the await, losing
+            // what a concurrent request added meanwhile.
+            const read = output && (await this.unprojected(kind, input, output));
+            if (read) {
+              const items = readAccesses(kind, input, read);
+              totals.modelRru += items.reduce((sum, item) => sum + item.rcu, 0);
+              trace(items);
+            }
+          } else if (before) {
+            const after = failure ? undefined : await this.readTouched(kind, input);
+            const items = writeAccesses(kind, input, before, after, failure !== undefined);
+            totals.modelWru += items.reduce((sum, item) => sum + item.wcu, 0);
+            trace(items);
+          }
+        }
+      }
+    };
   }
 
   snapshot(): Totals {
@@ -188,6 +220,8 @@ export class DynamoMeter {
     this.totals = {};
     this.busyMs = 0;
     this.calls = 0;
+    this.roundTrips = 0;
+    this.ownRoundTrips = 0;
     this.samples.clear();
   }
 
