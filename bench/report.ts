@@ -136,7 +136,7 @@ export function evaluateTargets(
     targets.push({
       target: 'accepted send on a cold function (first request of the key there): at most 3 round trips',
       limit: '<= 3',
-      measured: `${fmt(coldSend.roundTrips?.withAuth ?? coldSend.withAuth.requests)}${coldSend.roundTrips ? ' round trips,' : ''} (${Object.entries(
+      measured: `${fmt(coldSend.roundTrips?.withAuth ?? coldSend.withAuth.requests)} (${coldSend.roundTrips ? `round trips; ${fmt(coldSend.withAuth.requests)} requests: ` : ''}${Object.entries(
         coldSend.withAuth.byKind,
       )
         .map(([kind, n]) => `${kind} ${fmt(n)}`)
