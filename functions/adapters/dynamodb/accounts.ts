@@ -14,13 +14,13 @@ import {
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { keyIdOf } from '../../core/accounts/formats';
 import type {
-  KeyCount,
   AccountStore,
   ApiKeyView,
   AuditRecord,
   ChargeLine,
   CreditLine,
   DirectoryEntry,
+  KeyCount,
   Membership,
   ServiceSettingsChange,
 } from '../../core/accounts/ports';
