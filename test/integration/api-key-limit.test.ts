@@ -175,7 +175,7 @@ describe('API keys per service', () => {
     expect(refused.stderr).toContain('has 2 active API keys and may hold 2');
     expect(await adminJson(['key', 'list', sid], target)).toMatchObject({ activeKeys: 2, keyLimit: 2 });
     expect((await runAdminCommand(['key', 'limit', sid, '0'], target)).code).toBe(2);
-    expect((await runAdminCommand(['key', 'limit', sid, '1001'], target)).code).toBe(2);
+    expect((await runAdminCommand(['key', 'limit', sid, '2001'], target)).code).toBe(2);
     expect(await adminJson(['key', 'limit', sid, 'default'], target)).toEqual({
       serviceSid: sid,
       keyLimit: DEFAULT_API_KEY_LIMIT,

@@ -122,8 +122,8 @@ export function parseTemplateSmsPartLimit(text: string): Parsed<number> {
  * (docs/adr/0018-api-keys-per-service.md): 10 keys at 120 a minute are 20 requests a second.
  */
 export const DEFAULT_API_KEY_LIMIT = 10;
-/** The most an operator may allow. */
-const MAX_API_KEY_LIMIT = 1_000;
+/** The most an operator may allow: 4,000 requests a second at the interface's 120 a minute per key. */
+const MAX_API_KEY_LIMIT = 2_000;
 
 export function parseApiKeyLimit(text: string): Parsed<number> {
   const limit = Number(text);
