@@ -161,7 +161,7 @@ export class Accounts {
       if (active >= limit)
         throw new OtpError(
           'too_many',
-          `The service has ${active} active API keys and may hold ${limit}: revoke one first, or have an operator raise the limit (npm run admin -- key limit).`,
+          `The service has ${active} active API key${active === 1 ? '' : 's'} and may hold ${limit}: revoke one first, or have an operator raise the limit (npm run admin -- key limit).`,
         );
       const record = this.changeRecord(context, serviceSid, 'key.issue', undefined, { keyId });
       const now = this.deps.clock.now().toISOString();

@@ -110,7 +110,7 @@ const keyLimit = command({
     const effective = limit ?? DEFAULT_API_KEY_LIMIT;
     return {
       json: { serviceSid: sid, keyLimit: effective },
-      text: `This service may hold up to ${effective} active API keys.`,
+      text: `This service may hold up to ${effective} active API key${effective === 1 ? '' : 's'}.`,
     };
   },
 });
