@@ -677,7 +677,7 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
     const set = (list: string[]) => harness.accounts.setGuardSafeList(BY_TEST, d.serviceSid, list);
     await expect(set(['+1'])).rejects.toMatchObject({
       code: 'invalid_parameter',
-      message: expect.stringMatching(/^\+1 covers every number of \d+ countries: /),
+      message: expect.stringMatching(/^\+1 covers every number of \d+ countries \(CA, US among them\): /),
     });
     await expect(set(['+447400', '+44'])).rejects.toMatchObject({
       message: expect.stringContaining('+44 covers every number of 4 countries (GB, GG, IM, JE)'),

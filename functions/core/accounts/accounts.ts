@@ -714,10 +714,16 @@ function refuseWholeCountries(safeList: string[], current: string[]): void {
     if (current.includes(entry)) continue;
     const countries = countriesCoveredBy(entry);
     if (countries.length === 0) continue;
+    // Many countries share a code (+1: 25 of them): only the served ones among them are named.
+    const served = countries.filter((country) => ROUTES[country]);
+    const listed =
+      countries.length <= 6
+        ? countries.join(', ')
+        : served.length > 0
+          ? `${served.join(', ')} among them`
+          : '';
     const which =
-      countries.length === 1
-        ? countries[0]
-        : `${countries.length} countries${countries.length <= 6 ? ` (${countries.join(', ')})` : ''}`;
+      countries.length === 1 ? countries[0] : `${countries.length} countries${listed && ` (${listed})`}`;
     throw new OtpError(
       'invalid_parameter',
       `${entry} covers every number of ${which}: the safe list takes your own numbers and ranges (e.g. +447400); the level off stops the guard for a whole service.`,
