@@ -21,6 +21,7 @@ import { ApiKeyGuard } from '../../functions/http/middleware';
 import { createTable } from '../../local/table';
 import { fetchEvent, lambdaContext } from '../../bench/events';
 import { adminJson, runAdminCommand } from '../support/admin-cli';
+import { DynamoFaults } from '../support/faults';
 import { BY_TEST, dynamoEndpoint } from '../support/harness';
 
 /** A verification that does not exist: a request whose key passed answers 404. */
@@ -163,6 +164,41 @@ describe('API keys per service', () => {
     expect(await countOnItem(sid)).toBe(await activeItems(sid));
     expect(await activeItems(sid)).toBe(11 + issuedNow);
   });
+
+  it.each(['attempt', 'call'] as const)(
+    'a key change whose answer is lost (%s layer) is counted once',
+    async (layer) => {
+      const faulty = createDocumentClient({ endpoint: dynamoEndpoint() });
+      const faults = new DynamoFaults();
+      faults.install(faulty);
+      const faultyAccounts = dynamoAccounts(faulty, tableName, { apiKeyTag: masterKey });
+      const sid = await newService();
+      const lose = () =>
+        faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing: 'after', layer });
+      try {
+        // 'attempt': the SDK sends the same transaction again; 'call': the caller gets the error.
+        const lost = lose();
+        const issued = await faultyAccounts.issueApiKey(BY_TEST, sid).catch(() => undefined);
+        expect(lost.fired).toBe(1);
+        expect(issued === undefined).toBe(layer === 'call');
+        expect(await activeItems(sid)).toBe(1);
+        expect(await countOnItem(sid)).toBe(1);
+        const [key] = await accounts.store.listApiKeys(sid);
+        const lostRevoke = lose();
+        await faultyAccounts.revokeApiKey(BY_TEST, sid, key!.keyId).catch(() => undefined);
+        expect(lostRevoke.fired).toBe(1);
+        expect(await activeItems(sid)).toBe(0);
+        expect(await countOnItem(sid)).toBe(0);
+        // Revoked once, counted off once: a retry of the revoke finds it revoked.
+        expect(await faultyAccounts.revokeApiKey(BY_TEST, sid, key!.keyId)).toMatchObject({
+          alreadyRevoked: true,
+        });
+        expect(await countOnItem(sid)).toBe(0);
+      } finally {
+        faulty.destroy();
+      }
+    },
+  );
 
   it('the admin command sets the limit (audited) and lists the keys with their count', async () => {
     const sid = await newService();
