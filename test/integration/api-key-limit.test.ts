@@ -200,6 +200,28 @@ describe('API keys per service', () => {
     },
   );
 
+  it('an issue on a counted service reads its item and writes one transaction; a revoke also reads the keys', async () => {
+    const logged = createDocumentClient({ endpoint: dynamoEndpoint() });
+    const log = new DynamoFaults();
+    log.install(logged);
+    const loggedAccounts = dynamoAccounts(logged, tableName, { apiKeyTag: masterKey });
+    try {
+      const sid = await newService();
+      log.reset();
+      const { keyId } = await loggedAccounts.issueApiKey(BY_TEST, sid);
+      expect(log.calls.map((call) => call.operation)).toEqual(['GetItem', 'TransactWriteItems']);
+      log.reset();
+      await loggedAccounts.revokeApiKey(BY_TEST, sid, keyId);
+      expect(log.calls.map((call) => call.operation).sort()).toEqual([
+        'GetItem',
+        'Query',
+        'TransactWriteItems',
+      ]);
+    } finally {
+      logged.destroy();
+    }
+  });
+
   it('the admin command sets the limit (audited) and lists the keys with their count', async () => {
     const sid = await newService();
     const target = { tableName, masterKey };

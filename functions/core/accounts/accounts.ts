@@ -156,7 +156,7 @@ export class Accounts {
     const { apiKey, keyHash } = await this.deps.keys.newKey();
     const keyId = keyIdOf(keyHash);
     for (let attempt = 1; attempt <= KEY_CHANGE_ATTEMPTS; attempt++) {
-      const { service, count, active } = await this.keyCount(serviceSid);
+      const { service, count, active } = await this.keyCount(serviceSid, false);
       const limit = apiKeyLimit(service);
       if (active >= limit)
         throw new OtpError(
@@ -180,7 +180,7 @@ export class Accounts {
     keyId: string,
   ): Promise<{ keyId: string; revokedAt: string; alreadyRevoked: boolean }> {
     for (let attempt = 1; attempt <= KEY_CHANGE_ATTEMPTS; attempt++) {
-      const { keys, count } = await this.keyCount(serviceSid);
+      const { keys, count } = await this.keyCount(serviceSid, true);
       const key = keys.find((k) => k.keyId === keyId);
       if (!key) throw new OtpError('not_found', 'No such API key.');
       if (key.revokedAt) return { keyId, revokedAt: key.revokedAt, alreadyRevoked: true };
@@ -202,20 +202,26 @@ export class Accounts {
 
   /**
    * The service's active keys: its item's count, or (a service made before the count) its keys' items counted,
-   * for the key change that writes the first count.
+   * for the key change that writes the first count. The keys are read beside the service when the caller needs
+   * them (a revoke), and otherwise only where there is no count yet: an issue on a counted service reads one item.
    */
-  private async keyCount(serviceSid: string): Promise<{
+  private async keyCount(
+    serviceSid: string,
+    withKeys: boolean,
+  ): Promise<{
     service: Service;
     keys: (ApiKeyView & { keyHash: string })[];
     count: KeyCount;
     active: number;
   }> {
-    const [service, keys] = await Promise.all([
+    const listKeys = () => this.deps.store.listApiKeys(serviceSid);
+    const [service, listed] = await Promise.all([
       this.service(serviceSid),
-      this.deps.store.listApiKeys(serviceSid),
+      withKeys ? listKeys() : undefined,
     ]);
     if (service.activeApiKeys !== undefined)
-      return { service, keys, count: {}, active: service.activeApiKeys };
+      return { service, keys: listed ?? [], count: {}, active: service.activeApiKeys };
+    const keys = listed ?? (await listKeys());
     const counted = keys.filter((key) => !key.revokedAt).length;
     return { service, keys, count: { counted }, active: counted };
   }
