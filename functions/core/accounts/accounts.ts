@@ -410,18 +410,27 @@ export class Accounts {
     );
   }
 
-  /** How many active API keys the service may hold (an operator's decision); `undefined`: the default. */
-  async setApiKeyLimit(context: ChangeContext, serviceSid: string, limit: number | undefined): Promise<void> {
+  /**
+   * How many active API keys the service may hold (an operator's decision); `undefined`: the default. Answers the
+   * limit now in force.
+   */
+  async setApiKeyLimit(
+    context: ChangeContext,
+    serviceSid: string,
+    limit: number | undefined,
+  ): Promise<number> {
     if (limit !== undefined) valid(parseApiKeyLimit(String(limit)));
     const service = await this.service(serviceSid);
+    const inForce = apiKeyLimit({ ...service, apiKeyLimit: limit });
     await this.change(
       context,
       service,
       'key.limit',
       { apiKeyLimit: limit },
       { apiKeyLimit: apiKeyLimit(service) },
-      { apiKeyLimit: limit ?? DEFAULT_API_KEY_LIMIT },
+      { apiKeyLimit: inForce },
     );
+    return inForce;
   }
 
   async setChannels(context: ChangeContext, serviceSid: string, given: Channel[]): Promise<Service> {

@@ -106,8 +106,7 @@ const keyLimit = command({
     limit: limit === 'default' ? undefined : parse.apiKeyLimit(limit!),
   }),
   run: async (context, { sid, limit }) => {
-    await context.accounts.setApiKeyLimit(context.change, sid, limit);
-    const effective = limit ?? DEFAULT_API_KEY_LIMIT;
+    const effective = await context.accounts.setApiKeyLimit(context.change, sid, limit);
     return {
       json: { serviceSid: sid, keyLimit: effective },
       text: `This service may hold up to ${effective} active API key${effective === 1 ? '' : 's'}.`,
