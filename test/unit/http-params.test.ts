@@ -1,4 +1,5 @@
 /** The API's parameter errors (docs/api.md, "Body problems"): the code, and a message that says what is wrong. */
+import * as z from 'zod/mini';
 import { OtpError } from '../../functions/core/errors';
 import { checkParamsSchema, sendParamsSchema, validate } from '../../functions/http/params';
 
@@ -68,5 +69,13 @@ describe('validate', () => {
     ['an empty check Code', check({ Code: '' }), P, 'Code is empty.'],
   ])("answers %s with the field's code and the rule it broke", (_, [schema, params], code, message) => {
     expect(refusal(schema, params)).toEqual({ code, message });
+  });
+
+  it('says how short a string is where its rule asks for more than one character', () => {
+    const schema = z.object({ Label: z.string().check(z.minLength(3)) });
+    expect(refusal(schema, { Label: 'ab' })).toEqual({
+      code: 'invalid_parameter',
+      message: 'Label is shorter than 3 characters.',
+    });
   });
 });
