@@ -12,7 +12,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { en } from 'zod/locales';
+import { consoleIssueMessage } from './issue-message';
 import type { ActivityReader } from '../adapters/dynamodb/activity';
 import type { CapBlock, DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
@@ -148,17 +148,19 @@ function named<T>(parsed: Parsed<T>, what: string): T {
 
 /*
  * zod's functional API (`zod/mini`): the console's bundle carries only the checks it uses (a fraction of classic
- * zod's size and require time; docs/bench.md). Its messages are answered to the page, so the English
- * ones classic zod sets by default are set here too.
+ * zod's size and require time; docs/bench.md). Its messages are not answered: `consoleIssueMessage` words them.
  */
-z.config(en());
 
 const usd = z.pipe(
   z.string().check(z.maxLength(20)),
   z.transform((text: string, ctx) => {
     const units = parseUsd(text);
     if (units === undefined) {
-      ctx.issues.push({ code: 'custom', message: 'an amount in USD with at most 4 decimals', input: text });
+      ctx.issues.push({
+        code: 'custom',
+        message: 'must be an amount in USD with at most 4 decimals, as "10.50".',
+        input: text,
+      });
       return z.NEVER;
     }
     return units;
@@ -168,7 +170,7 @@ const channelList = z.array(z.enum(CHANNELS)).check(z.minLength(1), z.maxLength(
 const countryList = z
   .array(
     z.pipe(
-      z.string().check(z.regex(/^[A-Za-z]{2}$/)),
+      z.string().check(z.regex(/^[A-Za-z]{2}$/, { error: 'must be a two-letter country code, as "US".' })),
       z.transform((c: string) => c.toUpperCase()),
     ),
   )
@@ -805,9 +807,7 @@ function readJson(event: APIGatewayProxyEventV2): unknown {
 function parse<T extends z.ZodMiniType>(schema: T, body: unknown): z.output<T> {
   const result = schema.safeParse(body);
   if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-    throw new HttpStatusError(400, 'invalid_parameter', `${where}${issue.message}`);
+    throw new HttpStatusError(400, 'invalid_parameter', consoleIssueMessage(result.error.issues[0]!, body));
   }
   return result.data;
 }

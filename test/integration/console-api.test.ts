@@ -367,6 +367,44 @@ describe('channels', () => {
   });
 });
 
+describe('a body that breaks the schema', () => {
+  test('is answered 400 invalid_parameter naming the field and what is wrong, and changes nothing', async () => {
+    const sid = a.serviceSid;
+    const before = await harness.accounts.getService(sid);
+    const cases: [string, string, unknown, string][] = [
+      ['PUT', 'rules', { blockedPrefixes: [] }, 'blockedCountries is required.'],
+      ['PUT', 'rules', { blockedCountries: 'GB', blockedPrefixes: [] }, 'blockedCountries must be a list.'],
+      [
+        'PUT',
+        'rules',
+        { blockedCountries: ['GB', 'GBR'], blockedPrefixes: [] },
+        'blockedCountries[1] must be a two-letter country code, as "US".',
+      ],
+      ['PUT', 'channels', { channels: [] }, 'channels is empty: give at least one.'],
+      [
+        'PUT',
+        'channels',
+        { channels: ['fax'] },
+        'channels[0] must be one of: sms, whatsapp, viber, rcs, sna.',
+      ],
+      ['PUT', 'guard', { level: 'paranoid' }, 'level must be one of: off, shadow, standard, strict.'],
+      ['PUT', 'guard', { riskCheckOptOut: 'yes' }, 'riskCheckOptOut must be true or false.'],
+      ['PUT', 'guard', [], 'The body must be a JSON object.'],
+      ['POST', 'webhooks', { url: '' }, 'url is empty.'],
+    ];
+    for (const [method, path, body, message] of cases) {
+      const answer = await call(alice, method, `/services/${sid}/${path}`, body);
+      expect([answer.status, answer.body]).toEqual([400, { code: 'invalid_parameter', message }]);
+    }
+    const topUp = await call(operator, 'POST', `/services/${sid}/topup`, { amount: '1.23456' });
+    expect(topUp.body).toEqual({
+      code: 'invalid_parameter',
+      message: 'amount must be an amount in USD with at most 4 decimals, as "10.50".',
+    });
+    expect(await harness.accounts.getService(sid)).toEqual(before);
+  });
+});
+
 describe('static controls: the country allow-list and the RiskCheck permission', () => {
   const NG_MOBILE = '+2348031234567';
   // A service of its own (managed by the operator), so these sends stay out of A's activity below.
