@@ -17,8 +17,8 @@
  * - Vonage Messages API v1: `POST /v1/messages` with the RS256 application JWT, verified with the public key of
  *   the configured private key; the body checked against Vonage's SDK types; answers `202 { message_uuid }`; a
  *   refused number is the 422 with `invalid_parameters: [{ name: "to" }]`. Its receipts are message-status
- *   webhooks posted to the stack's `POST /v2/Callbacks/vonage`, signed as Vonage signs them (HS256 with the
- *   signature secret, `payload_hash`, `iat`, `jti`).
+ *   webhooks posted to the stack's `POST /v2/Callbacks/vonage`, signed as Vonage documents it
+ *   (`vonage-signed-webhook.ts`, written apart from the adapter's verifier).
  *
  * The simulated carrier's rules (`deliver` or `undeliverable` after N ms, `silent`, `reject`, `error`, `hang`,
  * per number prefix and channel) decide what happens to each message; receipts come as providers send them
@@ -40,7 +40,6 @@ import * as z from 'zod';
 import type { Channel } from '../functions/core/routing';
 import { parsePhone } from '../functions/core/phone';
 import { REFERENCE_CONTEXT_KEY } from '../functions/adapters/providers/aws-events';
-import { signWebhook } from '../functions/adapters/providers/vonage-jwt';
 import type { CarriedMessage, ChannelBehaviour, SimulatedCarrier } from './carrier';
 import {
   authorize,
@@ -51,6 +50,7 @@ import {
 } from './iam';
 import { findModel, SmithyValidator, type SmithyModel, type ValidationIssue } from './smithy';
 import { SimulatedTimers } from './timers';
+import { vonageSignedWebhookToken } from './vonage-signed-webhook';
 
 /** The providers of each channel under the simulator; `sna` stays on the simulated carrier (http-carrier). */
 const SIMULATED_PROVIDERS = {
@@ -158,6 +158,8 @@ export class ProviderSimulator {
   readonly requests: SimulatorRequest[] = [];
   private readonly timers = new SimulatedTimers();
   private readonly vonagePublicKey: KeyObject;
+  /** The simulated Vonage account's API key, which its signed callbacks name (8 hex digits, as Vonage's). */
+  readonly vonageApiKey = randomBytes(4).toString('hex');
   /** Absent where AWS's models are not on this machine: requests are then checked by IAM only. */
   private readonly validators: { sms?: SmithyValidator; social?: SmithyValidator };
   private readonly noise: ReceiptNoise;
@@ -712,7 +714,7 @@ export class ProviderSimulator {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
-            authorization: `Bearer ${signWebhook(webhook, this.vonage.signatureSecret, now)}`,
+            authorization: `Bearer ${this.signedVonageCallback(webhook, now)}`,
           },
           body: webhook,
         });
@@ -754,6 +756,17 @@ export class ProviderSimulator {
     } catch {
       return false;
     }
+  }
+
+  /** A callback's token as Vonage signs it for this account and application; tests forge with `secret`. */
+  signedVonageCallback(body: string, at: Date, overrides: { secret?: string; jti?: string } = {}): string {
+    return vonageSignedWebhookToken(body, {
+      secret: overrides.secret ?? this.vonage.signatureSecret,
+      at,
+      apiKey: this.vonageApiKey,
+      applicationId: this.vonage.applicationId,
+      ...(overrides.jti !== undefined && { jti: overrides.jti }),
+    });
   }
 
   // --- Shared ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
  * simulated carrier. The carrier's rules drive the simulator.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { applicationJwt, signWebhook } from '../../functions/adapters/providers/vonage-jwt';
+import { applicationJwt } from '../../functions/adapters/providers/vonage-jwt';
 import { eventually, startHarness, type ApiClient, type Harness } from '../support/harness';
 
 let harness: Harness;
@@ -251,7 +251,8 @@ test('forged Vonage callbacks (bad signature, tampered body, replayed jti) get 4
       channel: 'viber_service',
       client_ref: `${sid}.0`,
     });
-  const { signatureSecret } = simulator().vonage;
+  const sign = (body: string, overrides?: { secret?: string; jti?: string }) =>
+    simulator().signedVonageCallback(body, now, overrides);
   const now = harness.clock.now();
   const tokensBefore = (await harness.scanTable()).filter((item) =>
     String(item.pk).startsWith('RECEIPTTOKEN#'),
@@ -260,15 +261,15 @@ test('forged Vonage callbacks (bad signature, tampered body, replayed jti) get 4
   // Signed with another secret.
   const delivered = status('delivered');
   expect(
-    (await callback(delivered, signWebhook(delivered, 'not-the-signature-secret-0123', now))).status,
+    (await callback(delivered, sign(delivered, { secret: 'not-the-signature-secret-0123' }))).status,
   ).toBe(401);
   // A genuine token over another body: the payload hash does not match.
   const submitted = status('submitted');
-  expect((await callback(delivered, signWebhook(submitted, signatureSecret, now))).status).toBe(401);
+  expect((await callback(delivered, sign(submitted))).status).toBe(401);
   // No token at all.
   expect((await callback(delivered, '')).status).toBe(401);
   // A genuine `submitted` status (no receipt) is taken once; the same token again is a replay.
-  const token = signWebhook(submitted, signatureSecret, now, 'jti-replayed-once');
+  const token = sign(submitted, { jti: 'jti-replayed-once' });
   expect((await callback(submitted, token)).status).toBe(200);
   expect((await callback(submitted, token)).status).toBe(401);
 

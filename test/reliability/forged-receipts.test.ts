@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import { deriveKey } from '../../functions/adapters/crypto';
 import { SIGNATURE_HEADER, signPayload } from '../../functions/adapters/providers/signature';
-import { signWebhook } from '../../functions/adapters/providers/vonage-jwt';
 import { startHarness, type Harness } from '../support/harness';
 
 let harness: Harness;
@@ -69,20 +68,25 @@ function forgedVonage(i: number): { body: string; headers: Record<string, string
     client_ref: reference(),
   });
   const now = harness.clock.now();
-  const { signatureSecret } = harness.stack.providerSimulator!.vonage;
+  const simulator = harness.stack.providerSimulator!;
   switch (i % 4) {
     case 0: // signed with another secret
       return {
         body,
-        headers: { authorization: `Bearer ${signWebhook(body, 'not-the-signature-secret-0123', now)}` },
+        headers: {
+          authorization: `Bearer ${simulator.signedVonageCallback(body, now, { secret: 'not-the-signature-secret-0123' })}`,
+        },
       };
     case 1: // the right secret over another body
-      return { body, headers: { authorization: `Bearer ${signWebhook(`${body} `, signatureSecret, now)}` } };
+      return {
+        body,
+        headers: { authorization: `Bearer ${simulator.signedVonageCallback(`${body} `, now)}` },
+      };
     case 2: // the right secret, expired
       return {
         body,
         headers: {
-          authorization: `Bearer ${signWebhook(body, signatureSecret, new Date(now.getTime() - 3_600_000))}`,
+          authorization: `Bearer ${simulator.signedVonageCallback(body, new Date(now.getTime() - 3_600_000))}`,
         },
       };
     default: // no token
@@ -123,7 +127,7 @@ test('the count is real: a genuinely signed callback reaches the table (carrier:
     status: 'delivered',
     client_ref: reference(),
   });
-  const token = signWebhook(vonageBody, harness.stack.providerSimulator!.vonage.signatureSecret, now);
+  const token = harness.stack.providerSimulator!.signedVonageCallback(vonageBody, now);
   expect((await post('vonage', vonageBody, { authorization: `Bearer ${token}` })).status).toBe(200);
   expect(operations).toEqual(['PutItemCommand', 'GetItemCommand']);
 });

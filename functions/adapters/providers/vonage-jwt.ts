@@ -2,8 +2,10 @@
  * Vonage's two JWTs, with node:crypto only (no SDK):
  * - the application JWT we send with each request: RS256 with the application's private key, claims
  *   `application_id`, `iat`, `exp`, `jti` (as @vonage/jwt's tokenGenerate makes it);
- * - the signed-webhook JWT Vonage sends with each callback: HS256 with the signature secret, claims `iat`, `jti`,
- *   `iss`, `payload_hash` (SHA-256 hex of the raw body); it has no `exp`: we bound `iat` and remember `jti`.
+ * - the signed-webhook JWT Vonage sends with each callback: HS256 with the signature secret; of its claims
+ *   (`iat`, `jti`, `iss`, `payload_hash`: the SHA-256 hex of the raw body, `api_key`, `application_id`) we read
+ *   the first, second and fourth; it has no `exp`: we bound `iat` and remember `jti`. The tests and the local
+ *   simulator make it apart from this file (local/vonage-signed-webhook.ts).
  */
 import { createHash, createHmac, createSign, randomUUID, timingSafeEqual } from 'node:crypto';
 
@@ -28,7 +30,7 @@ export function applicationJwt(
   return `${signingInput}.${b64url(signature)}`;
 }
 
-export const sha256Hex = (body: string): string => createHash('sha256').update(body, 'utf8').digest('hex');
+const sha256Hex = (body: string): string => createHash('sha256').update(body, 'utf8').digest('hex');
 
 /** How far a callback's `iat` may be from now, either way (Vonage retries with a fresh token). */
 const SIGNED_WEBHOOK_WINDOW_SECONDS = 300;
@@ -70,15 +72,4 @@ export function verifySignedWebhook(
   if (Math.abs(now.getTime() / 1000 - claims.iat) > SIGNED_WEBHOOK_WINDOW_SECONDS) return undefined;
   if (typeof claims.jti !== 'string' || claims.jti.length === 0 || claims.jti.length > 200) return undefined;
   return { jti: claims.jti, iat: claims.iat };
-}
-
-/** A signed-webhook token as Vonage makes it (the tests and the local simulator sign callbacks with it). */
-export function signWebhook(body: string, secret: string, now: Date, jti: string = randomUUID()): string {
-  const signingInput = `${encodeJson({ alg: 'HS256', typ: 'JWT' })}.${encodeJson({
-    iat: Math.floor(now.getTime() / 1000),
-    jti,
-    iss: 'Vonage',
-    payload_hash: sha256Hex(body),
-  })}`;
-  return `${signingInput}.${b64url(createHmac('sha256', secret).update(signingInput).digest())}`;
 }

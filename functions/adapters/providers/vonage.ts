@@ -209,15 +209,17 @@ export class VonageProvider implements Provider {
       message_uuid?: unknown;
       title?: unknown;
       detail?: unknown;
-      invalid_parameters?: { name?: unknown }[];
+      invalid_parameters?: unknown;
     };
     if (response.ok && typeof answer.message_uuid === 'string')
       return { status: 'accepted', messageId: answer.message_uuid };
     // A request refused for its `to` is a refusal of the number; anything else (credentials, balance,
     // throttling, Vonage down, our own bad sender) is thrown and says nothing about the number.
+    // A list in Vonage's OpenAPI document, a single object in its Node SDK's types: either is read.
+    const invalid = [answer.invalid_parameters].flat() as { name?: unknown }[];
     const refusesNumber =
       (response.status === 400 || response.status === 422) &&
-      (answer.invalid_parameters ?? []).some((parameter) => parameter.name === 'to');
+      invalid.some((parameter) => typeof parameter === 'object' && parameter?.name === 'to');
     const reason = typeof answer.title === 'string' ? answer.title.slice(0, 200) : `HTTP ${response.status}`;
     if (refusesNumber) return { status: 'rejected', reason };
     throw new ProviderError(
