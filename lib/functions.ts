@@ -317,7 +317,7 @@ export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
  * The receipt functions of the AWS providers, in the stack only when the deployment configures aws-sms or
  * aws-whatsapp (lib/constructs/providers.ts): a deployment on http-carrier has no topic and no rule to feed them.
  */
-export type ProviderFunctionName = 'snsReceipt' | 'eventReceipt';
+export type ProviderFunctionName = 'snsReceipt';
 
 export const PROVIDER_FUNCTIONS: Record<ProviderFunctionName, FunctionSpec> = {
   snsReceipt: {
@@ -327,14 +327,6 @@ export const PROVIDER_FUNCTIONS: Record<ProviderFunctionName, FunctionSpec> = {
       'Delivery receipts of AWS SMS, RCS and WhatsApp from the provider-events SNS topic (invoked by that topic only)',
     timeoutSeconds: API_TIMEOUT_SECONDS,
     // The verification each receipt names; how the event arrived authenticates it (the topic's SourceArn).
-    table: [{ actions: READ_UPDATE, families: ['verification'] }],
-    keys: [],
-  },
-  eventReceipt: {
-    id: 'EventReceipt',
-    entry: 'functions/entries/eventReceipt.ts',
-    description: 'AWS messaging events from EventBridge (invoked by the social-messaging rule only)',
-    timeoutSeconds: API_TIMEOUT_SECONDS,
     table: [{ actions: READ_UPDATE, families: ['verification'] }],
     keys: [],
   },

@@ -209,7 +209,7 @@ export async function acceptReceipt(
 
 /**
  * A receipt already authenticated by how it came in: a signed callback (acceptReceipt), or an event that only
- * the provider's own service can deliver (AWS: an SNS topic or an EventBridge rule, functions/receipts/). The
+ * the provider's own service can deliver (AWS: an SNS topic, functions/receipts/). The
  * same forward-only rules apply to both.
  */
 export async function acceptProviderReceipt(

@@ -76,7 +76,7 @@ export interface Provider {
   /**
    * The receipt in a callback, or undefined when its signature, timestamp or shape is not valid. A provider
    * whose signature scheme needs a look-up (a replayed token id) answers asynchronously; a provider whose
-   * receipts never come over HTTP (AWS: SNS or EventBridge, see acceptProviderReceipt) answers undefined.
+   * receipts never come over HTTP (AWS: SNS, see acceptProviderReceipt) answers undefined.
    */
   parseReceipt(request: ReceiptRequest, now: Date): Receipt | undefined | Promise<Receipt | undefined>;
 }

@@ -1,19 +1,14 @@
 /**
  * Receipts that come as AWS events, not HTTP callbacks: the SNS notifications of the SMS configuration set's event
- * destination and of the WhatsApp Business Account's event destination, and EventBridge events. They are
- * believed because only SNS (a subscription with the topic's ARN as `SourceArn`) or the EventBridge rule may invoke
- * these functions (their resource policies, CDK); the same forward-only rules as every receipt then apply
- * (acceptProviderReceipt).
+ * destination and of the WhatsApp Business Account's event destination. They are believed because only SNS (a
+ * subscription with the topic's ARN as `SourceArn`) may invoke this function (its resource policy, CDK); the same
+ * forward-only rules as every receipt then apply (acceptProviderReceipt).
  */
-import type { EventBridgeEvent, SNSEvent } from 'aws-lambda';
+import type { SNSEvent } from 'aws-lambda';
 import { acceptProviderReceipt, type DeliveryDeps, type ReceiptResult } from '../core/delivery';
 import { parseMessageReference, type Receipt } from '../core/providers';
 import type { Logger } from '../adapters/logger';
-import {
-  parseAwsSnsMessage,
-  parseEventBridgeEvent,
-  type AwsEventReceipt,
-} from '../adapters/providers/aws-events';
+import { parseAwsSnsMessage, type AwsEventReceipt } from '../adapters/providers/aws-events';
 
 export type EventReceiptDeps = Pick<DeliveryDeps, 'store' | 'providers' | 'clock' | 'metrics'> & {
   logger: Logger;
@@ -59,17 +54,4 @@ async function withMessageId(
   if (!attempt || deps.providers.forChannel(attempt.channel, verification!.country).name !== provider)
     return undefined;
   return { ...receipt, messageId: attempt.messageId ?? '' };
-}
-
-export function buildEventBridgeReceiptHandler(deps: EventReceiptDeps) {
-  return async (event: EventBridgeEvent<string, unknown>): Promise<ReceiptResult | 'ignored'> => {
-    const parsed = parseEventBridgeEvent(event);
-    if (!parsed) {
-      deps.logger.log('info', 'receipt', { source: 'eventbridge', result: 'ignored' });
-      return 'ignored';
-    }
-    const result = await acceptProviderReceipt(deps, parsed.provider, parsed.receipt);
-    deps.logger.log('info', 'receipt', { source: 'eventbridge', provider: parsed.provider, result });
-    return result;
-  };
 }

@@ -86,7 +86,7 @@ export class OtpAlarms extends Grouping {
         `The ${FUNCTIONS.receipt.id} function was throttled at its reserved concurrency (${props.receiptReservedConcurrency}, otp:receiptReservedConcurrency): receipt callbacks were refused and wait for the provider's retry; raise it if they are not a flood.`,
       );
     }
-    // The provider receipt functions are invoked asynchronously (SNS, EventBridge): a receipt they fail or are
+    // The provider receipt function is invoked asynchronously (SNS): a receipt it fails or is
     // throttled on is retried by Lambda, then kept in the failed-receipt queue to replay (docs/providers.md).
     for (const [name, fn] of Object.entries(props.receiptFunctions ?? {})) {
       const { id } = PROVIDER_FUNCTIONS[name as ProviderFunctionName];

@@ -15,15 +15,13 @@
  *   `otp:awsSmsCreateConfigurationSet` the SMS configuration set and its SNS event destination are created here;
  *   otherwise the operator points an existing set at the topic (output ProviderEventsTopicArn), and the
  *   WhatsApp Business Account's event destination too.
- * - An EventBridge rule for `aws.social-messaging` events to the EventBridge receipt function (only that rule
- *   may invoke it). Those events carry no reference of ours, so they settle nothing today (docs/providers.md).
+ * - No EventBridge rule: AWS's EventBridge events of either service would only repeat the SNS receipts (SMS) or
+ *   carry no reference of ours (WhatsApp); docs/providers.md, "Known gaps".
  *
  * A deployment with no provider configuration creates none of this.
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
@@ -165,16 +163,6 @@ export class Providers extends Grouping {
         value: topic.topicArn,
         description:
           'SNS topic for provider events: point the SMS configuration set and the WhatsApp Business Account event destinations at it',
-      });
-    }
-
-    if (providers.inUse.includes('aws-whatsapp')) {
-      const eventReceipt = this.receiptFunction('eventReceipt', props);
-      new events.Rule(this, 'SocialMessagingEventsRule', {
-        description: 'AWS End User Messaging Social (WhatsApp) events to the EventBridge receipt function',
-        eventPattern: { source: ['aws.social-messaging'] },
-        // LambdaFunction: a Lambda permission for events.amazonaws.com with this rule as SourceArn.
-        targets: [new targets.LambdaFunction(eventReceipt.function)],
       });
     }
 

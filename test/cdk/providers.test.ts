@@ -1,6 +1,6 @@
 /**
  * The stack with the example provider configuration (providers.example.json, `npm run synth:providers`): the
- * SNS receipt function invoked by the provider-events topic only, the social-messaging EventBridge rule, send
+ * SNS receipt function invoked by the provider-events topic only (and no EventBridge rule), send
  * permissions on the configured ARNs alone, the Vonage secret readable by deliver and receipt alone, cdk-nag
  * clean; and the synth-time validation of the provider settings. Bundling is skipped (the bundle test builds the
  * receipt functions' bundles).
@@ -147,25 +147,11 @@ describe('the example provider configuration', () => {
     );
   });
 
-  test('an EventBridge rule for social-messaging events, the only invoker of the EventBridge receipt function', () => {
-    const fn = built.stack.providers!.receiptFunctions.eventReceipt!.function;
-    const fnId = id(fn);
-    const rules = built.template.findResources('AWS::Events::Rule', {
-      Properties: { EventPattern: { source: ['aws.social-messaging'] } },
-    });
-    expect(Object.keys(rules)).toHaveLength(1);
-    const [ruleId, rule] = Object.entries(rules)[0]!;
-    expect((rule.Properties as { Targets: { Arn: unknown }[] }).Targets).toEqual([
-      expect.objectContaining({ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] } }),
-    ]);
-    const permissions = Object.values(built.resources).filter(
-      (r) =>
-        r.Type === 'AWS::Lambda::Permission' &&
-        JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [fnId, 'Arn'] }),
-    );
-    expect(permissions.map((p) => [p.Properties.Principal, p.Properties.SourceArn])).toEqual([
-      ['events.amazonaws.com', { 'Fn::GetAtt': [ruleId, 'Arn'] }],
-    ]);
+  test('no rule for AWS messaging events: the SNS receipt function is the only receipt function', () => {
+    const rules = Object.values(built.template.findResources('AWS::Events::Rule'));
+    // The sweeper's schedule is the stack's only rule.
+    expect(rules.map((rule) => JSON.stringify(rule.Properties.EventPattern ?? null))).toEqual(['null']);
+    expect(Object.keys(built.stack.providers!.receiptFunctions)).toEqual(['snsReceipt']);
   });
 
   test('send permissions on the configured ARNs only, for the deliver function only', () => {

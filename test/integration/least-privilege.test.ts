@@ -53,15 +53,11 @@ import { buildConsoleHandler } from '../../functions/console/routes';
 import { buildConsoleDeps } from '../../functions/wiring/console';
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import { buildDeps, buildWebhookSenderDeps, type Deps } from '../../functions/runtime';
-import {
-  buildEventBridgeReceiptHandler,
-  buildSnsReceiptHandler,
-  type EventReceiptDeps,
-} from '../../functions/receipts/handlers';
+import { buildSnsReceiptHandler, type EventReceiptDeps } from '../../functions/receipts/handlers';
 import type { ProviderFunctionName } from '../../lib/functions';
 import { PROVIDER_CONTEXT_KEYS } from '../../lib/provider-config';
 import { OtpStack } from '../../lib/otp-stack';
-import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
+import { whatsAppSnsEvent } from '../support/provider-events';
 import { createTable } from '../../local/table';
 import { BY_TEST, dynamoEndpoint } from '../support/harness';
 
@@ -659,19 +655,6 @@ describe('each function runs with exactly its template grants', () => {
       });
       expect(await handler(snsEvent(status))).toEqual(['applied']);
     }
-  });
-
-  test('eventReceipt: an aws.sms-voice delivery event settles the attempt', async () => {
-    const handler = buildEventBridgeReceiptHandler(receiptDepsFor('eventReceipt'));
-    const sms = await sentOnFirstChannel('+919812345602');
-    const event = smsVoiceEventBridgeEvent({
-      eventType: 'TEXT_DELIVERED',
-      isFinal: true,
-      messageId: sms.messageId,
-      context: { otpReference: sms.reference },
-    });
-    expect(await handler(event)).toBe('applied');
-    expect(await handler(event)).toBe('duplicate');
   });
 
   test('console: every page of a member and of an operator, with its grants and the webhook key only', async () => {

@@ -1,10 +1,9 @@
 /**
  * AWS receipts as events: a send over the aws-sms or aws-whatsapp adapter (its real SDK client, to a local
- * stand-in endpoint), then the SNS notification or EventBridge event for its reference, through the receipt
- * handlers, into DynamoDB Local. A delivered event makes the verification DELIVERED; a failure event, or one for a
+ * stand-in endpoint), then the SNS notification for its reference, through the receipt handler, into DynamoDB Local. A delivered event makes the verification DELIVERED; a failure event, or one for a
  * message we did not send, changes nothing.
  */
-import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
+import { whatsAppSnsEvent } from '../support/provider-events';
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
 import type { SNSEvent } from 'aws-lambda';
@@ -13,11 +12,7 @@ import { AwsWhatsAppProvider } from '../../functions/adapters/providers/aws-what
 import { parseProviderConfig } from '../../functions/adapters/providers/config';
 import { buildProviderRegistry } from '../../functions/adapters/providers/registry';
 import type { Verification } from '../../functions/core/model';
-import {
-  buildEventBridgeReceiptHandler,
-  buildSnsReceiptHandler,
-  type EventReceiptDeps,
-} from '../../functions/receipts/handlers';
+import { buildSnsReceiptHandler, type EventReceiptDeps } from '../../functions/receipts/handlers';
 import { eventually, startHarness, type ApiClient, type Harness } from '../support/harness';
 import { startWireServer, type WireServer } from '../support/provider-wire';
 
@@ -191,18 +186,6 @@ test('SNS: a final TEXT_SUCCESSFUL (no delivery report in that country) makes it
     delivery_status: 'DELIVERED',
     channel: 'sms',
   });
-});
-
-test('EventBridge: an aws.sms-voice delivery event makes it DELIVERED', async () => {
-  const verification = await sendAccepted('sms-msg-3');
-  const handler = buildEventBridgeReceiptHandler(deps);
-  const event = smsVoiceEventBridgeEvent(smsEvent('TEXT_DELIVERED', 'sms-msg-3', `${verification.sid}.0`));
-  await expect(handler(event)).resolves.toBe('applied');
-  expect((await api.fetch(verification.sid)).body).toMatchObject({
-    delivery_status: 'DELIVERED',
-    channel: 'sms',
-  });
-  await expect(handler({ ...event, source: 'aws.social-messaging' })).resolves.toBe('ignored');
 });
 
 test('an HTTP callback to /v2/Callbacks/aws-sms is refused: AWS receipts come only as events', async () => {

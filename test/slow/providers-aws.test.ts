@@ -3,14 +3,10 @@
  * to a local server given as its `endpoint`, which records the request. Receipts are parsed from AWS's documented
  * sample events.
  */
-import { smsVoiceEventBridgeEvent, whatsAppSnsEvent } from '../support/provider-events';
+import { whatsAppSnsEvent } from '../support/provider-events';
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { SocialMessagingClient } from '@aws-sdk/client-socialmessaging';
-import {
-  parseAwsSnsMessage,
-  parseEventBridgeEvent,
-  parseSmsEvent,
-} from '../../functions/adapters/providers/aws-events';
+import { parseAwsSnsMessage, parseSmsEvent } from '../../functions/adapters/providers/aws-events';
 import { AwsSmsProvider } from '../../functions/adapters/providers/aws-sms';
 import { AWS_CALL_LIMITS } from '../../functions/adapters/aws-client-config';
 import { readRegisteredTemplates } from '../../functions/adapters/providers/registered-templates';
@@ -220,7 +216,7 @@ describe('aws-sms', () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  test('HTTP callbacks are never believed (receipts come only from SNS or EventBridge)', () => {
+  test('HTTP callbacks are never believed (receipts come only from SNS)', () => {
     expect(provider().parseReceipt()).toBeUndefined();
   });
 });
@@ -395,41 +391,6 @@ describe('AWS receipts', () => {
       { provider: 'aws-sms', receipt: { reference, messageId: smsSample.messageId, status: 'delivered' } },
     ]);
     expect(parseAwsSnsMessage('not json')).toEqual([]);
-  });
-
-  // Source: AWS End User Messaging SMS user guide, "Monitoring with EventBridge", event for a delivered SMS message
-  // (https://docs.aws.amazon.com/sms-voice/latest/userguide/monitor-event-bridge.html), context added.
-  test('an EventBridge aws.sms-voice event', () => {
-    const event = smsVoiceEventBridgeEvent({
-      eventType: 'TEXT_SUCCESSFUL',
-      eventVersion: '1.0',
-      eventTimestamp: 1759342841377,
-      isFinal: true,
-      originationPhoneNumber: 'VAJZNBLLDX',
-      isoCountryCode: 'ES',
-      messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f',
-      messageType: 'TRANSACTIONAL',
-      context: { otpReference: reference },
-    });
-    expect(parseEventBridgeEvent(event)).toEqual({
-      provider: 'aws-sms',
-      receipt: { reference, messageId: 'ed23196c-75ce-4727-93ee-7bf72b64998f', status: 'delivered' },
-    });
-  });
-
-  // Source: AWS End User Messaging Social user guide, "Monitoring with Amazon EventBridge", event for a delivered
-  // WhatsApp message (https://docs.aws.amazon.com/social-messaging/latest/userguide/monitor-event-bridge.html):
-  // it carries no reference of ours, so it is recognised and ignored (receipts come from the SNS destination).
-  test('an EventBridge aws.social-messaging event gives no receipt', () => {
-    expect(
-      parseEventBridgeEvent({
-        version: '0',
-        id: '76a454c4-26df-6e2c-bc50-2137de2a0fe7',
-        'detail-type': 'WhatsApp Message Delivered',
-        source: 'aws.social-messaging',
-        detail: { messageId: '4bee7d29-70f5-4a49-b84e-facf4424fe58', status: 'delivered' },
-      }),
-    ).toBeUndefined();
   });
 
   // Source: AWS End User Messaging Social user guide, "Message and event format"

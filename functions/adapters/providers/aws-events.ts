@@ -1,7 +1,7 @@
 /**
  * Receipts of the AWS providers, parsed from the events AWS publishes (no SDK here: the receipt functions load
- * none). They are authenticated by how they arrive, not by a signature: an SNS topic subscription or an
- * EventBridge rule is the only thing allowed to invoke the receipt functions (their resource policies, CDK).
+ * none). They are authenticated by how they arrive, not by a signature: the SNS topic's subscription is the only
+ * thing allowed to invoke the receipt function (its resource policy, CDK), and only AWS may publish to the topic.
  */
 import type { Receipt } from '../../core/providers';
 import { isObject, isOptionalText, isText } from '../shape';
@@ -42,7 +42,7 @@ export const SMS_FAILED = new Set([
 
 /**
  * An AWS End User Messaging SMS event (the configuration set's SNS destination carries it as the notification's
- * `Message`; EventBridge, source `aws.sms-voice`, as `detail`), as a receipt: undefined when it is not final for
+ * `Message`), as a receipt: undefined when it is not final for
  * us (not final, or a pending status), or carries no reference of ours.
  */
 export function parseSmsEvent(event: unknown): Receipt | undefined {
@@ -100,9 +100,9 @@ function statusesIn(entry: unknown): { status: string; reference: string | undef
  * status of it. Nothing else can name it: `statuses[].id` is WhatsApp's own `wamid.…`, and no AWS document
  * promises that the header's `messageId` equals the id SendWhatsAppMessage answered, so it is not compared (a
  * mismatch would drop every receipt and send the code again on the next channel). The handler ties the status
- * to the attempt its reference names, on an aws-whatsapp channel only. The EventBridge events of
- * `aws.social-messaging` carry AWS's message id and the status but no reference and no wamid, so they cannot be
- * tied to an attempt; the SNS destination is the receipt path for WhatsApp.
+ * to the attempt its reference names, on an aws-whatsapp channel only. AWS's EventBridge events of
+ * `aws.social-messaging` carry its message id and the status but no reference and no wamid, so they could not be
+ * tied to an attempt; the stack has no rule for them.
  */
 function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
   if (!isObject(event)) return [];
@@ -118,19 +118,6 @@ function parseWhatsAppSnsEvent(event: unknown): AwsEventReceipt[] {
     const outcome = whatsappStatus(status);
     return outcome && reference ? [{ reference, messageId: undefined, status: outcome }] : [];
   });
-}
-
-/**
- * An EventBridge event: `aws.sms-voice` "Text Message Delivery Status Updated" (its detail is the SMS event, with
- * our context) → an aws-sms receipt. `aws.social-messaging` events are recognised but give none (see above).
- */
-export function parseEventBridgeEvent(event: unknown): { provider: string; receipt: Receipt } | undefined {
-  if (!isObject(event)) return undefined;
-  if (event.source === 'aws.sms-voice' && event['detail-type'] === 'Text Message Delivery Status Updated') {
-    const receipt = parseSmsEvent(event.detail);
-    return receipt && { provider: AWS_SMS_PROVIDER_NAME, receipt };
-  }
-  return undefined;
 }
 
 /** An SNS notification's `Message` from either AWS provider's event destination, as receipts. */
