@@ -36,15 +36,7 @@ import {
   excludedHighRisk,
   type HighRiskCountry,
 } from '../core/guard/high-risk-countries';
-import {
-  ANY_COUNTRY,
-  CAP_FIELDS,
-  CAP_NAMES,
-  capCountries,
-  capProblem,
-  isSpendCap,
-  withCountryCaps,
-} from '../core/guard/caps';
+import { ANY_COUNTRY, CAP_FIELDS, CAP_NAMES, capCountries, capProblem, isSpendCap } from '../core/guard/caps';
 import { DEFAULT_GUARD_SETTINGS, GUARD_LEVELS, type CountryCaps } from '../core/guard/model';
 import { dropRanges } from '../core/guard/conversion-watch';
 import { LIFT_MS, blocksInForce, conversionDrops } from '../core/guard/status';
@@ -496,12 +488,8 @@ const API_ROUTES: ApiRoute[] = [
       if (problem) throw new HttpStatusError(400, 'invalid_parameter', `${field}: ${problem}.`);
       entry[field] = value;
     }
-    const service = await load(deps, params.sid!);
-    await deps.accounts.setGuardCaps(
-      change,
-      params.sid!,
-      withCountryCaps(service.guard?.caps, country, entry),
-    );
+    await load(deps, params.sid!);
+    await deps.accounts.changeCountryCaps(change, params.sid!, country, () => entry);
     return json(200, await capsJson(deps, await load(deps, params.sid!)));
   }),
   route('GET', '/services/:sid/webhooks', async (deps, { params }) => {

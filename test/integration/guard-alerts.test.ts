@@ -215,6 +215,33 @@ describe('the console API', () => {
     const cleared = await consoleCall('PUT', `/services/${serviceSid}/caps/GB`, { hourlySends: null });
     expect(cleared.body.caps).toEqual([expect.objectContaining({ country: '*' })]);
   });
+
+  test('countries saved at the same time are all kept, each with its audit record', async () => {
+    const { serviceSid } = await harness.createAccount();
+    const countries = ['US', 'GB', 'FR', 'DE', 'ES', 'IT', 'NL', 'PL'];
+    const answers = await Promise.all(
+      countries.map((country, i) =>
+        consoleCall('PUT', `/services/${serviceSid}/caps/${country}`, { hourlySends: 100 + i }),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(countries.map(() => 200));
+    expect((await harness.accounts.getService(serviceSid))?.guard?.caps).toEqual(
+      Object.fromEntries(countries.map((country, i) => [country, { hourlySends: 100 + i }])),
+    );
+    // The admin command keeps the caps it does not name, and the console's at the same time.
+    await Promise.all([
+      admin('guard', 'cap', 'set', serviceSid, 'US', '--daily-sends', '900'),
+      consoleCall('PUT', `/services/${serviceSid}/caps/SE`, { dailySends: 50 }),
+    ]);
+    const caps = (await harness.accounts.getService(serviceSid))?.guard?.caps;
+    expect([caps?.US, caps?.SE, Object.keys(caps ?? {}).length]).toEqual([
+      { hourlySends: 100, dailySends: 900 },
+      { dailySends: 50 },
+      countries.length + 1,
+    ]);
+    const records = await harness.accounts.auditTrail(serviceSid);
+    expect(records.filter((record) => record.action === 'guard.caps')).toHaveLength(countries.length + 2);
+  });
 });
 
 describe('a conversion drop', () => {

@@ -24,7 +24,7 @@ import type {
   Membership,
   ServiceSettingsChange,
 } from '../../core/accounts/ports';
-import { TOP_UP_KEY_HOURS, TopUpKeyUsed } from '../../core/accounts/ports';
+import { SettingsChanged, TOP_UP_KEY_HOURS, TopUpKeyUsed } from '../../core/accounts/ports';
 import type { Service, Template } from '../../core/model';
 import {
   apiKeyFromItem,
@@ -434,21 +434,40 @@ export class DynamoAccountStore implements AccountStore {
     serviceSid: string,
     change: ServiceSettingsChange,
     audit: AuditRecord | readonly AuditRecord[],
+    expected?: Pick<ServiceSettingsChange, 'guardCaps'>,
   ): Promise<void> {
     const { expression, names, values } = settingsUpdate(change);
-    await this.transact([
-      {
-        Update: {
-          TableName: this.tableName,
-          Key: keys.service(serviceSid),
-          UpdateExpression: expression,
-          ConditionExpression: 'attribute_exists(pk)',
-          ...(Object.keys(values).length > 0 && { ExpressionAttributeValues: values }),
-          ...(Object.keys(names).length > 0 && { ExpressionAttributeNames: names }),
+    const conditions = ['attribute_exists(pk)'];
+    if (expected && 'guardCaps' in expected) {
+      // A map compares equal to a map of the same entries, in any order.
+      if (expected.guardCaps === undefined) conditions.push('attribute_not_exists(guard_caps)');
+      else {
+        conditions.push('guard_caps = :expected_guard_caps');
+        values[':expected_guard_caps'] = expected.guardCaps;
+      }
+    }
+    try {
+      await this.transact([
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.service(serviceSid),
+            UpdateExpression: expression,
+            ConditionExpression: conditions.join(' AND '),
+            ...(Object.keys(values).length > 0 && { ExpressionAttributeValues: values }),
+            ...(Object.keys(names).length > 0 && { ExpressionAttributeNames: names }),
+            ...(expected && { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }),
+          },
         },
-      },
-      ...[audit].flat().map((record) => this.put(auditToItem(record))),
-    ]);
+        ...[audit].flat().map((record) => this.put(auditToItem(record))),
+      ]);
+    } catch (error) {
+      const reason =
+        error instanceof TransactionCanceledException ? error.CancellationReasons?.[0] : undefined;
+      // The service is there (it has an item), so the expected value is what failed.
+      if (expected && reason?.Code === 'ConditionalCheckFailed' && reason.Item) throw new SettingsChanged();
+      throw error;
+    }
   }
 
   /** Every shard's ledger, in time order. */

@@ -7,6 +7,7 @@
 import { OtpError } from '../errors';
 import { defaultAllowedCountries } from '../guard/high-risk-countries';
 import { DEFAULT_GUARD_SETTINGS, isGuardLevel, type CountryCaps, type GuardLevel } from '../guard/model';
+import { withCountryCaps } from '../guard/caps';
 import { countriesCoveredBy } from '../guard/prefix';
 import type { Service, Template } from '../model';
 import type { Clock, Random } from '../ports';
@@ -39,11 +40,14 @@ import type {
   Membership,
   NewService,
 } from './ports';
-import { OPERATORS_AUDIT_SCOPE, TopUpKeyUsed } from './ports';
+import { OPERATORS_AUDIT_SCOPE, SettingsChanged, TopUpKeyUsed } from './ports';
 import { formatUnits } from '../money';
 
-/** A key change met others of the same service's keys this often before giving up (each is read again). */
-const KEY_CHANGE_ATTEMPTS = 10;
+/**
+ * A change written only while what it read still holds (a key change, a country's caps) met others of the same
+ * service this often before giving up (each time it reads again).
+ */
+const CONTENDED_CHANGE_ATTEMPTS = 10;
 
 /** A service's channels as stored: in CHANNELS order, each once, whichever driver listed them. */
 const channelSet = (channels: readonly Channel[]): Channel[] =>
@@ -155,7 +159,7 @@ export class Accounts {
   async issueApiKey(context: ChangeContext, serviceSid: string): Promise<IssuedKey> {
     const { apiKey, keyHash } = await this.deps.keys.newKey();
     const keyId = keyIdOf(keyHash);
-    for (let attempt = 1; attempt <= KEY_CHANGE_ATTEMPTS; attempt++) {
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
       const { service, count, active } = await this.keyCount(serviceSid, false);
       const limit = apiKeyLimit(service);
       if (active >= limit)
@@ -179,7 +183,7 @@ export class Accounts {
     serviceSid: string,
     keyId: string,
   ): Promise<{ keyId: string; revokedAt: string; alreadyRevoked: boolean }> {
-    for (let attempt = 1; attempt <= KEY_CHANGE_ATTEMPTS; attempt++) {
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
       const { keys, count } = await this.keyCount(serviceSid, true);
       const key = keys.find((k) => k.keyId === keyId);
       if (!key) throw new OtpError('not_found', 'No such API key.');
@@ -546,23 +550,37 @@ export class Accounts {
     return this.service(serviceSid);
   }
 
-  /** The per-country caps (validated by core/guard/caps.ts); `undefined` removes them all. */
-  async setGuardCaps(
+  /**
+   * One country's caps (validated by core/guard/caps.ts), made by `change` from the ones it has (undefined:
+   * none; answering undefined removes them). The service's caps are one map, so the write holds only while the
+   * map is still the one read; otherwise it is read again: two people saving two countries at once keep both.
+   * Answers every country's caps after the change.
+   */
+  async changeCountryCaps(
     context: ChangeContext,
     serviceSid: string,
-    caps: Record<string, CountryCaps> | undefined,
-  ): Promise<void> {
-    const service = await this.service(serviceSid);
-    await this.change(
-      context,
-      service,
-      'guard.caps',
-      { guardCaps: caps },
-      {
-        caps: service.guard?.caps ?? null,
-      },
-      { caps: caps ?? null },
-    );
+    country: string,
+    change: (entry: CountryCaps | undefined) => CountryCaps | undefined,
+  ): Promise<Record<string, CountryCaps> | undefined> {
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const service = await this.service(serviceSid);
+      const before = service.guard?.caps;
+      const after = withCountryCaps(before, country, change(before?.[country]));
+      const record = this.changeRecord(
+        context,
+        serviceSid,
+        'guard.caps',
+        { caps: before ?? null },
+        { caps: after ?? null },
+      );
+      try {
+        await this.deps.store.updateService(serviceSid, { guardCaps: after }, record, { guardCaps: before });
+        return after;
+      } catch (error) {
+        if (!(error instanceof SettingsChanged)) throw error;
+      }
+    }
+    throw new Error(`Changing the caps of ${country} kept meeting other changes of the service's caps`);
   }
 
   /** A customer price for one country (units), or `undefined` to go back to the list price. */

@@ -81,6 +81,14 @@ export class TopUpKeyUsed extends Error {
   }
 }
 
+/** A settings change conditioned on a field's value (`updateService`'s `expected`) found it changed: nothing written. */
+export class SettingsChanged extends Error {
+  override readonly name = 'SettingsChanged';
+  constructor() {
+    super('The setting changed since it was read.');
+  }
+}
+
 /** A console user's membership of a service (the console reads it on every request). */
 export interface Membership {
   userId: string;
@@ -169,12 +177,16 @@ export interface AccountStore {
   getTemplate(serviceSid: string, templateSid: string): Promise<Template | undefined>;
   listTemplates(serviceSid: string): Promise<Template[]>;
   deleteTemplate(serviceSid: string, templateSid: string, audit: AuditRecord): Promise<void>;
-  /** Sets (or removes) service-item fields; the service must exist. */
-  /** The change and its audit records (one per setting changed), in one transaction. */
+  /**
+   * Sets (or removes) service-item fields, with their audit records (one per setting changed), in one
+   * transaction; the service must exist. With `expected`, only while those fields still hold those values
+   * (undefined: absent), else `SettingsChanged` and nothing written.
+   */
   updateService(
     serviceSid: string,
     change: ServiceSettingsChange,
     audit: AuditRecord | readonly AuditRecord[],
+    expected?: Pick<ServiceSettingsChange, 'guardCaps'>,
   ): Promise<void>;
   listCharges(serviceSid: string): Promise<ChargeLine[]>;
   listCredits(serviceSid: string): Promise<CreditLine[]>;

@@ -10,7 +10,6 @@ import {
   capCountries,
   capProblem,
   isSpendCap,
-  withCountryCaps,
   type CapField,
 } from '../../../functions/core/guard/caps';
 import type { CountryCaps } from '../../../functions/core/guard/model';
@@ -138,14 +137,16 @@ const capSet = command({
     return { sid: parse.serviceSid(sid!), country: capCountry(country!), changes };
   },
   run: async (context, { sid, country, changes }) => {
-    const service = await loadService(context, sid);
-    const entry: CountryCaps = { ...service.guard?.caps?.[country] };
-    for (const [field, value] of changes) {
-      if (value === undefined) delete entry[field];
-      else entry[field] = value;
-    }
-    const caps = withCountryCaps(service.guard?.caps, country, entry);
-    await context.accounts.setGuardCaps(context.change, sid, caps);
+    await loadService(context, sid);
+    // The caps not named are kept: the change starts from the country's caps as they are when written.
+    const caps = await context.accounts.changeCountryCaps(context.change, sid, country, (current) => {
+      const entry: CountryCaps = { ...current };
+      for (const [field, value] of changes) {
+        if (value === undefined) delete entry[field];
+        else entry[field] = value;
+      }
+      return entry;
+    });
     return capsOutput(context, sid, caps, `Caps of ${country} set.`);
   },
 });
@@ -162,8 +163,9 @@ const capClear = command({
   run: async (context, { sid, country }) => {
     const service = await loadService(context, sid);
     const had = service.guard?.caps?.[country] !== undefined;
-    const caps = withCountryCaps(service.guard?.caps, country, undefined);
-    if (had) await context.accounts.setGuardCaps(context.change, sid, caps);
+    const caps = had
+      ? await context.accounts.changeCountryCaps(context.change, sid, country, () => undefined)
+      : service.guard?.caps;
     return capsOutput(
       context,
       sid,
