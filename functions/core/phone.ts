@@ -12,14 +12,16 @@ export interface PhoneNumber {
 }
 
 /**
- * Parses an international number. It must start with `+`; spacing and punctuation a user may have typed
- * are tolerated and normalised away, which is why `to` can differ from `To`.
+ * Parses an international number. It must start with `+`; what a user may have typed or pasted around the digits
+ * (spaces, dashes, dots, slashes, brackets, digits of another script such as full-width ones) is normalised away,
+ * which is why `to` can differ from `To`. An extension is refused rather than dropped: a code cannot reach one,
+ * and the number without it may be someone else's.
  */
 export function parsePhone(raw: string): PhoneNumber | undefined {
   const text = raw.trim();
   if (!text.startsWith('+')) return undefined;
   const parsed = parsePhoneNumberFromString(text);
-  if (!parsed || !parsed.isValid() || !parsed.country) return undefined;
+  if (!parsed || parsed.ext !== undefined || !parsed.isValid() || !parsed.country) return undefined;
   return { e164: parsed.number, country: parsed.country, type: parsed.getType() };
 }
 
@@ -32,5 +34,7 @@ export function phoneProblem(raw: string): string {
   if (/^\s+\d/.test(raw))
     return 'To must start with +: a + sent unencoded in a form body arrives as a space; send it as %2B.';
   if (!text.startsWith('+')) return 'To must start with + and the country code (E.164).';
+  const ext = parsePhoneNumberFromString(text)?.ext;
+  if (ext !== undefined) return `To has an extension (${ext}): send the number alone.`;
   return 'To is not a valid phone number.';
 }

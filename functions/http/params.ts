@@ -108,7 +108,7 @@ export const sendParamsSchema = /* @__PURE__ */ (() =>
         z.minLength(1),
         z.maxLength(20),
         z.describe(
-          'Phone number in E.164 (+, country code, number); spaces, dashes and brackets are tolerated.',
+          'Phone number in E.164 (+, country code, number); spaces, dashes, dots, slashes and brackets are tolerated; an extension is refused.',
         ),
       ),
     TemplateSid: z

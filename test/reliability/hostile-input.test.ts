@@ -480,6 +480,9 @@ describe('specific hostile input', () => {
     ['a + sent unencoded in a form', 'To=+447400123470', 'arrives as a space; send it as %2B'],
     ['no + at all', 'To=447400123470', 'must start with + and the country code'],
     ['a + and no such number', 'To=%2B4412', 'To is not a valid phone number.'],
+    // A code cannot reach an extension, and the number without it may be someone else's: refused, not dropped.
+    ['an extension', 'To=%2B14155550320%20x99', 'To has an extension (99): send the number alone.'],
+    ['an extension as ;ext=', 'To=%2B14155550320%3Bext%3D5', 'To has an extension (5)'],
   ])('To with %s: unroutable, saying what is wrong, not charged', async (_, body, words) => {
     const before = await balances();
     const response = await raw('POST', sendPath(), { ...form, 'x-api-key': mine.apiKey }, body);
@@ -488,6 +491,18 @@ describe('specific hostile input', () => {
     expect(error.code).toBe('unroutable');
     expect(error.message).toContain(words);
     expect(await balances()).toEqual(before);
+  });
+
+  it('what a user pastes around the digits is normalised: dots, slashes, non-breaking spaces, full-width digits', async () => {
+    for (const [to, e164] of [
+      ['+1.650.555.0142', '+16505550142'],
+      ['+1/650/555/0143', '+16505550143'],
+      ['+1\u00a0650\u00a0555\u00a00144', '+16505550144'],
+      ['+１６５０５５５０１４５', '+16505550145'],
+    ]) {
+      const sent = await api.send({ To: to! });
+      expect([to, sent.status, sent.body.to]).toEqual([to, 201, e164]);
+    }
   });
 
   it('deep JSON: 5,000 levels inside the size limit, and 500,000 beyond it', async () => {
