@@ -23,7 +23,20 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
   if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
     throw new OtpError('invalid_parameter', `The body is larger than ${MAX_BODY_BYTES} bytes.`);
   }
-  const contentType = (header(event, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  // API Gateway passes a body on as it came: a compressed one, or one in another charset, would otherwise be
+  // read as text and answered "not valid JSON" or "To is required", saying nothing of the real problem.
+  const encoding = header(event, 'content-encoding')?.trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    throw new OtpError('invalid_parameter', 'Send the body uncompressed: no Content-Encoding is read.');
+  }
+  const [mediaType, ...parameters] = (header(event, 'content-type') ?? '').split(';');
+  const charset = parameters
+    .map((parameter) => /^\s*charset\s*=\s*"?([^";\s]+)"?\s*$/i.exec(parameter)?.[1]?.toLowerCase())
+    .find(Boolean);
+  if (charset && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii') {
+    throw new OtpError('invalid_parameter', 'Send the body in UTF-8: no other charset is read.');
+  }
+  const contentType = mediaType!.trim().toLowerCase();
   if (contentType === 'application/json' || contentType.endsWith('+json')) {
     let parsed: unknown;
     try {

@@ -47,10 +47,20 @@ export function matchPath(template: string, path: string): Record<string, string
   return params;
 }
 
-/** The answer to a request no route took: 405 if some route has its path, 404 otherwise. */
+/**
+ * The answer to a request no route took: 405 if some route has its path, with `Allow` naming the methods that
+ * path takes (RFC 9110 requires it on a 405), 404 otherwise.
+ */
 export function unmatchedRoute(routes: readonly RouteKey[], method: string, path: string): HttpResponse {
-  return routes.some((route) => matchPath(route.path, path) !== undefined)
-    ? jsonResponse(405, { code: 'method_not_allowed', message: 'Method not allowed.' })
+  const allowed = [
+    ...new Set(routes.filter((route) => matchPath(route.path, path) !== undefined).map((r) => r.method)),
+  ].sort();
+  return allowed.length > 0
+    ? jsonResponse(
+        405,
+        { code: 'method_not_allowed', message: `Method not allowed: use ${allowed.join(' or ')}.` },
+        { allow: allowed.join(', ') },
+      )
     : jsonResponse(404, { code: 'route_not_found', message: 'No such route.' });
 }
 

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { request as httpRequest } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { deriveKey } from '../../functions/adapters/crypto';
 import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
 import { UNITS_PER_USD } from '../../functions/core/money';
@@ -491,6 +492,32 @@ describe('specific hostile input', () => {
     expect(error.code).toBe('unroutable');
     expect(error.message).toContain(words);
     expect(await balances()).toEqual(before);
+  });
+
+  it('a compressed body or one in another charset: told so, not "not valid JSON"; UTF-8 named is read', async () => {
+    const body = '{"To":"+447400123471"}';
+    const refused: [Record<string, string>, Buffer, string][] = [
+      [{ ...json, 'content-encoding': 'gzip' }, gzipSync(body), 'Send the body uncompressed'],
+      [{ 'content-type': 'application/json; charset=utf-16le' }, Buffer.from(body, 'utf16le'), 'in UTF-8'],
+      [
+        { 'content-type': 'application/x-www-form-urlencoded; charset="ISO-8859-1"' },
+        Buffer.from('To=x'),
+        'in UTF-8',
+      ],
+    ];
+    for (const [headers, payload, words] of refused) {
+      const before = await balances();
+      const response = await raw('POST', sendPath(), { ...headers, 'x-api-key': mine.apiKey }, payload);
+      const error = expectWellFormed(response);
+      expect([response.status, error.code, error.message]).toEqual([
+        400,
+        'invalid_parameter',
+        expect.stringContaining(words),
+      ]);
+      expect(await balances()).toEqual(before);
+    }
+    const named = { 'content-type': 'application/json; charset=UTF-8', 'x-api-key': mine.apiKey };
+    expect((await raw('POST', sendPath(), named, body)).status).toBe(201);
   });
 
   it('what a user pastes around the digits is normalised: dots, slashes, non-breaking spaces, full-width digits', async () => {

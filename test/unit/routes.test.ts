@@ -13,6 +13,7 @@ const answer = (response: HttpResponse) => ({
   status: response.statusCode,
   body: JSON.parse(response.body ?? '{}') as unknown,
   type: response.headers?.['content-type'],
+  allow: response.headers?.allow,
 });
 
 describe('unmatchedRoute', () => {
@@ -23,16 +24,18 @@ describe('unmatchedRoute', () => {
     expect(routesFromEnv(undefined)).toEqual([]);
   });
 
-  it('answers 405 method_not_allowed for a route path with another method', () => {
-    for (const [method, path] of [
-      ['GET', '/v2/Services/VA123/Verifications'],
-      ['DELETE', '/v2/Services/VA123/Verifications/VE456'],
-      ['GET', '/v2/Callbacks/carrier'],
+  it('answers 405 method_not_allowed for a route path with another method, with Allow naming the right one', () => {
+    for (const [method, path, allowed] of [
+      ['GET', '/v2/Services/VA123/Verifications', 'POST'],
+      ['DELETE', '/v2/Services/VA123/Verifications/VE456', 'GET'],
+      ['HEAD', '/v2/Services/VA123/Verifications/VE456', 'GET'],
+      ['GET', '/v2/Callbacks/carrier', 'POST'],
     ] as const) {
       expect(answer(unmatchedRoute(routes, method, path))).toEqual({
         status: 405,
-        body: { code: 'method_not_allowed', message: 'Method not allowed.' },
+        body: { code: 'method_not_allowed', message: `Method not allowed: use ${allowed}.` },
         type: 'application/json',
+        allow: allowed,
       });
     }
   });
