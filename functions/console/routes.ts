@@ -577,12 +577,20 @@ const API_ROUTES: ApiRoute[] = [
     async (deps, { params }) => json(200, { members: await deps.accounts.store.listMembers(params.sid!) }),
     { operatorOnly: true },
   ),
-  route('GET', '/services/:sid/audit', async (deps, { params, query }) => {
+  route('GET', '/services/:sid/audit', async (deps, { params, query, user }) => {
     const limit = Math.min(
       Math.max(Number(query.get('limit') ?? LIST_PAGE) || LIST_PAGE, 1),
       MAX_AUDIT_RECORDS,
     );
-    return json(200, { records: await deps.accounts.auditTrail(params.sid!, limit) });
+    const records = await deps.accounts.auditTrail(params.sid!, limit);
+    // The admin command's actor names the operator's login, host and AWS access key id (which names the AWS
+    // account): the deployment's business, not its customers'. Members see the operator's changes as such.
+    const shown = user.operator
+      ? records
+      : records.map((record) =>
+          record.actor.startsWith('console:') ? record : { ...record, actor: 'operator' },
+        );
+    return json(200, { records: shown });
   }),
 ];
 

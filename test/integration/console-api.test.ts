@@ -180,6 +180,28 @@ describe('membership', () => {
     expect(await harness.accounts.listTemplates(b.serviceSid)).toHaveLength(1);
   });
 
+  test("the activity page shows members an operator's change as `operator`, not its login, host or AWS key", async () => {
+    const operatorActor = { actor: 'cli:jdoe@ops-laptop aws:AKIAIOSFODNN7EXAMPLE' };
+    await harness.accounts.setGuardLevel(operatorActor, a.serviceSid, 'standard');
+    // The actor of the change to `to` (the clocks of the test's core and the console may differ: not the newest).
+    const level = (records: unknown, to = 'standard') =>
+      (records as { action: string; actor: string; after: { level?: string } }[]).find(
+        (r) => r.action === 'guard.level' && r.after.level === to,
+      )?.actor;
+    const seenByMember = await call(alice, 'GET', `/services/${a.serviceSid}/audit`);
+    expect(level(seenByMember.body.records)).toBe('operator');
+    expect(seenByMember.text).not.toContain('AKIA');
+    expect(level((await call(operator, 'GET', `/services/${a.serviceSid}/audit`)).body.records)).toBe(
+      operatorActor.actor,
+    );
+    // A member's own console changes keep their actor.
+    await call(alice, 'PUT', `/services/${a.serviceSid}/guard`, { level: 'strict' });
+    expect(
+      level((await call(alice, 'GET', `/services/${a.serviceSid}/audit`)).body.records, 'strict'),
+    ).toMatch(/^console:/);
+    await call(alice, 'PUT', `/services/${a.serviceSid}/guard`, { level: 'standard' });
+  });
+
   test("a verification of B is not found under A's path", async () => {
     const sent = await harness.client(b).send({ To: freshMobile() });
     expect(sent.status).toBe(201);
