@@ -2,8 +2,10 @@
  * `npm run admin -- member add|remove|list` writes the memberships the console reads: a user added sees the
  * service at its next console request, a user removed is refused at its next one.
  */
+import { DynamoAccountStore } from '../../functions/adapters/dynamodb/accounts';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { adminJson, runAdminCommand } from '../support/admin-cli';
-import { startHarness, type Account, type Harness } from '../support/harness';
+import { dynamoEndpoint, startHarness, type Account, type Harness } from '../support/harness';
 
 let harness: Harness;
 let account: Account;
@@ -52,4 +54,22 @@ test('a malformed user id or service is a usage error (exit 2), an unknown servi
   expect((await admin('member', 'add', account.serviceSid, 'bad id')).code).toBe(2);
   expect((await admin('member', 'add', 'VA123', 'x@example.com')).code).toBe(2);
   expect((await admin('member', 'add', 'VA0123456789abcdef0123456789abcdef', 'x@example.com')).code).toBe(1);
+});
+
+test('the console reads membership and operator rights strongly consistent: a removal holds at once', async () => {
+  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+  const reads: unknown[] = [];
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      reads.push((args.input as { ConsistentRead?: boolean }).ConsistentRead);
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordConsistentRead' },
+  );
+  const store = new DynamoAccountStore(client, harness.tableName);
+  await store.isMember('dave@example.com', account.serviceSid);
+  await store.isOperator('dave@example.com');
+  client.destroy();
+  // DynamoDB Local always reads consistently, so the request itself is what can be checked.
+  expect(reads).toEqual([true, true]);
 });

@@ -418,6 +418,11 @@ describe('webhook URL policy', () => {
     ['https://api.localhost/', 'local host'],
     ['https://metadata/', 'local host'],
     ['https://db.internal/', 'local host'],
+    // A fully qualified name's final dot names the same host.
+    ['https://localhost./', 'local host'],
+    ['https://LOCALHOST./', 'local host'],
+    ['https://instance-data.ec2.internal./', 'local host'],
+    ['https://metadata./', 'local host'],
     [`https://example.com/${'a'.repeat(2048)}`, 'longer'],
   ])('refuses %s (%s)', (url, reason) => {
     const result = checkWebhookUrl(url, strict);

@@ -546,12 +546,14 @@ export class DynamoAccountStore implements AccountStore {
     return (await this.queryPartition(keys.member(userId, '').pk)).map(membershipFromItem);
   }
 
+  // Strongly consistent: a member or operator removed is refused from the next console request (docs/console.md),
+  // not after the replicas catch up. Half a read unit more, on the console's requests only.
   async isMember(userId: string, serviceSid: string): Promise<boolean> {
-    return this.exists(keys.member(userId, serviceSid));
+    return this.exists(keys.member(userId, serviceSid), true);
   }
 
   async isOperator(userId: string): Promise<boolean> {
-    return this.exists(keys.operator(userId));
+    return this.exists(keys.operator(userId), true);
   }
 
   async setOperator(userId: string, operator: boolean, audit: AuditRecord): Promise<void> {

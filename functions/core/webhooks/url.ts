@@ -86,7 +86,8 @@ export function checkWebhookUrl(text: string, policy: WebhookTargetPolicy): UrlC
   if (url.hash) return { ok: false, reason: 'has a #fragment' };
   if (policy.allowPrivate) return { ok: true, url };
   // The URL parser normalises IPv4 forms such as 0x7f.1 or 2130706433 to dotted quads; IPv6 comes bracketed.
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  // A fully qualified name's final dot (`localhost.`) names the same host: checked without it.
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
   if (isIP(host) !== 0) {
     return isPublicAddress(host)
       ? { ok: true, url }
