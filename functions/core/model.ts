@@ -61,6 +61,8 @@ export interface Service {
    * before the count, until its next key change counts its keys' items.
    */
   activeApiKeys?: number;
+  /** Its templates, counted as `activeApiKeys` is (templates are bounded per service: accounts core). */
+  templateCount?: number;
 }
 
 /** `sending`: a task claimed the channel and is handing the message over (or died doing so). */

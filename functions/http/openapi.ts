@@ -77,7 +77,8 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   invalid_signature: 'A delivery receipt without a valid signature.',
   route_not_found: 'No route has this path.',
   method_not_allowed: 'The path exists, not with this method.',
-  too_many: 'The console only: the service already has as many webhook endpoints as it may.',
+  too_many:
+    'The console only: the service already has as many webhook endpoints, API keys or templates as it may.',
   service_unavailable: 'More than 25 simultaneous sends to one number keep conflicting; retry shortly.',
   internal_error:
     'An unexpected failure; nothing was charged twice. A send may be retried with its `Idempotency-Key`.',

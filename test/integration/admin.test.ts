@@ -271,6 +271,27 @@ describe('templates', () => {
     expect(noCode.code).toBe(2);
     expect(noCode.stderr).toContain('{code}');
   });
+
+  it('removes a template (a send naming it: unknown_template), never the default one', async () => {
+    const created = await createService();
+    const other = await adminJson<{ sid: string }>(['template', 'add', created.serviceSid, 'Other {code}']);
+    expect(await adminJson(['template', 'remove', created.serviceSid, other.sid])).toEqual({
+      serviceSid: created.serviceSid,
+      removed: other.sid,
+    });
+    const send = await harness.client(created).send({ To: freshUsNumber(), TemplateSid: other.sid });
+    expect([send.status, send.body.code]).toEqual([404, 'unknown_template']);
+    const again = await admin(['template', 'remove', created.serviceSid, other.sid]);
+    expect(again.code).toBe(1);
+    const theDefault = await admin(['template', 'remove', created.serviceSid, created.defaultTemplate!.sid]);
+    expect([theDefault.code, theDefault.stderr]).toEqual([
+      1,
+      expect.stringContaining('is the default template'),
+    ]);
+    expect(
+      (await adminJson<{ templates: unknown[] }>(['template', 'list', created.serviceSid])).templates,
+    ).toHaveLength(1);
+  });
 });
 
 describe('delivery rules', () => {

@@ -20,7 +20,7 @@ import type {
   ChargeLine,
   CreditLine,
   DirectoryEntry,
-  KeyCount,
+  ItemCount,
   Membership,
   ServiceSettingsChange,
 } from '../../core/accounts/ports';
@@ -162,10 +162,10 @@ export class DynamoAccountStore implements AccountStore {
     keyHash: string,
     createdAt: string,
     audit: AuditRecord,
-    count: KeyCount & { limit: number },
+    count: ItemCount & { limit: number },
   ): Promise<boolean> {
     const [lookup, pointer] = apiKeyToItems({ keyHash, serviceSid, createdAt });
-    return this.keyCountChange(serviceSid, count, 1, [
+    return this.countChange(serviceSid, 'active_api_keys', count, 1, [
       this.put(lookup!, 'attribute_not_exists(pk)'),
       this.put(pointer!),
       this.put(auditToItem(audit)),
@@ -215,7 +215,7 @@ export class DynamoAccountStore implements AccountStore {
     keyHash: string,
     at: string,
     audit: AuditRecord,
-    count: KeyCount,
+    count: ItemCount,
   ): Promise<boolean> {
     const revoke = (key: ItemKey, condition?: string): TransactItem => ({
       Update: {
@@ -227,7 +227,7 @@ export class DynamoAccountStore implements AccountStore {
       },
     });
     // Revoked once: a second revoke of the same key must not count it off again.
-    return this.keyCountChange(serviceSid, count, -1, [
+    return this.countChange(serviceSid, 'active_api_keys', count, -1, [
       revoke(keys.apiKey(keyHash), 'attribute_exists(pk) AND attribute_not_exists(revoked_at)'),
       revoke(keys.serviceApiKey(serviceSid, keyHash)),
       this.put(auditToItem(audit)),
@@ -239,26 +239,27 @@ export class DynamoAccountStore implements AccountStore {
    * `count.limit`), or, for a service with no count yet, written from `count.counted`. False when a condition
    * failed: the limit reached, a count begun meanwhile, a key revoked meanwhile, or no such service.
    */
-  private async keyCountChange(
+  private async countChange(
     serviceSid: string,
-    count: KeyCount & { limit?: number },
+    attribute: 'active_api_keys' | 'template_count',
+    count: ItemCount & { limit?: number },
     by: 1 | -1,
     items: TransactItem[],
   ): Promise<boolean> {
-    const below = count.limit === undefined ? '' : ' AND active_api_keys < :limit';
+    const below = count.limit === undefined ? '' : ` AND ${attribute} < :limit`;
     const update: TransactItem = {
       Update: {
         TableName: this.tableName,
         Key: keys.service(serviceSid),
         ...(count.counted === undefined
           ? {
-              UpdateExpression: 'ADD active_api_keys :by',
-              ConditionExpression: `attribute_exists(pk) AND attribute_exists(active_api_keys)${below}`,
+              UpdateExpression: `ADD ${attribute} :by`,
+              ConditionExpression: `attribute_exists(pk) AND attribute_exists(${attribute})${below}`,
               ExpressionAttributeValues: { ':by': by, ...(below && { ':limit': count.limit }) },
             }
           : {
-              UpdateExpression: 'SET active_api_keys = :count',
-              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(active_api_keys)',
+              UpdateExpression: `SET ${attribute} = :count`,
+              ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(${attribute})`,
               ExpressionAttributeValues: { ':count': count.counted + by },
             }),
       },
@@ -404,10 +405,14 @@ export class DynamoAccountStore implements AccountStore {
     }
   }
 
-  async putTemplate(serviceSid: string, template: Template, audit: AuditRecord): Promise<void> {
-    await this.transact([
-      this.serviceExists(serviceSid),
-      this.put(templateToItem(serviceSid, template)),
+  async putTemplate(
+    serviceSid: string,
+    template: Template,
+    audit: AuditRecord,
+    count: ItemCount & { limit: number },
+  ): Promise<boolean> {
+    return this.countChange(serviceSid, 'template_count', count, 1, [
+      this.put(templateToItem(serviceSid, template), 'attribute_not_exists(pk)'),
       this.put(auditToItem(audit)),
     ]);
   }
@@ -423,9 +428,21 @@ export class DynamoAccountStore implements AccountStore {
     return (await this.queryChildren(serviceSid, SERVICE_CHILD_PREFIX.template)).map(templateFromItem);
   }
 
-  async deleteTemplate(serviceSid: string, templateSid: string, audit: AuditRecord): Promise<void> {
-    await this.transact([
-      { Delete: { TableName: this.tableName, Key: keys.template(serviceSid, templateSid) } },
+  async deleteTemplate(
+    serviceSid: string,
+    templateSid: string,
+    audit: AuditRecord,
+    count: ItemCount,
+  ): Promise<boolean> {
+    return this.countChange(serviceSid, 'template_count', count, -1, [
+      {
+        Delete: {
+          TableName: this.tableName,
+          Key: keys.template(serviceSid, templateSid),
+          // Deleted once: a second delete must not count it off again.
+          ConditionExpression: 'attribute_exists(pk)',
+        },
+      },
       this.put(auditToItem(audit)),
     ]);
   }

@@ -181,6 +181,7 @@ export function serviceToItem(s: Service): Item {
     ...(s.templateSmsParts !== undefined && { template_sms_parts: s.templateSmsParts }),
     ...(s.apiKeyLimit !== undefined && { api_key_limit: s.apiKeyLimit }),
     ...(s.activeApiKeys !== undefined && { active_api_keys: s.activeApiKeys }),
+    ...(s.templateCount !== undefined && { template_count: s.templateCount }),
     ...(s.balanceShards !== undefined && s.balanceShards > 1 && { balance_shards: s.balanceShards }),
   };
 }
@@ -206,6 +207,7 @@ export function serviceFromItem(item: Item): Service {
     ...(typeof item.template_sms_parts === 'number' && { templateSmsParts: item.template_sms_parts }),
     ...(typeof item.api_key_limit === 'number' && { apiKeyLimit: item.api_key_limit }),
     ...(typeof item.active_api_keys === 'number' && { activeApiKeys: item.active_api_keys }),
+    ...(typeof item.template_count === 'number' && { templateCount: item.template_count }),
     // Balance of shard 0 only, above, when there are more: the accounts store adds the others.
     ...(typeof item.balance_shards === 'number' &&
       item.balance_shards > 1 && { balanceShards: item.balance_shards }),

@@ -36,7 +36,7 @@ import type {
   ChangeContext,
   CreditLine,
   IssuedKey,
-  KeyCount,
+  ItemCount,
   Membership,
   NewService,
 } from './ports';
@@ -48,6 +48,9 @@ import { formatUnits } from '../money';
  * service this often before giving up (each time it reads again).
  */
 const CONTENDED_CHANGE_ATTEMPTS = 10;
+
+/** Templates a service may hold: far more than its locales need, few enough for one page of them. */
+export const MAX_TEMPLATES_PER_SERVICE = 100;
 
 /** A service's channels as stored: in CHANNELS order, each once, whichever driver listed them. */
 const channelSet = (channels: readonly Channel[]): Channel[] =>
@@ -133,6 +136,7 @@ export class Accounts {
       createdAt: now.toISOString(),
       webhookEndpoints: [],
       activeApiKeys: 0,
+      templateCount: template ? 1 : 0,
     };
     await this.deps.store.createService(
       service,
@@ -215,7 +219,7 @@ export class Accounts {
   ): Promise<{
     service: Service;
     keys: (ApiKeyView & { keyHash: string })[];
-    count: KeyCount;
+    count: ItemCount;
     active: number;
   }> {
     const listKeys = () => this.deps.store.listApiKeys(serviceSid);
@@ -328,17 +332,48 @@ export class Accounts {
     serviceSid: string,
     input: { body: string; locale?: string; makeDefault?: boolean },
   ): Promise<Template> {
-    const service = await this.service(serviceSid);
-    const body = valid(parseTemplateBody(input.body, smsPartLimit(service)));
-    const locale = input.locale === undefined ? 'en' : valid(parseLocale(input.locale));
-    const template: Template = { sid: this.deps.random.sid('HX'), body, locale };
-    await this.deps.store.putTemplate(
-      serviceSid,
-      template,
-      this.changeRecord(context, serviceSid, 'template.add', undefined, template),
-    );
+    const template = await this.addTemplateItem(context, serviceSid, input);
     if (input.makeDefault) await this.setDefaultTemplate(context, serviceSid, template.sid);
     return template;
+  }
+
+  /**
+   * A template, while the service holds fewer than `MAX_TEMPLATES_PER_SERVICE` (`too_many` otherwise): each is an
+   * item of the shared table and a line of every templates page, and any member may add them. Counted on the
+   * service item as keys are (a service made before the count counts its templates' items at its first change).
+   */
+  private async addTemplateItem(
+    context: ChangeContext,
+    serviceSid: string,
+    input: { body: string; locale?: string },
+  ): Promise<Template> {
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const { service, count, templates } = await this.templateCount(serviceSid);
+      const body = valid(parseTemplateBody(input.body, smsPartLimit(service)));
+      const locale = input.locale === undefined ? 'en' : valid(parseLocale(input.locale));
+      if (templates >= MAX_TEMPLATES_PER_SERVICE)
+        throw new OtpError(
+          'too_many',
+          `The service has ${templates} templates and may hold ${MAX_TEMPLATES_PER_SERVICE}: delete one first.`,
+        );
+      const template: Template = { sid: this.deps.random.sid('HX'), body, locale };
+      const record = this.changeRecord(context, serviceSid, 'template.add', undefined, template);
+      // False: the limit was reached, or the count begun, by another change since the read; read again.
+      const limit = MAX_TEMPLATES_PER_SERVICE;
+      if (await this.deps.store.putTemplate(serviceSid, template, record, { ...count, limit }))
+        return template;
+    }
+    throw new Error("Adding a template kept meeting other changes of the service's templates");
+  }
+
+  /** The service and how many templates it holds: its count, or its templates' items before the count begins. */
+  private async templateCount(
+    serviceSid: string,
+  ): Promise<{ service: Service; count: ItemCount; templates: number }> {
+    const service = await this.service(serviceSid);
+    if (service.templateCount !== undefined) return { service, count: {}, templates: service.templateCount };
+    const counted = (await this.deps.store.listTemplates(serviceSid)).length;
+    return { service, count: { counted }, templates: counted };
   }
 
   /** The service's templates, each with its SMS size against the service's limit (older ones may exceed it). */
@@ -386,13 +421,17 @@ export class Accounts {
   }
 
   async deleteTemplate(context: ChangeContext, serviceSid: string, templateSid: string): Promise<void> {
-    const template = await this.deps.store.getTemplate(serviceSid, templateSid);
-    if (!template) throw new OtpError('not_found', 'No such template.');
-    await this.deps.store.deleteTemplate(
-      serviceSid,
-      templateSid,
-      this.changeRecord(context, serviceSid, 'template.delete', template, undefined),
-    );
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const [template, { count }] = await Promise.all([
+        this.deps.store.getTemplate(serviceSid, templateSid),
+        this.templateCount(serviceSid),
+      ]);
+      if (!template) throw new OtpError('not_found', 'No such template.');
+      const record = this.changeRecord(context, serviceSid, 'template.delete', template, undefined);
+      // False: deleted, or the count begun, by another change since the read; read again.
+      if (await this.deps.store.deleteTemplate(serviceSid, templateSid, record, count)) return;
+    }
+    throw new Error(`Deleting template ${templateSid} kept meeting other changes of the service's templates`);
   }
 
   /** The SMS parts a template of this service may take (an operator's decision). */

@@ -126,10 +126,11 @@ export interface ServiceSettingsChange {
 }
 
 /**
- * How a key change keeps the service's count of active keys: `counted` absent, the service item has one, moved by
- * one; present, it has none yet, and the change writes the first, from its keys' items counted before the change.
+ * How a change of a service's keys or templates keeps their count on the service item (`active_api_keys`,
+ * `template_count`): `counted` absent, the service item has one, moved by one; present, it has none yet, and the
+ * change writes the first, from the items counted before the change.
  */
-export interface KeyCount {
+export interface ItemCount {
   counted?: number;
 }
 
@@ -147,7 +148,7 @@ export interface AccountStore {
     keyHash: string,
     createdAt: string,
     audit: AuditRecord,
-    count: KeyCount & { limit: number },
+    count: ItemCount & { limit: number },
   ): Promise<boolean>;
   listApiKeys(serviceSid: string): Promise<(ApiKeyView & { keyHash: string })[]>;
   /** With each key's last use (one BatchGetItem per hundred keys). */
@@ -161,7 +162,7 @@ export interface AccountStore {
     keyHash: string,
     at: string,
     audit: AuditRecord,
-    count: KeyCount,
+    count: ItemCount,
   ): Promise<boolean>;
   /**
    * Adds the line's amount to the balance with the line, in one write; returns the balance after. A `reconcile`
@@ -173,10 +174,22 @@ export interface AccountStore {
    * before equals the balance after.
    */
   setBalanceShards(serviceSid: string, shards: number, audit: AuditRecord): Promise<void>;
-  putTemplate(serviceSid: string, template: Template, audit: AuditRecord): Promise<void>;
+  /** False, nothing written: the service holds `limit` templates, or the count was begun by another change. */
+  putTemplate(
+    serviceSid: string,
+    template: Template,
+    audit: AuditRecord,
+    count: ItemCount & { limit: number },
+  ): Promise<boolean>;
   getTemplate(serviceSid: string, templateSid: string): Promise<Template | undefined>;
   listTemplates(serviceSid: string): Promise<Template[]>;
-  deleteTemplate(serviceSid: string, templateSid: string, audit: AuditRecord): Promise<void>;
+  /** False, nothing written: the template is gone, or the count was begun by another change. */
+  deleteTemplate(
+    serviceSid: string,
+    templateSid: string,
+    audit: AuditRecord,
+    count: ItemCount,
+  ): Promise<boolean>;
   /**
    * Sets (or removes) service-item fields, with their audit records (one per setting changed), in one
    * transaction; the service must exist. With `expected`, only while those fields still hold those values

@@ -1,4 +1,4 @@
-/** `template add|list|default|clear-default`: message templates and the service's default. */
+/** `template add|list|remove|default|clear-default|limit`: message templates and the service's default. */
 import { table, templateText } from '../format';
 import * as parse from '../validate';
 import { smsPartLimit } from '../../../functions/core/accounts/accounts';
@@ -69,6 +69,23 @@ const templateList = command({
   },
 });
 
+const templateRemove = command({
+  words: ['template', 'remove'],
+  args: ['<VA>', '<HX>'],
+  summary: 'Delete a template (not the default one); a send naming it then gets unknown_template',
+  examples: [`template remove ${VA} ${HX}`],
+  parse: ([sid, template]) => ({ sid: parse.serviceSid(sid!), templateSid: parse.templateSid(template!) }),
+  run: async (context, { sid, templateSid }) => {
+    const service = await loadService(context, sid);
+    if (service.defaultTemplate?.sid === templateSid)
+      throw new AdminError(
+        `${templateSid} is the default template: make another the default (template default) or clear it first`,
+      );
+    await context.accounts.deleteTemplate(context.change, sid, templateSid);
+    return { json: { serviceSid: sid, removed: templateSid }, text: `Removed template ${templateSid}.` };
+  },
+});
+
 const templateDefault = command({
   words: ['template', 'default'],
   args: ['<VA>', '<HX>'],
@@ -125,6 +142,7 @@ const templateLimit = command({
 export const templateCommands: readonly Command[] = [
   templateAdd,
   templateList,
+  templateRemove,
   templateDefault,
   templateClearDefault,
   templateLimit,
