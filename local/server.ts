@@ -87,10 +87,14 @@ async function serve(
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
 
-  const local = routes.local.find((route) => route.path === url.pathname);
-  if (local) {
-    if (local.method !== method)
-      return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' });
+  // A path can have a local route per method (`POST` and `DELETE /_local/carrier/rules`).
+  const localAtPath = routes.local.filter((route) => route.path === url.pathname);
+  if (localAtPath.length > 0) {
+    const local = localAtPath.find((route) => route.method === method);
+    if (!local) {
+      const allow = localAtPath.map((route) => route.method).join(', ');
+      return send(res, 405, { code: 'method_not_allowed', message: 'Method not allowed.' }, { allow });
+    }
     const request: LocalRequest = {
       method,
       url,

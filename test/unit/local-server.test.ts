@@ -1,7 +1,7 @@
 /**
  * The local server's local-only routes (`/_local/...`, which show code-bearing messages) answer only requests
  * that name a loopback host: a page on another name rebound to 127.0.0.1 (DNS rebinding) reaches the port, but
- * its requests still carry its own `Host`.
+ * its requests still carry its own `Host`. A path is routed by method too.
  */
 import { request } from 'node:http';
 import type { Server } from 'node:net';
@@ -20,6 +20,8 @@ beforeAll(async () => {
         path: '/_local/messages',
         handle: () => (handled++, { status: 200, body: [{ body: 'Your code is 482913' }] }),
       },
+      { method: 'POST', path: '/_local/carrier/rules', handle: () => ({ status: 200, body: 'set' }) },
+      { method: 'DELETE', path: '/_local/carrier/rules', handle: () => ({ status: 200, body: 'cleared' }) },
     ],
   }));
   server = started.server;
@@ -28,14 +30,16 @@ beforeAll(async () => {
 
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
-/** GET `path` on the server over loopback, naming `host`. */
-function get(path: string, host: string): Promise<{ status: number; body: string }> {
+type Answer = { status: number; body: string; allow: string | undefined };
+
+/** `method` `path` on the server over loopback, naming `host`. */
+function call(method: string, path: string, host = 'localhost'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers: { host } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
+      res.on('end', () => resolve({ status: res.statusCode!, body, allow: res.headers.allow }));
     });
     req.on('error', reject);
     req.end();
@@ -46,7 +50,7 @@ test.each(['evil.example', 'evil.example:3000', 'localhost.evil.example', '127.0
   'a /_local route named by %s answers 403 and shows nothing',
   async (host) => {
     const before = handled;
-    const answer = await get('/_local/messages', host);
+    const answer = await call('GET', '/_local/messages', host);
     expect(answer.status).toBe(403);
     expect(answer.body).not.toContain('482913');
     expect(handled).toBe(before);
@@ -55,8 +59,20 @@ test.each(['evil.example', 'evil.example:3000', 'localhost.evil.example', '127.0
 
 test('a /_local route named by a loopback host answers', async () => {
   for (const host of ['localhost', `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'LOCALHOST']) {
-    const answer = await get('/_local/messages', host);
+    const answer = await call('GET', '/_local/messages', host);
     expect({ host, status: answer.status }).toEqual({ host, status: 200 });
     expect(answer.body).toContain('482913');
   }
+});
+
+test('a path with a local route per method answers each method with its own', async () => {
+  expect(await call('POST', '/_local/carrier/rules')).toMatchObject({ status: 200, body: '"set"' });
+  expect(await call('DELETE', '/_local/carrier/rules')).toMatchObject({ status: 200, body: '"cleared"' });
+});
+
+test('a method a local path has no route for answers 405, naming the methods it has', async () => {
+  const answer = await call('PUT', '/_local/carrier/rules');
+  expect(answer).toMatchObject({ status: 405, allow: 'POST, DELETE' });
+  expect(JSON.parse(answer.body)).toMatchObject({ code: 'method_not_allowed' });
+  expect(await call('POST', '/_local/messages')).toMatchObject({ status: 405, allow: 'GET' });
 });
