@@ -34,17 +34,23 @@ export interface CarrierRule {
   channels: Partial<Record<Channel, ChannelBehaviour>>;
 }
 
-const behaviourSchema = z.union([
-  z.literal('silent'),
-  z.literal('reject'),
-  z.literal('error'),
-  z.object({ deliver: z.number().int().min(0).max(600_000) }),
-  z.object({ undeliverable: z.number().int().min(0).max(600_000) }),
-  z.object({ hang: z.number().int().min(0).max(600_000) }),
-]);
+// The `error` words follow the field's name in the route's answer (consoleIssueMessage).
+const behaviourSchema = z.union(
+  [
+    z.literal('silent'),
+    z.literal('reject'),
+    z.literal('error'),
+    z.object({ deliver: z.number().int().min(0).max(600_000) }),
+    z.object({ undeliverable: z.number().int().min(0).max(600_000) }),
+    z.object({ hang: z.number().int().min(0).max(600_000) }),
+  ],
+  {
+    error: 'must be "silent", "reject", "error", {"deliver": ms}, {"undeliverable": ms} or {"hang": ms}.',
+  },
+);
 
 export const carrierRuleSchema = z.object({
-  prefix: z.string().regex(/^\+\d{0,15}$/),
+  prefix: z.string().regex(/^\+\d{0,15}$/, { error: 'must be + and at most 15 digits, as "+447400".' }),
   channels: z.partialRecord(z.enum(CHANNELS), behaviourSchema),
 });
 

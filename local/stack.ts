@@ -38,6 +38,7 @@ import { FUNCTIONS, ROUTES, type FunctionName } from '../lib/functions';
 import { isProviderCheckEvent, runProviderCheckFromEnv } from '../functions/wiring/provider-check';
 import type { CheckClock } from '../functions/adapters/providers/check';
 import { buildConsoleHandler } from '../functions/console/routes';
+import { consoleIssueMessage } from '../functions/console/issue-message';
 import { buildConsoleDeps } from '../functions/wiring/console';
 import { buildConsoleAssets } from '../lib/console-assets';
 import { LocalConsoleAuth, localSignInRoute } from './console-auth';
@@ -402,9 +403,11 @@ function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
       method: 'POST',
       path: '/_local/carrier/rules',
       handle: ({ body }) => {
-        const rule = carrierRuleSchema.safeParse(parseJson(body));
-        if (!rule.success)
-          return { status: 400, body: { code: 'invalid_parameter', message: rule.error.message } };
+        const json = parseJson(body);
+        const invalid = (message: string) => ({ status: 400, body: { code: 'invalid_parameter', message } });
+        if (json === undefined) return invalid('The body is not valid JSON.');
+        const rule = carrierRuleSchema.safeParse(json);
+        if (!rule.success) return invalid(consoleIssueMessage(rule.error.issues[0]!, json));
         carrier.setRule(rule.data);
         return { status: 200, body: rule.data };
       },

@@ -7,6 +7,7 @@ const NOUNS: Record<string, string> = {
   number: 'a number',
   boolean: 'true or false',
   object: 'an object',
+  record: 'an object',
 };
 
 /** `blockedCountries[2]`, `caps.hourlySends`: the field as the body spells it. */
@@ -30,7 +31,8 @@ const items = (n: number) => `${n} ${n === 1 ? 'item' : 'items'}`;
 /**
  * The console API's answer to a body that breaks its schema: the field and what is wrong with it ("channels is
  * empty: give at least one.", "blockedCountries[0] must be a two-letter country code."), not zod's own words,
- * which say what the validator expected ("Invalid input: expected array, received undefined").
+ * which say what the validator expected ("Invalid input: expected array, received undefined"). The local stack's
+ * carrier rules route answers with it too.
  */
 export function consoleIssueMessage(issue: z.core.$ZodIssue, body: unknown): string {
   const name = fieldName(issue.path);
@@ -40,9 +42,10 @@ export function consoleIssueMessage(issue: z.core.$ZodIssue, body: unknown): str
       return valueAt(body, issue.path) === undefined
         ? `${name} is required.`
         : `${name} must be ${NOUNS[issue.expected] ?? issue.expected}.`;
-    // The console's schemas bound lists and strings only.
+    // Lists and strings are bounded in length; numbers (the local carrier rules' ms) in value.
     case 'too_small': {
       const min = Number(issue.minimum);
+      if (issue.origin === 'number') return `${name} must be at least ${min}.`;
       if (issue.origin === 'array') {
         return min <= 1 ? `${name} is empty: give at least one.` : `${name} needs at least ${items(min)}.`;
       }
@@ -50,11 +53,15 @@ export function consoleIssueMessage(issue: z.core.$ZodIssue, body: unknown): str
     }
     case 'too_big': {
       const max = Number(issue.maximum);
+      if (issue.origin === 'number') return `${name} must be at most ${max}.`;
       if (issue.origin === 'array') return `${name} has more than ${items(max)}.`;
       return `${name} is longer than ${max} characters.`;
     }
     case 'invalid_value':
       return `${name} must be one of: ${issue.values.map(String).join(', ')}.`;
+    // A record's keys outside its enum (the local carrier rules' channels).
+    case 'unrecognized_keys':
+      return `${name} has no such key: ${issue.keys.join(', ')}.`;
     default:
       // A check's own words (its `error`, written to follow the name: "must be …"), else zod's, which name no field.
       return issue.message.startsWith('must ') ? `${name} ${issue.message}` : `${name} is not valid.`;
