@@ -80,8 +80,8 @@ async function serve(
   const url = new URL(req.url ?? '/', 'http://localhost');
   const method = (req.method ?? 'GET').toUpperCase();
   const body = await readBody(req);
-  if (body === undefined)
-    return send(res, 413, { code: 'invalid_parameter', message: 'The request body is too large.' });
+  // API Gateway's own answer, which an HTTP API cannot shape: no `code` (docs/api.md).
+  if (body === undefined) return send(res, 413, { message: 'Request Entity Too Large' });
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;

@@ -1,7 +1,8 @@
 /**
  * Hostile input: property-based tests with fast-check over the bodies, headers and paths of every
  * endpoint. Whatever comes in: no 500 (but the API's own `not_priceable`), every error a JSON object with a
- * string `code`, no charge on any error, and every accepted `to` a clean E.164 number.
+ * string `code` (but API Gateway's own 413), no charge on any error, and every accepted `to` a clean E.164
+ * number.
  */
 import fc from 'fast-check';
 import { request as httpRequest } from 'node:http';
@@ -472,7 +473,10 @@ describe('specific hostile input', () => {
         : `${prefix}${'x'.repeat(size - prefix.length)}`;
     const response = await raw('POST', sendPath(), { ...type, 'x-api-key': mine.apiKey }, payload);
     expect(response.status).toBe(status);
-    expect(expectWellFormed(response).code).toBe('invalid_parameter');
+    if (status === 413) {
+      // API Gateway's own answer, without a `code` (docs/api.md): the handler never sees the body.
+      expect(JSON.parse(response.text)).toEqual({ message: 'Request Entity Too Large' });
+    } else expect(expectWellFormed(response).code).toBe('invalid_parameter');
     expect(await balances()).toEqual(before);
   });
 

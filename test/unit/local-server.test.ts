@@ -32,17 +32,19 @@ afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 type Answer = { status: number; body: string; allow: string | undefined };
 
-/** `method` `path` on the server over loopback, naming `host`. */
-function call(method: string, path: string, host = 'localhost'): Promise<Answer> {
+/** `method` `path` on the server over loopback, naming `host`, sending `payload` if given. */
+function call(method: string, path: string, host = 'localhost', payload?: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { host } }, (res) => {
+    // A connection of its own (no keep-alive): a refused oversized body leaves its connection unusable.
+    const options = { host: '127.0.0.1', port, method, path, headers: { host }, agent: false };
+    const req = request(options, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
       res.on('end', () => resolve({ status: res.statusCode!, body, allow: res.headers.allow }));
     });
     req.on('error', reject);
-    req.end();
+    req.end(payload);
   });
 }
 
@@ -75,4 +77,15 @@ test('a method a local path has no route for answers 405, naming the methods it 
   expect(answer).toMatchObject({ status: 405, allow: 'POST, DELETE' });
   expect(JSON.parse(answer.body)).toMatchObject({ code: 'method_not_allowed' });
   expect(await call('POST', '/_local/messages')).toMatchObject({ status: 405, allow: 'GET' });
+});
+
+test('a body over the API Gateway payload limit answers 413 as API Gateway does, without a code', async () => {
+  const answer = await call(
+    'POST',
+    '/_local/carrier/rules',
+    'localhost',
+    Buffer.alloc(12 * 1024 * 1024, 'x'),
+  );
+  expect(answer.status).toBe(413);
+  expect(JSON.parse(answer.body)).toEqual({ message: 'Request Entity Too Large' });
 });
