@@ -389,7 +389,8 @@ function localRoutes(carrier: SimulatedCarrier): LocalRoute[] {
       path: '/_local/messages',
       handle: ({ url }) => ({
         status: 200,
-        body: carrier.messagesTo(url.searchParams.get('to') ?? undefined).map((message) => ({
+        // A + left unencoded (`?to=+1415…`) arrives as a space; every number carried starts with +.
+        body: carrier.messagesTo(url.searchParams.get('to')?.replace(/^ /, '+')).map((message) => ({
           to: message.to,
           channel: message.channel,
           body: message.body,

@@ -53,3 +53,20 @@ it.each([
   expect(answer.status).toBe(400);
   expect(await answer.json()).toEqual({ code: 'invalid_parameter', message });
 });
+
+it('the inbox reads a + left unencoded in `to`, which arrives as a space, as the +', async () => {
+  const to = '+14155550177';
+  harness.stack.carrier.record({
+    to,
+    channel: 'sms',
+    body: 'Your code is 482913',
+    reference: 'local-routes-inbox',
+    outcome: 'delivered',
+    time: new Date().toISOString(),
+  });
+  for (const query of [`to=${encodeURIComponent(to)}`, `to=${to}`]) {
+    const answer = await fetch(`${harness.stack.url}/_local/messages?${query}`);
+    const messages = (await answer.json()) as { to: string; body: string }[];
+    expect({ query, messages }).toMatchObject({ query, messages: [{ to, body: 'Your code is 482913' }] });
+  }
+});
