@@ -567,7 +567,8 @@ const API_ROUTES: ApiRoute[] = [
     async (deps, { params, body, change }) => {
       const { amount, key } = parse(schemas.topUp, body);
       valid(parseTopUp(amount));
-      return json(200, { balance: formatUnits(await deps.accounts.topUp(change, params.sid!, amount, key)) });
+      const { balance } = await deps.accounts.topUp(change, params.sid!, amount, key);
+      return json(200, { balance: formatUnits(balance) });
     },
     { operatorOnly: true },
   ),

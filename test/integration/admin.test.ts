@@ -202,13 +202,21 @@ describe('balance and charges', () => {
     });
     const run = await admin(['balance', 'show', created.serviceSid]);
     expect(run.stdout).toBe('Balance of Acme: 35.0050 USD');
-    // With --key, running it again (after an error, say) credits nothing more.
-    for (let i = 0; i < 2; i++)
-      expect(
-        await adminJson(['balance', 'topup', created.serviceSid, '5', '--key', 'invoice-2041']),
-      ).toMatchObject({
-        balance: '40.0050',
-      });
+    // With --key, running it again (after an error, say) credits nothing more, and says nothing was added.
+    const topUp = ['balance', 'topup', created.serviceSid, '5', '--key', 'invoice-2041'];
+    expect(await adminJson(topUp)).toMatchObject({
+      added: '5.0000',
+      alreadyCredited: false,
+      balance: '40.0050',
+    });
+    expect(await adminJson(topUp)).toMatchObject({
+      added: '0.0000',
+      alreadyCredited: true,
+      balance: '40.0050',
+    });
+    expect((await admin(topUp)).stdout).toBe(
+      'Key invoice-2041 was used by an earlier top-up of 5.0000 USD: nothing added. Balance: 40.0050 USD',
+    );
   });
 
   it('a top-up lets a refused send through', async () => {

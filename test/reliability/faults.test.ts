@@ -479,9 +479,9 @@ describe('DynamoDB faults on a top-up', () => {
       const accounts = faultedAccounts();
       // An error would have the operator top up again, and the money credited twice.
       const lost = loseEveryAnswer('after');
-      const balance = await accounts.topUp(BY_TEST, account.serviceSid, 5_000);
+      const topUp = await accounts.topUp(BY_TEST, account.serviceSid, 5_000);
       expect(lost.fired).toBe(3);
-      expect(balance).toBe(15_000);
+      expect(topUp).toEqual({ balance: 15_000, alreadyCredited: false });
       expect(await creditLines(account)).toHaveLength(2);
       // For the afterAll audit: the money went in once.
       books.paid(account, 5_000);
@@ -500,8 +500,11 @@ describe('DynamoDB faults on a top-up', () => {
     });
     await expect(accounts.topUp(BY_TEST, account.serviceSid, 5_000, 'invoice-2041')).rejects.toThrow();
     expect([lost.fired, unread.fired]).toEqual([3, 1]);
-    // It was credited: the retry (same key, same amount) answers the balance and credits nothing.
-    expect(await accounts.topUp(BY_TEST, account.serviceSid, 5_000, 'invoice-2041')).toBe(15_000);
+    // It was credited: the retry (same key, same amount) answers the balance, credits nothing and says so.
+    expect(await accounts.topUp(BY_TEST, account.serviceSid, 5_000, 'invoice-2041')).toEqual({
+      balance: 15_000,
+      alreadyCredited: true,
+    });
     expect(await creditLines(account)).toHaveLength(2);
     expect(await balance(account)).toBe(15_000);
     books.paid(account, 5_000);
@@ -509,7 +512,10 @@ describe('DynamoDB faults on a top-up', () => {
     await expect(accounts.topUp(BY_TEST, account.serviceSid, 7_000, 'invoice-2041')).rejects.toMatchObject({
       code: 'invalid_parameter',
     });
-    expect(await accounts.topUp(BY_TEST, account.serviceSid, 7_000, 'invoice-2042')).toBe(22_000);
+    expect(await accounts.topUp(BY_TEST, account.serviceSid, 7_000, 'invoice-2042')).toEqual({
+      balance: 22_000,
+      alreadyCredited: false,
+    });
     books.paid(account, 7_000);
     expect(await creditLines(account)).toHaveLength(3);
   });

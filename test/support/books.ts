@@ -25,7 +25,7 @@ export class Books {
 
   /** Tops up through the accounts core, as the console and the admin command do: a credit line with the money. */
   async topUp(account: Account, units: number): Promise<number> {
-    const balance = await this.harness.accounts.topUp(BY_TEST, account.serviceSid, units);
+    const { balance } = await this.harness.accounts.topUp(BY_TEST, account.serviceSid, units);
     this.paidIn.set(account.serviceSid, (this.paidIn.get(account.serviceSid) ?? 0) + units);
     return balance;
   }

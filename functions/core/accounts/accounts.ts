@@ -237,14 +237,20 @@ export class Accounts {
   /**
    * Adds to the balance, with a credit line in the ledger; returns the balance after. With a key (the operator's,
    * docs/admin.md), a retry of a top-up that may have been made (an error, a lost answer) credits nothing: the same
-   * key and amount within 24 hours answer the balance as it is; another amount is refused.
+   * key and amount within 24 hours answer the balance as it is and `alreadyCredited`, so that the caller does not
+   * report money added; another amount is refused.
    */
-  async topUp(context: ChangeContext, serviceSid: string, units: number, key?: string): Promise<number> {
+  async topUp(
+    context: ChangeContext,
+    serviceSid: string,
+    units: number,
+    key?: string,
+  ): Promise<{ balance: number; alreadyCredited: boolean }> {
     valid(parseTopUp(units));
     if (key !== undefined) valid(parseTopUpKey(key));
     const before = await this.service(serviceSid);
     try {
-      return await this.credit(
+      const balance = await this.credit(
         context,
         serviceSid,
         units,
@@ -254,6 +260,7 @@ export class Accounts {
         before.balance + units,
         key,
       );
+      return { balance, alreadyCredited: false };
     } catch (error) {
       if (!(error instanceof TopUpKeyUsed)) throw error;
       if (error.amount !== units)
@@ -261,7 +268,7 @@ export class Accounts {
           'invalid_parameter',
           `This top-up key was used for a top-up of ${formatUnits(error.amount)} USD: use a new key for another amount.`,
         );
-      return (await this.service(serviceSid)).balance;
+      return { balance: (await this.service(serviceSid)).balance, alreadyCredited: true };
     }
   }
 

@@ -33,7 +33,8 @@ const balanceTopUp = command({
   summary: 'Add USD (up to 4 decimals) to the balance',
   details: [
     'With --key (any string of yours, e.g. the payment id), running the command again after an error credits',
-    'nothing more if the first one was credited: the same key and amount within 24 hours answer the balance.',
+    'nothing more if the first one was credited: the same key and amount within 24 hours say so and answer the',
+    'balance (--json: "added": "0.0000", "alreadyCredited": true).',
   ],
   examples: [
     `balance topup ${VA} 10`,
@@ -47,10 +48,19 @@ const balanceTopUp = command({
   }),
   run: async (context, { sid, units, key }) => {
     await loadService(context, sid);
-    const balance = await context.accounts.topUp(context.change, sid, units, key);
+    const { balance, alreadyCredited } = await context.accounts.topUp(context.change, sid, units, key);
+    const added = alreadyCredited ? 0 : units;
     return {
-      json: { serviceSid: sid, added: formatUnits(units), balance: formatUnits(balance), currency: 'USD' },
-      text: `Added ${usd(units)}. Balance: ${usd(balance)}`,
+      json: {
+        serviceSid: sid,
+        added: formatUnits(added),
+        alreadyCredited,
+        balance: formatUnits(balance),
+        currency: 'USD',
+      },
+      text: alreadyCredited
+        ? `Key ${key} was used by an earlier top-up of ${usd(units)}: nothing added. Balance: ${usd(balance)}`
+        : `Added ${usd(units)}. Balance: ${usd(balance)}`,
     };
   },
 });
