@@ -137,9 +137,19 @@ describe('API keys', () => {
 
     const list = await admin(['key', 'list', created.serviceSid, '--json']);
     expect(list.stdout).not.toContain(issued.apiKey);
-    const { keys } = JSON.parse(list.stdout) as { keys: { keyId: string; active: boolean }[] };
+    const { keys } = JSON.parse(list.stdout) as {
+      keys: { keyId: string; active: boolean; lastUsedAt: string | null }[];
+    };
     expect(keys.map((key) => key.keyId).sort()).toEqual([created.keyId, issued.keyId].sort());
     expect(keys.every((key) => key.active)).toBe(true);
+    // The key that sent was last used in the minute of its window; the other never.
+    const used = keys.find((key) => key.keyId === issued.keyId)!.lastUsedAt;
+    expect(used).toMatch(/:00\.000Z$/);
+    expect(keys.find((key) => key.keyId === created.keyId)!.lastUsedAt).toBeNull();
+    const text = (await admin(['key', 'list', created.serviceSid])).stdout.split('\n');
+    expect(text[1]).toMatch(/^Key id +Created +Last used +Status$/);
+    expect(text.find((line) => line.startsWith(issued.keyId))).toContain(` ${used!} `);
+    expect(text.find((line) => line.startsWith(created.keyId))).toMatch(/ never +active$/);
   });
 
   it('a revoked key gets 401 (a key the API never cached)', async () => {

@@ -34,12 +34,13 @@ const keyIssue = command({
 const keyList = command({
   words: ['key', 'list'],
   args: ['<VA>'],
-  summary: "List a service's API keys by id",
+  summary: "List a service's API keys by id, with when each was last used",
   examples: [`key list ${VA}`],
   parse: sidOnly,
   run: async (context, sid) => {
     const service = await loadService(context, sid);
-    const keys = (await context.accounts.listApiKeys(sid)).sort((a, b) =>
+    // With each key's last use, as the console lists them: what shows an old key has fallen silent.
+    const keys = (await context.accounts.store.listApiKeysWithUse(sid)).sort((a, b) =>
       a.createdAt.localeCompare(b.createdAt),
     );
     const active = keys.filter((key) => !key.revokedAt).length;
@@ -47,7 +48,12 @@ const keyList = command({
     return {
       json: {
         serviceSid: sid,
-        keys: keys.map((key) => ({ ...key, revokedAt: key.revokedAt ?? null, active: !key.revokedAt })),
+        keys: keys.map((key) => ({
+          ...key,
+          revokedAt: key.revokedAt ?? null,
+          lastUsedAt: key.lastUsedAt ?? null,
+          active: !key.revokedAt,
+        })),
         activeKeys: active,
         keyLimit: limit,
       },
@@ -56,10 +62,11 @@ const keyList = command({
         (keys.length === 0
           ? 'No API keys.'
           : table(
-              ['Key id', 'Created', 'Status'],
+              ['Key id', 'Created', 'Last used', 'Status'],
               keys.map((key) => [
                 key.keyId,
                 key.createdAt,
+                key.lastUsedAt ?? 'never',
                 key.revokedAt ? `revoked ${key.revokedAt}` : 'active',
               ]),
             )),
