@@ -135,7 +135,7 @@ function errorResponses(codes: readonly ErrorCode[]): Record<string, Json> {
 
 const DEFAULT_RESPONSE = {
   description:
-    'Any other status is an error and says nothing about the code. On AWS, API Gateway answers a few requests itself with `{"message": "..."}` and no `code`: a path or method of no route (404), a body over its limit (413), the stage throttling (429, no `Retry-After`).',
+    'Any other status is an error and says nothing about the code. On AWS, API Gateway answers a few requests itself with `{"message": "..."}` and no `code`: a body over its limit (413) and the stage throttling (429, no `Retry-After`).',
   ...json(ref('schemas', 'Error')),
 };
 
@@ -242,7 +242,7 @@ export function buildOpenApiDocument(): Json {
       summary: 'Send a one-time code to a phone number, check the code the user typed, read a verification.',
       description: [
         'The public API of otp-verify (docs/api.md). Every request carries `X-API-Key`; the key is billed for every send, so keep it on your backend.',
-        'Errors are JSON objects with a `code` and a human `message`. Apart from the codes under each operation, a request that matches no route answers 404 `route_not_found` and a path with another method 405 `method_not_allowed` (the local stack; API Gateway answers those itself on AWS).',
+        'Errors are JSON objects with a `code` and a human `message`. Apart from the codes under each operation, a request that matches no route answers 404 `route_not_found` and a path with another method 405 `method_not_allowed` with `Allow` (on AWS too: the `$default` route of the API answers them).',
         'The delivery receipt callback (`POST /v2/Callbacks/{Provider}`) is for delivery providers, signed in their own formats, and is not part of this document.',
       ].join('\n\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
