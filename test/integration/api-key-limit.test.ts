@@ -12,9 +12,10 @@ import type { Accounts } from '../../functions/core/accounts/accounts';
 import { DEFAULT_API_KEY_LIMIT } from '../../functions/core/accounts/formats';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { keys } from '../../functions/adapters/dynamodb/keys';
+import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
+import { REVOKED_KEY_DAYS } from '../../functions/adapters/dynamodb/accounts';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
-import { HmacApiKeyTagger, systemClock } from '../../functions/adapters/crypto';
+import { HmacApiKeyTagger, hashApiKey, systemClock } from '../../functions/adapters/crypto';
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { ApiKeyGuard } from '../../functions/http/middleware';
@@ -99,8 +100,15 @@ describe('API keys per service', () => {
     expect(await activeItems(sid)).toBe(DEFAULT_API_KEY_LIMIT);
     expect(await accounts.auditTrail(sid, 100)).toHaveLength(before + DEFAULT_API_KEY_LIMIT);
 
-    await accounts.revokeApiKey(BY_TEST, sid, issued[0]!.keyId);
+    const { revokedAt } = await accounts.revokeApiKey(BY_TEST, sid, issued[0]!.keyId);
     expect(await countOnItem(sid)).toBe(DEFAULT_API_KEY_LIMIT - 1);
+    // Its items go (the table's TTL) REVOKED_KEY_DAYS after: keys issued and revoked without end stay bounded.
+    const hash = hashApiKey(issued[0]!.apiKey);
+    const expires = Math.ceil(Date.parse(revokedAt) / 1000) + REVOKED_KEY_DAYS * 86_400;
+    for (const key of [keys.apiKey(hash), keys.serviceApiKey(sid, hash)]) {
+      const { Item } = await documents.send(new GetCommand({ TableName: tableName, Key: key }));
+      expect([Item?.revoked_at, Item?.[TABLE_SCHEMA.ttlAttribute]]).toEqual([revokedAt, expires]);
+    }
     expect(await apiTakes(sid, (await issue(sid)).apiKey)).toBe(true);
     await expect(issue(sid)).rejects.toMatchObject({ code: 'too_many' });
   });

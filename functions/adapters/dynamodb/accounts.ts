@@ -36,13 +36,15 @@ import {
   templateToItem,
 } from './items';
 import { readShardBalances, spreadEvenly } from './balance-shards';
-import { SERVICE_CHILD_PREFIX, keys, type ItemKey } from './keys';
+import { SERVICE_CHILD_PREFIX, TABLE_SCHEMA, keys, type ItemKey } from './keys';
 import { auditFromItem, auditToItem } from './items';
 import { queryAll, transactSettled } from './requests';
 import { queryServiceChildren } from './service-children';
 
 /** Writes of a new spread, while sends keep changing the shards it read. */
 const SPREAD_ATTEMPTS = 5;
+/** Days a revoked key stays listed (revoked) before the table's TTL removes its items. */
+export const REVOKED_KEY_DAYS = 90;
 /** The shards one top-up adds to, the poorest first. */
 const TOP_UP_SHARDS = 4;
 /** Transactions of one top-up while sends in progress cancel it. */
@@ -217,13 +219,18 @@ export class DynamoAccountStore implements AccountStore {
     audit: AuditRecord,
     count: ItemCount,
   ): Promise<boolean> {
+    // A revoked key's items go REVOKED_KEY_DAYS later (the table's TTL): issued and revoked without end, they
+    // would otherwise grow the table and every keys page, as no count bounds them. Gone, it is an unknown key: 401
+    // as before; the audit trail keeps its issue and revoke.
+    const expires = Math.ceil(Date.parse(at) / 1000) + REVOKED_KEY_DAYS * 86_400;
     const revoke = (key: ItemKey, condition?: string): TransactItem => ({
       Update: {
         TableName: this.tableName,
         Key: key,
-        UpdateExpression: 'SET revoked_at = :at',
+        UpdateExpression: 'SET revoked_at = :at, #ttl = :expires',
         ...(condition && { ConditionExpression: condition }),
-        ExpressionAttributeValues: { ':at': at },
+        ExpressionAttributeNames: { '#ttl': TABLE_SCHEMA.ttlAttribute },
+        ExpressionAttributeValues: { ':at': at, ':expires': expires },
       },
     });
     // Revoked once: a second revoke of the same key must not count it off again.
