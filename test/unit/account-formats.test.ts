@@ -88,6 +88,20 @@ describe('parsers', () => {
     expect(parseServiceName('x'.repeat(MAX_SERVICE_NAME_LENGTH + 1)).ok).toBe(false);
   });
 
+  test('a name or template with control characters or half a character is refused; line breaks and emoji are not', () => {
+    for (const name of ['Ac\u0000me', 'Acme\u001b[31m', 'Acme \ud83d']) {
+      expect([name, parseServiceName(name).ok]).toEqual([name, false]);
+    }
+    for (const body of ['{code}\u0000', 'Code {code} \udc00', 'Code \u007f{code}']) {
+      expect([body, parseTemplateBody(body)]).toEqual([
+        body,
+        { ok: false, problem: expect.stringContaining('Unicode') },
+      ]);
+    }
+    expect(parseServiceName('Acme 🚀').ok).toBe(true);
+    expect(parseTemplateBody('Your code:\n{code}\t🔐', 2).ok).toBe(true);
+  });
+
   test('a template needs {code} and stays under the length', () => {
     expect(parseTemplateBody('no placeholder').ok).toBe(false);
     expect(parseTemplateBody(`{code}${'a'.repeat(MAX_TEMPLATE_LENGTH)}`, MAX_TEMPLATE_SMS_PARTS).ok).toBe(

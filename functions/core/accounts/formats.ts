@@ -64,9 +64,9 @@ export const MAX_SERVICE_NAME_LENGTH = 100;
 
 export function parseServiceName(text: string): Parsed<string> {
   const name = text.trim();
-  return name === '' || name.length > MAX_SERVICE_NAME_LENGTH
-    ? problem(`A service name has 1 to ${MAX_SERVICE_NAME_LENGTH} characters`)
-    : ok(name);
+  if (name === '' || name.length > MAX_SERVICE_NAME_LENGTH)
+    return problem(`A service name has 1 to ${MAX_SERVICE_NAME_LENGTH} characters`);
+  return isPlainText(name) ? ok(name) : problem('A service name has no control characters or broken Unicode');
 }
 
 const LOCALE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
@@ -96,7 +96,18 @@ export function templateSize(body: string, limit = DEFAULT_TEMPLATE_SMS_PARTS): 
   return { ...size, limit, overLimit: size.segments > limit };
 }
 
+/**
+ * Text a person can read and a carrier can encode: no control characters but line breaks and tabs (a NUL in a name
+ * or a message ends it early in some systems), and no lone surrogate (half a character, which no encoding sends).
+ */
+function isPlainText(text: string): boolean {
+  // eslint-disable-next-line no-control-regex -- the control characters are what is looked for
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) return false;
+  return !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+}
+
 export function parseTemplateBody(text: string, smsPartLimit = DEFAULT_TEMPLATE_SMS_PARTS): Parsed<string> {
+  if (!isPlainText(text)) return problem('A template has no control characters or broken Unicode');
   if (!text.includes('{code}'))
     return problem('A template needs the {code} placeholder, e.g. "Your Acme code is {code}"');
   if (text.length > MAX_TEMPLATE_LENGTH)
