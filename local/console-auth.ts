@@ -111,6 +111,15 @@ export function localSignInRoute(
           body: { code: 'forbidden', message: 'The local sign-in answers on loopback only.' },
         };
       }
+      // JSON only: a web page the developer visits can post a form or text/plain to loopback unseen (no CORS
+      // preflight for those), and would otherwise record operator rights in the local table.
+      const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (type !== 'application/json') {
+        return {
+          status: 415,
+          body: { code: 'invalid_parameter', message: 'Send JSON (Content-Type: application/json).' },
+        };
+      }
       let body: unknown;
       try {
         body = JSON.parse(request.body);

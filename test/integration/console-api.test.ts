@@ -135,6 +135,19 @@ describe('authentication', () => {
     });
     expect(status).toBe(403);
   });
+
+  test('the local sign-in takes JSON only: a page posting a form or text to loopback records nothing', async () => {
+    const email = 'drive-by@example.com';
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: JSON.stringify({ email, operator: true }),
+      });
+      expect([type, response.status]).toEqual([type, 415]);
+    }
+    expect(await harness.accounts.store.isOperator(email)).toBe(false);
+  });
 });
 
 describe('membership', () => {
