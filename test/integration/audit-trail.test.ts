@@ -403,6 +403,11 @@ describe('admin command', () => {
       expect: () => [{ action: 'template.default', before: { defaultTemplateSid: made.template } }],
     },
     {
+      command: 'template remove',
+      args: () => [sid(), made.template!],
+      expect: () => [{ action: 'template.delete', before: { sid: made.template, body: 'Cli: {code}' } }],
+    },
+    {
       command: 'template limit',
       args: () => [sid(), '3'],
       expect: () => [
