@@ -9,7 +9,12 @@ import { CHANNELS, parseChannelList } from '../functions/core/routing';
 import { DEFAULT_SETTINGS, SETTING_ENV, type Settings } from '../functions/core/settings';
 import { configuredChannels } from '../functions/adapters/providers/config';
 import { legacyApiKeysUntilFromEnv } from '../functions/wiring/env';
-import { readProviderDeployment, type ProviderDeployment } from './provider-config';
+import {
+  PROVIDER_CONTEXT_KEYS,
+  REMOVED_CONTEXT_KEYS,
+  readProviderDeployment,
+  type ProviderDeployment,
+} from './provider-config';
 
 /**
  * Deployment settings, read from CDK context (`cdk.json` or `-c key=value`). Every key is optional; the
@@ -132,7 +137,49 @@ function optionalWholeNumber(node: Node, key: string, min: number): number | und
   return raw(node, key) === undefined ? undefined : wholeNumber(node, key, min, min);
 }
 
+/** The stack's name (bin/app.ts), read before any construct exists. */
+const STACK_NAME_KEY = 'otp:stackName';
+
+/**
+ * Every `otp:` key the app reads. Any other is refused at synth: a misspelt key (`otp:alarmTopicArm`) would
+ * otherwise be ignored, and the stack deployed without the setting (alarms that notify no one).
+ */
+function refuseUnknownContextKeys(node: Node): void {
+  const known = [
+    ...Object.values(CONTEXT_KEYS),
+    ...(Object.keys(SETTING_ENV) as (keyof Settings)[]).map(settingContextKey),
+    ...Object.values(PROVIDER_CONTEXT_KEYS),
+    ...Object.keys(REMOVED_CONTEXT_KEYS),
+    STACK_NAME_KEY,
+  ];
+  for (const key of Object.keys(node.getAllContext() as Record<string, unknown>)) {
+    if (!key.startsWith('otp:') || known.includes(key)) continue;
+    const near = known.find((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
+    throw new Error(
+      `Context ${key} is not a setting of this stack${near ? ` (did you mean ${near}?)` : ''}: docs/deploy.md lists them`,
+    );
+  }
+}
+
+/** Levenshtein distance: a misspelling's few letters. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
 export function readConfig(node: Node): OtpConfig {
+  refuseUnknownContextKeys(node);
   const settings = { ...DEFAULT_SETTINGS };
   for (const name of Object.keys(SETTING_ENV) as (keyof Settings)[]) {
     // Same bounds as the handlers' settingsFromEnv: the channel wait may be 0 (tests), the rest >= 1.

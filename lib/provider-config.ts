@@ -44,7 +44,7 @@ export const PROVIDER_CONTEXT_KEYS = {
 const K = PROVIDER_CONTEXT_KEYS;
 
 /** Keys that once meant something, and why they are refused now rather than silently ignored. */
-const REMOVED_CONTEXT_KEYS: Readonly<Record<string, string>> = {
+export const REMOVED_CONTEXT_KEYS: Readonly<Record<string, string>> = {
   'otp:awsSmsSuccessfulMeans':
     'was removed: an SMS attempt settles on final events only (isFinal), and a final TEXT_SUCCESSFUL ' +
     'settles it as delivered (docs/providers.md); delete the key',

@@ -1111,6 +1111,26 @@ describe('configuration from context', () => {
       rmSync(outdir, { recursive: true, force: true });
     }
   });
+
+  test.each([
+    ['otp:receiptReservedConcurency', 'did you mean otp:receiptReservedConcurrency?'],
+    ['otp:alarmTopicArm', 'did you mean otp:alarmTopicArn?'],
+    ['otp:codettlseconds', 'did you mean otp:codeTtlSeconds?'],
+    ['otp:somethingElse', 'is not a setting of this stack: docs/deploy.md'],
+  ])('refuses the unknown key %s, naming the one meant', (key, words) => {
+    const outdir = mkdtempSync(path.join(tmpdir(), 'cdk.out'));
+    try {
+      expect(() => readConfig(new App({ context: { [key]: '10' }, outdir }).node)).toThrow(words);
+      // Keys of other tools pass, and so do the stack's name and a removed key (refused with its reason).
+      const others = { '@aws-cdk/core:newStyleStackSynthesis': true, 'otp:stackName': 'Otp' };
+      expect(() => readConfig(new App({ context: others, outdir }).node)).not.toThrow();
+      expect(() =>
+        readConfig(new App({ context: { 'otp:awsSmsSuccessfulMeans': 'accepted' }, outdir }).node),
+      ).toThrow('was removed');
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('receipt callbacks on the receipt function’s own URL (otp:receiptFunctionUrl)', () => {
