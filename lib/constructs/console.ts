@@ -122,7 +122,8 @@ export class OtpConsole extends Grouping {
 
     new CfnOutput(stack, 'ConsoleUrl', {
       description: 'The account console (sign in with a user of ConsoleUserPoolId; docs/console.md)',
-      value: consoleUrl,
+      // The last origin added: with otp:edge, the edge's, so the console is used behind its WebACL.
+      value: Lazy.string({ produce: () => this.signInUrls[this.signInUrls.length - 1] }),
     });
     new CfnOutput(stack, 'ConsoleUserPoolId', {
       description:

@@ -142,6 +142,16 @@ describe('the edge (otp:edge)', () => {
       OriginRequestPolicyId: 'b689b0a8-53d0-40ab-baf2-68738e2966ac',
     });
     edge.template.hasOutput('EdgeUrl', { Value: Match.anyValue() });
+    // The console's URL is the edge's too: behind the WebACL, as the API is.
+    const outputs = edge.template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    expect(JSON.stringify(outputs.ConsoleUrl!.Value)).toBe(
+      JSON.stringify({
+        'Fn::Join': [
+          '',
+          [...(outputs.EdgeUrl!.Value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1], '/console'],
+        ],
+      }),
+    );
   });
 
   test('the WebACL: CLOUDFRONT scope, AWS managed groups, allow by default; the bench prices its rules', () => {
