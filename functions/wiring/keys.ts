@@ -38,8 +38,8 @@ export async function loadKeyRing(env: Env, secrets?: SecretsManagerClient): Pro
 }
 
 /**
- * The values of `secretIds`, in their order. Two or more in one `BatchGetSecretValue` (the send and the deliver
- * task hold two key secrets): one request and one connection at cold start instead of one each, which on Lambda
+ * The values of `secretIds`, in their order. Two or more in one `BatchGetSecretValue` (the functions that read
+ * several key secrets, lib/functions.ts): one request and one connection at cold start instead of one each, which on Lambda
  * is also a TLS handshake less. The role needs `BatchGetSecretValue` (no resource-level permission) besides
  * `GetSecretValue` on each secret, which still decides what it may read. One secret: `GetSecretValue`, and no
  * batch permission.

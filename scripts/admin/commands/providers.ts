@@ -155,7 +155,7 @@ const providersCheck = command({
     'Without --stack: the running `npm start` (with --providers, the provider simulator).',
   ],
   examples: [
-    'providers check --stack OtpStack --region eu-west-1',
+    'providers check --stack OtpVerify --region eu-west-1',
     'providers check --to +918123456789 --to +14155550100',
   ],
   parse: (_args, values) => ({ to: readNumbers(values.to) }),
