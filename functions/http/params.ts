@@ -2,6 +2,9 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { OtpError, type ErrorCode } from '../core/errors';
 
+/** The content codings that compress (RFC 9110, the IANA registry): a body in one of them cannot be read. */
+const COMPRESSIONS = /\b(gzip|x-gzip|deflate|br|compress|x-compress|zstd|aes128gcm|exi|pack200-gzip)\b/;
+
 /** Bodies are small forms; anything larger is refused before parsing. */
 const MAX_BODY_BYTES = 16 * 1024;
 
@@ -23,18 +26,20 @@ export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, un
   if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
     throw new OtpError('invalid_parameter', `The body is larger than ${MAX_BODY_BYTES} bytes.`);
   }
-  // API Gateway passes a body on as it came: a compressed one, or one in another charset, would otherwise be
-  // read as text and answered "not valid JSON" or "To is required", saying nothing of the real problem.
+  // API Gateway passes a body on as it came: a compressed one, or one in UTF-16 or UTF-32, would otherwise be
+  // read as text and answered "not valid JSON" or "To is required", saying nothing of the real problem. Other
+  // declared charsets pass: the parameters are ASCII, which they all spell alike (Apache HttpClient's forms say
+  // ISO-8859-1), and a header naming no compression (`Content-Encoding: utf-8`, a common slip) changes nothing.
   const encoding = header(event, 'content-encoding')?.trim().toLowerCase();
-  if (encoding && encoding !== 'identity') {
+  if (encoding && COMPRESSIONS.test(encoding)) {
     throw new OtpError('invalid_parameter', 'Send the body uncompressed: no Content-Encoding is read.');
   }
   const [mediaType, ...parameters] = (header(event, 'content-type') ?? '').split(';');
   const charset = parameters
     .map((parameter) => /^\s*charset\s*=\s*"?([^";\s]+)"?\s*$/i.exec(parameter)?.[1]?.toLowerCase())
     .find(Boolean);
-  if (charset && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii') {
-    throw new OtpError('invalid_parameter', 'Send the body in UTF-8: no other charset is read.');
+  if (charset && /^utf-?(16|32)/.test(charset)) {
+    throw new OtpError('invalid_parameter', 'Send the body in UTF-8: UTF-16 and UTF-32 are not read.');
   }
   const contentType = mediaType!.trim().toLowerCase();
   if (contentType === 'application/json' || contentType.endsWith('+json')) {
