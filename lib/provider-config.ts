@@ -93,7 +93,8 @@ export interface ProviderDeployment {
 /**
  * The resource ARNs the send permissions are scoped to, in the Service Authorization Reference's formats
  * (sms-voice: `phone-number/${PhoneNumberId}`, `pool/${PoolId}`, `sender-id/${SenderId}/${IsoCountryCode}`,
- * `rcs-agent/${RcsAgentId}`, `configuration-set/${ConfigurationSetName}`,
+ * `rcs-agent/${RcsAgentId}` (listed for SendRcsMessage, not SendTextMessage: granted anyway, lib/constructs/
+ * providers.ts says why), `configuration-set/${ConfigurationSetName}`,
  * `protect-configuration/${ProtectConfigurationId}`; social-messaging: `phone-number-id/${OriginationPhoneNumberId}`;
  * docs/providers.md cites the source). A sender id's ARN ends with its country: without it, the grant would name
  * no resource IAM ever checks.
