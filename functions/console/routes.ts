@@ -488,7 +488,7 @@ const API_ROUTES: ApiRoute[] = [
       if (problem) throw new HttpStatusError(400, 'invalid_parameter', `${field}: ${problem}.`);
       entry[field] = value;
     }
-    await load(deps, params.sid!);
+    // The service exists: the request's membership check read it (an operator's) or it has members.
     await deps.accounts.changeCountryCaps(change, params.sid!, country, () => entry);
     return json(200, await capsJson(deps, await load(deps, params.sid!)));
   }),
