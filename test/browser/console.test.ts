@@ -13,14 +13,13 @@ import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-
 import { hashApiKey, systemClock } from '../../functions/adapters/crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from '../../local/seed';
 import { startLocalGuard } from '../../local/guard';
 import { startLocalStack, type LocalStack } from '../../local/stack';
-import { createTable } from '../../local/table';
-import { dynamoEndpoint, eventually } from '../support/harness';
+import { eventually } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS =
@@ -33,7 +32,7 @@ let demo: DemoAccount;
 let browser: Browser;
 let page: Page;
 let downloads: string;
-let tableName: string;
+let table: TestTable;
 const problems: string[] = [];
 let counter = 0;
 const freshMobile = () => `+447400${String(3_100_000 + ++counter).slice(1)}`;
@@ -43,17 +42,11 @@ jest.setTimeout(60_000);
 const MASTER_KEY = 'browser-test-master-key-0123456789abcdef';
 
 beforeAll(async () => {
-  const endpoint = dynamoEndpoint();
-  tableName = `otp-browser-${Date.now().toString(36)}`;
-  const raw = createDynamoClient({ endpoint });
-  await createTable(raw, tableName);
-  raw.destroy();
-  const documents = createDocumentClient({ endpoint });
-  demo = await seedDemoAccount(documents, tableName, MASTER_KEY);
-  documents.destroy();
+  table = await freshTable('browser');
+  demo = await seedDemoAccount(table.documents, table.name, MASTER_KEY);
   stack = await startLocalStack({
-    dynamoEndpoint: endpoint,
-    tableName,
+    dynamoEndpoint: table.endpoint,
+    tableName: table.name,
     masterKey: MASTER_KEY,
     env: { ...process.env, OTP_CHANNEL_WAIT_SECONDS: '1' },
     logger: jsonLogger(() => undefined),
@@ -85,9 +78,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  accountsClient?.destroy();
   await browser?.close();
   await stack?.close();
+  table?.close();
   if (downloads) rmSync(downloads, { recursive: true, force: true });
   if (process.env.OTP_SCREENSHOTS !== 'docs') rmSync(SHOTS, { recursive: true, force: true });
 });
@@ -98,9 +91,7 @@ afterEach(() => {
 });
 
 /** The account store on the run's table, to see what the console wrote. */
-let accountsClient: ReturnType<typeof createDocumentClient> | undefined;
-const stackAccounts = () =>
-  dynamoAccounts((accountsClient ??= createDocumentClient({ endpoint: dynamoEndpoint() })), tableName);
+const stackAccounts = () => dynamoAccounts(table.documents, table.name);
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png` });
 const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
 const go = async (hash: string, ready: string) => {
@@ -156,10 +147,9 @@ const rowShows = (rowText: string, shown: string) =>
   );
 /** A block in the demo service's guard state for `country`, for an hour, as the guard's consumer writes one. */
 async function putGuardState(country: string, state: Record<string, unknown>): Promise<void> {
-  const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
-  await documents.send(
+  await table.documents.send(
     new PutCommand({
-      TableName: tableName,
+      TableName: table.name,
       Item: {
         ...keys.guardCountry(demo.serviceSid, country),
         type: 'guard_state',
@@ -167,7 +157,6 @@ async function putGuardState(country: string, state: Record<string, unknown>): P
       },
     }),
   );
-  documents.destroy();
 }
 const putGuardBlock = (
   country: string,
@@ -527,8 +516,8 @@ test("the guard page: level and safe list saved, a block and a conversion drop s
   // The guard's consumer for this test alone, from the stream's tip: it records this test's decisions in the
   // service's report, as the GuardSignals function does (the other tests' sends would make blocks of their own).
   const consumer = await startLocalGuard({
-    dynamoEndpoint: dynamoEndpoint(),
-    tableName,
+    dynamoEndpoint: table.endpoint,
+    tableName: table.name,
     clock: systemClock,
     logger: jsonLogger(() => undefined),
     intervalMs: 200,

@@ -1,8 +1,5 @@
 /** The storage ports' contract against `DynamoStore` on DynamoDB Local (the memory twin: test/core/). */
-import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { randomBytes } from 'node:crypto';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import {
   apiKeyToItems,
   serviceDirectoryToItem,
@@ -15,31 +12,26 @@ import { SERVICE_CHILD_PREFIX, keys } from '../../functions/adapters/dynamodb/ke
 import { VERIFICATION_ATTR } from '../../functions/adapters/dynamodb/status-write';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
-import { createTable } from '../../local/table';
-import { dynamoEndpoint } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 import { describeStoreContract, type StoreFixture } from './store-contract';
 
-let raw: DynamoDBClient;
-let documents: DynamoDBDocumentClient;
-const tableName = `otp-contract-${randomBytes(6).toString('hex')}`;
+let table: TestTable;
 
 const put = async (item: Record<string, unknown>) => {
-  await documents.send(new PutCommand({ TableName: tableName, Item: item }));
+  await table.documents.send(new PutCommand({ TableName: table.name, Item: item }));
 };
 const get = async (key: { pk: string; sk: string }) =>
-  (await documents.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }))).Item;
+  (await table.documents.send(new GetCommand({ TableName: table.name, Key: key, ConsistentRead: true })))
+    .Item;
 
 describeStoreContract('DynamoStore (DynamoDB Local)', {
   async setup() {
-    const endpoint = dynamoEndpoint();
-    raw = createDynamoClient({ endpoint });
-    await createTable(raw, tableName);
-    documents = createDocumentClient({ endpoint });
+    table = await freshTable('contract');
   },
   async fixture(): Promise<StoreFixture> {
     return {
-      store: new DynamoStore(documents, tableName),
-      endpoints: new DynamoWebhookEndpoints(documents, tableName),
+      store: new DynamoStore(table.documents, table.name),
+      endpoints: new DynamoWebhookEndpoints(table.documents, table.name),
       // As createService does: the service and its directory entry (the sweeper finds the ledger through it).
       async putService(service) {
         await put(serviceToItem(service));
@@ -55,9 +47,9 @@ describeStoreContract('DynamoStore (DynamoDB Local)', {
         return item && serviceFromItem(item).balance;
       },
       async charges(serviceSid) {
-        const { Items = [] } = await documents.send(
+        const { Items = [] } = await table.documents.send(
           new QueryCommand({
-            TableName: tableName,
+            TableName: table.name,
             KeyConditionExpression: 'pk = :pk AND begins_with(sk, :charge)',
             ExpressionAttributeValues: {
               ':pk': keys.service(serviceSid).pk,
@@ -82,39 +74,30 @@ describeStoreContract('DynamoStore (DynamoDB Local)', {
     };
   },
   async teardown() {
-    raw?.destroy();
-    documents?.destroy();
+    table?.close();
   },
 });
 
 describe('DynamoStore send reads on the wire', () => {
-  const table = `otp-reads-${randomBytes(6).toString('hex')}`;
-  let rawClient: DynamoDBClient;
-  let client: DynamoDBDocumentClient;
+  let reads: TestTable;
   const batchReads: (boolean | undefined)[] = [];
 
   beforeAll(async () => {
-    const endpoint = dynamoEndpoint();
-    rawClient = createDynamoClient({ endpoint });
-    await createTable(rawClient, table);
-    client = createDocumentClient({ endpoint });
-    client.middlewareStack.add(
+    reads = await freshTable('reads');
+    reads.documents.middlewareStack.add(
       (next, context) => async (args) => {
         const input = args.input as { RequestItems?: Record<string, { ConsistentRead?: boolean }> };
         if (context.commandName === 'BatchGetItemCommand')
-          batchReads.push(input.RequestItems?.[table]?.ConsistentRead);
+          batchReads.push(input.RequestItems?.[reads.name]?.ConsistentRead);
         return next(args);
       },
       { step: 'initialize', name: 'recordBatchReads' },
     );
   });
-  afterAll(() => {
-    rawClient.destroy();
-    client.destroy();
-  });
+  afterAll(() => reads?.close());
 
   it('reads the send context eventually consistent unless asked for the latest', async () => {
-    const store = new DynamoStore(client, table);
+    const store = new DynamoStore(reads.documents, reads.name);
     const query = { serviceSid: 'VA00000000000000000000000000000001', e164: '+447400123456', country: 'GB' };
     await store.loadSendContext({ ...query, latest: false });
     await store.loadSendContext({ ...query, latest: true });

@@ -7,13 +7,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
 import { groupKeyRing } from '../../functions/adapters/keyring';
 import { WebhookSecretVault } from '../../functions/adapters/webhooks/secrets';
 import { runAdminCommand } from '../support/admin-cli';
-import { createTable } from '../../local/table';
-import { BY_TEST, dynamoEndpoint } from '../support/harness';
+import { BY_TEST } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 const WEBHOOK_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:WebhookKey-abc';
 const CARRIER_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CarrierKey-abc';
@@ -26,9 +25,8 @@ const SECRETS: Record<string, string> = {
 let server: Server;
 const asked: string[] = [];
 const savedEnv = { ...process.env };
-let tableName: string;
+let table: TestTable;
 let serviceSid: string;
-const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -56,12 +54,9 @@ beforeAll(async () => {
   });
   delete process.env.AWS_PROFILE;
 
-  tableName = `otp-admin-keys-${randomBytes(6).toString('hex')}`;
-  const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-  await createTable(raw, tableName);
-  raw.destroy();
+  table = await freshTable('admin-keys');
   serviceSid = (
-    await dynamoAccounts(documents, tableName).createService(BY_TEST, {
+    await dynamoAccounts(table.documents, table.name).createService(BY_TEST, {
       name: 'Keys',
       balance: 0,
       channels: ['sms'],
@@ -71,13 +66,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.env = savedEnv;
-  documents.destroy();
+  table?.close();
   await new Promise((resolve) => server.close(resolve));
 });
 
 /** No master key: the command must find the key secret it seals with. */
 const admin = (args: string[], env: Record<string, string> = {}) =>
-  runAdminCommand(args, { tableName }, { env });
+  runAdminCommand(args, { tableName: table.name }, { env });
 
 test('webhook add --secret-arn seals with the webhook key secret: the sender, holding only that key, opens it', async () => {
   const run = await admin([
@@ -92,7 +87,7 @@ test('webhook add --secret-arn seals with the webhook key secret: the sender, ho
   expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
   expect(asked).toEqual([`secretsmanager.GetSecretValue ${WEBHOOK_ARN}`]);
   const printed = JSON.parse(run.stdout) as { endpointSid: string; secret: string };
-  const endpoint = await new DynamoWebhookEndpoints(documents, tableName).getEndpoint(
+  const endpoint = await new DynamoWebhookEndpoints(table.documents, table.name).getEndpoint(
     serviceSid,
     printed.endpointSid,
   );
@@ -111,7 +106,8 @@ test('OTP_WEBHOOK_SECRET_ARN names the same secret', async () => {
 });
 
 test('another key secret is refused before anything is written', async () => {
-  const before = (await new DynamoWebhookEndpoints(documents, tableName).listEndpoints(serviceSid)).length;
+  const before = (await new DynamoWebhookEndpoints(table.documents, table.name).listEndpoints(serviceSid))
+    .length;
   const run = await admin([
     'webhook',
     'add',
@@ -122,9 +118,9 @@ test('another key secret is refused before anything is written', async () => {
   ]);
   expect(run.code).toBe(1);
   expect(run.stderr).toMatch(/holds the carrier key, not the webhook key.*WebhookKeySecretArn/);
-  expect((await new DynamoWebhookEndpoints(documents, tableName).listEndpoints(serviceSid)).length).toBe(
-    before,
-  );
+  expect(
+    (await new DynamoWebhookEndpoints(table.documents, table.name).listEndpoints(serviceSid)).length,
+  ).toBe(before);
 });
 
 test('without a secret or master key the command says which output to pass', async () => {

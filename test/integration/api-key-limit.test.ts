@@ -5,13 +5,12 @@
  * pass the limit and a key revoked twice is counted off once; a service made before the count is counted from its
  * keys' items at its next key change. DynamoDB Local, the accounts core and the admin command.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import type { Accounts } from '../../functions/core/accounts/accounts';
 import { DEFAULT_API_KEY_LIMIT } from '../../functions/core/accounts/formats';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
 import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
 import { REVOKED_KEY_DAYS } from '../../functions/adapters/dynamodb/accounts';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
@@ -19,32 +18,24 @@ import { HmacApiKeyTagger, hashApiKey, systemClock } from '../../functions/adapt
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { ApiKeyGuard } from '../../functions/http/middleware';
-import { createTable } from '../../local/table';
 import { fetchEvent, lambdaContext } from '../../bench/events';
 import { adminJson, runAdminCommand } from '../support/admin-cli';
 import { DynamoFaults } from '../support/faults';
 import { BY_TEST, dynamoEndpoint } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 /** A verification that does not exist: a request whose key passed answers 404. */
 const SID = 'VE0123456789abcdef0123456789abcdef';
-const tableName = `otp-keylimit-${randomBytes(6).toString('hex')}`;
 const masterKey = randomBytes(32).toString('base64url');
 
-let raw: DynamoDBClient;
-let documents: DynamoDBDocumentClient;
+let table: TestTable;
 let accounts: Accounts;
 
 beforeAll(async () => {
-  const endpoint = dynamoEndpoint();
-  raw = createDynamoClient({ endpoint });
-  await createTable(raw, tableName);
-  documents = createDocumentClient({ endpoint });
-  accounts = dynamoAccounts(documents, tableName, { apiKeyTag: masterKey });
+  table = await freshTable('keylimit');
+  accounts = dynamoAccounts(table.documents, table.name, { apiKeyTag: masterKey });
 });
-afterAll(() => {
-  documents?.destroy();
-  raw?.destroy();
-});
+afterAll(() => table?.close());
 
 const newService = async () =>
   (await accounts.createService(BY_TEST, { name: 'Keys', balance: 0, channels: ['sms'] })).sid;
@@ -61,7 +52,7 @@ async function issueAll(sid: string, count: number) {
 }
 
 const countOnItem = async (sid: string) =>
-  (await documents.send(new GetCommand({ TableName: tableName, Key: keys.service(sid) }))).Item
+  (await table.documents.send(new GetCommand({ TableName: table.name, Key: keys.service(sid) }))).Item
     ?.active_api_keys as number | undefined;
 
 const activeItems = async (sid: string) =>
@@ -71,7 +62,7 @@ const activeItems = async (sid: string) =>
 async function apiTakes(serviceSid: string, apiKey: string): Promise<boolean> {
   const handler = buildFetchHandler(
     {
-      store: new DynamoStore(documents, tableName),
+      store: new DynamoStore(table.documents, table.name),
       clock: systemClock,
       settings: { keyRequestsPerMinute: 120 },
       apiKeyTagger: new HmacApiKeyTagger(masterKey),
@@ -106,7 +97,7 @@ describe('API keys per service', () => {
     const hash = hashApiKey(issued[0]!.apiKey);
     const expires = Math.ceil(Date.parse(revokedAt) / 1000) + REVOKED_KEY_DAYS * 86_400;
     for (const key of [keys.apiKey(hash), keys.serviceApiKey(sid, hash)]) {
-      const { Item } = await documents.send(new GetCommand({ TableName: tableName, Key: key }));
+      const { Item } = await table.documents.send(new GetCommand({ TableName: table.name, Key: key }));
       expect([Item?.revoked_at, Item?.[TABLE_SCHEMA.ttlAttribute]]).toEqual([revokedAt, expires]);
     }
     expect(await apiTakes(sid, (await issue(sid)).apiKey)).toBe(true);
@@ -151,9 +142,9 @@ describe('API keys per service', () => {
     await accounts.setApiKeyLimit(BY_TEST, sid, 20);
     const legacy = (await issueAll(sid, 14)).issued;
     // As a service made before this change: keys, and no count on its item.
-    await documents.send(
+    await table.documents.send(
       new UpdateCommand({
-        TableName: tableName,
+        TableName: table.name,
         Key: keys.service(sid),
         UpdateExpression: 'REMOVE active_api_keys',
       }),
@@ -179,7 +170,7 @@ describe('API keys per service', () => {
       const faulty = createDocumentClient({ endpoint: dynamoEndpoint() });
       const faults = new DynamoFaults();
       faults.install(faulty);
-      const faultyAccounts = dynamoAccounts(faulty, tableName, { apiKeyTag: masterKey });
+      const faultyAccounts = dynamoAccounts(faulty, table.name, { apiKeyTag: masterKey });
       const sid = await newService();
       const lose = () =>
         faults.inject({ operation: 'TransactWriteItems', kind: 'internal', timing: 'after', layer });
@@ -212,7 +203,7 @@ describe('API keys per service', () => {
     const logged = createDocumentClient({ endpoint: dynamoEndpoint() });
     const log = new DynamoFaults();
     log.install(logged);
-    const loggedAccounts = dynamoAccounts(logged, tableName, { apiKeyTag: masterKey });
+    const loggedAccounts = dynamoAccounts(logged, table.name, { apiKeyTag: masterKey });
     try {
       const sid = await newService();
       log.reset();
@@ -232,7 +223,7 @@ describe('API keys per service', () => {
 
   it('the admin command sets the limit (audited) and lists the keys with their count', async () => {
     const sid = await newService();
-    const target = { tableName, masterKey };
+    const target = { tableName: table.name, masterKey };
     expect(await adminJson(['key', 'limit', sid, '2'], target)).toEqual({ serviceSid: sid, keyLimit: 2 });
     await adminJson(['key', 'issue', sid], target);
     await adminJson(['key', 'issue', sid], target);

@@ -5,13 +5,11 @@
  * operator's cut-off, then are refused from memory. Each instance is its own fetch handler, store, guard and
  * DynamoDB client with a call log (the reliability suite's fault middleware, no fault set).
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { DynamoAccountStore } from '../../functions/adapters/dynamodb/accounts';
 import { Accounts } from '../../functions/core/accounts/accounts';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import {
   HmacApiKeyTagger,
@@ -25,34 +23,28 @@ import { deferredKeyRing, masterKeyRing, type KeyRing } from '../../functions/ad
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { API_KEY_GUARD_DEFAULTS, ApiKeyGuard } from '../../functions/http/middleware';
-import { createTable } from '../../local/table';
 import { fetchEvent, lambdaContext, type Caller } from '../../bench/events';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
-import { BY_TEST, dynamoEndpoint } from '../support/harness';
+import { BY_TEST } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 /** A verification that does not exist: a request that passed auth answers 404. */
 const SID = 'VE0123456789abcdef0123456789abcdef';
 const MASTER_KEY = randomBytes(32).toString('base64url');
-const tableName = `otp-keytags-${randomBytes(6).toString('hex')}`;
 
-let raw: DynamoDBClient;
-let documents: DynamoDBDocumentClient;
+let table: TestTable;
 /** Issues keys as the deployment does (tagged), and as before the tag (legacy). */
 let accounts: Accounts;
 let legacyAccounts: Accounts;
 let serviceSid: string;
-const clients: DynamoDBDocumentClient[] = [];
 
 beforeAll(async () => {
-  const endpoint = dynamoEndpoint();
-  raw = createDynamoClient({ endpoint });
-  await createTable(raw, tableName);
-  documents = createDocumentClient({ endpoint });
-  accounts = dynamoAccounts(documents, tableName, { apiKeyTag: MASTER_KEY });
+  table = await freshTable('keytags');
+  accounts = dynamoAccounts(table.documents, table.name, { apiKeyTag: MASTER_KEY });
   // Keys as they were issued before the tag: `otpk_` and 32 random bytes.
   legacyAccounts = new Accounts({
-    store: new DynamoAccountStore(documents, tableName),
+    store: new DynamoAccountStore(table.documents, table.name),
     keys: {
       ready: () => Promise.resolve(),
       newKey: async () => {
@@ -65,11 +57,7 @@ beforeAll(async () => {
   });
   serviceSid = (await accounts.createService(BY_TEST, { name: 'Tags', balance: 0, channels: ['sms'] })).sid;
 });
-afterAll(() => {
-  for (const client of clients) client.destroy();
-  documents?.destroy();
-  raw?.destroy();
-});
+afterAll(() => table?.close());
 
 /** A warm function instance: its own handler, guard (on the wall clock, as deployed) and DynamoDB client. */
 function instance(
@@ -80,13 +68,12 @@ function instance(
     keys?: KeyRing;
   } = {},
 ) {
-  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-  clients.push(client);
+  const client = table.client();
   const calls = new DynamoFaults();
   calls.install(client);
   const handler = buildFetchHandler(
     {
-      store: new DynamoStore(client, tableName),
+      store: new DynamoStore(client, table.name),
       clock: options.clock ?? new FakeClock(),
       // High enough that no real key of these tests meets its own per-key limit.
       settings: { keyRequestsPerMinute: 100_000 },
@@ -129,9 +116,9 @@ async function freshKeys(count: number): Promise<string[]> {
   );
   for (let i = 0; i < items.length; i += 24) {
     const batch = items.slice(i, i + 24).map((Item) => ({ PutRequest: { Item } }));
-    let unprocessed: Record<string, typeof batch> | undefined = { [tableName]: batch };
+    let unprocessed: Record<string, typeof batch> | undefined = { [table.name]: batch };
     while (unprocessed && Object.keys(unprocessed).length > 0) {
-      ({ UnprocessedItems: unprocessed } = (await documents.send(
+      ({ UnprocessedItems: unprocessed } = (await table.documents.send(
         new BatchWriteCommand({ RequestItems: unprocessed }),
       )) as { UnprocessedItems?: Record<string, typeof batch> });
     }

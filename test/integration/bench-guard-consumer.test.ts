@@ -3,10 +3,7 @@
  * the real consumer over a service's traffic, a batch per batching window, one read a batch and a write per record
  * it touches, priced by DynamoDB's rules; and the bill's DynamoDB line includes it.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { randomBytes } from 'node:crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { costModel, PRICES } from '../../bench/cost';
 import type { CountResults, OperationCount, PathCount } from '../../bench/counts';
 import { countGuardConsumer, type GuardConsumerCount } from '../../bench/guard-consumer';
@@ -15,30 +12,24 @@ import type { LatencyResults } from '../../bench/latency';
 import type { RequestSummary } from '../../bench/meter';
 import { guardConsumerLine } from '../../bench/report';
 import { distribution } from '../../bench/stats';
-import { createTable } from '../../local/table';
-import { dynamoEndpoint } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
-let documents: DynamoDBDocumentClient;
-let tableName: string;
+let table: TestTable;
 
 beforeAll(async () => {
-  tableName = `otp-bench-guard-${randomBytes(4).toString('hex')}`;
-  const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-  await createTable(raw, tableName);
-  raw.destroy();
-  documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+  table = await freshTable('bench-guard');
 });
-afterAll(() => documents.destroy());
+afterAll(() => table?.close());
 
 let counted: GuardConsumerCount;
 
 test('the consumer over a service traffic: a read a batch and a write a record, priced per send', async () => {
   const db = {
-    endpoint: dynamoEndpoint(),
-    tableName,
-    documents,
+    endpoint: table.endpoint,
+    tableName: table.name,
+    documents: table.documents,
     masterKey: 'bench-guard-consumer-test',
-    accounts: dynamoAccounts(documents, tableName, { apiKeyTag: 'bench-guard-consumer-test' }),
+    accounts: dynamoAccounts(table.documents, table.name, { apiKeyTag: 'bench-guard-consumer-test' }),
     stop: async () => undefined,
   };
   const window = GUARD_BATCH_WINDOW_SECONDS;

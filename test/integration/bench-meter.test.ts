@@ -3,31 +3,22 @@
  * one after another once each, with and without the API-key middleware's; a probe pricing writes (reads around
  * each) does not split requests sent together. DynamoDB Local.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { randomBytes } from 'node:crypto';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
-import { createTable } from '../../local/table';
 import { DynamoMeter } from '../../bench/meter';
-import { dynamoEndpoint } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
-const TableName = `otp-meter-${randomBytes(6).toString('hex')}`;
-let raw: DynamoDBClient;
-const clients: DynamoDBDocumentClient[] = [];
+let table: TestTable;
+let TableName: string;
 
 beforeAll(async () => {
-  raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-  await createTable(raw, TableName);
+  table = await freshTable('meter');
+  TableName = table.name;
 });
-afterAll(() => {
-  for (const client of clients) client.destroy();
-  raw?.destroy();
-});
+afterAll(() => table?.close());
 
 function metered(withProbe: boolean) {
-  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-  const probe = createDocumentClient({ endpoint: dynamoEndpoint() });
-  clients.push(client, probe);
+  const client = table.client();
+  const probe = table.client();
   const meter = new DynamoMeter('test', withProbe ? probe : undefined);
   meter.attach(client);
   return { client, meter };

@@ -5,12 +5,10 @@
  * batch still counts.
  */
 import { brotliCompressSync, brotliDecompressSync } from 'node:zlib';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { randomBytes } from 'node:crypto';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import {
   DYNAMODB_ITEM_LIMIT_BYTES,
   DynamoGuardAdmin,
@@ -32,27 +30,23 @@ import { keys } from '../../functions/adapters/dynamodb/keys';
 import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { countryPrefixOf } from '../../functions/core/guard/prefix';
 import type { Verification } from '../../functions/core/model';
-import { createTable } from '../../local/table';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
-import { dynamoEndpoint } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 const serviceSid = `VA${'c'.repeat(32)}`;
 const SHARD = 'shardId-00000001700000000000-0123abcd';
-let raw: DynamoDBClient;
-const opened: DynamoDBDocumentClient[] = [];
+const opened: TestTable[] = [];
 
-beforeAll(() => {
-  raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-});
 afterAll(() => {
-  raw.destroy();
-  for (const client of opened) client.destroy();
+  for (const table of opened) table.close();
 });
 
 interface Table {
   tableName: string;
   client: DynamoDBDocumentClient;
+  /** Another client on the table, apart from the consumer's (and its faults). */
+  newClient: () => DynamoDBDocumentClient;
   faults: DynamoFaults;
   handle: (event: GuardStreamEvent) => Promise<unknown>;
   /** What the consumer told of its own health: metrics and log lines. */
@@ -64,10 +58,9 @@ const clock = new FakeClock(new Date('2026-11-23T12:00:00Z'));
 
 /** A fresh table (the GLOBAL aggregates are shared by every service of a table) and the handler on it. */
 async function table(): Promise<Table> {
-  const tableName = `otp-guard-${randomBytes(6).toString('hex')}`;
-  await createTable(raw, tableName);
-  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-  opened.push(client);
+  const fresh = await freshTable('guard');
+  opened.push(fresh);
+  const { name: tableName, documents: client } = fresh;
   const faults = new DynamoFaults();
   faults.install(client);
   const metrics = new InMemoryMetrics();
@@ -78,7 +71,7 @@ async function table(): Promise<Table> {
     clock,
   };
   const handle = (event: GuardStreamEvent) => handleGuardStream(deps, event, { metrics, logger });
-  return { tableName, client, faults, handle, metrics, logs };
+  return { tableName, client, newClient: fresh.client, faults, handle, metrics, logs };
 }
 
 /** The stream record of a new verification to `to`, at sequence number `sequence` (21 digits, as DynamoDB's). */
@@ -362,8 +355,7 @@ test("a lift by hand while the consumer folds is kept: the consumer's state read
 
   // The operator's lift, on a client that lets the consumer write right after the lift's first request: the lift's
   // state and its aggregates' version were two writes, and the consumer's landed between them.
-  const adminClient = createDocumentClient({ endpoint: dynamoEndpoint() });
-  opened.push(adminClient);
+  const adminClient = t.newClient();
   let consumerWrote: Awaited<ReturnType<DynamoGuardStore['save']>> | undefined;
   adminClient.middlewareStack.add(
     (next) => async (args) => {

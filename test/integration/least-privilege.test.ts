@@ -20,7 +20,6 @@ import type { DynamoDBStreamEvent, SNSEvent } from 'aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { cryptoRandom, deriveKey, systemClock } from '../../functions/adapters/crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { TABLE_SCHEMA, keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../../functions/adapters/dynamodb/webhooks';
@@ -58,8 +57,8 @@ import type { ProviderFunctionName } from '../../lib/functions';
 import { PROVIDER_CONTEXT_KEYS } from '../../lib/provider-config';
 import { OtpStack } from '../../lib/otp-stack';
 import { whatsAppSnsEvent } from '../support/provider-events';
-import { createTable } from '../../local/table';
-import { BY_TEST, dynamoEndpoint } from '../support/harness';
+import { BY_TEST } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 type FunctionName = keyof OtpStack['functions'] | ProviderFunctionName;
 
@@ -218,12 +217,11 @@ const allows = (grant: Grant, access: Access): boolean =>
 let grants: Record<FunctionName, FunctionGrants>;
 const violations: string[] = [];
 const calls: Record<string, number> = {};
-const clients: DynamoDBDocumentClient[] = [];
-let tableName: string;
+let table: TestTable;
 
 /** A document client that lets through only what `name`'s role may do, as IAM would. */
 function clientFor(name: FunctionName): DynamoDBDocumentClient {
-  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
+  const client = table.client();
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const accesses = accessesOf(context.commandName ?? 'Unknown', args.input as Record<string, unknown>);
@@ -241,7 +239,6 @@ function clientFor(name: FunctionName): DynamoDBDocumentClient {
     },
     { step: 'initialize', priority: 'high', name: 'iamGrants' },
   );
-  clients.push(client);
   return client;
 }
 
@@ -352,10 +349,7 @@ beforeAll(async () => {
       (stack) => stack.providers!.receiptLambdas,
     ),
   } as Record<FunctionName, FunctionGrants>;
-  const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-  tableName = `otp-iam-${randomBytes(6).toString('hex')}`;
-  await createTable(raw, tableName);
-  raw.destroy();
+  table = await freshTable('iam');
 
   carrier = createServer((req, res) => {
     let body = '';
@@ -375,17 +369,16 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => carrier.listen(0, '127.0.0.1', resolve));
   env = {
-    TABLE_NAME: tableName,
+    TABLE_NAME: table.name,
     OTP_CARRIER_URL: `http://127.0.0.1:${(carrier.address() as AddressInfo).port}`,
     WEBHOOK_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/unused',
     WEBHOOK_DEAD_LETTER_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/unused-dlq',
   };
 
   // The operator's side (admin command): unrestricted.
-  const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
-  clients.push(admin);
+  const admin = table.client();
   // Keys tagged under the deployment's api-key-tag secret, as the admin command issues them.
-  const accounts = dynamoAccounts(admin, tableName, {
+  const accounts = dynamoAccounts(admin, table.name, {
     apiKeyTag: groupKeyRing({ apiKeyTag: roots.apiKeyTag }),
   });
   const service = await accounts.createService(BY_TEST, {
@@ -396,7 +389,7 @@ beforeAll(async () => {
   });
   serviceSid = service.sid;
   ({ apiKey } = await accounts.issueApiKey(BY_TEST, serviceSid));
-  const added = await new DynamoWebhookEndpoints(admin, tableName).addEndpoint(
+  const added = await new DynamoWebhookEndpoints(admin, table.name).addEndpoint(
     serviceSid,
     'https://hooks.example.com/otp',
     new WebhookSecretVault(groupKeyRing({ webhook: roots.webhook })),
@@ -407,7 +400,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const client of clients) client.destroy();
+  table?.close();
   await new Promise((resolve) => carrier?.close(resolve));
 });
 
@@ -419,20 +412,15 @@ describe('each function runs with exactly its template grants', () => {
   let jobs: QueuedJob[] = [];
 
   const rawItem = async (sid: string) => {
-    const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-    try {
-      return (
-        await raw.send(
-          new GetItemCommand({
-            TableName: tableName,
-            Key: { pk: { S: keys.verification(sid).pk }, sk: { S: 'VERIFICATION' } },
-            ConsistentRead: true,
-          }),
-        )
-      ).Item;
-    } finally {
-      raw.destroy();
-    }
+    return (
+      await table.raw.send(
+        new GetItemCommand({
+          TableName: table.name,
+          Key: { pk: { S: keys.verification(sid).pk }, sk: { S: 'VERIFICATION' } },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
   };
 
   test('send: new sends, an idempotent replay, and a send refused by the burst limit', async () => {
@@ -485,16 +473,13 @@ describe('each function runs with exactly its template grants', () => {
   test('deliver and afterWait: every channel rejects, delivery FAILED and the number marked', async () => {
     expect(await deliver(rejected)).toMatchObject({ next: 'end', deliveryStatus: 'FAILED' });
     // The tasks wrote the rejections on the number's item (NUMBER#), which send reads.
-    const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-    const number = await raw
-      .send(
-        new GetItemCommand({
-          TableName: tableName,
-          Key: { pk: { S: keys.number(REJECTING).pk }, sk: { S: keys.number(REJECTING).sk } },
-          ConsistentRead: true,
-        }),
-      )
-      .finally(() => raw.destroy());
+    const number = await table.raw.send(
+      new GetItemCommand({
+        TableName: table.name,
+        Key: { pk: { S: keys.number(REJECTING).pk }, sk: { S: keys.number(REJECTING).sk } },
+        ConsistentRead: true,
+      }),
+    );
     expect(Object.keys(number.Item ?? {}).some((name) => /^(rejected_|unreachable)/.test(name))).toBe(true);
   });
 
@@ -554,7 +539,7 @@ describe('each function runs with exactly its template grants', () => {
     } as unknown as DynamoDBStreamEvent;
     const published = await handleVerificationStream(
       {
-        endpoints: new DynamoWebhookEndpoints(clientFor('webhookEvents'), tableName),
+        endpoints: new DynamoWebhookEndpoints(clientFor('webhookEvents'), table.name),
         queue,
         clock: systemClock,
       },
@@ -570,7 +555,7 @@ describe('each function runs with exactly its template grants', () => {
       { eventName: 'INSERT', dynamodb: { NewImage: after } },
     ] as unknown as DynamoDBStreamEvent['Records']);
     expect(events).toHaveLength(1);
-    const deps = { store: new DynamoGuardStore(clientFor('guardSignals'), tableName), clock: systemClock };
+    const deps = { store: new DynamoGuardStore(clientFor('guardSignals'), table.name), clock: systemClock };
     await consumeGuardEvents(deps, events);
     await consumeGuardEvents(deps, events);
   });
@@ -586,7 +571,7 @@ describe('each function runs with exactly its template grants', () => {
     expect(await runWebhookJob(deps, job)).toBe('delivered');
     // The attempt's record, written with the sender's grants (a denied write would only be logged) and read back
     // with the console's.
-    expect(await new DynamoWebhookDeliveries(clientFor('console'), tableName).recent(serviceSid)).toEqual([
+    expect(await new DynamoWebhookDeliveries(clientFor('console'), table.name).recent(serviceSid)).toEqual([
       expect.objectContaining({
         eventId: job.eventId,
         attempt: 1,
@@ -658,16 +643,15 @@ describe('each function runs with exactly its template grants', () => {
   });
 
   test('console: every page of a member and of an operator, with its grants and the webhook key only', async () => {
-    const admin = createDocumentClient({ endpoint: dynamoEndpoint() });
-    clients.push(admin);
-    const accounts = dynamoAccounts(admin, tableName);
+    const admin = table.client();
+    const accounts = dynamoAccounts(admin, table.name);
     await accounts.addMember(BY_TEST, serviceSid, 'member@example.com');
     // Operator rights need the sign-in group and the table's record (admin `operator add`).
     await accounts.setOperator(BY_TEST, 'operator-sub', true);
     const handler = buildConsoleHandler(
       buildConsoleDeps(
         env,
-        { client: clientFor('console'), tableName },
+        { client: clientFor('console'), tableName: table.name },
         ringFor('console'),
         quiet,
         async () => ({
@@ -737,7 +721,7 @@ describe('each function runs with exactly its template grants', () => {
     await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/disable`));
     await ok(member('GET', `${svc}/webhooks`));
     // The secret it sealed opens with the webhook key the sender holds.
-    const endpoint = await new DynamoWebhookEndpoints(admin, tableName).getEndpoint(
+    const endpoint = await new DynamoWebhookEndpoints(admin, table.name).getEndpoint(
       serviceSid,
       String(hook.endpointSid),
     );

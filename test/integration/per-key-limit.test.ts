@@ -4,55 +4,42 @@
  * migrated. Each instance is its own DynamoStore, API-key guard and fetch handler over DynamoDB Local, with a
  * call log on its own client (the reliability suite's fault middleware, no fault set).
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import type { Accounts } from '../../functions/core/accounts/accounts';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { DynamoStore } from '../../functions/adapters/dynamodb/store';
 import { HmacApiKeyTagger, hashApiKey } from '../../functions/adapters/crypto';
 import { silentLogger } from '../../functions/adapters/logger';
 import { buildFetchHandler } from '../../functions/http/api';
 import { ApiKeyGuard } from '../../functions/http/middleware';
-import { createTable } from '../../local/table';
 import { fetchEvent, lambdaContext, type Caller } from '../../bench/events';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
-import { BY_TEST, dynamoEndpoint } from '../support/harness';
+import { BY_TEST } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
 const MINUTE = 60_000;
 /** A verification that does not exist: a request that passed auth and the limit answers 404. */
 const SID = 'VE0123456789abcdef0123456789abcdef';
 
-let raw: DynamoDBClient;
-let documents: DynamoDBDocumentClient;
+let table: TestTable;
 let accounts: Accounts;
-const tableName = `otp-perkey-${randomBytes(6).toString('hex')}`;
-const clients: DynamoDBDocumentClient[] = [];
 const MASTER_KEY = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
-  const endpoint = dynamoEndpoint();
-  raw = createDynamoClient({ endpoint });
-  await createTable(raw, tableName);
-  documents = createDocumentClient({ endpoint });
-  accounts = dynamoAccounts(documents, tableName, { apiKeyTag: MASTER_KEY });
+  table = await freshTable('perkey');
+  accounts = dynamoAccounts(table.documents, table.name, { apiKeyTag: MASTER_KEY });
 });
-afterAll(() => {
-  for (const client of clients) client.destroy();
-  documents?.destroy();
-  raw?.destroy();
-});
+afterAll(() => table?.close());
 
 /** A function instance: its own store (and its memory of the key's windows), guard and DynamoDB client. */
 function instance(clock: FakeClock, requestsPerMinute: number) {
-  const client = createDocumentClient({ endpoint: dynamoEndpoint() });
-  clients.push(client);
+  const client = table.client();
   const calls = new DynamoFaults();
   calls.install(client);
-  const store = new DynamoStore(client, tableName);
+  const store = new DynamoStore(client, table.name);
   const handler = buildFetchHandler(
     {
       store,
@@ -80,9 +67,9 @@ async function newCaller(): Promise<Caller> {
 
 const keyItem = async (caller: Caller) =>
   (
-    await documents.send(
+    await table.documents.send(
       new GetCommand({
-        TableName: tableName,
+        TableName: table.name,
         Key: keys.apiKey(hashApiKey(caller.apiKey)),
         ConsistentRead: true,
       }),
@@ -198,8 +185,8 @@ describe('stale windows', () => {
     const caller = await newCaller();
     const { clock, window } = minuteClock();
     const old = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [entry(window(-20 + i)), 3]));
-    await documents.send(
-      new PutCommand({ TableName: tableName, Item: { ...(await keyItem(caller))!, rate_counts: old } }),
+    await table.documents.send(
+      new PutCommand({ TableName: table.name, Item: { ...(await keyItem(caller))!, rate_counts: old } }),
     );
     const a = instance(clock, 100);
     expect(await a.fetch(caller)).toBe(404);
@@ -214,9 +201,9 @@ describe('key items written before the counts map', () => {
     const service = await accounts.createService(BY_TEST, { name: 'Legacy', balance: 0, channels: ['sms'] });
     const apiKey = `otpk_${randomBytes(32).toString('base64url')}`;
     const keyHash = hashApiKey(apiKey);
-    await documents.send(
+    await table.documents.send(
       new PutCommand({
-        TableName: tableName,
+        TableName: table.name,
         Item: {
           ...keys.apiKey(keyHash),
           type: 'api_key',

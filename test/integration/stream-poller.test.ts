@@ -3,39 +3,32 @@
  * Batching (the guard consumer's mode) gathers records for its interval after every read, as Lambda's batching
  * window does, yet reads a backlog on without waiting.
  */
-import { randomBytes } from 'node:crypto';
-import { PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from '../../functions/adapters/logger';
 import { StreamPoller } from '../../local/stream-poller';
-import { createTable } from '../../local/table';
-import { dynamoEndpoint, eventually } from '../support/harness';
+import { eventually } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
-const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-let documents: DynamoDBDocumentClient;
+const tables: TestTable[] = [];
 const pollers: StreamPoller[] = [];
 const logger: Logger = { log: () => undefined };
 
-beforeAll(() => {
-  documents = createDocumentClient({ endpoint: dynamoEndpoint() });
-});
 afterEach(async () => {
   await Promise.all(pollers.splice(0).map((poller) => poller.stop()));
 });
 afterAll(() => {
-  documents.destroy();
-  raw.destroy();
+  for (const table of tables) table.close();
 });
 
 /** A fresh table with a poller on it; `batches`: the size of each batch handed over, in order. */
 async function polled(options: { intervalMs: number; batching?: boolean; handlerMs?: number }) {
   const { handlerMs = 0, ...pollerOptions } = options;
-  const tableName = `otp-poller-${randomBytes(6).toString('hex')}`;
-  await createTable(raw, tableName);
+  const table = await freshTable('poller');
+  tables.push(table);
   const batches: number[] = [];
   const poller = new StreamPoller({
-    endpoint: dynamoEndpoint(),
-    tableName,
+    endpoint: table.endpoint,
+    tableName: table.name,
     logger,
     ...pollerOptions,
     handle: async (event) => {
@@ -46,7 +39,7 @@ async function polled(options: { intervalMs: number; batching?: boolean; handler
   await poller.start();
   pollers.push(poller);
   const put = (i: number) =>
-    documents.send(new PutCommand({ TableName: tableName, Item: { pk: `ITEM#${i}`, sk: 'A' } }));
+    table.documents.send(new PutCommand({ TableName: table.name, Item: { pk: `ITEM#${i}`, sk: 'A' } }));
   return { batches, put };
 }
 

@@ -5,33 +5,24 @@
  * the limit, a template deleted twice is counted off once, and a service made before the count is counted from
  * its templates' items at its next template change. DynamoDB Local and the accounts core.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { MAX_TEMPLATES_PER_SERVICE, type Accounts } from '../../functions/core/accounts/accounts';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
-import { createTable } from '../../local/table';
-import { BY_TEST, dynamoEndpoint } from '../support/harness';
+import { BY_TEST } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
-const tableName = `otp-templimit-${randomBytes(6).toString('hex')}`;
-
-let raw: DynamoDBClient;
-let documents: DynamoDBDocumentClient;
+let table: TestTable;
 let accounts: Accounts;
 
 beforeAll(async () => {
-  const endpoint = dynamoEndpoint();
-  raw = createDynamoClient({ endpoint });
-  await createTable(raw, tableName);
-  documents = createDocumentClient({ endpoint });
-  accounts = dynamoAccounts(documents, tableName, { apiKeyTag: randomBytes(32).toString('base64url') });
+  table = await freshTable('templimit');
+  accounts = dynamoAccounts(table.documents, table.name, {
+    apiKeyTag: randomBytes(32).toString('base64url'),
+  });
 });
-afterAll(() => {
-  documents?.destroy();
-  raw?.destroy();
-});
+afterAll(() => table?.close());
 
 /** A new service, with its default template (counted). */
 const newService = async () =>
@@ -49,7 +40,7 @@ async function addAll(sid: string, count: number) {
 
 const stored = async (sid: string) => (await accounts.store.listTemplates(sid)).length;
 const counted = async (sid: string) =>
-  (await documents.send(new GetCommand({ TableName: tableName, Key: keys.service(sid) }))).Item
+  (await table.documents.send(new GetCommand({ TableName: table.name, Key: keys.service(sid) }))).Item
     ?.template_count;
 
 test('the limit holds under concurrent adds; past it, too_many and nothing written', async () => {
@@ -93,9 +84,9 @@ test('a service made before the count is counted from its items at its next chan
   const sid = await newService();
   await add(sid, 1);
   await add(sid, 2);
-  await documents.send(
+  await table.documents.send(
     new UpdateCommand({
-      TableName: tableName,
+      TableName: table.name,
       Key: keys.service(sid),
       UpdateExpression: 'REMOVE template_count',
     }),

@@ -6,7 +6,6 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { jsonLogger } from '../../functions/adapters/logger';
 import type { Accounts } from '../../functions/core/accounts/accounts';
 import type { ChangeContext } from '../../functions/core/accounts/ports';
@@ -18,9 +17,11 @@ import { CHANNELS, type Channel } from '../../functions/core/routing';
 import { SETTING_ENV, type Settings } from '../../functions/core/settings';
 import type { ChannelBehaviour } from '../../local/carrier';
 import { startLocalStack, type LocalProviderSimulatorOptions, type LocalStack } from '../../local/stack';
-import { createTable } from '../../local/table';
 import { recordPoll } from './answer-recorder';
 import { FakeClock } from './fake-clock';
+import { freshTable } from './table';
+
+export { dynamoEndpoint } from './table';
 
 /** Who the tests' own account changes are recorded as. */
 export const BY_TEST: ChangeContext = { actor: 'test' };
@@ -66,15 +67,6 @@ export interface HarnessOptions {
   sweepIntervalMs?: number;
 }
 
-export function dynamoEndpoint(): string {
-  const endpoint = process.env.DYNAMODB_ENDPOINT;
-  if (!endpoint)
-    throw new Error(
-      'DYNAMODB_ENDPOINT is not set: run the tests through jest (global setup starts DynamoDB Local)',
-    );
-  return endpoint;
-}
-
 /** The system's time, plus every wait asked for, made at once: pacing still spaces the calls on this clock. */
 function unwaitingClock() {
   let waited = 0;
@@ -88,13 +80,10 @@ function unwaitingClock() {
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const endpoint = dynamoEndpoint();
-  const tableName = `otp-test-${randomBytes(6).toString('hex')}`;
-  const raw = createDynamoClient({ endpoint });
-  await createTable(raw, tableName);
-  const documents = createDocumentClient({ endpoint });
+  const table = await freshTable('test');
+  const { endpoint, name: tableName, raw, documents } = table;
   // The service's own client, apart from the one the harness reads and seeds with: faults touch only the service.
-  const serviceClient = createDocumentClient({ endpoint });
+  const serviceClient = table.client();
   options.decorateDynamoClient?.(serviceClient);
   const clock = new FakeClock();
   const logs: string[] = [];
@@ -158,9 +147,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async close() {
       await stack.close();
-      raw.destroy();
-      documents.destroy();
-      serviceClient.destroy();
+      table.close();
     },
   };
 }
