@@ -66,7 +66,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     await request.authorized;
     // An unparseable number is refused before anything is read, unless the key replays an accepted send.
     if (request.idempotencyKey) {
-      const sid = await store.getIdempotentSid(request.serviceSid, request.idempotencyKey);
+      const sid = await store.getIdempotentSid(request.serviceSid, request.idempotencyKey, deps.clock.now());
       if (sid) return replay(deps, sid);
     }
     throw new OtpError('unroutable', phoneProblem(request.to));
@@ -87,7 +87,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
   // written or answered before all are done.
   let [, context] = await Promise.all([
     request.authorized,
-    store.loadSendContext({ ...query, latest: false }),
+    store.loadSendContext({ ...query, latest: false, now: deps.clock.now() }),
     deps.vault.ready?.(),
   ]);
   // A guard block: the read that confirms it (or decides again) also reads the service's last sends to the number,
@@ -103,6 +103,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     return store.loadSendContext({
       ...query,
       latest: true,
+      now: deps.clock.now(),
       ...(verificationSids?.length && { verificationSids }),
     });
   };

@@ -373,6 +373,29 @@ describe('Idempotency-Key: a repeated key replays the accepted send', () => {
     const ok = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': 'k'.repeat(191) } });
     expect(ok.status).toBe(201);
   });
+
+  // Last in the file: it moves the clock a day on.
+  it('remembers a key 24 hours: past them, even before TTL removes its item, the key sends and charges anew', async () => {
+    const headers = { 'idempotency-key': `day-${Math.random()}` };
+    const first = await api.send({ To: freshUsNumber() }, { headers });
+    expect(first.status).toBe(201);
+    harness.clock.advance(24 * 3_600_000 - 1_000);
+    const within = await api.send({ To: freshUsNumber() }, { headers });
+    expect(within.body.sid).toBe(first.body.sid);
+
+    harness.clock.advance(2_000);
+    const before = await balance();
+    const to = freshUsNumber();
+    const after = await api.send({ To: to }, { headers });
+    expect(after.status).toBe(201);
+    expect(after.headers.get('idempotent-replayed')).toBeNull();
+    expect(after.body).toMatchObject({ to, status: 'PENDING' });
+    expect(await balance()).toBe(before - Number(after.body.price) * UNITS_PER_USD);
+    expect((await charges()).map((line) => line.verificationSid)).toEqual([first.body.sid, after.body.sid]);
+    // The key now names the new send, for its own 24 hours.
+    const again = await api.send({ To: 'not-a-number' }, { headers });
+    expect(again.body.sid).toBe(after.body.sid);
+  });
 });
 
 async function waitForMessages(client: ApiClient, to: string, count = 1) {

@@ -33,6 +33,13 @@ import { planDraws, readShardBalances, shardOf, type Draw } from './balance-shar
 import { batchGetAll, markedUpdate, transactSettled, updateIfConditionHolds } from './requests';
 import { NOT_GUESSED, VERIFICATION_ATTR, attr, statusWrite } from './status-write';
 
+/**
+ * The idempotency item, unless it is past its `ttl`: TTL may take days to remove it, and a key is remembered 24
+ * hours (docs/api.md), as a top-up's key is.
+ */
+const remembered = (item: Record<string, unknown> | undefined, now = new Date()) =>
+  item && !(typeof item.ttl === 'number' && item.ttl <= Math.floor(now.getTime() / 1000)) ? item : undefined;
+
 /** The number log's attribute naming the refusal that wrote it last (`recordRefusedSend`). */
 const NUMBER_LAST_WRITE = 'last_write';
 /** Transactions paying from several shards, one after another, while other sends keep changing the shards. */
@@ -96,7 +103,7 @@ export class DynamoVerificationStore implements VerificationStore {
     const serviceItem = find(wanted.service);
     const service = serviceItem && serviceFromItem(serviceItem);
     const template = find(wanted.template);
-    const idempotency = find(wanted.idempotency);
+    const idempotency = remembered(find(wanted.idempotency), query.now);
     return {
       ...(service && { service }),
       ...(service?.balanceShards !== undefined && { balanceUnread: true as const }),
@@ -113,7 +120,11 @@ export class DynamoVerificationStore implements VerificationStore {
     };
   }
 
-  async getIdempotentSid(serviceSid: string, idempotencyKey: string): Promise<string | undefined> {
+  async getIdempotentSid(
+    serviceSid: string,
+    idempotencyKey: string,
+    now?: Date,
+  ): Promise<string | undefined> {
     const { Item } = await this.client.send(
       new GetCommand({
         TableName: this.tableName,
@@ -121,7 +132,7 @@ export class DynamoVerificationStore implements VerificationStore {
         ConsistentRead: true,
       }),
     );
-    return Item?.verification_sid as string | undefined;
+    return remembered(Item, now)?.verification_sid as string | undefined;
   }
 
   async acceptSend(input: AcceptSend): Promise<AcceptResult> {
@@ -211,7 +222,10 @@ export class DynamoVerificationStore implements VerificationStore {
               verification_sid: verification.sid,
               ttl: ttlAfter(now, IDEMPOTENCY_RETENTION_SECONDS),
             },
-            ConditionExpression: 'attribute_not_exists(pk)',
+            // A key past its 24 hours is taken anew, though TTL has not removed its item yet.
+            ConditionExpression: 'attribute_not_exists(pk) OR #ttl <= :now',
+            ExpressionAttributeNames: { '#ttl': 'ttl' },
+            ExpressionAttributeValues: { ':now': ttlAfter(now, 0) },
           },
         },
       });

@@ -66,7 +66,8 @@ export class MemoryStore
   private readonly events = new Map<string, EventMarks>();
   /** The sweeper's cursor, as saved (one item in DynamoDB). */
   private sweepCursor: SweepCursor | undefined;
-  private readonly idempotency = new Map<string, string>();
+  /** Per key, the verification SID and until when (ms) it is remembered: 24 hours, as the table's `ttl`. */
+  private readonly idempotency = new Map<string, { sid: string; until: number }>();
   private readonly numbers = new Map<string, NumberRecord>();
   private readonly endpoints = new Map<string, WebhookEndpoint>();
   private readonly ledger: MemoryCharge[] = [];
@@ -121,7 +122,8 @@ export class MemoryStore
     const service = this.services.get(query.serviceSid);
     const template = query.templateSid && this.templates.get(`${query.serviceSid}/${query.templateSid}`);
     const idempotentSid =
-      query.idempotencyKey && this.idempotency.get(idempotencyKey(query.serviceSid, query.idempotencyKey));
+      query.idempotencyKey &&
+      this.remembered(idempotencyKey(query.serviceSid, query.idempotencyKey), query.now);
     return {
       ...(service && { service: clone(service) }),
       ...(template && { template: clone(template) }),
@@ -137,8 +139,13 @@ export class MemoryStore
     };
   }
 
-  async getIdempotentSid(serviceSid: string, key: string): Promise<string | undefined> {
-    return this.idempotency.get(idempotencyKey(serviceSid, key));
+  async getIdempotentSid(serviceSid: string, key: string, now?: Date): Promise<string | undefined> {
+    return this.remembered(idempotencyKey(serviceSid, key), now);
+  }
+
+  private remembered(key: string, now = new Date()): string | undefined {
+    const entry = this.idempotency.get(key);
+    return entry && entry.until > now.getTime() ? entry.sid : undefined;
   }
 
   async acceptSend(input: AcceptSend): Promise<AcceptResult> {
@@ -146,7 +153,7 @@ export class MemoryStore
     const key = input.idempotencyKey && idempotencyKey(verification.serviceSid, input.idempotencyKey);
     const service = this.services.get(verification.serviceSid);
     // The same order of reasons as the DynamoDB transaction's cancellation.
-    if (key && this.idempotency.has(key)) return { ok: false, reason: 'idempotency_key_taken' };
+    if (key && this.remembered(key, now)) return { ok: false, reason: 'idempotency_key_taken' };
     if (!this.numberAtVersion(input.number)) return { ok: false, reason: 'conflict' };
     if (!service || service.balance < verification.price) return { ok: false, reason: 'insufficient_funds' };
     if (this.verifications.has(verification.sid)) return { ok: false, reason: 'conflict' };
@@ -160,7 +167,7 @@ export class MemoryStore
       at: now.toISOString(),
     });
     this.writeNumberLog(input.number, input.numberSends, input.numberRecent);
-    if (key) this.idempotency.set(key, verification.sid);
+    if (key) this.idempotency.set(key, { sid: verification.sid, until: now.getTime() + IDEMPOTENCY_MS });
     return { ok: true };
   }
 
@@ -357,6 +364,8 @@ export class MemoryStore
 }
 
 const idempotencyKey = (serviceSid: string, key: string): string => `${serviceSid}\n${key}`;
+/** How long an `Idempotency-Key` is remembered (docs/api.md). */
+const IDEMPOTENCY_MS = 24 * 3_600_000;
 
 /** The code was not guessed right yet: compares two stored hashes, never a guess (see `settledStatus`). */
 const notGuessed = (v: Verification): boolean =>
