@@ -31,7 +31,6 @@ import { NumberSource } from './setup';
 const STEP_OFFSETS_MS: Record<string, number> = {
   'send/api': 0,
   // The deliver task right after the send; AfterWait at the end of the 8 s wait when no receipt came.
-  'send/tasks': 200,
   'delivery/tasks': 200,
   'delivery/receipts': 3_000,
   'delivery/polls': 4_000,
@@ -131,14 +130,25 @@ const isKeyItem = (access: ModelAccess) => access.pk.startsWith(keys.apiKey('').
 const SAMPLE_NUMBERS_FROM = 30_000_000;
 const SAMPLE_PREFIX = '+447430';
 
-async function recordSample(service: BenchService, caller: Caller, count: number) {
+/**
+ * The meters of a delivery (its tasks, receipt callbacks and status reads): a delivery runs beside the sends after
+ * its own, so its requests are the delivery step's whatever phase the sample is in.
+ */
+const DELIVERY_METERS = new Set(['tasks', 'receipts', 'polls']);
+
+/** The sample's requests, each under its step; throws when a request fits no step (it would be lost). */
+export async function recordSample(service: BenchService, caller: Caller, count: number) {
   const requests: SampleRequest[] = [];
+  const unplaced = new Set<string>();
   let phase = 'send';
   const meters = Object.values(service.meters);
   for (const meter of meters) {
     meter.onRequest = (request) => {
-      if (STEP_OFFSETS_MS[`${phase}/${request.meter}`] === undefined) return;
-      requests.push({ ...request, step: `${phase}/${request.meter}` });
+      const step = DELIVERY_METERS.has(request.meter)
+        ? `delivery/${request.meter}`
+        : `${phase}/${request.meter}`;
+      if (STEP_OFFSETS_MS[step] === undefined) unplaced.add(step);
+      else requests.push({ ...request, step });
     };
   }
   const numbers = new NumberSource(SAMPLE_NUMBERS_FROM);
@@ -188,6 +198,7 @@ async function recordSample(service: BenchService, caller: Caller, count: number
     for (const meter of meters) meter.onRequest = undefined;
     service.carrier.clearRules();
   }
+  if (unplaced.size > 0) throw new Error(`capacity sample: requests of no step: ${[...unplaced].join(', ')}`);
   // One verification's own keys: those naming its SID or number, and the items the sample created.
   const tokens = [...sids, ...recipients];
   const ownKey = (value: string) => tokens.some((token) => value.includes(token));
