@@ -3,29 +3,23 @@
  * the API's, and the deliveries', which run beside the later sends. The meters' own counts are the oracle.
  * DynamoDB Local.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { createDocumentClient, createDynamoClient } from '../../functions/adapters/dynamodb/client';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { recordSample } from '../../bench/capacity';
 import { startBenchService, type BenchService } from '../../bench/service';
 import { createAccount, type BenchDb } from '../../bench/setup';
-import { createTable } from '../../local/table';
-import { dynamoEndpoint } from '../support/harness';
+import { freshTable, type TestTable } from '../support/table';
 
-let documents: DynamoDBDocumentClient;
+let table: TestTable;
 let db: BenchDb;
 let service: BenchService | undefined;
 
 beforeAll(async () => {
-  const tableName = `otp-bench-capacity-${randomBytes(4).toString('hex')}`;
-  const raw = createDynamoClient({ endpoint: dynamoEndpoint() });
-  await createTable(raw, tableName);
-  raw.destroy();
-  documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+  table = await freshTable('bench-capacity');
+  const { endpoint, name: tableName, documents } = table;
   const masterKey = randomBytes(32).toString('base64url');
   db = {
-    endpoint: dynamoEndpoint(),
+    endpoint,
     tableName,
     documents,
     masterKey,
@@ -35,7 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await service?.close();
-  documents?.destroy();
+  table?.close();
 });
 
 test("the sample holds every API and delivery request, receipts that came during later sends' included", async () => {
