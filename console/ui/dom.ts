@@ -97,6 +97,29 @@ export function action(label: string, run: () => Promise<void>, cls = ''): HTMLE
   return h('span', {}, button, ' ', out);
 }
 
+/**
+ * A form's submit handler: one request at a time, its submit buttons disabled meanwhile (a double click or a second
+ * Enter would otherwise add a second webhook endpoint, whose secret is never shown, or a second service with its
+ * opening balance), and the error shown in `err`.
+ */
+export function submitted(err: HTMLElement, run: () => Promise<void>): (event: Event) => void {
+  let busy = false;
+  return (event) => {
+    event.preventDefault();
+    if (busy) return;
+    busy = true;
+    const buttons = [...(event.currentTarget as HTMLFormElement).querySelectorAll('button')];
+    for (const button of buttons) button.disabled = true;
+    err.textContent = '';
+    run()
+      .catch((error: unknown) => (err.textContent = error instanceof Error ? error.message : String(error)))
+      .finally(() => {
+        busy = false;
+        for (const button of buttons) button.disabled = false;
+      });
+  };
+}
+
 export function formError(): HTMLElement {
   return h('p', { role: 'status', class: 'error' });
 }

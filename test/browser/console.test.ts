@@ -265,11 +265,11 @@ test('the template form shows the SMS size as the text is typed, and the server 
   expect(await text('#template-size')).toMatch(
     /GSM-7, 318 characters, 3 parts .*: over this service's limit of 2 parts/,
   );
-  // The status still holds the last refusal: wait for the new one.
+  // The status still holds the last refusal until the form is sent again (then it is emptied): wait for the new one.
   const previous = await text('form [role=status]');
   await page.click('form button[type=submit]');
   await page.waitForFunction(
-    (before) => document.querySelector('form [role=status]')?.textContent !== before,
+    (before) => !['', before].includes(document.querySelector('form [role=status]')?.textContent ?? ''),
     {},
     previous,
   );
@@ -363,6 +363,40 @@ test('add a webhook endpoint: its secret shown once', async () => {
   // The recent deliveries come from the table: none yet for an endpoint just added.
   expect(await text('#webhook-deliveries')).toBe('No deliveries in the last 7 days.');
   await shot('webhooks');
+});
+
+test('a double click on a form sends it once: one webhook endpoint (its secret shown), one template', async () => {
+  const count = (path: string, list: string) =>
+    page.evaluate(
+      async (p, l) => {
+        const token = sessionStorage.getItem('otp-console-token') ?? '';
+        const response = await fetch(`/console/api${p}`, { headers: { authorization: `Bearer ${token}` } });
+        return ((await response.json()) as Record<string, unknown[]>)[l]!.length;
+      },
+      path,
+      list,
+    );
+  const doubleClick = (label: string) =>
+    page.evaluate((name) => {
+      const button = [...document.querySelectorAll('form button')].find((b) => b.textContent === name);
+      if (!button) throw new Error(`No ${name} button`);
+      (button as HTMLButtonElement).click();
+      (button as HTMLButtonElement).click();
+    }, label);
+  await go(`/s/${demo.serviceSid}/webhooks`, '#webhook-url');
+  const endpoints = await count(`/services/${demo.serviceSid}/webhooks`, 'endpoints');
+  await page.type('#webhook-url', `${stack.url}/_local/webhooks/receiver`);
+  await doubleClick('Add endpoint');
+  await page.waitForSelector('#webhook-secret');
+  await page.waitForNetworkIdle({ idleTime: 300 });
+  expect(await count(`/services/${demo.serviceSid}/webhooks`, 'endpoints')).toBe(endpoints + 1);
+  await go(`/s/${demo.serviceSid}/templates`, '#template-body');
+  const templates = await count(`/services/${demo.serviceSid}/templates`, 'templates');
+  await page.type('#template-body', 'Once only: {code}');
+  await doubleClick('Add template');
+  await rowShows('Once only: {code}', 'Make default');
+  await page.waitForNetworkIdle({ idleTime: 300 });
+  expect(await count(`/services/${demo.serviceSid}/templates`, 'templates')).toBe(templates + 1);
 });
 
 test("a template over the service's lowered part limit is flagged, not refused", async () => {

@@ -1,6 +1,6 @@
 /** The operator's page: every service, its balance and top-up, and creating a service. */
 import { api } from '../api';
-import { action, formError, h, show, table } from '../dom';
+import { action, formError, h, show, submitted, table } from '../dom';
 import { loadMe, session } from '../session';
 
 export async function operatorPage(): Promise<void> {
@@ -55,15 +55,14 @@ export async function operatorPage(): Promise<void> {
       'form',
       {
         class: 'card',
-        onsubmit: (event) => {
-          event.preventDefault();
-          api('POST', '/services', { name: name.value, balance: balance.value.trim() || '0' })
-            .then(async (created) => {
-              await loadMe();
-              location.hash = `#/s/${String(created.sid)}/settings`;
-            })
-            .catch((e: Error) => (err.textContent = e.message));
-        },
+        onsubmit: submitted(err, async () => {
+          const created = await api('POST', '/services', {
+            name: name.value,
+            balance: balance.value.trim() || '0',
+          });
+          await loadMe();
+          location.hash = `#/s/${String(created.sid)}/settings`;
+        }),
       },
       h('label', { for: 'new-name' }, 'Name'),
       name,

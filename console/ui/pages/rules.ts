@@ -1,7 +1,7 @@
 /** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
 import { E164_PREFIX_PATTERN } from '../../../functions/core/accounts/formats';
 import { api, type Json } from '../api';
-import { action, formError, h, show, table, when } from '../dom';
+import { action, formError, h, show, submitted, table, when } from '../dom';
 
 export interface HighRisk {
   country: string;
@@ -161,16 +161,15 @@ function capsSection(sid: string, c: Json): HTMLElement {
       'form',
       {
         class: 'row card',
-        onsubmit: (event) => {
-          event.preventDefault();
+        onsubmit: submitted(err, async () => {
           const body: Json = {};
           for (const { field, input } of inputs) {
             const text = input.value.trim();
             if (text === '') continue;
             body[field] = field.endsWith('Spend') ? text : Number(text);
           }
-          put(country.value, body).catch((e: Error) => (err.textContent = e.message));
-        },
+          await put(country.value, body);
+        }),
       },
       h('label', { for: 'cap-country' }, 'Country'),
       country,
@@ -225,12 +224,9 @@ export async function rulesPage(sid: string): Promise<void> {
       'form',
       {
         class: 'row card',
-        onsubmit: (event) => {
-          event.preventDefault();
-          save({ blockedCountries: [...countries, country.value], blockedPrefixes: prefixes }).catch(
-            (e: Error) => (err.textContent = e.message),
-          );
-        },
+        onsubmit: submitted(err, () =>
+          save({ blockedCountries: [...countries, country.value], blockedPrefixes: prefixes }),
+        ),
       },
       h('label', { for: 'country' }, 'Country'),
       country,
@@ -253,12 +249,9 @@ export async function rulesPage(sid: string): Promise<void> {
       'form',
       {
         class: 'row card',
-        onsubmit: (event) => {
-          event.preventDefault();
-          save({ blockedCountries: countries, blockedPrefixes: [...prefixes, prefix.value.trim()] }).catch(
-            (e: Error) => (err.textContent = e.message),
-          );
-        },
+        onsubmit: submitted(err, () =>
+          save({ blockedCountries: countries, blockedPrefixes: [...prefixes, prefix.value.trim()] }),
+        ),
       },
       h('label', { for: 'prefix' }, 'E.164 prefix'),
       prefix,

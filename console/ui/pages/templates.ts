@@ -6,7 +6,7 @@ import {
   type TemplateSize,
 } from '../../../functions/core/accounts/formats';
 import { LONGEST_CODE } from '../../../functions/core/sms-segments';
-import { action, badge, copyButton, formError, h, show, table } from '../dom';
+import { action, badge, copyButton, formError, h, show, submitted, table } from '../dom';
 
 const parts = (n: number) => `${n} part${n === 1 ? '' : 's'}`;
 
@@ -95,12 +95,10 @@ export async function templatesPage(sid: string): Promise<void> {
       'form',
       {
         class: 'card',
-        onsubmit: (event) => {
-          event.preventDefault();
-          void api('POST', `/services/${sid}/templates`, { body: body.value, default: makeDefault.checked })
-            .then(() => templatesPage(sid))
-            .catch((error: Error) => (err.textContent = error.message));
-        },
+        onsubmit: submitted(err, async () => {
+          await api('POST', `/services/${sid}/templates`, { body: body.value, default: makeDefault.checked });
+          await templatesPage(sid);
+        }),
       },
       h('label', { for: 'template-body' }, 'Text (must contain {code})'),
       body,

@@ -1,6 +1,6 @@
 /** The webhooks page: endpoints (the signing secret shown once), rotation, and the recent deliveries. */
 import { api, type Json } from '../api';
-import { action, badge, copyButton, formError, h, show, table, when } from '../dom';
+import { action, badge, copyButton, formError, h, show, submitted, table, when } from '../dom';
 
 export async function webhooksPage(
   sid: string,
@@ -70,14 +70,14 @@ export async function webhooksPage(
       'form',
       {
         class: 'row card',
-        onsubmit: (event) => {
-          event.preventDefault();
-          api<{ endpointSid: string; secret: string }>('POST', `/services/${sid}/webhooks`, {
-            url: url.value,
-          })
-            .then((added) => webhooksPage(sid, added))
-            .catch((e: Error) => (err.textContent = e.message));
-        },
+        onsubmit: submitted(err, async () => {
+          const added = await api<{ endpointSid: string; secret: string }>(
+            'POST',
+            `/services/${sid}/webhooks`,
+            { url: url.value },
+          );
+          await webhooksPage(sid, added);
+        }),
       },
       h('label', { for: 'webhook-url' }, 'URL'),
       url,
