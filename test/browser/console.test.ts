@@ -532,6 +532,22 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
     [...document.querySelectorAll('#caps tr')].some((tr) => tr.textContent?.startsWith('GB5')),
   );
   expect(await text('#caps tbody')).toContain('2.5000');
+  // Choosing a country shows its caps in the form: changing one of them keeps the others.
+  await page.select('#cap-country', 'GB');
+  expect(await page.$eval('#cap-dailySpend', (el) => (el as HTMLInputElement).value)).toBe('2.5000');
+  await page.$eval('#cap-hourlySends', (el) => ((el as HTMLInputElement).value = '6'));
+  await clickButton('Set caps');
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#caps tr')].some((tr) => tr.textContent?.startsWith('GB6')),
+  );
+  expect(await text('#caps tbody')).toContain('2.5000');
+  // A number the page cannot read is refused, not saved as "no cap".
+  await page.select('#cap-country', 'GB');
+  await page.$eval('#cap-hourlySends', (el) => ((el as HTMLInputElement).value = '1,000'));
+  await clickButton('Set caps');
+  await page.waitForFunction(() => document.querySelector('#caps p[role=status]')?.textContent !== '');
+  expect(await text('#caps p[role=status]')).toBe('hourlySends must be a number.');
+  expect((await stackAccounts().getService(demo.serviceSid))?.guard?.caps?.GB?.hourlySends).toBe(6);
   // Reached (as the guard's consumer records it): the page alerts the owner.
   await putGuardBlock('GB', { prefix: '+44', reason: 'country_cap', figures: { hourly_sends: 5, cap: 5 } });
   await page.reload();

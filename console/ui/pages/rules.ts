@@ -130,6 +130,16 @@ function capsSection(sid: string, c: Json): HTMLElement {
       placeholder: 'none',
     }) as HTMLInputElement,
   }));
+  // The form holds every cap of the chosen country, as a PUT sets them all: an empty field is no cap, so one
+  // left empty only because the form did not show it would remove that cap.
+  const fill = () => {
+    const current = caps.find((x) => x.country === country.value);
+    for (const { field, input } of inputs) {
+      input.value = current && current[field] !== null ? String(current[field]) : '';
+    }
+  };
+  country.addEventListener('change', fill);
+  fill();
   const put = (code: string, body: Json) =>
     api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() => rulesPage(sid));
   return h(
@@ -146,7 +156,7 @@ function capsSection(sid: string, c: Json): HTMLElement {
     h(
       'p',
       { class: 'muted' },
-      "Past a cap, the country's sends are refused with 403 blocked_by_policy until the end of the hour or day (UTC). Counted by the pumping guard a few seconds after each send; a guard.cap_reached webhook tells your endpoints once.",
+      "Past a cap, the country's sends are refused with 403 blocked_by_policy until the end of the hour or day (UTC). Counted by the pumping guard a few seconds after each send; a guard.cap_reached webhook tells your endpoints once. The form shows the chosen country's caps: a field left empty is no cap.",
     ),
     table(
       ['Country', ...CAP_FIELDS.map((f) => CAP_LABELS[f]), ''],
@@ -166,7 +176,9 @@ function capsSection(sid: string, c: Json): HTMLElement {
           for (const { field, input } of inputs) {
             const text = input.value.trim();
             if (text === '') continue;
-            body[field] = field.endsWith('Spend') ? text : Number(text);
+            // A sends cap the page cannot read as a number goes as typed, for the API to refuse ("1,000"
+            // as NaN would go out as null: no cap).
+            body[field] = field.endsWith('Spend') || !Number.isFinite(Number(text)) ? text : Number(text);
           }
           await put(country.value, body);
         }),
