@@ -23,9 +23,39 @@ export class HttpError extends Error {
   }
 }
 
+/** What the page says when the request never got an answer (the browser's own words, "Failed to fetch", say nothing). */
+export const UNREACHABLE =
+  'The console could not reach its server: check your connection, then try again (reload the page).';
+
+/** `fetch`, its network failure worded for the user. */
+export async function request(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch {
+    throw new HttpError(0, UNREACHABLE);
+  }
+}
+
+/** The message of an answer that is not the API's JSON (a gateway's own page, a time-out): what to do about it. */
+export function statusMessage(status: number): string {
+  return status >= 500
+    ? `The server failed to answer (HTTP ${status}): try again in a moment.`
+    : `The server refused the request (HTTP ${status}).`;
+}
+
+/** The body as JSON when it is some, else undefined (a gateway's HTML error page). */
+export function jsonOf(text: string, contentType: string | null): unknown {
+  if (!text || !contentType?.includes('json')) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function api<T = Json>(method: string, path: string, body?: unknown): Promise<T> {
   const token = sessionStorage.getItem(TOKEN_KEY);
-  const response = await fetch(`/console/api${path}`, {
+  const response = await request(`/console/api${path}`, {
     method,
     headers: {
       ...(token && { authorization: `Bearer ${token}` }),
@@ -39,13 +69,16 @@ export async function api<T = Json>(method: string, path: string, body?: unknown
     onSignedOut();
     throw new HttpError(401, 'Signed out: sign in again.');
   }
-  const text = await response.text();
-  const data = (
-    text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text
-  ) as T;
+  const data = jsonOf(await response.text(), response.headers.get('content-type'));
   if (!response.ok) {
-    const message = (data as Json)?.message;
-    throw new HttpError(response.status, typeof message === 'string' ? message : `HTTP ${response.status}`);
+    const message = (data as Json | undefined)?.message;
+    throw new HttpError(
+      response.status,
+      typeof message === 'string' ? message : statusMessage(response.status),
+    );
   }
-  return data;
+  if (data === undefined) {
+    throw new HttpError(response.status, "The server's answer was not the console's: try again in a moment.");
+  }
+  return data as T;
 }

@@ -1,5 +1,5 @@
 /** Cognito's hosted sign-in and sign-out (a deployment's console; the local stack signs in on its own page). */
-import { TOKEN_KEY } from './api';
+import { request, TOKEN_KEY } from './api';
 import { session } from './session';
 
 function base64url(bytes: ArrayBuffer | Uint8Array): string {
@@ -42,7 +42,7 @@ export async function finishCognitoSignIn(): Promise<void> {
   history.replaceState(null, '', `/console${location.hash}`);
   if (!saved.verifier || saved.state !== params.get('state'))
     throw new Error('The sign-in answer does not match.');
-  const response = await fetch(new URL('/oauth2/token', session.config.authUrl), {
+  const response = await request(new URL('/oauth2/token', session.config.authUrl).toString(), {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({

@@ -3,7 +3,7 @@
  * (lib/console-assets.ts). The helpers are in dom.ts (every text goes in as `textContent`), the API client in
  * api.ts, the sign-in in auth.ts and session.ts, and each page in pages/.
  */
-import { TOKEN_KEY, whenSignedOut } from './api';
+import { request, TOKEN_KEY, whenSignedOut } from './api';
 import { cognitoSignOut, finishCognitoSignIn } from './auth';
 import { h, show, showError } from './dom';
 import { renderNav } from './nav';
@@ -78,7 +78,9 @@ window.addEventListener('hashchange', () => void route());
 
 void (async () => {
   try {
-    session.config = (await (await fetch('/console/config.json', { credentials: 'omit' })).json()) as Config;
+    session.config = (await (
+      await request('/console/config.json', { credentials: 'omit' })
+    ).json()) as Config;
     if (session.config.mode === 'cognito') await finishCognitoSignIn();
   } catch (error) {
     showError(error);

@@ -749,3 +749,50 @@ test('the operator sees every service, creates one and tops it up', async () => 
   // The demo service's own history, from its seeding on.
   expect((await rowTexts('#activity')).some((row) => row.includes('service.create'))).toBe(true);
 });
+
+test('a server out of reach, or a gateway failing, is said in words: on a page and at sign-in', async () => {
+  let answer: 'unreachable' | 'gateway' = 'unreachable';
+  const fail = (request: HTTPRequest) => {
+    const url = request.url();
+    if (!url.includes('/console/api/') && !url.endsWith('/console/local/sign-in')) {
+      void request.continue();
+      return;
+    }
+    if (answer === 'unreachable') void request.abort('connectionrefused');
+    else void request.respond({ status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' });
+  };
+  await page.setRequestInterception(true);
+  page.on('request', fail);
+  try {
+    await page.goto(`${stack.url}/console#/s/${demo.serviceSid}/keys`);
+    await page.waitForSelector('main [role=alert]');
+    expect(await text('main [role=alert]')).toMatch(/^The console could not reach its server: check your/);
+    answer = 'gateway';
+    await page.reload();
+    await page.waitForSelector('main [role=alert]');
+    expect(await text('main [role=alert]')).toBe(
+      'The server failed to answer (HTTP 502): try again in a moment.',
+    );
+    await clickButton('Sign out');
+    await page.waitForSelector('#email');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('form [role=status]')?.textContent !== '');
+    expect(await text('form [role=status]')).toBe(
+      'The server failed to answer (HTTP 502): try again in a moment.',
+    );
+    answer = 'unreachable';
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() =>
+      document.querySelector('form [role=status]')?.textContent?.includes('reach'),
+    );
+  } finally {
+    page.off('request', fail);
+    await page.setRequestInterception(false);
+  }
+  // The browser logs the failures this test made: not page problems (an unhandled rejection would be one).
+  problems.splice(
+    0,
+    problems.length,
+    ...problems.filter((problem) => !/status of 502|net::ERR_CONNECTION_REFUSED/.test(problem)),
+  );
+});

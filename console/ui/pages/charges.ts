@@ -1,5 +1,5 @@
 /** The balance and charges page: the last 30 days by day and by country, the latest charges, a CSV. */
-import { api, TOKEN_KEY, type Json } from '../api';
+import { api, jsonOf, request, statusMessage, TOKEN_KEY, type Json } from '../api';
 import { action, h, show, table, when } from '../dom';
 
 export async function chargesPage(sid: string): Promise<void> {
@@ -9,11 +9,14 @@ export async function chargesPage(sid: string): Promise<void> {
   const latest = c.latest as Json[];
   const download = action('Download CSV', async () => {
     const token = sessionStorage.getItem(TOKEN_KEY);
-    const response = await fetch(`/console/api/services/${sid}/charges.csv?days=30`, {
+    const response = await request(`/console/api/services/${sid}/charges.csv?days=30`, {
       headers: { authorization: `Bearer ${token ?? ''}` },
       credentials: 'omit',
     });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    if (!response.ok) {
+      const message = (jsonOf(await response.text(), response.headers.get('content-type')) as Json)?.message;
+      throw new Error(typeof message === 'string' ? message : statusMessage(response.status));
+    }
     const url = URL.createObjectURL(await response.blob());
     const link = h('a', { href: url, download: `charges-${sid}.csv` });
     document.body.append(link);

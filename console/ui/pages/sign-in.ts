@@ -1,4 +1,4 @@
-import { TOKEN_KEY } from '../api';
+import { jsonOf, request, statusMessage, TOKEN_KEY } from '../api';
 import { cognitoSignIn } from '../auth';
 import { h, show } from '../dom';
 import { clearNav } from '../nav';
@@ -30,21 +30,25 @@ export function signInPage(onSignedIn: () => Promise<void>): void {
       onsubmit: (event) => {
         event.preventDefault();
         void (async () => {
-          const response = await fetch('/console/local/sign-in', {
+          const response = await request('/console/local/sign-in', {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
             body: JSON.stringify({ email: email.value, operator: operator.checked }),
             credentials: 'omit',
           });
-          const data = (await response.json()) as { token?: string; message?: string };
-          if (!response.ok || !data.token) {
-            status.textContent = data.message ?? 'Sign-in failed';
-            status.className = 'error';
-            return;
+          const data = jsonOf(await response.text(), response.headers.get('content-type')) as
+            { token?: string; message?: string } | undefined;
+          if (!data?.token) {
+            throw new Error(
+              data?.message ?? (response.ok ? 'Sign-in failed.' : statusMessage(response.status)),
+            );
           }
           sessionStorage.setItem(TOKEN_KEY, data.token);
           await onSignedIn();
-        })();
+        })().catch((error: unknown) => {
+          status.textContent = error instanceof Error ? error.message : String(error);
+          status.className = 'error';
+        });
       },
     },
     h('label', { for: 'email' }, 'E-mail (your user id on this local stack)'),
