@@ -744,6 +744,11 @@ test('the operator sees every service, creates one and tops it up', async () => 
   const newService = await rowTexts('#activity');
   expect(newService).toHaveLength(3);
   expect(newService[0]).toMatch(/console:\S+balance\.topup/);
+  // Money as the rest of the console shows it, not the table's units of 0.0001 USD.
+  expect(newService[0]).toContain(
+    '{"balance":"7.5000 USD"} → {"credit":"1.0000 USD","balance":"8.5000 USD"}',
+  );
+  expect(newService[2]).toContain('"balance":"5.0000 USD"');
   expect(newService[2]).toMatch(/console:\S+service\.create— → \{"name":"Globex"/);
   await go(`/s/${demo.serviceSid}/activity`, '#activity');
   // The demo service's own history, from its seeding on.

@@ -1,5 +1,6 @@
 /** The activity page: the service's audit trail, who changed what, newest first. */
 import { api } from '../api';
+import { formatUnits } from '../../../functions/core/money';
 import { h, show, table, when } from '../dom';
 
 /** As the console API answers it (`GET /console/api/services/:sid/audit`). */
@@ -18,8 +19,16 @@ const RECORDS_SHOWN = 100;
 /** Longer values (a whole allow-list) fold away, so that one change cannot fill the page. */
 const FOLD_AFTER = 160;
 
+/**
+ * The fields whose numbers are money: the records keep the table's units of 0.0001 USD (a balance of 1046700),
+ * shown in USD as everywhere else in the console.
+ */
+const MONEY_FIELDS = new Set(['balance', 'credit', 'price', 'hourlySpend', 'dailySpend']);
+const inUsd = (key: string, v: unknown) =>
+  MONEY_FIELDS.has(key) && typeof v === 'number' ? `${formatUnits(v)} USD` : v;
+
 function value(v: unknown): HTMLElement {
-  const text = v === undefined ? '—' : JSON.stringify(v);
+  const text = v === undefined ? '—' : JSON.stringify(v, inUsd);
   if (text.length <= FOLD_AFTER) return h('code', {}, text);
   return h(
     'details',
