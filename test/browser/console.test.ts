@@ -304,6 +304,13 @@ test("open a verification's timeline after a fallback", async () => {
   await go(`/s/${demo.serviceSid}/verifications`, '#search');
   await page.waitForFunction((s) => document.querySelector('tbody tr')?.textContent?.includes(s), {}, sid);
   await shot('verifications');
+  // A search the API cannot take: its answer under the search box, the box and the list still there.
+  await page.type('#search', 'hello');
+  await page.click('form[role=search] button');
+  await page.waitForFunction(() => document.querySelector('#search-error')?.textContent !== '');
+  expect(await text('#search-error')).toBe('Search by a VE… SID or a phone number (digits).');
+  expect(await text('tbody')).toContain(sid);
+  await page.$eval('#search', (el) => ((el as HTMLInputElement).value = ''));
   await page.type('#search', to);
   await page.click('form[role=search] button');
   await page.waitForFunction(

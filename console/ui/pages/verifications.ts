@@ -1,6 +1,6 @@
 /** The verifications page (latest, or searched by SID or number) and one verification's timeline. */
 import { api, type Json } from '../api';
-import { badge, h, show, showError, table, when } from '../dom';
+import { badge, formError, h, show, submitted, table, when } from '../dom';
 
 export async function verificationsPage(sid: string, q = ''): Promise<void> {
   const data = await api<{ verifications: Json[]; searchedLatest: number | null }>(
@@ -14,15 +14,16 @@ export async function verificationsPage(sid: string, q = ''): Promise<void> {
     placeholder: 'VE… SID or phone number',
     'aria-label': 'Search',
   }) as HTMLInputElement;
+  const err = formError();
+  err.id = 'search-error';
+  input.setAttribute('aria-describedby', err.id);
+  // A search the API refuses ("hello") is answered under the box; the page stays.
   const form = h(
     'form',
     {
       class: 'row',
       role: 'search',
-      onsubmit: (event) => {
-        event.preventDefault();
-        void verificationsPage(sid, input.value.trim()).catch(showError);
-      },
+      onsubmit: submitted(err, () => verificationsPage(sid, input.value.trim())),
     },
     input,
     h('button', { type: 'submit' }, 'Search'),
@@ -30,6 +31,7 @@ export async function verificationsPage(sid: string, q = ''): Promise<void> {
   show(
     'Verifications',
     form,
+    err,
     data.searchedLatest !== null &&
       h('p', { class: 'muted' }, `A number is searched among the latest ${data.searchedLatest} sends.`),
     table(
