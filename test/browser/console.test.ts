@@ -9,7 +9,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type HTTPRequest, type HTTPResponse, type Page } from 'puppeteer-core';
 import { hashApiKey, systemClock } from '../../functions/adapters/crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -195,6 +195,25 @@ test('sign in on loopback and copy the Service SID from the settings page', asyn
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   await shot('phone-settings');
   await page.setViewport({ width: 1200, height: 780 });
+});
+
+test('loading the console asks for nothing the server lacks (the favicon included)', async () => {
+  // A browser that has never been here: Chromium asks for a favicon once per run.
+  const other = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  });
+  const fresh = await other.newPage();
+  const failed: string[] = [];
+  fresh.on('response', (response: HTTPResponse) => {
+    if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+  });
+  await fresh.goto(`${stack.url}/console`);
+  await fresh.waitForSelector('#email');
+  await fresh.waitForNetworkIdle({ idleTime: 300 });
+  await other.close();
+  expect(failed).toEqual([]);
 });
 
 test('issue a key, send with it over the public API, revoke it and see the API refuse it', async () => {
