@@ -216,6 +216,49 @@ test('loading the console asks for nothing the server lacks (the favicon include
   expect(failed).toEqual([]);
 });
 
+test('the keyboard focus shows at 3:1 against what surrounds it, on the white page and the dark header', async () => {
+  await go(`/s/${demo.serviceSid}/settings`, '#ch-sms');
+  /** The best contrast of the focused control's rings (outline, box-shadow) against the colour behind it. */
+  const focusContrast = () =>
+    page.evaluate(() => {
+      const rgb = (text: string) => (/rgba?\(([^)]+)\)/.exec(text)?.[1] ?? '').split(',').map(Number);
+      const luminance = ([r, g, b]: number[]) =>
+        [r!, g!, b!]
+          .map((v) => v / 255)
+          .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+          .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i]!, 0);
+      const ratio = (a: number[], b: number[]) => {
+        const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+        return (hi! + 0.05) / (lo! + 0.05);
+      };
+      const focused = document.activeElement!;
+      let behind = [255, 255, 255];
+      for (let el = focused.parentElement; el; el = el.parentElement) {
+        const colour = rgb(getComputedStyle(el).backgroundColor);
+        if (colour.length === 3 || (colour[3] ?? 0) > 0) {
+          behind = colour.slice(0, 3);
+          break;
+        }
+      }
+      const style = getComputedStyle(focused);
+      const rings = [
+        ...(style.outlineStyle !== 'none' ? [style.outlineColor] : []),
+        ...(style.boxShadow.match(/rgba?\([^)]+\)/g) ?? []),
+      ];
+      return Math.max(0, ...rings.map((ring) => ratio(rgb(ring), behind)));
+    });
+  await page.focus('#ch-sms');
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('ch-whatsapp');
+  expect(await focusContrast()).toBeGreaterThanOrEqual(3);
+  await page.focus('#service-select');
+  await page.keyboard.down('Shift');
+  await page.keyboard.press('Tab');
+  await page.keyboard.up('Shift');
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('sign-out');
+  expect(await focusContrast()).toBeGreaterThanOrEqual(3);
+});
+
 test('issue a key, send with it over the public API, revoke it and see the API refuse it', async () => {
   await go(`/s/${demo.serviceSid}/keys`, 'table');
   const activeBefore = Number((await text('#key-count')).split(' ')[0]);
