@@ -24,7 +24,7 @@ export class HttpError extends Error {
 }
 
 /** What the page says when the request never got an answer (the browser's own words, "Failed to fetch", say nothing). */
-export const UNREACHABLE =
+const UNREACHABLE =
   'The console could not reach its server: check your connection, then try again (reload the page).';
 
 /** `fetch`, its network failure worded for the user. */
