@@ -311,9 +311,9 @@ async function nextChannel(
 }
 
 /**
- * Every channel was tried. SENT when some channel accepted the message (a late receipt may still come),
- * FAILED when none did. Each channel that rejected the number is left out of its plans for `unreachableDays`;
- * when every channel of a plan has, sends to it are refused with `unreachable`.
+ * Every channel was tried. SENT when some channel accepted the message and no failure receipt came for it (a late
+ * receipt may still come), FAILED when none did. Each channel that rejected the number is left out of its plans
+ * for `unreachableDays`; when every channel of a plan has, sends to it are refused with `unreachable`.
  */
 async function finish(
   deps: DeliveryDeps,
@@ -321,9 +321,12 @@ async function finish(
   input: DeliveryTaskInput,
 ): Promise<DeliveryTaskOutput> {
   const attempts = verification.channels.map((_, index) => verification.deliveries[String(index)]);
-  // A channel left `sending` by a run that died may have carried the message: count it as sent.
-  const carried = (outcome: string | undefined) => outcome === 'accepted' || outcome === 'sending';
-  const status = attempts.some((attempt) => carried(attempt?.outcome)) ? 'SENT' : 'FAILED';
+  const failedReceipts = new Set(verification.failedReceipts ?? []);
+  // A channel left `sending` by a run that died may have carried the message: count it as sent. One whose
+  // provider reported it undelivered did not carry it.
+  const carried = (attempt: DeliveryAttempt | undefined, index: number) =>
+    (attempt?.outcome === 'accepted' || attempt?.outcome === 'sending') && !failedReceipts.has(index);
+  const status = attempts.some(carried) ? 'SENT' : 'FAILED';
   await deps.store.finishDelivery(
     verification.sid,
     status,

@@ -131,6 +131,12 @@ export interface Verification {
   channels: Channel[];
   /** Outcome per channel index, written once by the delivery workflow. */
   deliveries: Record<string, DeliveryAttempt>;
+  /**
+   * Channel indexes a failure receipt came for while delivery ran: such a channel accepted the message but did
+   * not carry it, so delivery ends FAILED when every channel tried failed one way or another. Kept apart from
+   * `deliveries`, whose entries the workflow writes whole (an accepted answer would overwrite a mark there).
+   */
+  failedReceipts?: number[];
   /** The pumping guard's decision when, at level shadow, it would have refused this send. */
   guard?: GuardDecision;
   /**

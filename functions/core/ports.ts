@@ -185,9 +185,10 @@ export interface DeliveryStore {
     channel?: Channel | null,
   ): Promise<boolean>;
   /**
-   * Marks that a failure receipt came for channel `index`, while delivery runs: the state machine's status reads
-   * see it and move to the next channel without waiting out the channel (`RECEIPT_FAILED_ATTRIBUTE`). False when
-   * delivery has ended.
+   * Records that a failure receipt came for channel `index`, while delivery runs (`failedReceipts`), and marks it
+   * for the state machine's status reads, which then move to the next channel without waiting out the channel
+   * (`RECEIPT_FAILED_ATTRIBUTE`). False when delivery has ended or the channel's failure was already recorded (a
+   * duplicate).
    */
   markReceiptFailed(sid: string, index: number): Promise<boolean>;
   /** Records a refusal or failure of the provider on the claimed channel (an acceptance rides a later write). */

@@ -205,6 +205,47 @@ it('moves on at once past a rejection; all rejected is FAILED and the number unr
   await expect(world.send({ serviceSid })).rejects.toMatchObject({ code: 'unreachable' });
 });
 
+it('ends FAILED when every channel that accepted reported its message undelivered; SENT while one may deliver', async () => {
+  world.provider.behaviour.sms = 'reject';
+  const sid = await sendOne();
+  const first = await deliverOverChannel(world.deliveryDeps, input(sid));
+  // Before the answer is on the record (believed from the channel's provider), then after it.
+  expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('applied');
+  const second = await deliverOverChannel(
+    world.deliveryDeps,
+    await afterReceiptWait(world.deliveryDeps, afterWaitInput(first)),
+  );
+  const atLast = await afterReceiptWait(world.deliveryDeps, afterWaitInput(second));
+  // The first channel's failure again (a provider retrying its callback): a duplicate, whatever came since.
+  expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('duplicate');
+  const silentSecond = await deliverOverChannel(world.deliveryDeps, atLast);
+  expect(silentSecond).toMatchObject({ next: 'end', deliveryStatus: 'SENT' });
+
+  // The next send's plan leaves out sms, which rejected the number: sna and viber, both failing.
+  const other = await sendOne();
+  let step = await deliverOverChannel(world.deliveryDeps, input(other));
+  expect(await receipt(other, 0, 'msg-4', 'failed')).toBe('applied');
+  step = await deliverOverChannel(
+    world.deliveryDeps,
+    await afterReceiptWait(world.deliveryDeps, afterWaitInput(step)),
+  );
+  expect(await receipt(other, 1, 'msg-5', 'failed')).toBe('applied');
+  step = await deliverOverChannel(
+    world.deliveryDeps,
+    await afterReceiptWait(world.deliveryDeps, afterWaitInput(step)),
+  );
+  expect(step).toMatchObject({ next: 'end', deliveryStatus: 'FAILED' });
+  expect(world.provider.sent.map((message) => message.channel)).toEqual([
+    'sna',
+    'viber',
+    'sms',
+    'sna',
+    'viber',
+  ]);
+  // A failure receipt says nothing of the number's reach on its own: only the rejecting channel is remembered.
+  expect(Object.keys((await world.store.getNumber(UK_MOBILE)).rejectedUntil ?? {})).toEqual(['sms']);
+});
+
 it('treats a provider error like a rejection for delivery, but not for the number', async () => {
   world.provider.behaviour.sna = 'error';
   const sid = await sendOne();

@@ -47,6 +47,8 @@ export function verificationToItem(v: Verification): Item {
     message: v.message,
     channels: v.channels,
     deliveries: v.deliveries,
+    // A number set, as the receipts' ADD writes it (DynamoDB refuses an empty set).
+    ...(v.failedReceipts && v.failedReceipts.length > 0 && { failed_receipts: new Set(v.failedReceipts) }),
     ...(v.guard && { guard: guardDecisionToItem(v.guard) }),
     ...(v.guardExempt && { guard_exempt: true }),
     ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
@@ -73,6 +75,9 @@ export function verificationFromItem(item: Item): Verification {
     message: item.message as string,
     channels: (item.channels as Verification['channels']) ?? [],
     deliveries: (item.deliveries as Verification['deliveries']) ?? {},
+    ...(item.failed_receipts instanceof Set && {
+      failedReceipts: [...(item.failed_receipts as Set<unknown>)].map(Number).sort((a, b) => a - b),
+    }),
     ...(isItem(item.guard) && { guard: guardDecisionFromItem(item.guard) }),
     ...(item.guard_exempt === true && { guardExempt: true }),
   };

@@ -22,6 +22,8 @@ export const VERIFICATION_ATTR = {
   lastClaim: 'last_claim',
   sealedCode: 'sealed_code',
   deliveries: 'deliveries',
+  /** Number set of the channel indexes a failure receipt came for. */
+  failedReceipts: 'failed_receipts',
   /** Time of the last status-changing write (ISO). */
   eventAt: 'event_at',
   /** Number of status-changing writes so far. */

@@ -264,7 +264,9 @@ export class MemoryStore
 
   async markReceiptFailed(sid: string, index: number): Promise<boolean> {
     const stored = this.verifications.get(sid);
-    if (!stored || stored.deliveryStatus !== 'PENDING' || this.receiptFailed.get(sid) === index) return false;
+    if (!stored || stored.deliveryStatus !== 'PENDING' || stored.failedReceipts?.includes(index))
+      return false;
+    stored.failedReceipts = [...(stored.failedReceipts ?? []), index].sort((a, b) => a - b);
     this.receiptFailed.set(sid, index);
     return true;
   }
