@@ -236,9 +236,12 @@ export async function acceptProviderReceipt(
       : deps.providers.forChannel(channel, verification.country).name === providerName;
   if (!known) return 'unknown';
   // A failure receipt ends the channel's wait: the state machine's next status read sees the mark and moves to
-  // the next channel at once. A later delivered receipt for the same attempt still settles it.
+  // the next channel at once. A later delivered receipt for the same attempt still settles it. One for a channel
+  // the workflow has moved past (a later one is claimed) is recorded without the mark, which names the channel
+  // being waited on: moved back, the mark would hide that channel's own failure and hold it for the whole wait.
   if (receipt.status !== 'delivered') {
-    return (await deps.store.markReceiptFailed(verification.sid, reference.channelIndex))
+    const current = !verification.deliveries[String(reference.channelIndex + 1)];
+    return (await deps.store.markReceiptFailed(verification.sid, reference.channelIndex, current))
       ? 'applied'
       : 'duplicate';
   }

@@ -185,12 +185,12 @@ export interface DeliveryStore {
     channel?: Channel | null,
   ): Promise<boolean>;
   /**
-   * Records that a failure receipt came for channel `index`, while delivery runs (`failedReceipts`), and marks it
-   * for the state machine's status reads, which then move to the next channel without waiting out the channel
-   * (`RECEIPT_FAILED_ATTRIBUTE`). False when delivery has ended or the channel's failure was already recorded (a
-   * duplicate).
+   * Records that a failure receipt came for channel `index`, while delivery runs (`failedReceipts`), and, when it
+   * is the `current` channel (none after it claimed), marks it for the state machine's status reads, which then
+   * move to the next channel without waiting out the channel (`RECEIPT_FAILED_ATTRIBUTE`). False when delivery
+   * has ended or the channel's failure was already recorded (a duplicate).
    */
-  markReceiptFailed(sid: string, index: number): Promise<boolean>;
+  markReceiptFailed(sid: string, index: number, current: boolean): Promise<boolean>;
   /** Records a refusal or failure of the provider on the claimed channel (an acceptance rides a later write). */
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void>;
   /** Ends delivery with SENT or FAILED unless a receipt already made it DELIVERED; drops the sealed code. */

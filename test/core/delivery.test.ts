@@ -419,9 +419,13 @@ describe('receipts move delivery forward only', () => {
     expect(await receipt(sid, 2, 'msg-1')).toBe('unknown'); // channel 2 never tried
     expect(await receipt(sid, 0, 'msg-2')).toBe('unknown'); // not the message sent
     expect(await receipt(`VE${'0'.repeat(31)}f`, 0, 'msg-1')).toBe('unknown');
-    // A failure receipt leaves the mark that ends its channel's wait (the state machine reads it), once.
+    // A failure receipt for a channel the workflow moved past is recorded, once, but leaves the mark (what the
+    // state machine reads to end a channel's wait) to the channel being waited on.
+    expect(await receipt(sid, 1, 'msg-2', 'failed')).toBe('applied');
+    expect(world.store.receiptFailed.get(sid)).toBe(1);
     expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('applied');
-    expect(world.store.receiptFailed.get(sid)).toBe(0);
+    expect(world.store.receiptFailed.get(sid)).toBe(1);
+    expect((await stored(sid)).failedReceipts).toEqual([0, 1]);
     expect(await receipt(sid, 0, 'msg-1', 'failed')).toBe('duplicate');
     expect((await stored(sid)).deliveryStatus).toBe('PENDING');
     expect(await receipt(sid, 0, 'msg-1')).toBe('applied');

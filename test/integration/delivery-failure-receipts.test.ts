@@ -3,8 +3,8 @@
  * the real callback route, with the default 8 s channel wait (status reads at 1, 2 and 4 s into it):
  * - a channel whose provider reports the message undelivered did not carry it: when every channel tried failed
  *   so, delivery ends FAILED (the spec's "every channel failed"), not SENT;
- * - a failure receipt repeated for a channel the workflow has moved past does not hide the failure of the channel
- *   being waited on, which still moves on at the next status read.
+ * - a failure receipt for a channel the workflow has moved past, first or repeated, does not hide the failure of
+ *   the channel being waited on, which still moves on at the next status read.
  */
 import { deriveKey } from '../../functions/adapters/crypto';
 import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
@@ -72,7 +72,10 @@ it('a channel may still deliver: one failed, the last silent, SENT', async () =>
   expect((await twoChannels.fetch(sid)).body.delivery_status).toBe('SENT');
 }, 30_000);
 
-it.each([['repeated', { undeliverable: 100 } as const]])(
+it.each([
+  ['repeated', { undeliverable: 100 } as const],
+  ['first, late', 'silent' as const],
+])(
   "a %s failure receipt for the channel before does not hide the current channel's failure",
   async (_, whatsapp) => {
     const to = freshMobile();
@@ -80,8 +83,8 @@ it.each([['repeated', { undeliverable: 100 } as const]])(
     const sid = (await twoChannels.send({ To: to })).body.sid as string;
     const sms = await eventually(async () => messagesTo(to)[1], 15_000, 10);
     const whatsappMessage = messagesTo(to)[0]!;
-    // SMS fails at once; then WhatsApp's failure comes again (as a provider retrying its callback does), before
-    // the first status read of SMS's wait.
+    // SMS fails at once; then WhatsApp's failure comes (again, as a provider retrying its callback does, or for
+    // the first time, after the switch), before the first status read of SMS's wait.
     await postReceipt(sms, 'failed');
     await postReceipt(whatsappMessage, 'failed');
     await eventually(async () => (executionOf(sid)?.endedAt ? true : undefined), 15_000, 50);

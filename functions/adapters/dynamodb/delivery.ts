@@ -69,21 +69,21 @@ export class DynamoDeliveryStore implements DeliveryStore {
     return applied;
   }
 
-  async markReceiptFailed(sid: string, index: number): Promise<boolean> {
+  async markReceiptFailed(sid: string, index: number, current: boolean): Promise<boolean> {
     // The channel joins a number set of its own (no write of the workflow's replaces it); the mark, a string, is
     // what the state machine compares with the channel index it formats (statemachine/delivery.asl.json).
     return updateIfConditionHolds(this.client, this.tableName, {
       Key: keys.verification(sid),
-      UpdateExpression: 'SET #failed = :mark ADD #failedReceipts :indexes',
+      UpdateExpression: `${current ? 'SET #failed = :mark ' : ''}ADD #failedReceipts :indexes`,
       // A repeated failure receipt is a duplicate, whatever channel was marked since.
       ConditionExpression:
         'attribute_exists(pk) AND delivery_status = :pending AND NOT contains(#failedReceipts, :index)',
       ExpressionAttributeNames: {
-        '#failed': RECEIPT_FAILED_ATTRIBUTE,
+        ...(current && { '#failed': RECEIPT_FAILED_ATTRIBUTE }),
         '#failedReceipts': VERIFICATION_ATTR.failedReceipts,
       },
       ExpressionAttributeValues: {
-        ':mark': String(index),
+        ...(current && { ':mark': String(index) }),
         ':indexes': new Set([index]),
         ':index': index,
         ':pending': 'PENDING',

@@ -79,8 +79,8 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   ): Promise<boolean> {
     return this.deliveries.claimChannel(sid, index, claim, answered, channel);
   }
-  markReceiptFailed(sid: string, index: number): Promise<boolean> {
-    return this.deliveries.markReceiptFailed(sid, index);
+  markReceiptFailed(sid: string, index: number, current: boolean): Promise<boolean> {
+    return this.deliveries.markReceiptFailed(sid, index, current);
   }
   recordChannelOutcome(sid: string, index: number, attempt: DeliveryAttempt): Promise<void> {
     return this.deliveries.recordChannelOutcome(sid, index, attempt);

@@ -262,12 +262,12 @@ export class MemoryStore
   /** The channel index a failure receipt named, per verification (the item attribute `receipt_failed`). */
   readonly receiptFailed = new Map<string, number>();
 
-  async markReceiptFailed(sid: string, index: number): Promise<boolean> {
+  async markReceiptFailed(sid: string, index: number, current: boolean): Promise<boolean> {
     const stored = this.verifications.get(sid);
     if (!stored || stored.deliveryStatus !== 'PENDING' || stored.failedReceipts?.includes(index))
       return false;
     stored.failedReceipts = [...(stored.failedReceipts ?? []), index].sort((a, b) => a - b);
-    this.receiptFailed.set(sid, index);
+    if (current) this.receiptFailed.set(sid, index);
     return true;
   }
 
