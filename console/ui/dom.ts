@@ -83,15 +83,20 @@ export const badge = (text: string) => h('span', { class: `badge ${text}` }, tex
 export const when = (iso: unknown) =>
   typeof iso === 'string' ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
 
-/** Runs an action from a button, showing its error beside the button. */
-export function action(label: string, run: () => Promise<void>, cls = ''): HTMLElement {
-  const out = h('span', { role: 'status', class: 'error' });
+/** A button that runs `run`; its error, or the note it returns, is said beside it. */
+export function action(label: string, run: () => Promise<string | void>, cls = ''): HTMLElement {
+  const out = h('span', { role: 'status' });
+  const say = (text: string, className: string) => {
+    out.textContent = text;
+    out.className = className;
+  };
   const button = h('button', { type: 'button', class: cls }, label) as HTMLButtonElement;
   button.addEventListener('click', () => {
     button.disabled = true;
-    out.textContent = '';
+    say('', '');
     run()
-      .catch((error: unknown) => (out.textContent = error instanceof Error ? error.message : String(error)))
+      .then((note) => note && say(note, 'muted'))
+      .catch((error: unknown) => say(error instanceof Error ? error.message : String(error), 'error'))
       .finally(() => (button.disabled = false));
   });
   return h('span', {}, button, ' ', out);

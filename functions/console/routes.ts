@@ -567,8 +567,9 @@ const API_ROUTES: ApiRoute[] = [
     async (deps, { params, body, change }) => {
       const { amount, key } = parse(schemas.topUp, body);
       valid(parseTopUp(amount));
-      const { balance } = await deps.accounts.topUp(change, params.sid!, amount, key);
-      return json(200, { balance: formatUnits(balance) });
+      // `alreadyCredited`: a retry whose first try was credited (its answer lost) added nothing this time.
+      const { balance, alreadyCredited } = await deps.accounts.topUp(change, params.sid!, amount, key);
+      return json(200, { balance: formatUnits(balance), alreadyCredited });
     },
     { operatorOnly: true },
   ),

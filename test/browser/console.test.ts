@@ -807,6 +807,7 @@ test('the operator sees every service, creates one and tops it up', async () => 
   expect((await stackAccounts().getService(created))?.balance).toBe(85_000);
   await clickInRow(created, 'Top up');
   await rowShows(created, '8.5000 USD');
+  await rowShows(created, 'Already credited');
   expect((await stackAccounts().getService(created))?.balance).toBe(85_000);
   // The operator reads any service's activity: the new service's creation and top-ups, and the demo's changes.
   await go(`/s/${created}/activity`, '#activity');

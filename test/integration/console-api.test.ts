@@ -264,13 +264,13 @@ describe('membership', () => {
     );
     const before = (await harness.accounts.getService(b.serviceSid))!.balance;
     const topped = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, { amount: '0.0001' });
-    expect(topped.body).toEqual({ balance: ((before + 1) / 10_000).toFixed(4) });
+    expect(topped.body).toEqual({ balance: ((before + 1) / 10_000).toFixed(4), alreadyCredited: false });
     expect((await harness.accounts.getService(b.serviceSid))!.balance).toBe(before + 1);
     // The page's key: a retry of a top-up (its answer lost) credits once; the key of another amount is refused.
     const keyed = { amount: '2', key: 'f3a1c0de9b8e4d2a' };
     expect((await call(operator, 'POST', `/services/${b.serviceSid}/topup`, keyed)).status).toBe(200);
     const again = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, keyed);
-    expect(again.body).toEqual({ balance: ((before + 20_001) / 10_000).toFixed(4) });
+    expect(again.body).toEqual({ balance: ((before + 20_001) / 10_000).toFixed(4), alreadyCredited: true });
     const other = await call(operator, 'POST', `/services/${b.serviceSid}/topup`, { ...keyed, amount: '3' });
     expect([other.status, other.body.code]).toEqual([400, 'invalid_parameter']);
     expect((await harness.accounts.getService(b.serviceSid))!.balance).toBe(before + 20_001);

@@ -41,6 +41,8 @@ export async function operatorPage(): Promise<void> {
             balanceCell.textContent = `${String(result.balance)} USD`;
             amount.value = '';
             key = newTopUpKey();
+            // A retry after an error: the first try had been credited, and this one added nothing.
+            if (result.alreadyCredited === true) return 'Already credited: nothing more added.';
           },
           'secondary',
         ),
