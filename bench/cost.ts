@@ -9,12 +9,18 @@
  * bench/counts.ts) is in the DynamoDB line; what each of its runs costs whatever the volume (one a minute) is
  * not per verification, and is priced apart, per month (`sweeperPerRun`).
  *
+ * That definition is the target's. Beside it, `assumedReceipts` prices the same bill with the delivery as
+ * expected under the provider fee model's assumed receipts (bench/fees.ts): per sample country, its channels in
+ * order, with their slower receipts, failures and silences (`expectedWorkflow`).
+ *
  * Prices: public list prices for us-east-1 as the bench's author knew them in 2025. They are NOT fetched
  * when the bench runs; check them on the AWS pricing pages before quoting a figure.
  */
 import { receiptWaitSteps } from '../functions/core/delivery-time';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
+import type { Channel } from '../functions/core/routing';
 import type { CountResults, OperationCount, PathCount } from './counts';
+import { ASSUMED_RECEIPTS, lateShare, sampleFees, type ReceiptDelay, type ReceiptTiming } from './fees';
 import type { LatencyResults } from './latency';
 import { round } from './stats';
 
@@ -141,6 +147,234 @@ function receiptWaitEnd(
   return { endsAtSeconds: at, reads: 0, afterWait: true };
 }
 
+/** One part of the delivery workflow, USD per million verifications, by line of the bill. */
+interface PartUsd {
+  lambda: number;
+  dynamoDb: number;
+  apiGateway: number;
+}
+
+/**
+ * The delivery workflow's parts as the cost model prices them (projected to AWS), for `expectedWorkflow`: each
+ * part's Express time (ms, on top of the Wait states' own seconds) and its price by line.
+ */
+export interface WorkflowUnits {
+  waitSeconds: number;
+  ms: { deliver: number; refusal: number; statusRead: number; afterWait: number; finish: number };
+  usd: {
+    /** The deliver task: Lambda request and duration (the carrier's API included), its claim's read and write. */
+    deliver: PartUsd;
+    /** What a refusal adds to its deliver task: the refusal written to the record at once. */
+    refusal: PartUsd;
+    /** One status read: Step Functions' own eventually consistent GetItem. */
+    statusRead: PartUsd;
+    /** The AfterWait task: Lambda, and its strongly consistent read. */
+    afterWait: PartUsd;
+    /** The end after the last channel (SENT or FAILED), in the task that finds no channel left: a read and a write. */
+    finish: PartUsd;
+    /** One receipt callback: API Gateway request, the receipt Lambda, its read and write. */
+    callback: PartUsd;
+  };
+}
+
+/** The delivery workflow of one verification, expected under a `ReceiptTiming` table. */
+export interface WorkflowExpectation {
+  channels: Channel[];
+  /** Expected runs per verification of each part (`finish`: executions ending with no channel left). */
+  runs: {
+    deliver: number;
+    refusal: number;
+    statusRead: number;
+    afterWait: number;
+    finish: number;
+    callback: number;
+  };
+  /** Express duration billed, expected per execution, s (each outcome's duration rounded up to 100 ms). */
+  billedSeconds: number;
+  /** USD per million verifications; `stepFunctions` holds the execution's request and its duration. */
+  usd: { stepFunctions: number; lambda: number; dynamoDb: number; apiGateway: number };
+  /** Of `usd`, the parts the `receiptDelays` rows price: Express, the status reads, the AfterWait task. */
+  waitUsd: { express: number; statusReads: number; afterWait: number };
+}
+
+/** Points standing for a delay's tail beyond `afterMs`, each carrying an equal share of it (quantile midpoints). */
+function tailPoints(delay: ReceiptDelay, afterMs: number, points: number): number[] {
+  const tail = lateShare(delay, afterMs);
+  if (tail <= 0) return [];
+  if (delay.kind === 'fixed') return [delay.ms];
+  return Array.from({ length: points }, (_, index) => {
+    const target = tail * (1 - (index + 0.5) / points);
+    // Bisection on the log of the delay: lateShare falls as the delay grows.
+    let low = Math.log(afterMs);
+    let high = Math.log(afterMs) + 20;
+    for (let step = 0; step < 60; step++) {
+      const middle = (low + high) / 2;
+      if (lateShare(delay, Math.exp(middle)) > target) low = middle;
+      else high = middle;
+    }
+    return Math.exp((low + high) / 2);
+  });
+}
+
+/**
+ * The delivery workflow's expected cost per verification over `channels`, tried in order, with the receipts
+ * `timing` (the provider fee model's, bench/fees.ts), computed exactly over its outcomes (no sampling; a delay's
+ * tail beyond the wait as `tailPoints` quantiles). Each channel tried runs its deliver task, then:
+ *
+ * - refused at the send (`refused`): the deliver task writes the refusal and the next channel is tried at once;
+ * - a delivered receipt within the wait ends the execution at `receiptWaitEnd`: the first status read at or after
+ *   it, or, in the wait's last step, the AfterWait task (which reads DELIVERED and ends);
+ * - a failure receipt marks the record (`receipt_failed`, core/delivery.ts `acceptProviderReceipt`); the next
+ *   status read sees the mark for the channel waited on and goes to the AfterWait task at once, which moves on
+ *   (statemachine/delivery.asl.json `ReceiptFailed`). One in the wait's last step, after the last read, is seen
+ *   by no read: the whole wait runs, as for silence. Failure receipts are taken to come with the delivered ones'
+ *   delays (`ReceiptTiming` gives one delay);
+ * - silence, a failure seen by no read, or a delivered receipt after the wait: the whole wait and the AfterWait
+ *   task, then the next channel. After the last channel the same task ends the delivery (SENT: a read and a
+ *   write); so does a refusal on the last channel, in its deliver task.
+ *
+ * A receipt after the wait still settles the delivery (PENDING to DELIVERED) when it comes: the next status read
+ * of a later channel's wait, or its AfterWait task, sees it and the execution ends there. Every delivered or
+ * failed message brings one receipt callback, whenever it comes, the delivery ended or not.
+ *
+ * Express bills each execution's duration in 100 ms steps: each outcome's parts are added, then rounded up. The
+ * status reads' own latency adds to the duration but not to the moments receipts are compared with. Not
+ * modelled, as in the fee model: a code entered before the switch (the next channel then sends nothing: this
+ * is an upper bound); nor the task retries, nor the end's write of rejected channels on the number's item.
+ */
+export function expectedWorkflow(
+  channels: readonly Channel[],
+  units: WorkflowUnits,
+  timing: Readonly<Record<Channel, ReceiptTiming>> = ASSUMED_RECEIPTS,
+  points = 200,
+): WorkflowExpectation {
+  const wait = units.waitSeconds;
+  // The ends of the wait's steps, s after the hand-over: a status read at each but the last, AfterWait at it.
+  const bounds: number[] = [];
+  for (const step of receiptWaitSteps(wait)) bounds.push((bounds.at(-1) ?? 0) + step);
+  const lastStep = bounds.length - 1;
+  const ms = units.ms;
+  const wholeWaitMs = wait * 1000 + lastStep * ms.statusRead + ms.afterWait;
+  const longestChannelMs = ms.deliver + ms.refusal + wholeWaitMs;
+  const runs = { deliver: 0, refusal: 0, statusRead: 0, afterWait: 0, finish: 0, callback: 0 };
+  const step = PRICES.stepFunctionsExpressDurationStepMs;
+  let billedSeconds = 0;
+  const end = (p: number, executionMs: number) => {
+    billedSeconds += (p * Math.ceil(executionMs / step) * step) / 1000;
+  };
+
+  // Outcomes still going: probability, execution time so far (ms), and when an earlier channel's delivered
+  // receipt comes (ms into the execution; Infinity: none to come, or none before the execution must end).
+  interface Going {
+    p: number;
+    ms: number;
+    receiptAt: number;
+  }
+  let going: Going[] = [{ p: 1, ms: 0, receiptAt: Infinity }];
+  channels.forEach((channel, index) => {
+    const t = timing[channel];
+    const last = index === channels.length - 1;
+    const delivered = 1 - t.failed - t.silent;
+    // The delay's share in each step of the wait: (0, 1], (1, 2], (2, 4], (4, 8] s by default.
+    const inStep = bounds.map(
+      (bound, i) =>
+        lateShare(t.delay, i === 0 ? 0 : bounds[i - 1]! * 1000) - lateShare(t.delay, bound * 1000),
+    );
+    const lateDelays = tailPoints(t.delay, wait * 1000, points);
+    const lateEach = lateDelays.length > 0 ? lateShare(t.delay, wait * 1000) / lateDelays.length : 0;
+    const next = new Map<string, Going>();
+    const moveOn = (p: number, atMs: number, receiptAt: number) => {
+      if (p <= 0) return;
+      if (last) {
+        runs.finish += p;
+        end(p, atMs + ms.finish);
+        return;
+      }
+      // A receipt no later channel's wait can reach is as good as none.
+      const beyondReach = receiptAt - atMs > (channels.length - index - 1) * longestChannelMs;
+      const at = beyondReach ? Infinity : Math.round(receiptAt);
+      const key = `${atMs.toFixed(3)}|${at}`;
+      const found = next.get(key);
+      if (found) found.p += p;
+      else next.set(key, { p, ms: atMs, receiptAt: at });
+    };
+    for (const from of going) {
+      runs.deliver += from.p;
+      const handedAt = from.ms + ms.deliver;
+      if (t.refused > 0) {
+        runs.refusal += from.p * t.refused;
+        moveOn(from.p * t.refused, handedAt + ms.refusal, from.receiptAt);
+      }
+      const taken = from.p * (1 - t.refused);
+      if (taken <= 0) continue;
+      runs.callback += taken * (1 - t.silent);
+      // The step at whose end an earlier channel's receipt is seen (a read, or AfterWait after the last step).
+      const earlierIn = from.receiptAt - handedAt;
+      const earlier =
+        earlierIn <= wait * 1000 ? receiptWaitEnd(wait, Math.max(0, earlierIn) / 1000) : undefined;
+      const earlierStep = !earlier ? Infinity : earlier.afterWait ? lastStep : earlier.reads - 1;
+      // One outcome of this channel: the step a delivered receipt (its own or an earlier one) is seen at, the
+      // step its own failure receipt is, and when its own receipt comes if after the wait.
+      const outcome = (p: number, settledStep: number, failedStep: number, lateAt: number) => {
+        if (p <= 0) return;
+        if (settledStep < lastStep && settledStep <= failedStep) {
+          // A read sees DELIVERED (with a failure mark too: the delivery is no longer PENDING): the end.
+          runs.statusRead += p * (settledStep + 1);
+          end(p, handedAt + bounds[settledStep]! * 1000 + (settledStep + 1) * ms.statusRead);
+          return;
+        }
+        runs.afterWait += p;
+        if (failedStep < lastStep) {
+          // A read sees this channel's failure mark: AfterWait now, then the next channel.
+          runs.statusRead += p * (failedStep + 1);
+          const atMs =
+            handedAt + bounds[failedStep]! * 1000 + (failedStep + 1) * ms.statusRead + ms.afterWait;
+          moveOn(p, atMs, from.receiptAt);
+          return;
+        }
+        runs.statusRead += p * lastStep;
+        // The whole wait: AfterWait ends the delivery if a receipt came in the last step, else moves on.
+        if (settledStep === lastStep) end(p, handedAt + wholeWaitMs);
+        else moveOn(p, handedAt + wholeWaitMs, Math.min(from.receiptAt, lateAt));
+      };
+      inStep.forEach((share, i) => {
+        outcome(taken * delivered * share, Math.min(i, earlierStep), Infinity, Infinity);
+        outcome(taken * t.failed * share, earlierStep, i, Infinity);
+      });
+      const seenByNone = t.silent + t.failed * lateShare(t.delay, wait * 1000);
+      outcome(taken * seenByNone, earlierStep, Infinity, Infinity);
+      for (const delay of lateDelays)
+        outcome(taken * delivered * lateEach, earlierStep, Infinity, handedAt + delay);
+    }
+    going = [...next.values()];
+  });
+
+  const sum = (line: keyof PartUsd) =>
+    (Object.keys(runs) as (keyof typeof runs)[]).reduce(
+      (total, part) => total + runs[part] * units.usd[part][line],
+      0,
+    );
+  const express =
+    PRICES.stepFunctionsExpressPerMillionRequests +
+    perMillion(PRICES.stepFunctionsExpressPerGbSecond, billedSeconds * PRICES.stepFunctionsExpressMemoryGb);
+  return {
+    channels: [...channels],
+    runs,
+    billedSeconds,
+    usd: {
+      stepFunctions: express,
+      lambda: sum('lambda'),
+      dynamoDb: sum('dynamoDb'),
+      apiGateway: sum('apiGateway'),
+    },
+    waitUsd: {
+      express,
+      statusReads: runs.statusRead * units.usd.statusRead.dynamoDb,
+      afterWait: runs.afterWait * (units.usd.afterWait.lambda + units.usd.afterWait.dynamoDb),
+    },
+  };
+}
+
 /** The delivery workflow's bill for one receipt delay, projected to AWS, USD per million verifications. */
 interface ReceiptDelayRow {
   /** `one Wait state` for the workflow before the status reads (any receipt within the wait). */
@@ -206,6 +440,14 @@ export interface CostResults {
   };
   /** The delivery workflow's bill by receipt delay, projected (see `receiptWaitEnd`). */
   receiptDelays: ReceiptDelayRow[];
+  /**
+   * The four services, projected, with the delivery workflow as expected under the provider fee model's assumed
+   * receipts (`expectedWorkflow`), per sample country of the fee model and its channel order. Absent from
+   * results of before it.
+   */
+  assumedReceipts?: AssumedReceiptsBill[];
+  /** The workflow's parts as priced for `assumedReceipts` (`expectedWorkflow` takes them). */
+  workflowUnits?: WorkflowUnits;
   totalFourServices: { measured: number; projected: number };
   totalWithOther: { measured: number; projected: number };
   /**
@@ -215,9 +457,30 @@ export interface CostResults {
   totalWithReceiptsOnFunctionUrl?: { measured: number; projected: number; callbacks: number };
 }
 
+/** The bill of one sample country under the assumed receipts, USD per million verifications. */
+export interface AssumedReceiptsBill {
+  country: string;
+  channels: Channel[];
+  /** The fee model's probability that a second message is handed over. */
+  secondMessage: number;
+  /** Express duration billed, expected per execution, s. */
+  billedSeconds: number;
+  /** Receipt callbacks, expected per verification. */
+  callbacks: number;
+  stepFunctions: number;
+  lambda: number;
+  dynamoDb: number;
+  apiGateway: number;
+  total: number;
+}
+
 const perMillion = (usdPerUnit: number, units: number) => usdPerUnit * units * 1_000_000;
 
-export function costModel(counts: CountResults, latency: LatencyResults): CostResults {
+export function costModel(
+  counts: CountResults,
+  latency: LatencyResults,
+  receiptTiming: Readonly<Record<Channel, ReceiptTiming>> = ASSUMED_RECEIPTS,
+): CostResults {
   const op = (name: string): OperationCount => {
     const found = counts.operations.find((entry) => entry.operation === name);
     if (!found) throw new Error(`No count for ${name}`);
@@ -279,6 +542,8 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
     reported += entry.count.withAuth.reportedCapacity * entry.calls;
     logBytes += entry.calls * entry.count.logBytes;
   }
+  const apiLambdaMs = lambdaMsProjected;
+  const apiInvocations = invocations;
 
   // The delivery: its tasks and receipt callbacks, as counted on the path; durations from the task timings.
   const deliverRuns = path.tasks.DeliverOverChannel ?? 0;
@@ -448,6 +713,87 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
     }),
   ];
 
+  // The workflow's parts priced as on the counted path, for the bill under the assumed receipts: a deliver task's
+  // time and units are the path's per deliver task; a write (a refusal's, the end's) is one of its claim's size
+  // and a read of the record one of its reads; the callback is the path's per receipt.
+  const lambdaUsd = (ms: number, requests: number) =>
+    perMillion(PRICES.lambdaRequestsPerMillion / 1_000_000, requests) +
+    perMillion(PRICES.lambdaArmPerGbSecond, (ms / 1000) * (ASSUMPTIONS.lambdaMemoryMb / 1024));
+  const dynamoPerMillion = (writeUnits: number, readUnits: number) =>
+    dynamoUsd(writeUnits, readUnits) * 1_000_000;
+  const tasks = path.taskRequests;
+  const perWrite = tasks.wru / Math.max(1, tasks.byKind.UpdateItem ?? 0);
+  const perRecordRead = tasks.rru / Math.max(1, tasks.byKind.GetItem ?? 0);
+  const writeMs = ASSUMPTIONS.dynamoDbRequestMs.UpdateItem!;
+  const finishMs = ASSUMPTIONS.dynamoDbRequestMs.GetItem! + writeMs;
+  const receipts = Math.max(1, path.receipts);
+  const units: WorkflowUnits = {
+    waitSeconds: wait,
+    ms: {
+      deliver: deliverMs,
+      refusal: writeMs,
+      statusRead: ASSUMPTIONS.statusReadMs,
+      afterWait: afterWaitMs,
+      finish: finishMs,
+    },
+    usd: {
+      deliver: {
+        lambda: lambdaUsd(billed(deliverMs), 1),
+        dynamoDb: dynamoPerMillion(
+          tasks.wru / Math.max(1, deliverRuns),
+          tasks.rru / Math.max(1, deliverRuns),
+        ),
+        apiGateway: 0,
+      },
+      refusal: { lambda: lambdaUsd(writeMs, 0), dynamoDb: dynamoPerMillion(perWrite, 0), apiGateway: 0 },
+      statusRead: { lambda: 0, dynamoDb: dynamoPerMillion(0, perRead), apiGateway: 0 },
+      afterWait: {
+        lambda: lambdaUsd(billed(afterWaitMs), 1),
+        dynamoDb: dynamoPerMillion(0, 2 * perRead),
+        apiGateway: 0,
+      },
+      finish: {
+        lambda: lambdaUsd(finishMs, 0),
+        dynamoDb: dynamoPerMillion(perWrite, perRecordRead),
+        apiGateway: 0,
+      },
+      callback: {
+        lambda: lambdaUsd(receiptMsProjected / receipts + billed(0), 1),
+        dynamoDb: dynamoPerMillion(path.receiptRequests.wru / receipts, path.receiptRequests.rru / receipts),
+        apiGateway: PRICES.apiGatewayHttpPerMillion,
+      },
+    },
+  };
+  // Everything but the workflow, as in the lines above: the API requests, their Lambda time and their units,
+  // the sweeper's and the guard consumer's.
+  const apiRequests = api.reduce((total, entry) => total + entry.calls, 0);
+  const apiOnly = {
+    apiGateway: perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, apiRequests),
+    lambda: lambdaUsd(apiLambdaMs, apiInvocations),
+    dynamoDb: dynamoPerMillion(wru - path.total.wru, rru - path.total.rru),
+  };
+  const assumedReceipts = sampleFees(receiptTiming, wait).map((country): AssumedReceiptsBill => {
+    const workflow = expectedWorkflow(country.channels, units, receiptTiming);
+    const lines = {
+      stepFunctions: workflow.usd.stepFunctions,
+      lambda: apiOnly.lambda + workflow.usd.lambda,
+      dynamoDb: apiOnly.dynamoDb + workflow.usd.dynamoDb,
+      apiGateway: apiOnly.apiGateway + workflow.usd.apiGateway,
+    };
+    return {
+      country: country.country,
+      channels: country.channels,
+      secondMessage: round(country.secondMessage, 6),
+      billedSeconds: round(workflow.billedSeconds, 2),
+      callbacks: round(workflow.runs.callback, 3),
+      stepFunctions: round(lines.stepFunctions, 2),
+      lambda: round(lines.lambda, 2),
+      dynamoDb: round(lines.dynamoDb, 2),
+      apiGateway: round(lines.apiGateway, 2),
+      total: round(lines.stepFunctions + lines.lambda + lines.dynamoDb + lines.apiGateway, 2),
+    };
+  });
+
   const sum = (field: 'measured' | 'projected', filter: (line: CostLine) => boolean) =>
     round(
       lines.filter(filter).reduce((total, line) => total + line[field], 0),
@@ -490,6 +836,8 @@ export function costModel(counts: CountResults, latency: LatencyResults): CostRe
       projected: round(line.projected, 2),
     })),
     receiptDelays,
+    assumedReceipts,
+    workflowUnits: units,
     ...(perRun &&
       counts.sweeper && {
         sweeperPerRun: {

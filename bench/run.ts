@@ -295,11 +295,17 @@ if (args.has('--capacity')) {
   // Capacity figures of before the API keys and retries were modelled: `--capacity` measures them again.
   const capacity = read.capacity && 'apiKeys' in read.capacity ? read.capacity : undefined;
   if (read.capacity && !capacity) log('the saved capacity figures are of an older model: left out');
+  // Results of before the bill under the assumed receipts: it is priced from their own counts and timings.
+  const modelled = read.cost.assumedReceipts ? undefined : costModel(read.counts, read.latency);
+  const cost = modelled
+    ? { ...read.cost, assumedReceipts: modelled.assumedReceipts, workflowUnits: modelled.workflowUnits }
+    : read.cost;
   // The targets as judged now, from the saved figures.
   const saved: BenchResults = {
     ...read,
+    cost,
     capacity,
-    targets: evaluateTargets(read.counts, read.latency, read.bundles, read.cost, capacity),
+    targets: evaluateTargets(read.counts, read.latency, read.bundles, cost, capacity),
   };
   process.stdout.write(`${renderReport(saved, args.has('--markdown'))}\n`);
   process.stdout.write(`\n${renderFees(args.has('--markdown'))}`);
