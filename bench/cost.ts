@@ -458,7 +458,7 @@ export interface CostResults {
 }
 
 /** The bill of one sample country under the assumed receipts, USD per million verifications. */
-export interface AssumedReceiptsBill {
+interface AssumedReceiptsBill {
   country: string;
   channels: Channel[];
   /** The fee model's probability that a second message is handed over. */
