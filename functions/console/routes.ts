@@ -423,6 +423,12 @@ const API_ROUTES: ApiRoute[] = [
     });
     return json(201, { ...template, default: input.default === true });
   }),
+  // A member removes a template as they add one (the limit's refusal asks them to): not the default one.
+  route('POST', '/services/:sid/templates/:hx/remove', async (deps, { params, change }) => {
+    const sid = named(parseSid('HX', params.hx!), 'template SID');
+    await deps.accounts.deleteTemplate(change, params.sid!, sid);
+    return json(200, { removed: sid });
+  }),
   route('POST', '/services/:sid/templates/:hx/default', async (deps, { params, change }) => {
     const sid = named(parseSid('HX', params.hx!), 'template SID');
     await deps.accounts.setDefaultTemplate(change, params.sid!, sid);

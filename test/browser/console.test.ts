@@ -497,6 +497,19 @@ test("a template over the service's lowered part limit is flagged, not refused",
   expect(await page.$eval('#template-size', (el) => el.className)).toBe('error');
   await shot('templates-over-limit');
   await stackAccounts().setTemplateSmsParts({ actor: 'cli:browser-test' }, demo.serviceSid, undefined);
+
+  // The member removes it (after the confirmation the page asks); the default template has no Remove.
+  const before = await stackAccounts().listTemplates(demo.serviceSid);
+  await clickInRow(body, 'Remove');
+  await page.waitForFunction((t) => !document.querySelector('main')?.textContent?.includes(t), {}, body);
+  const after = await stackAccounts().listTemplates(demo.serviceSid);
+  expect(after).toHaveLength(before.length - 1);
+  expect(after.map((t) => t.body)).not.toContain(body);
+  const defaultRow = (await rowTexts('main')).find(
+    (row) => row.includes('default') && !row.includes('Make default'),
+  );
+  expect(defaultRow).toBeDefined();
+  expect(defaultRow).not.toContain('Remove');
 });
 
 test('the Activity page lists the changes, newest first, with who made them', async () => {

@@ -172,6 +172,7 @@ describe('membership', () => {
       ['GET', `/services/${b.serviceSid}/verifications`],
       ['GET', `/services/${b.serviceSid}/conversion`],
       ['POST', `/services/${b.serviceSid}/templates`, { body: 'Pwned {code}' }],
+      ['POST', `/services/${b.serviceSid}/templates/${before!.defaultTemplate!.sid}/remove`],
       ['PUT', `/services/${b.serviceSid}/rules`, { blockedCountries: ['GB'], blockedPrefixes: [] }],
       ['PUT', `/services/${b.serviceSid}/channels`, { channels: ['sms'] }],
       ['POST', `/services/${b.serviceSid}/webhooks`, { url: 'http://127.0.0.1:9/hook' }],
@@ -340,6 +341,35 @@ describe('what the console changes, the public API obeys', () => {
     expect(
       (await call(alice, 'POST', `/services/${a.serviceSid}/templates`, { body: 'no code' })).status,
     ).toBe(400);
+  });
+
+  test('a member removes a template, not the default one: a send naming it is then refused', async () => {
+    const added = await call(alice, 'POST', `/services/${a.serviceSid}/templates`, { body: 'Gone {code}' });
+    const sid = added.body.sid as string;
+    const { defaultTemplateSid } = (await call(alice, 'GET', `/services/${a.serviceSid}/templates`)).body;
+    const refused = await call(
+      alice,
+      'POST',
+      `/services/${a.serviceSid}/templates/${String(defaultTemplateSid)}/remove`,
+    );
+    expect([refused.status, refused.body.code]).toEqual([400, 'invalid_parameter']);
+    expect(refused.body.message).toContain('is the default template');
+    const removed = await call(alice, 'POST', `/services/${a.serviceSid}/templates/${sid}/remove`);
+    expect([removed.status, removed.body]).toEqual([200, { removed: sid }]);
+    const listed = (await call(alice, 'GET', `/services/${a.serviceSid}/templates`)).body.templates as {
+      sid: string;
+    }[];
+    expect(listed.map((t) => t.sid)).not.toContain(sid);
+    expect(listed.map((t) => t.sid)).toContain(defaultTemplateSid);
+    const again = await call(alice, 'POST', `/services/${a.serviceSid}/templates/${sid}/remove`);
+    expect([again.status, again.body.code]).toEqual([404, 'not_found']);
+    const send = await harness.client(a).send({ To: freshMobile(), TemplateSid: sid });
+    expect([send.status, send.body.code]).toEqual([404, 'unknown_template']);
+    // Every record (the console's clock and the harness's differ: the newest are not the last made).
+    const audit = await harness.accounts.auditTrail(a.serviceSid, 500);
+    expect(audit).toContainEqual(
+      expect.objectContaining({ action: 'template.delete', before: expect.objectContaining({ sid }) }),
+    );
   });
 
   test("a template's locale is checked by the accounts core, for every driver", async () => {

@@ -73,13 +73,26 @@ export async function templatesPage(sid: string): Promise<void> {
         smsCell(t.sms),
         t.default
           ? badge('default')
-          : action(
-              'Make default',
-              async () => {
-                await api('POST', `/services/${sid}/templates/${String(t.sid)}/default`);
-                await templatesPage(sid);
-              },
-              'secondary',
+          : h(
+              'span',
+              { class: 'row' },
+              action(
+                'Make default',
+                async () => {
+                  await api('POST', `/services/${sid}/templates/${String(t.sid)}/default`);
+                  await templatesPage(sid);
+                },
+                'secondary',
+              ),
+              action(
+                'Remove',
+                async () => {
+                  if (!confirm(`Remove template ${String(t.sid)}? Sends naming it are then refused.`)) return;
+                  await api('POST', `/services/${sid}/templates/${String(t.sid)}/remove`);
+                  await templatesPage(sid);
+                },
+                'danger',
+              ),
             ),
       ]),
       'No templates.',

@@ -429,11 +429,17 @@ export class Accounts {
 
   async deleteTemplate(context: ChangeContext, serviceSid: string, templateSid: string): Promise<void> {
     for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
-      const [template, { count }] = await Promise.all([
+      const [template, { service, count }] = await Promise.all([
         this.deps.store.getTemplate(serviceSid, templateSid),
         this.templateCount(serviceSid),
       ]);
       if (!template) throw new OtpError('not_found', 'No such template.');
+      // Sends without a TemplateSid use the default: it goes only once another is the default, or none.
+      if (service.defaultTemplate?.sid === templateSid)
+        throw new OtpError(
+          'invalid_parameter',
+          `${templateSid} is the default template: make another one the default first.`,
+        );
       const record = this.changeRecord(context, serviceSid, 'template.delete', template, undefined);
       // False: deleted, or the count begun, by another change since the read; read again.
       if (await this.deps.store.deleteTemplate(serviceSid, templateSid, record, count)) return;
