@@ -3,6 +3,7 @@ import type { Node } from 'constructs';
 import {
   deliveryTimeBudget,
   EXPRESS_EXECUTION_LIMIT_SECONDS,
+  STATUS_READ_BUDGET_SECONDS,
   TASK_RUN_BUDGET_SECONDS,
 } from '../functions/core/delivery-time';
 import { CHANNELS, parseChannelList } from '../functions/core/routing';
@@ -350,7 +351,7 @@ function readEdge(node: Node, settings: Settings): EdgeConfig | undefined {
 }
 
 /**
- * The longest delivery (every channel silent: its wait and two task runs each, plus a settling run; see
+ * The longest delivery (every channel silent: its wait, its status reads and two task runs each, plus a settling run; see
  * functions/core/delivery-time.ts) must end within the five minutes an Express execution may run, or AWS stops
  * it mid-delivery. Refused here rather than discovered as deliveries the sweeper has to settle.
  */
@@ -364,7 +365,8 @@ function checkDeliveryFitsExpress(waitSeconds: number, channels: number): void {
       : 'allow fewer channels';
   throw new Error(
     `Context ${waitKey}=${waitSeconds} is too long for ${channels} channels (${CONTEXT_KEYS.allowedChannels}): ` +
-      `${channels} × ${waitSeconds} s of receipt waits + ${budget.taskRuns} task runs × ${TASK_RUN_BUDGET_SECONDS} s ` +
+      `${channels} × ${waitSeconds} s of receipt waits + ${budget.statusReads} status reads × ${STATUS_READ_BUDGET_SECONDS} s ` +
+      `+ ${budget.taskRuns} task runs × ${TASK_RUN_BUDGET_SECONDS} s ` +
       `= ${budget.totalSeconds} s, over the ${EXPRESS_EXECUTION_LIMIT_SECONDS} s a Step Functions Express ` +
       `execution may run; ${fix}`,
   );

@@ -18,29 +18,47 @@ export const EXPRESS_EXECUTION_LIMIT_SECONDS = 300;
  */
 export const TASK_RUN_BUDGET_SECONDS = 10;
 
+/**
+ * One status read of a receipt wait at its slowest: the state's own time-out (`TimeoutSeconds` of
+ * ReadDeliveryStatus in statemachine/delivery.asl.json; a test holds the two equal). A read that times out
+ * only means waiting on, so the wait's Wait states still run in full after it.
+ */
+export const STATUS_READ_BUDGET_SECONDS = 1;
+
 export interface DeliveryTimeBudget {
   channels: number;
   waitSeconds: number;
   /** Task runs of the longest path: DeliverOverChannel and AfterWait per channel, and one settling run. */
   taskRuns: number;
+  /** Status reads of the longest path: those of each channel's wait (`receiptWaitSteps`). */
+  statusReads: number;
   totalSeconds: number;
   /** The longest channel wait that fits the limit with this many channels (negative: none does). */
   maxWaitSeconds: number;
 }
 
+const statusReadsOf = (waitSeconds: number) => receiptWaitSteps(waitSeconds).length - 1;
+
 /**
  * The longest normal delivery over `channels` channels: every channel accepts and stays silent, so each gets
- * a deliver task, the full wait and an after-wait task; a settling task run is allowed for on top.
+ * a deliver task, the full wait with its status reads (each at its time-out) and an after-wait task; a settling
+ * task run is allowed for on top.
  */
 export function deliveryTimeBudget(channels: number, waitSeconds: number): DeliveryTimeBudget {
   const taskRuns = 2 * channels + 1;
   const taskSeconds = taskRuns * TASK_RUN_BUDGET_SECONDS;
+  const seconds = (wait: number) =>
+    channels * (wait + statusReadsOf(wait) * STATUS_READ_BUDGET_SECONDS) + taskSeconds;
+  // The reads grow with the wait (log2), so the longest wait that fits is found from the reads' lower bound down.
+  let maxWaitSeconds = Math.floor((EXPRESS_EXECUTION_LIMIT_SECONDS - taskSeconds) / Math.max(channels, 1));
+  while (maxWaitSeconds >= 0 && seconds(maxWaitSeconds) > EXPRESS_EXECUTION_LIMIT_SECONDS) maxWaitSeconds--;
   return {
     channels,
     waitSeconds,
     taskRuns,
-    totalSeconds: channels * waitSeconds + taskSeconds,
-    maxWaitSeconds: Math.floor((EXPRESS_EXECUTION_LIMIT_SECONDS - taskSeconds) / Math.max(channels, 1)),
+    statusReads: channels * statusReadsOf(waitSeconds),
+    totalSeconds: seconds(waitSeconds),
+    maxWaitSeconds,
   };
 }
 

@@ -2,7 +2,7 @@
  * The delivery's time budget against the five-minute Express limit: `readConfig` refuses a
  * channel wait that cannot fit, naming the setting and the numbers, and accepts one that does.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
@@ -14,6 +14,7 @@ import {
   EXPRESS_EXECUTION_LIMIT_SECONDS,
   receiptWaitSteps,
   settleDeadline,
+  STATUS_READ_BUDGET_SECONDS,
   TASK_RUN_BUDGET_SECONDS,
 } from '../../functions/core/delivery-time';
 
@@ -24,17 +25,32 @@ afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 const configWith = (context: Record<string, unknown>) => readConfig(new App({ context, outdir }).node);
 
 describe('deliveryTimeBudget', () => {
-  it('counts every channel wait, two task runs per channel and a settling run', () => {
+  it('counts every channel wait, its status reads at their time-out, two task runs per channel and a settling run', () => {
     expect(TASK_RUN_BUDGET_SECONDS).toBe(10);
+    expect(STATUS_READ_BUDGET_SECONDS).toBe(1);
     expect(EXPRESS_EXECUTION_LIMIT_SECONDS).toBe(300);
     expect(deliveryTimeBudget(5, 8)).toEqual({
       channels: 5,
       waitSeconds: 8,
       taskRuns: 11,
-      totalSeconds: 5 * 8 + 11 * 10,
-      maxWaitSeconds: 38,
+      // Reads at 1, 2 and 4 s of each wait.
+      statusReads: 15,
+      totalSeconds: 5 * 8 + 15 * 1 + 11 * 10,
+      maxWaitSeconds: 32,
     });
-    expect(deliveryTimeBudget(1, 0).maxWaitSeconds).toBe(270);
+    // 32 s: reads at 1, 2, 4, 8 and 16 s (5 × 37 + 110 = 295); 33 s adds one at 32 s (5 × 39 + 110 = 305).
+    expect(deliveryTimeBudget(5, 32).totalSeconds).toBe(295);
+    expect(deliveryTimeBudget(5, 33).totalSeconds).toBe(305);
+    // One channel: 261 s and its 9 reads, with 3 task runs, make exactly 300.
+    expect(deliveryTimeBudget(1, 0).maxWaitSeconds).toBe(261);
+    expect(deliveryTimeBudget(1, 261).totalSeconds).toBe(300);
+  });
+
+  it("budgets a status read at the state machine's own time-out for it", () => {
+    const asl = JSON.parse(
+      readFileSync(path.join(__dirname, '..', '..', 'statemachine', 'delivery.asl.json'), 'utf8'),
+    ) as { States: Record<string, { TimeoutSeconds?: number }> };
+    expect(asl.States.ReadDeliveryStatus?.TimeoutSeconds).toBe(STATUS_READ_BUDGET_SECONDS);
   });
 });
 
@@ -42,24 +58,24 @@ describe('readConfig and the Express limit', () => {
   it("the issue's example, 60 s × 5 channels, is refused with the setting and the numbers", () => {
     expect(() => configWith({ 'otp:channelWaitSeconds': '60' })).toThrow(
       'Context otp:channelWaitSeconds=60 is too long for 5 channels (otp:allowedChannels): ' +
-        '5 × 60 s of receipt waits + 11 task runs × 10 s = 410 s, over the 300 s a Step Functions Express ' +
-        'execution may run; set otp:channelWaitSeconds to at most 38, or allow fewer channels',
+        '5 × 60 s of receipt waits + 30 status reads × 1 s + 11 task runs × 10 s = 440 s, over the 300 s a ' +
+        'Step Functions Express execution may run; set otp:channelWaitSeconds to at most 32, or allow fewer channels',
     );
   });
 
   it('the largest wait that fits passes; one second more does not', () => {
-    expect(configWith({ 'otp:channelWaitSeconds': 38 }).settings.channelWaitSeconds).toBe(38);
-    expect(() => configWith({ 'otp:channelWaitSeconds': 39 })).toThrow(/= 305 s, over the 300 s/);
+    expect(configWith({ 'otp:channelWaitSeconds': 32 }).settings.channelWaitSeconds).toBe(32);
+    expect(() => configWith({ 'otp:channelWaitSeconds': 33 })).toThrow(/= 305 s, over the 300 s/);
   });
 
   it('counts the channels the deployment allows: a long wait fits fewer channels', () => {
-    expect(() => configWith({ 'otp:channelWaitSeconds': 120 })).toThrow('otp:channelWaitSeconds=120');
-    const twoChannels = configWith({ 'otp:channelWaitSeconds': 120, 'otp:allowedChannels': 'sms,whatsapp' });
-    expect(twoChannels.settings.channelWaitSeconds).toBe(120);
+    expect(() => configWith({ 'otp:channelWaitSeconds': 118 })).toThrow('otp:channelWaitSeconds=118');
+    const twoChannels = configWith({ 'otp:channelWaitSeconds': 118, 'otp:allowedChannels': 'sms,whatsapp' });
+    expect(twoChannels.settings.channelWaitSeconds).toBe(118);
     expect(twoChannels.allowedChannels).toEqual(['sms', 'whatsapp']);
     expect(() =>
       configWith({ 'otp:channelWaitSeconds': 136, 'otp:allowedChannels': 'sms,whatsapp' }),
-    ).toThrow('2 × 136 s of receipt waits + 5 task runs × 10 s = 322 s');
+    ).toThrow('2 × 136 s of receipt waits + 16 status reads × 1 s + 5 task runs × 10 s = 338 s');
   });
 
   it('the defaults pass', () => {
