@@ -8,6 +8,9 @@ import { formatUnits } from '../core/money';
 import { effectiveStatus } from '../core/verification';
 import type { WebhookDeliveryRecord } from '../core/webhooks';
 
+/** A time as the console shows every other: `2026-11-29 10:42:44Z` (UTC, to the second), not raw ISO. */
+const shownTime = (iso: string): string => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+
 export interface ChargeLine {
   at: string;
   verificationSid: string;
@@ -314,8 +317,8 @@ export function timeline(
           : status === 'LOCKED'
             ? 'Code LOCKED: no attempt left'
             : status === 'EXPIRED'
-              ? `Code EXPIRED at ${v.expiresAt}`
-              : `Code PENDING until ${v.expiresAt}`,
+              ? `Code EXPIRED at ${shownTime(v.expiresAt)}`
+              : `Code PENDING until ${shownTime(v.expiresAt)}`,
     }),
   );
   if (webhooks) {

@@ -49,3 +49,12 @@ test('a skipped channel reads as not sent, not as a provider error; a provider e
     'sms: provider error (access_denied): User is not authorized to perform: sms-voice:SendTextMessage',
   ]);
 });
+
+test('the code line gives its time as the console shows every time: UTC to the second, not raw ISO', () => {
+  const settings = { maxCheckAttempts: 5, channelWaitSeconds: 8 };
+  const text = (now: string) =>
+    timeline(record({}), settings, new Date(now)).entries.filter((entry) => entry.text.startsWith('Code '))[0]
+      ?.text;
+  expect(text('2026-11-26T12:01:00.000Z')).toBe('Code PENDING until 2026-11-26 12:05:00Z');
+  expect(text('2026-11-26T12:06:00.000Z')).toBe('Code EXPIRED at 2026-11-26 12:05:00Z');
+});
