@@ -18,7 +18,8 @@ let token: string;
 beforeAll(async () => {
   harness = await startHarness({
     settings: { channelWaitSeconds: 1 },
-    env: { OTP_WEBHOOK_BACKOFF_SCALE: String(BACKOFF_SCALE), OTP_WEBHOOK_TIMEOUT_MS: '400' },
+    // The receiver answers at once; 400 ms let one attempt time out (no status) on a loaded machine.
+    env: { OTP_WEBHOOK_BACKOFF_SCALE: String(BACKOFF_SCALE), OTP_WEBHOOK_TIMEOUT_MS: '3000' },
   });
   const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
     method: 'POST',
