@@ -26,7 +26,8 @@ async function route(): Promise<void> {
   try {
     const me = session.me ?? (await loadMe());
     const parts = location.hash.replace(/^#\/?/, '').split('/');
-    if (parts[0] === 'operator' && me.user.operator) {
+    // An operator lands on every service's list; a member on their first service.
+    if (me.user.operator && parts[0] !== 's') {
       renderNav(undefined, 'operator');
       return await operatorPage();
     }
@@ -40,7 +41,6 @@ async function route(): Promise<void> {
         h('p', {}, 'You are not a member of any service yet: ask your operator to add you.'),
       );
     }
-    renderNav(sid, page === 'verification' ? 'verifications' : page);
     const pages: Record<string, () => Promise<void>> = {
       settings: () => settingsPage(sid),
       keys: () => keysPage(sid),
@@ -54,7 +54,10 @@ async function route(): Promise<void> {
       webhooks: () => webhooksPage(sid),
       activity: () => activityPage(sid),
     };
-    await (pages[page] ?? pages.settings!)();
+    // A page name the console does not know shows Settings, marked as such in the navigation.
+    const shown = page in pages ? page : 'settings';
+    renderNav(sid, shown === 'verification' ? 'verifications' : shown);
+    await pages[shown]!();
   } catch (error) {
     showError(error);
   }

@@ -348,7 +348,11 @@ const API_ROUTES: ApiRoute[] = [
     if (parseSid('VE', search).ok) {
       const found = await deps.activity.verification(search);
       const mine = found && found.serviceSid === params.sid ? [found] : [];
-      return json(200, { verifications: mine.map((v) => listItem(v, now)), searchedLatest: null });
+      return json(200, {
+        verifications: mine.map((v) => listItem(v, now)),
+        searchedLatest: null,
+        listedAtMost: LIST_PAGE,
+      });
     }
     const number = search.replace(/[\s()-]/g, '');
     if (search !== '' && !/^\+?\d{3,15}$/.test(number)) {
@@ -366,6 +370,8 @@ const API_ROUTES: ApiRoute[] = [
       verifications: hits.slice(0, LIST_PAGE).map((v) => listItem(v, now)),
       // A number is looked for among the latest sends only (no index on numbers: nothing is written for it).
       searchedLatest: number ? charges.length : null,
+      // The list holds no more than this: an older verification is found by its SID or number.
+      listedAtMost: LIST_PAGE,
     });
   }),
   route('GET', '/services/:sid/verifications/:ve', async (deps, { params }) => {

@@ -195,6 +195,11 @@ test('sign in on loopback and copy the Service SID from the settings page', asyn
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   await shot('phone-settings');
   await page.setViewport({ width: 1200, height: 780 });
+  // A page name the console does not know shows Settings, and the navigation marks Settings.
+  await go(`/s/${demo.serviceSid}/no-such-page`, '#service-sid');
+  expect(await page.$eval('nav a[aria-current=page]', (el) => el.getAttribute('href'))).toBe(
+    `#/s/${demo.serviceSid}/settings`,
+  );
 });
 
 test('loading the console asks for nothing the server lacks (the favicon included)', async () => {
@@ -761,7 +766,9 @@ test('the operator sees every service, creates one and tops it up', async () => 
   await page.waitForSelector('#operator');
   await page.click('#operator');
   await page.click('button[type=submit]');
-  await page.waitForSelector('#service-sid');
+  // Signed in, an operator lands on every service's list, not on one service's settings.
+  await page.waitForSelector('#new-name');
+  expect(await page.$('#service-sid')).toBeNull();
   await go('/operator', '#new-name');
   await page.type('#new-name', 'Globex');
   await page.$eval('#new-balance', (el) => ((el as HTMLInputElement).value = '5'));

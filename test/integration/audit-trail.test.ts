@@ -136,7 +136,13 @@ describe('console', () => {
     then?: (body: Item) => void;
   }
   const sid = () => account.serviceSid;
-  const made: { service?: string; keyId?: string; template?: string; webhook?: string } = {};
+  const made: {
+    service?: string;
+    keyId?: string;
+    template?: string;
+    firstTemplate?: string;
+    webhook?: string;
+  } = {};
   let balanceBefore = 0;
   const runs: ConsoleRun[] = [
     { route: 'GET /me', path: () => '/me' },
@@ -188,7 +194,11 @@ describe('console', () => {
       path: () => `/services/${sid()}/verifications/${verificationSid}`,
     },
     { route: 'GET /services/:sid/conversion', path: () => `/services/${sid()}/conversion` },
-    { route: 'GET /services/:sid/templates', path: () => `/services/${sid()}/templates` },
+    {
+      route: 'GET /services/:sid/templates',
+      path: () => `/services/${sid()}/templates`,
+      then: (body) => (made.firstTemplate = body.defaultTemplateSid as string),
+    },
     {
       route: 'POST /services/:sid/templates',
       path: () => `/services/${sid()}/templates`,
@@ -200,6 +210,12 @@ describe('console', () => {
       route: 'POST /services/:sid/templates/:hx/default',
       path: () => `/services/${sid()}/templates/${made.template!}/default`,
       expect: () => [{ action: 'template.default', after: { defaultTemplateSid: made.template } }],
+    },
+    {
+      // The first default, no longer the default.
+      route: 'POST /services/:sid/templates/:hx/remove',
+      path: () => `/services/${sid()}/templates/${made.firstTemplate!}/remove`,
+      expect: () => [{ action: 'template.delete', before: { sid: made.firstTemplate } }],
     },
     { route: 'GET /services/:sid/rules', path: () => `/services/${sid()}/rules` },
     {

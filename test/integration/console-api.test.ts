@@ -821,6 +821,8 @@ describe('activity', () => {
     const sids = (list.body.verifications as { sid: string }[]).map((v) => v.sid);
     expect(sids[0]).toBe(other.body.sid);
     expect(sids[1]).toBe(sid);
+    // The page says how many the list holds at most when it is full.
+    expect(list.body.listedAtMost).toBe(50);
 
     const byNumber = await call(
       alice,

@@ -3,7 +3,7 @@ import { api, type Json } from '../api';
 import { badge, formError, h, show, submitted, table, when } from '../dom';
 
 export async function verificationsPage(sid: string, q = ''): Promise<void> {
-  const data = await api<{ verifications: Json[]; searchedLatest: number | null }>(
+  const data = await api<{ verifications: Json[]; searchedLatest: number | null; listedAtMost: number }>(
     'GET',
     `/services/${sid}/verifications${q ? `?q=${encodeURIComponent(q)}` : ''}`,
   );
@@ -34,6 +34,13 @@ export async function verificationsPage(sid: string, q = ''): Promise<void> {
     err,
     data.searchedLatest !== null &&
       h('p', { class: 'muted' }, `A number is searched among the latest ${data.searchedLatest} sends.`),
+    !q &&
+      data.verifications.length >= data.listedAtMost &&
+      h(
+        'p',
+        { class: 'muted' },
+        `The latest ${data.listedAtMost} sends, newest first: search by SID or number for an older one.`,
+      ),
     table(
       ['Created', 'SID', 'To', 'Status', 'Delivery', 'Channel', 'USD'],
       data.verifications.map((v) => [
