@@ -6,8 +6,6 @@
  * - Without a receipt the next channel is tried after the whole wait, no earlier, as with one Wait state.
  */
 import { keys } from '../../functions/adapters/dynamodb/keys';
-import { deriveKey } from '../../functions/adapters/crypto';
-import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
 import { receiptWaitSteps } from '../../functions/core/delivery-time';
 import { startHarness, eventually, type ApiClient, type Harness } from '../support/harness';
 
@@ -48,16 +46,8 @@ async function sendSilent(): Promise<{ sid: string; to: string; sentAt: number }
 /** Posts sna's receipt as the carrier would, signed; resolves when the service has applied it. */
 async function deliverReceipt(to: string): Promise<number> {
   const sna = messagesTo(to)[0]!;
-  const body = JSON.stringify({ reference: sna.reference, messageId: sna.messageId, status: 'delivered' });
-  const response = await fetch(`${harness.stack.url}/v2/Callbacks/carrier`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      [SIGNATURE_HEADER]: signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()),
-    },
-    body,
-  });
-  expect(response.status).toBe(200);
+  const receipt = { reference: sna.reference, messageId: sna.messageId, status: 'delivered' };
+  expect((await harness.postCarrierReceipt(receipt)).status).toBe(200);
   return Date.now();
 }
 

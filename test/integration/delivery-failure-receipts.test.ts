@@ -6,8 +6,6 @@
  * - a failure receipt for a channel the workflow has moved past, first or repeated, does not hide the failure of
  *   the channel being waited on, which still moves on at the next status read.
  */
-import { deriveKey } from '../../functions/adapters/crypto';
-import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
 import type { CarriedMessage } from '../../local/carrier';
 import { eventually, startHarness, type ApiClient, type Harness } from '../support/harness';
 
@@ -32,16 +30,8 @@ const executionOf = (sid: string) =>
   harness.stack.workflow.executions.find((execution) => execution.sid === sid)!;
 
 async function postReceipt(message: CarriedMessage, status: 'delivered' | 'failed') {
-  const body = JSON.stringify({ reference: message.reference, messageId: message.messageId, status });
-  const response = await fetch(`${harness.stack.url}/v2/Callbacks/carrier`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      [SIGNATURE_HEADER]: signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()),
-    },
-    body,
-  });
-  expect(response.status).toBe(200);
+  const { reference, messageId } = message;
+  expect((await harness.postCarrierReceipt({ reference, messageId, status })).status).toBe(200);
 }
 
 it('every channel reports its message undelivered: FAILED, each channel sent once', async () => {

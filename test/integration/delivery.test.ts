@@ -397,8 +397,7 @@ async function postReceipt(receipt: {
   messageId: string;
   status: 'delivered' | 'failed';
 }) {
-  const body = JSON.stringify(receipt);
-  return postRaw(body, signPayload(deriveKey(harness.masterKey, 'receipt:carrier'), body, new Date()));
+  return harness.postCarrierReceipt(receipt);
 }
 
 async function postRaw(body: string, signature: string | undefined) {

@@ -7,8 +7,6 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { deriveKey } from '../../functions/adapters/crypto';
-import { signPayload, SIGNATURE_HEADER } from '../../functions/adapters/providers/signature';
 import { SQS_MAX_DELAY_SECONDS } from '../../functions/adapters/webhooks/sqs-queue';
 import { MAX_DELIVERY_ATTEMPTS, RETRY_DELAYS_SECONDS, type WebhookJob } from '../../functions/core/webhooks';
 import { LAMBDA_RECURSION_LIMIT, type WebhookPost } from '../../local/webhooks';
@@ -117,19 +115,6 @@ class TestEndpoint {
   }
 }
 
-function postReceipt(body: Record<string, string>) {
-  const text = JSON.stringify(body);
-  const secret = deriveKey(harness.masterKey, 'receipt:carrier');
-  return fetch(`${harness.stack.url}/v2/Callbacks/carrier`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      [SIGNATURE_HEADER]: signPayload(secret, text, new Date()),
-    },
-    body: text,
-  });
-}
-
 const statusOf = (post: WebhookPost) =>
   post.response && 'status' in post.response ? post.response.status : 'error';
 
@@ -212,7 +197,7 @@ describe('events of the fallback path', () => {
     await delivered(endpoint.endpointSid, ['verification.delivery.sent'], sid);
 
     const whatsapp = harness.stack.carrier.messagesTo(to).find((message) => message.channel === 'whatsapp')!;
-    const receipt = await postReceipt({
+    const receipt = await harness.postCarrierReceipt({
       reference: whatsapp.reference,
       messageId: whatsapp.messageId!,
       status: 'delivered',

@@ -6,7 +6,9 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
+import { deriveKey } from '../../functions/adapters/crypto';
 import { jsonLogger } from '../../functions/adapters/logger';
+import { SIGNATURE_HEADER, signPayload } from '../../functions/adapters/providers/signature';
 import type { Accounts } from '../../functions/core/accounts/accounts';
 import type { ChangeContext } from '../../functions/core/accounts/ports';
 import { UNITS_PER_USD } from '../../functions/core/money';
@@ -43,6 +45,11 @@ export interface Harness {
     options?: Partial<{ balanceUsd: number; channels: Channel[]; defaultTemplate: string | null }>,
   ): Promise<Account>;
   client(account: Account): ApiClient;
+  /**
+   * Posts a receipt to `POST /v2/Callbacks/carrier` as the simulated carrier does: its JSON, signed with the
+   * stack's receipt key at the present time.
+   */
+  postCarrierReceipt(receipt: Record<string, unknown>): Promise<Response>;
   /** Every item in the table, unmarshalled. */
   scanTable(): Promise<Record<string, unknown>[]>;
   close(): Promise<void>;
@@ -133,6 +140,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return { serviceSid: service.sid, apiKey };
     },
     client: (account) => new ApiClient(stack.url, account),
+    postCarrierReceipt(receipt) {
+      const body = JSON.stringify(receipt);
+      const signature = signPayload(deriveKey(masterKey, 'receipt:carrier'), body, new Date());
+      return fetch(`${stack.url}/v2/Callbacks/carrier`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signature },
+        body,
+      });
+    },
     async scanTable() {
       const items: Record<string, unknown>[] = [];
       let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
