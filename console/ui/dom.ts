@@ -129,10 +129,24 @@ export function formError(): HTMLElement {
   return h('p', { role: 'status', class: 'error' });
 }
 
-export function showError(error: unknown): void {
+/**
+ * The error page, with a way on: `retry` runs the failed page again, `back` leads somewhere that works (left out
+ * when it is the page that failed: a link to the current address does nothing).
+ */
+export function showError(
+  error: unknown,
+  way: { retry: () => unknown; back?: { href: string; label: string } },
+): void {
   if (error instanceof HttpError && error.status === 401) return;
+  const back = way.back && way.back.href !== location.hash ? way.back : undefined;
   show(
     'Something went wrong',
     h('p', { class: 'error', role: 'alert' }, error instanceof Error ? error.message : String(error)),
+    h(
+      'p',
+      { class: 'row' },
+      h('button', { type: 'button', onclick: () => void way.retry() }, 'Try again'),
+      back && h('a', { href: back.href }, back.label),
+    ),
   );
 }

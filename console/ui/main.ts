@@ -23,9 +23,9 @@ import { loadMe, session, type Config } from './session';
 
 async function route(): Promise<void> {
   if (!sessionStorage.getItem(TOKEN_KEY)) return signInPage(route);
+  const parts = location.hash.replace(/^#\/?/, '').split('/');
   try {
     const me = session.me ?? (await loadMe());
-    const parts = location.hash.replace(/^#\/?/, '').split('/');
     // An operator lands on every service's list; a member on their first service.
     if (me.user.operator && parts[0] !== 's') {
       renderNav(undefined, 'operator');
@@ -59,8 +59,17 @@ async function route(): Promise<void> {
     renderNav(sid, shown === 'verification' ? 'verifications' : shown);
     await pages[shown]!();
   } catch (error) {
-    showError(error);
+    showError(error, { retry: route, back: wayBack(parts[0] === 's' ? parts[1] : undefined) });
   }
+}
+
+/** Where the error page leads: All services for an operator, else the service's settings (one of the user's). */
+function wayBack(sid: string | undefined): { href: string; label: string } | undefined {
+  const me = session.me;
+  if (!me) return undefined;
+  if (me.user.operator) return { href: '#/operator', label: 'All services' };
+  const service = me.services.find((s) => s.sid === sid) ?? me.services[0];
+  return service && { href: `#/s/${service.sid}/settings`, label: `Settings of ${service.name}` };
 }
 
 whenSignedOut(() => {
@@ -79,15 +88,17 @@ document.getElementById('sign-out')!.addEventListener('click', () => {
 });
 window.addEventListener('hashchange', () => void route());
 
-void (async () => {
+async function start(): Promise<void> {
   try {
     session.config = (await (
       await request('/console/config.json', { credentials: 'omit' })
     ).json()) as Config;
     if (session.config.mode === 'cognito') await finishCognitoSignIn();
   } catch (error) {
-    showError(error);
+    showError(error, { retry: start });
     return;
   }
   await route();
-})();
+}
+
+void start();

@@ -22,6 +22,8 @@ export function renderNav(sid: string | undefined, page: string): void {
   const items: Child[] = [];
   const me = session.me;
   if (me && me.services.length > 0) {
+    // A service not among the user's (another member's, or none) is not claimed by the picker or the links.
+    const known = me.services.some((s) => s.sid === sid);
     const select = h(
       'select',
       {
@@ -31,17 +33,18 @@ export function renderNav(sid: string | undefined, page: string): void {
           location.hash = `#/s/${(event.target as HTMLSelectElement).value}/${page === 'operator' ? 'settings' : page}`;
         },
       },
+      !!sid && !known && h('option', { value: '', selected: true, disabled: true }, 'Choose a service'),
       me.services.map((s) =>
         h('option', { value: s.sid, selected: s.sid === sid }, `${s.name} (${s.sid.slice(0, 8)}…)`),
       ),
     );
     items.push(h('h2', {}, 'Service'), select);
-    const current = sid ?? me.services[0]!.sid;
+    const current = known ? sid! : me.services[0]!.sid;
     for (const [id, label] of SERVICE_PAGES) {
       items.push(
         h(
           'a',
-          { href: `#/s/${current}/${id}`, 'aria-current': sid && page === id ? 'page' : undefined },
+          { href: `#/s/${current}/${id}`, 'aria-current': known && page === id ? 'page' : undefined },
           label,
         ),
       );

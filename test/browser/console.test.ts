@@ -202,6 +202,45 @@ test('sign in on loopback and copy the Service SID from the settings page', asyn
   );
 });
 
+test('the error page offers a way on, and the picker claims no service the page is not showing', async () => {
+  // Another member's service (or none): refused, with a link back to the member's own service.
+  const other = `VA${'0'.repeat(31)}1`;
+  await go(`/s/${other}/settings`, 'main [role=alert]');
+  expect(await text('main [role=alert]')).toBe('Not a service of yours.');
+  const picked = await page.$eval('#service-select', (el) => {
+    const select = el as HTMLSelectElement;
+    return { value: select.value, text: select.selectedOptions[0]?.textContent ?? '' };
+  });
+  expect(picked.value).not.toBe(demo.serviceSid);
+  expect(picked.text).not.toContain(demo.serviceSid.slice(0, 8));
+  expect(await page.$('nav a[aria-current=page]')).toBeNull();
+  await page.click(`main a[href="#/s/${demo.serviceSid}/settings"]`);
+  await page.waitForSelector('#service-sid');
+  expect(await page.$eval('#service-select', (el) => (el as HTMLSelectElement).value)).toBe(demo.serviceSid);
+
+  // A failure that may pass: "Try again" runs the page again, without a reload.
+  let failing = true;
+  const fail = (request: HTTPRequest) => {
+    if (failing && request.url().endsWith(`/console/api/services/${demo.serviceSid}/keys`)) {
+      void request.respond({ status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' });
+    } else void request.continue();
+  };
+  await page.setRequestInterception(true);
+  page.on('request', fail);
+  try {
+    await page.click(`nav a[href="#/s/${demo.serviceSid}/keys"]`);
+    await page.waitForSelector('main [role=alert]');
+    expect(await text('main [role=alert]')).toContain('HTTP 502');
+    failing = false;
+    await clickButton('Try again');
+    await page.waitForSelector('#key-count');
+  } finally {
+    page.off('request', fail);
+    await page.setRequestInterception(false);
+  }
+  problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+});
+
 test('loading the console asks for nothing the server lacks (the favicon included)', async () => {
   // A browser that has never been here: Chromium asks for a favicon once per run.
   const other = await puppeteer.launch({
