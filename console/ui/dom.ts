@@ -115,9 +115,9 @@ export function submitted(err: HTMLElement, run: () => Promise<void>): (event: E
     busy = true;
     const buttons = [...(event.currentTarget as HTMLFormElement).querySelectorAll('button')];
     for (const button of buttons) button.disabled = true;
-    err.textContent = '';
+    sayError(err, '');
     run()
-      .catch((error: unknown) => (err.textContent = error instanceof Error ? error.message : String(error)))
+      .catch((error: unknown) => sayError(err, error instanceof Error ? error.message : String(error)))
       .finally(() => {
         busy = false;
         for (const button of buttons) button.disabled = false;
@@ -125,8 +125,50 @@ export function submitted(err: HTMLElement, run: () => Promise<void>): (event: E
   };
 }
 
-export function formError(): HTMLElement {
-  return h('p', { role: 'status', class: 'error' });
+/** The fields each error line is about, and which of them a message concerns. */
+const errorFields = new WeakMap<
+  HTMLElement,
+  { fields: HTMLElement[]; pick: (message: string) => HTMLElement[] }
+>();
+
+/**
+ * A form's error line, tied to its fields: each names the line in `aria-describedby`, and is marked `aria-invalid`
+ * while the line holds an error about it: the server's refusal (set by `submitted`; `pick` narrows it to the fields
+ * it names, else it concerns them all) or the browser's own check of a field (its `title` says the format).
+ */
+export function formError(
+  id: string,
+  fields: HTMLElement[],
+  pick: (message: string) => HTMLElement[] = () => fields,
+): HTMLElement {
+  const err = h('p', { id, role: 'status', class: 'error' });
+  errorFields.set(err, { fields, pick });
+  for (const field of fields) {
+    const describedBy = field.getAttribute('aria-describedby');
+    field.setAttribute('aria-describedby', describedBy ? `${describedBy} ${id}` : id);
+    field.addEventListener('invalid', () => {
+      const input = field as HTMLInputElement;
+      const format = input.validity.patternMismatch && input.title ? ` ${input.title}.` : '';
+      sayError(err, `${input.validationMessage}${format}`, (f) => !(f as HTMLInputElement).validity.valid);
+    });
+  }
+  return err;
+}
+
+/** Says `message` in a form's error line (none: clears it) and marks the fields it concerns. */
+export function sayError(
+  err: HTMLElement,
+  message: string,
+  concerns?: (field: HTMLElement) => boolean,
+): void {
+  err.textContent = message;
+  const tied = errorFields.get(err);
+  if (!tied) return;
+  const picked = message === '' ? [] : tied.pick(message);
+  for (const field of tied.fields) {
+    if (concerns ? concerns(field) : picked.includes(field)) field.setAttribute('aria-invalid', 'true');
+    else field.removeAttribute('aria-invalid');
+  }
 }
 
 /**

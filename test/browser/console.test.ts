@@ -596,6 +596,46 @@ test('block a country and see the public API answer 403', async () => {
   expect(((await refused.json()) as { code: string }).code).toBe('blocked_by_policy');
 });
 
+test("a form's error is its own, tied to the field it is about (aria-invalid, aria-describedby)", async () => {
+  /** The field's state: invalid or not, and the text of what describes it. */
+  const field = (selector: string) =>
+    page.$eval(selector, (el) => ({
+      invalid: el.getAttribute('aria-invalid'),
+      described: (el.getAttribute('aria-describedby') ?? '')
+        .split(' ')
+        .map((id) => document.getElementById(id)?.textContent ?? `(no #${id})`)
+        .join(' | '),
+    }));
+  // A prefix the browser refuses: the format said in the prefix form's own line, the country form's line silent.
+  await go(`/s/${demo.serviceSid}/rules`, '#prefix');
+  await page.type('#prefix', '4474');
+  await clickButton('Block prefix');
+  await page.waitForFunction(
+    () => document.querySelector('#prefix')?.getAttribute('aria-invalid') === 'true',
+  );
+  const prefix = await field('#prefix');
+  expect(prefix.described).toMatch(/E\.164 prefix: \+ and 1 to 15 digits, e\.g\. \+4474/);
+  expect(await field('#country')).toEqual({ invalid: null, described: '' });
+  // Each form's line follows its own form.
+  const lines = await page.$$eval('main form', (forms) =>
+    forms.map((form) => form.nextElementSibling?.getAttribute('role') ?? ''),
+  );
+  expect(lines.slice(0, 2)).toEqual(['status', 'status']);
+  // Refused by the server: the field marked and described by the refusal (its size line kept).
+  await go(`/s/${demo.serviceSid}/templates`, '#template-body');
+  await page.type('#template-body', 'No code here');
+  await page.click('form button[type=submit]');
+  await page.waitForFunction(
+    () => document.querySelector('#template-body')?.getAttribute('aria-invalid') === 'true',
+  );
+  const body = await field('#template-body');
+  expect(body.described).toMatch(/^SMS size: .* \| A template needs the \{code\} placeholder/);
+  // Sent again and taken: the mark goes.
+  await page.type('#template-body', ' {code}');
+  await page.click('form button[type=submit]');
+  await page.waitForFunction(() => !document.querySelector('#template-body')?.hasAttribute('aria-invalid'));
+});
+
 test('the allow-list and the high-risk list on the rules page; caps set, shown reached, removed', async () => {
   await go(`/s/${demo.serviceSid}/settings`, '#allowed-summary');
   // A service made as a new one is: every served country but the high-risk ones, named where it is described.
@@ -673,6 +713,9 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   await clickButton('Set caps');
   await page.waitForFunction(() => document.querySelector('#caps p[role=status]')?.textContent !== '');
   expect(await text('#caps p[role=status]')).toBe('hourlySends must be a number.');
+  // The field it names is the one marked.
+  expect(await page.$eval('#cap-hourlySends', (el) => el.getAttribute('aria-invalid'))).toBe('true');
+  expect(await page.$eval('#cap-dailySpend', (el) => el.getAttribute('aria-invalid'))).toBeNull();
   expect((await stackAccounts().getService(demo.serviceSid))?.guard?.caps?.GB?.hourlySends).toBe(6);
   // Reached (as the guard's consumer records it): the page alerts the owner.
   await putGuardBlock('GB', { prefix: '+44', reason: 'country_cap', figures: { hourly_sends: 5, cap: 5 } });

@@ -3,7 +3,7 @@
  * refuse its sends now (each lifted with a click, for an hour), and its decisions with the money they saved.
  */
 import { api, type Json } from '../api';
-import { action, h, show, table, when } from '../dom';
+import { action, formError, h, show, submitted, table, when } from '../dom';
 
 interface BlockView {
   blocked: string;
@@ -72,6 +72,10 @@ export async function guardPage(sid: string): Promise<void> {
     id: 'risk-check-opt-out',
     checked: g.riskCheckOptOut === true,
   }) as HTMLInputElement;
+  // The API's refusals here are of a safe-list entry ("… is not an E.164 prefix").
+  const err = formError('guard-error', [level, safeList, riskCheck], (message) =>
+    /prefix|safe ?list/i.test(message) ? [safeList] : [],
+  );
   const lift = (prefix: string, label: string) =>
     action(label, async () => {
       await api('POST', `/services/${sid}/guard/unblock`, { prefix });
@@ -85,8 +89,18 @@ export async function guardPage(sid: string): Promise<void> {
       'The guard refuses sends (403 blocked_by_policy, never charged) to destinations whose codes go unchecked far more than real users leave theirs.',
     ),
     h(
-      'div',
-      { class: 'card' },
+      'form',
+      {
+        class: 'card',
+        onsubmit: submitted(err, async () => {
+          await api('PUT', `/services/${sid}/guard`, {
+            level: level.value,
+            safeList: safeList.value.split(/[\s,]+/).filter((entry) => entry !== ''),
+            riskCheckOptOut: riskCheck.checked,
+          });
+          await guardPage(sid);
+        }),
+      },
       h(
         'p',
         { class: 'row' },
@@ -115,18 +129,8 @@ export async function guardPage(sid: string): Promise<void> {
           "Let a send's RiskCheck=disable skip the guard (off: every send is judged, and the answer is the same)",
         ),
       ),
-      h(
-        'p',
-        {},
-        action('Save guard setting', async () => {
-          await api('PUT', `/services/${sid}/guard`, {
-            level: level.value,
-            safeList: safeList.value.split(/[\s,]+/).filter((entry) => entry !== ''),
-            riskCheckOptOut: riskCheck.checked,
-          });
-          await guardPage(sid);
-        }),
-      ),
+      h('p', {}, h('button', { type: 'submit' }, 'Save guard setting')),
+      err,
     ),
     drops.length > 0 &&
       h(

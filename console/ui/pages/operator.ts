@@ -6,7 +6,9 @@ import { loadMe, session } from '../session';
 export async function operatorPage(): Promise<void> {
   const name = h('input', { id: 'new-name', required: true, maxlength: '100' }) as HTMLInputElement;
   const balance = h('input', { id: 'new-balance', value: '0', inputmode: 'decimal' }) as HTMLInputElement;
-  const err = formError();
+  const err = formError('create-error', [name, balance], (message) =>
+    /balance|USD|amount/i.test(message) ? [balance] : /name/i.test(message) ? [name] : [name, balance],
+  );
   const rows = session.me!.services.map((s) => {
     const amount = h('input', {
       'aria-label': `Top-up for ${s.name}`,

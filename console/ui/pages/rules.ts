@@ -16,7 +16,6 @@ function allowListSection(sid: string, r: Json): HTMLElement {
   const served = r.servedCountries as string[];
   const highRisk = r.highRiskCountries as HighRisk[];
   const excluded = (r.excludedHighRiskCountries as HighRisk[]).map((e) => e.country);
-  const err = formError();
   const saveAllowed = (next: string[] | null) =>
     api('PUT', `/services/${sid}/rules`, {
       blockedCountries: r.blockedCountries,
@@ -82,7 +81,6 @@ function allowListSection(sid: string, r: Json): HTMLElement {
       action('Reset to default', () => saveAllowed(r.defaultAllowedCountries as string[]), 'secondary'),
       allowed !== null && action('Allow every country', () => saveAllowed(null), 'secondary'),
     ),
-    err,
     h('h3', {}, "High-risk countries (left out of a new service's list)"),
     table(
       ['Country', 'Why', 'Sources'],
@@ -114,7 +112,6 @@ const CAP_LABELS: Record<(typeof CAP_FIELDS)[number], string> = {
 function capsSection(sid: string, c: Json): HTMLElement {
   const caps = c.caps as Json[];
   const reached = c.reached as Json[];
-  const err = formError();
   const country = h(
     'select',
     { id: 'cap-country', 'aria-label': 'Country of the caps' },
@@ -138,6 +135,10 @@ function capsSection(sid: string, c: Json): HTMLElement {
       input.value = current && current[field] !== null ? String(current[field]) : '';
     }
   };
+  // The API names the field it refuses ("hourlySends must be a number."): that field is the one marked.
+  const err = formError('caps-error', [country, ...inputs.map(({ input }) => input)], (message) =>
+    inputs.filter(({ field }) => message.includes(field)).map(({ input }) => input),
+  );
   country.addEventListener('change', fill);
   fill();
   const put = (code: string, body: Json) =>
@@ -210,8 +211,11 @@ export async function rulesPage(sid: string): Promise<void> {
     id: 'prefix',
     placeholder: '+4470',
     pattern: E164_PREFIX_PATTERN,
+    // The browser's own refusal of a mismatch says only "match the requested format": this is the format.
+    title: 'An E.164 prefix: + and 1 to 15 digits, e.g. +4474',
   }) as HTMLInputElement;
-  const err = formError();
+  const countryErr = formError('country-error', [country]);
+  const prefixErr = formError('prefix-error', [prefix]);
   show(
     'Delivery rules',
     h(
@@ -236,7 +240,7 @@ export async function rulesPage(sid: string): Promise<void> {
       'form',
       {
         class: 'row card',
-        onsubmit: submitted(err, () =>
+        onsubmit: submitted(countryErr, () =>
           save({ blockedCountries: [...countries, country.value], blockedPrefixes: prefixes }),
         ),
       },
@@ -244,6 +248,7 @@ export async function rulesPage(sid: string): Promise<void> {
       country,
       h('button', { type: 'submit' }, 'Block country'),
     ),
+    countryErr,
     h('h2', {}, 'Blocked prefixes'),
     table(
       ['Prefix', ''],
@@ -261,7 +266,7 @@ export async function rulesPage(sid: string): Promise<void> {
       'form',
       {
         class: 'row card',
-        onsubmit: submitted(err, () =>
+        onsubmit: submitted(prefixErr, () =>
           save({ blockedCountries: countries, blockedPrefixes: [...prefixes, prefix.value.trim()] }),
         ),
       },
@@ -269,7 +274,7 @@ export async function rulesPage(sid: string): Promise<void> {
       prefix,
       h('button', { type: 'submit' }, 'Block prefix'),
     ),
-    err,
+    prefixErr,
     allowListSection(sid, r),
     capsSection(sid, caps),
   );

@@ -1,6 +1,6 @@
 /** The settings page of a service: its facts and its enabled channels. */
 import { api, type Json } from '../api';
-import { action, copyButton, formError, h, show, when } from '../dom';
+import { action, copyButton, h, show, when } from '../dom';
 import type { HighRisk } from './rules';
 
 export async function settingsPage(sid: string): Promise<void> {
@@ -15,7 +15,6 @@ export async function settingsPage(sid: string): Promise<void> {
     }) as HTMLInputElement;
     return { c, box };
   });
-  const err = formError();
   const template = s.defaultTemplate as Json | null;
   show(
     'Settings',
@@ -77,7 +76,6 @@ export async function settingsPage(sid: string): Promise<void> {
           await settingsPage(sid);
         }),
       ),
-      err,
     ),
   );
 }

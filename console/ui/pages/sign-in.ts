@@ -1,6 +1,6 @@
 import { jsonOf, request, statusMessage, TOKEN_KEY } from '../api';
 import { cognitoSignIn } from '../auth';
-import { h, show } from '../dom';
+import { formError, h, show, submitted } from '../dom';
 import { clearNav } from '../nav';
 import { session } from '../session';
 
@@ -23,33 +23,27 @@ export function signInPage(onSignedIn: () => Promise<void>): void {
     value: 'demo@example.com',
   }) as HTMLInputElement;
   const operator = h('input', { id: 'operator', type: 'checkbox' }) as HTMLInputElement;
-  const status = h('p', { role: 'status' });
+  const status = formError('sign-in-error', [email]);
   const form = h(
     'form',
     {
-      onsubmit: (event) => {
-        event.preventDefault();
-        void (async () => {
-          const response = await request('/console/local/sign-in', {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ email: email.value, operator: operator.checked }),
-            credentials: 'omit',
-          });
-          const data = jsonOf(await response.text(), response.headers.get('content-type')) as
-            { token?: string; message?: string } | undefined;
-          if (!data?.token) {
-            throw new Error(
-              data?.message ?? (response.ok ? 'Sign-in failed.' : statusMessage(response.status)),
-            );
-          }
-          sessionStorage.setItem(TOKEN_KEY, data.token);
-          await onSignedIn();
-        })().catch((error: unknown) => {
-          status.textContent = error instanceof Error ? error.message : String(error);
-          status.className = 'error';
+      onsubmit: submitted(status, async () => {
+        const response = await request('/console/local/sign-in', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: email.value, operator: operator.checked }),
+          credentials: 'omit',
         });
-      },
+        const data = jsonOf(await response.text(), response.headers.get('content-type')) as
+          { token?: string; message?: string } | undefined;
+        if (!data?.token) {
+          throw new Error(
+            data?.message ?? (response.ok ? 'Sign-in failed.' : statusMessage(response.status)),
+          );
+        }
+        sessionStorage.setItem(TOKEN_KEY, data.token);
+        await onSignedIn();
+      }),
     },
     h('label', { for: 'email' }, 'E-mail (your user id on this local stack)'),
     email,

@@ -56,7 +56,7 @@ export async function templatesPage(sid: string): Promise<void> {
     },
   }) as HTMLTextAreaElement;
   const makeDefault = h('input', { id: 'template-default', type: 'checkbox' }) as HTMLInputElement;
-  const err = formError();
+  const err = formError('template-error', [body]);
   show(
     'Templates',
     h(

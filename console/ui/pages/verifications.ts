@@ -14,9 +14,7 @@ export async function verificationsPage(sid: string, q = ''): Promise<void> {
     placeholder: 'VE… SID or phone number',
     'aria-label': 'Search',
   }) as HTMLInputElement;
-  const err = formError();
-  err.id = 'search-error';
-  input.setAttribute('aria-describedby', err.id);
+  const err = formError('search-error', [input]);
   // A search the API refuses ("hello") is answered under the box; the page stays.
   const form = h(
     'form',

@@ -16,7 +16,7 @@ export async function webhooksPage(
     placeholder: 'https://hooks.example.com/otp',
     required: true,
   }) as HTMLInputElement;
-  const err = formError();
+  const err = formError('webhook-error', [url]);
   show(
     'Webhooks',
     secret &&
