@@ -51,9 +51,18 @@ export function copyButton(text: string, label = 'Copy'): HTMLElement {
   return button;
 }
 
-export function table(headers: string[], rows: Child[][], empty = 'Nothing yet.'): HTMLElement {
+/**
+ * A table in its own horizontal scroller: on a phone a wide one scrolls there, not the page. The scroller is a
+ * named region in the tab order, so a keyboard user can scroll it too; `label` names it (else its columns do).
+ */
+export function table(
+  headers: string[],
+  rows: Child[][],
+  empty = 'Nothing yet.',
+  label?: string,
+): HTMLElement {
   if (rows.length === 0) return h('p', { class: 'muted' }, empty);
-  return h(
+  const grid = h(
     'table',
     {},
     h(
@@ -77,6 +86,8 @@ export function table(headers: string[], rows: Child[][], empty = 'Nothing yet.'
       ),
     ),
   );
+  const name = label ?? `Table: ${headers.filter((x) => x !== '').join(', ')}`;
+  return h('div', { class: 'table-scroll', role: 'region', 'aria-label': name, tabindex: '0' }, grid);
 }
 
 export const badge = (text: string) => h('span', { class: `badge ${text}` }, text);
