@@ -203,3 +203,15 @@ export function showError(
     ),
   );
 }
+
+/** The browser's names of regions, in the page's language: a select shows "GB United Kingdom", not "GB". */
+const regionNames = new Intl.DisplayNames([document.documentElement.lang || 'en'], {
+  type: 'region',
+  fallback: 'none',
+});
+
+/** A country's option: its code as the value, and the code and name shown. */
+export function countryOption(code: string): HTMLElement {
+  const name = regionNames.of(code);
+  return h('option', { value: code }, name ? `${code} ${name}` : code);
+}

@@ -638,6 +638,8 @@ test('the Activity page lists the changes, newest first, with who made them', as
 
 test('block a country and see the public API answer 403', async () => {
   await go(`/s/${demo.serviceSid}/rules`, '#country');
+  // Each country named as the browser names it, its code the value sent.
+  expect(await page.$eval('#country option[value=GB]', (el) => el.textContent)).toBe('GB United Kingdom');
   await page.select('#country', 'GB');
   await clickButton('Block country');
   await page.waitForFunction(() => document.querySelector('table')?.textContent?.includes('GB'));

@@ -1,7 +1,7 @@
 /** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
 import { E164_PREFIX_PATTERN } from '../../../functions/core/accounts/formats';
 import { api, type Json } from '../api';
-import { action, formError, h, show, submitted, table, when } from '../dom';
+import { action, countryOption, formError, h, show, submitted, table, when } from '../dom';
 
 export interface HighRisk {
   country: string;
@@ -26,7 +26,7 @@ function allowListSection(sid: string, r: Json): HTMLElement {
   const add = h(
     'select',
     { id: 'allow-country', 'aria-label': 'Country to allow' },
-    addable.map((c) => h('option', { value: c }, c)),
+    addable.map((c) => countryOption(c)),
   ) as HTMLSelectElement;
   return h(
     'section',
@@ -68,7 +68,7 @@ function allowListSection(sid: string, r: Json): HTMLElement {
             const remove = h(
               'select',
               { id: 'disallow-country', 'aria-label': 'Country to take off' },
-              allowed.map((c) => h('option', { value: c }, c)),
+              allowed.map((c) => countryOption(c)),
             ) as HTMLSelectElement;
             return h(
               'span',
@@ -116,7 +116,7 @@ function capsSection(sid: string, c: Json): HTMLElement {
     'select',
     { id: 'cap-country', 'aria-label': 'Country of the caps' },
     h('option', { value: '*' }, '* (every other country)'),
-    (c.servedCountries as string[]).map((x) => h('option', { value: x }, x)),
+    (c.servedCountries as string[]).map((x) => countryOption(x)),
   ) as HTMLSelectElement;
   const inputs = CAP_FIELDS.map((field) => ({
     field,
@@ -205,7 +205,7 @@ export async function rulesPage(sid: string): Promise<void> {
   const country = h(
     'select',
     { id: 'country' },
-    (r.servedCountries as string[]).map((c) => h('option', { value: c }, c)),
+    (r.servedCountries as string[]).map((c) => countryOption(c)),
   ) as HTMLSelectElement;
   const prefix = h('input', {
     id: 'prefix',
