@@ -167,11 +167,7 @@ export function formError(
 }
 
 /** Says `message` in a form's error line (none: clears it) and marks the fields it concerns. */
-export function sayError(
-  err: HTMLElement,
-  message: string,
-  concerns?: (field: HTMLElement) => boolean,
-): void {
+function sayError(err: HTMLElement, message: string, concerns?: (field: HTMLElement) => boolean): void {
   err.textContent = message;
   const tied = errorFields.get(err);
   if (!tied) return;
