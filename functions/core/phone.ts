@@ -12,13 +12,25 @@ export interface PhoneNumber {
 }
 
 /**
+ * What typed or pasted text carries that libphonenumber does not read as the separators they are: spaces other
+ * than the plain and no-break ones (a tab, the thin and narrow no-break spaces of formatted text) become plain
+ * spaces, and invisible format characters (the bidirectional marks a copy from a right-to-left page adds,
+ * zero-width spaces, a byte order mark) go. A full-width plus, as an IME types it, is the plus.
+ */
+const untangle = (raw: string): string =>
+  raw
+    .replace(/\p{Cf}/gu, '')
+    .replace(/\s/gu, ' ')
+    .replace(/^( *)\uff0b/, '$1+');
+
+/**
  * Parses an international number. It must start with `+`; what a user may have typed or pasted around the digits
- * (spaces, dashes, dots, slashes, brackets, digits of another script such as full-width ones) is normalised away,
- * which is why `to` can differ from `To`. An extension is refused rather than dropped: a code cannot reach one,
- * and the number without it may be someone else's.
+ * (spaces of any kind, dashes, dots, slashes, brackets, invisible marks, digits and a plus of another script such
+ * as full-width ones) is normalised away, which is why `to` can differ from `To`. An extension is refused rather
+ * than dropped: a code cannot reach one, and the number without it may be someone else's.
  */
 export function parsePhone(raw: string): PhoneNumber | undefined {
-  const text = raw.trim();
+  const text = untangle(raw).trim();
   if (!text.startsWith('+')) return undefined;
   const parsed = parsePhoneNumberFromString(text);
   if (!parsed || parsed.ext !== undefined || !parsed.isValid() || !parsed.country) return undefined;
@@ -30,7 +42,7 @@ export function parsePhone(raw: string): PhoneNumber | undefined {
  * a `+` sent unencoded in a form body (`To=+4474…`) arrives as a space.
  */
 export function phoneProblem(raw: string): string {
-  const text = raw.trim();
+  const text = untangle(raw).trim();
   if (/^\s+\d/.test(raw))
     return 'To must start with +: a + sent unencoded in a form body arrives as a space; send it as %2B.';
   if (!text.startsWith('+')) return 'To must start with + and the country code (E.164).';

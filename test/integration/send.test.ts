@@ -81,6 +81,31 @@ describe('accepted send', () => {
     expect(response.body.to).toBe('+14155550177');
   });
 
+  it.each([
+    ['tabs', '\t'],
+    ['thin spaces', '\u2009'],
+    ['narrow no-break spaces', '\u202f'],
+    ['en spaces', '\u2002'],
+    ['left-to-right marks', '\u200e'],
+  ])('normalises %s between the digits, as any other space', async (_, gap) => {
+    const digits = freshUsNumber().slice(2);
+    const to = `+1${gap}${digits.slice(0, 3)}${gap}${digits.slice(3, 6)}${gap}${digits.slice(6)}`;
+    const response = await api.send({ To: to });
+    expect([response.status, response.body.to]).toEqual([201, `+1${digits}`]);
+  });
+
+  it('reads a full-width plus as the plus, as it reads full-width digits', async () => {
+    const digits = freshUsNumber().slice(2);
+    const response = await api.send({ To: `\uff0b１${digits}` });
+    expect([response.status, response.body.to]).toEqual([201, `+1${digits}`]);
+  });
+
+  it('takes the bidirectional marks a paste from a right-to-left page wraps a number in', async () => {
+    const to = freshUsNumber();
+    const response = await api.send({ To: `\u202a${to}\u202c` });
+    expect([response.status, response.body.to]).toEqual([201, to]);
+  });
+
   it('picks the cheapest enabled channel that reaches the number type', async () => {
     const mobile = await api.send({ To: GB_MOBILE });
     expect(mobile.body.channel).toBe('sna');
