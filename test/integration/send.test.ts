@@ -236,6 +236,14 @@ describe('refused sends are never charged', () => {
     }
   });
 
+  it('refuses a To that is no phone number before the template, a country not served after it', async () => {
+    const unknownTemplate = 'HX00000000000000000000000000000000';
+    const notANumber = await api.send({ To: '+1415', TemplateSid: unknownTemplate });
+    expect([notANumber.status, notANumber.body.code]).toEqual([400, 'unroutable']);
+    const notServed = await api.send({ To: JAPAN, TemplateSid: unknownTemplate });
+    expect([notServed.status, notServed.body.code]).toEqual([404, 'unknown_template']);
+  });
+
   it('500 not_priceable for a served destination without a price', async () => {
     const response = await api.send({ To: CUBA });
     expect(response.status).toBe(500);
