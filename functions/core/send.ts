@@ -63,12 +63,9 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       : undefined;
 
   if (!phone) {
-    await request.authorized;
     // An unparseable number is refused before anything is read, unless the key replays an accepted send.
-    if (request.idempotencyKey) {
-      const sid = await store.getIdempotentSid(request.serviceSid, request.idempotencyKey, deps.clock.now());
-      if (sid) return replay(deps, sid);
-    }
+    const replayed = await replayAcceptedSend(deps, request);
+    if (replayed) return replayed;
     throw new OtpError('unroutable', phoneProblem(request.to));
   }
 
@@ -370,7 +367,21 @@ function newVerification(
   };
 }
 
-async function replay(deps: SendDeps, sid: string): Promise<SendResult> {
+/**
+ * The accepted send an `Idempotency-Key` names, replayed, whatever else the repeat says (even a `To` or `Code` the
+ * HTTP layer refuses); undefined when the key names none. Reads nothing before the caller is authenticated.
+ */
+export async function replayAcceptedSend(
+  deps: Pick<SendDeps, 'store' | 'clock'>,
+  request: Pick<SendRequest, 'serviceSid' | 'idempotencyKey' | 'authorized'>,
+): Promise<SendResult | undefined> {
+  await request.authorized;
+  if (!request.idempotencyKey) return undefined;
+  const sid = await deps.store.getIdempotentSid(request.serviceSid, request.idempotencyKey, deps.clock.now());
+  return sid ? replay(deps, sid) : undefined;
+}
+
+async function replay(deps: Pick<SendDeps, 'store' | 'clock'>, sid: string): Promise<SendResult> {
   const verification = await deps.store.getVerification(sid);
   // The idempotency item is written in the same transaction as the verification, so this cannot be missing.
   if (!verification) throw new OtpError('internal_error', 'Idempotency record without its verification.');

@@ -22,7 +22,7 @@ import type {
 } from '../core/ports';
 import type { ProviderRegistry } from '../core/providers';
 import type { Channel } from '../core/routing';
-import { sendVerification, type SendDeps } from '../core/send';
+import { replayAcceptedSend, sendVerification, type SendDeps } from '../core/send';
 import type { Settings } from '../core/settings';
 import type { Logger } from '../adapters/logger';
 import {
@@ -130,13 +130,26 @@ export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard
   const metrics = deps.metrics ?? noMetrics;
   // The send overlaps the key's write with its first read (core/send.ts awaits it before writing).
   return authenticated(deps, guard, SENDS_REFUSED, true).handler(async (event, context) => {
-    const params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
     const idempotencyKey = header(event, 'idempotency-key') || undefined;
     if (idempotencyKey !== undefined && idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       throw new OtpError(
         'invalid_parameter',
         `Idempotency-Key is longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
       );
+    }
+    let params: ReturnType<typeof validate<typeof sendParamsSchema>>;
+    try {
+      params = validate(sendParamsSchema, readBodyParams(event), { Code: 'invalid_code' });
+    } catch (refusal) {
+      // The key of an accepted send replays it whatever the repeat's parameters say, even if `To` differs.
+      if (!idempotencyKey) throw refusal;
+      const replayed = await replayAcceptedSend(deps, {
+        serviceSid: context.serviceSid!,
+        idempotencyKey,
+        authorized: context.authorized,
+      });
+      if (!replayed) throw refusal;
+      return jsonResponse(201, replayed.verification, { 'idempotent-replayed': 'true' });
     }
     const result = await sendVerification(deps, {
       serviceSid: context.serviceSid!,

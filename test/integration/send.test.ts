@@ -376,6 +376,26 @@ describe('Idempotency-Key: a repeated key replays the accepted send', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
   });
 
+  it.each([
+    ['without To', {}],
+    ['with an empty To', { To: '' }],
+    ['with a To longer than 20 characters', { To: '+1 (415) 555-0100 0000' }],
+    ['with a malformed Code', { To: '+14155550100', Code: 'x' }],
+  ])('replays even when the repeat is sent %s', async (_, params) => {
+    const key = `bad-params-${Math.random()}`;
+    const first = await api.send({ To: freshUsNumber() }, { headers: { 'idempotency-key': key } });
+    expect(first.status).toBe(201);
+    const again = await api.send(params, { headers: { 'idempotency-key': key } });
+    expect([again.status, again.body.sid]).toEqual([201, first.body.sid]);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await charges()).toHaveLength(1);
+  });
+
+  it('answers a parameter problem as ever when the key replays nothing', async () => {
+    const response = await api.send({}, { headers: { 'idempotency-key': `new-${Math.random()}` } });
+    expect([response.status, response.body.code]).toEqual([400, 'invalid_parameter']);
+  });
+
   it('does not remember a key from a refused send: after a 402 and a top-up the retry is accepted', async () => {
     const poor = harness.client(await harness.createAccount({ balanceUsd: 0 }));
     const key = `retry-${Math.random()}`;
