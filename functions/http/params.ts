@@ -22,7 +22,12 @@ export { header };
  */
 export function readBodyParams(event: APIGatewayProxyEventV2): Record<string, unknown> {
   const raw = event.body ?? '';
-  const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+  // A leading byte order mark (some Windows tools write one) is no part of the body: JSON's RFC 8259 lets a
+  // parser ignore it, and in a form it would end up in the first parameter's name.
+  const text = (event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw).replace(
+    /^\uFEFF/,
+    '',
+  );
   if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
     throw new OtpError('invalid_parameter', `The body is larger than ${MAX_BODY_BYTES} bytes.`);
   }

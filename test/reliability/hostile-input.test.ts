@@ -527,6 +527,12 @@ describe('specific hostile input', () => {
     expect((await raw('POST', sendPath(), latin1, 'To=%2B447400123472')).status).toBe(201);
     const slip = { ...json, 'content-encoding': 'utf-8', 'x-api-key': mine.apiKey };
     expect((await raw('POST', sendPath(), slip, '{"To":"+447400123473"}')).status).toBe(201);
+    // A leading byte order mark, as some Windows tools write: ignored, in JSON (RFC 8259 allows it) and in a form.
+    const bom = '\uFEFF';
+    const jsonBom = { ...json, 'x-api-key': mine.apiKey };
+    expect((await raw('POST', sendPath(), jsonBom, `${bom}{"To":"+447400123474"}`)).status).toBe(201);
+    const formBom = { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': mine.apiKey };
+    expect((await raw('POST', sendPath(), formBom, `${bom}To=%2B447400123475`)).status).toBe(201);
   });
 
   it('what a user pastes around the digits is normalised: dots, slashes, non-breaking spaces, full-width digits', async () => {
