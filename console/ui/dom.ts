@@ -52,8 +52,20 @@ export function copyButton(text: string, label = 'Copy'): HTMLElement {
 }
 
 /**
+ * Puts a table's scroller in the tab order while, and only while, its table is wider than it: a keyboard user can
+ * then scroll it, and a table that fits costs no extra Tab.
+ */
+const scrollers = new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    if (target.scrollWidth > target.clientWidth) target.setAttribute('tabindex', '0');
+    else target.removeAttribute('tabindex');
+  }
+});
+
+/**
  * A table in its own horizontal scroller: on a phone a wide one scrolls there, not the page. The scroller is a
- * named region in the tab order, so a keyboard user can scroll it too; `label` names it (else its columns do).
+ * named region, in the tab order when it scrolls (`scrollers`), so a keyboard user can scroll it too; `label`
+ * names it (else its columns do).
  */
 export function table(
   headers: string[],
@@ -87,7 +99,9 @@ export function table(
     ),
   );
   const name = label ?? `Table: ${headers.filter((x) => x !== '').join(', ')}`;
-  return h('div', { class: 'table-scroll', role: 'region', 'aria-label': name, tabindex: '0' }, grid);
+  const scroller = h('div', { class: 'table-scroll', role: 'region', 'aria-label': name }, grid);
+  scrollers.observe(scroller);
+  return scroller;
 }
 
 export const badge = (text: string) => h('span', { class: `badge ${text}` }, text);

@@ -526,6 +526,12 @@ test('on a phone, every control is on the screen or in a table that scrolls by k
     ];
     for (const [name, ready] of pages) {
       await go(`/s/${demo.serviceSid}/${name}`, ready);
+      // A table's scroller is a tab stop exactly when its table is wider than it.
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll<HTMLElement>('.table-scroll')].every(
+          (el) => el.scrollWidth > el.clientWidth === el.tabIndex >= 0,
+        ),
+      );
       const misplaced = await page.evaluate(() => {
         /** An ancestor that scrolls sideways and that a keyboard reaches: a named region in the tab order. */
         const keyboardScroller = (el: Element) => {
@@ -561,6 +567,12 @@ test('on a phone, every control is on the screen or in a table that scrolls by k
   } finally {
     await page.setViewport({ width: 1200, height: 780 });
   }
+  // On a wide screen the keys table fits: its scroller costs no Tab.
+  await go(`/s/${demo.serviceSid}/keys`, 'table');
+  await page.waitForFunction(() => {
+    const scroller = document.querySelector<HTMLElement>('.table-scroll');
+    return scroller !== null && scroller.scrollWidth <= scroller.clientWidth && scroller.tabIndex < 0;
+  });
 });
 
 test("a template over the service's lowered part limit is flagged, not refused", async () => {
