@@ -108,12 +108,30 @@ export const badge = (text: string) => h('span', { class: `badge ${text}` }, tex
 export const when = (iso: unknown) =>
   typeof iso === 'string' ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
 
-/** A button that runs `run`; its error, or the note it returns, is said beside it. */
-export function action(label: string, run: () => Promise<string | void>, cls = ''): HTMLElement {
-  const out = h('span', { role: 'status' });
-  const say = (text: string, className: string) => {
+let actionOutputs = 0;
+
+/**
+ * A button that runs `run`; its error, or the note it returns, is said beside it. `fields` (the inputs it reads)
+ * are tied to what it says, and marked `aria-invalid` while the server refuses what they hold (a 4xx answer).
+ */
+export function action(
+  label: string,
+  run: () => Promise<string | void>,
+  cls = '',
+  fields: HTMLElement[] = [],
+): HTMLElement {
+  const out = h('span', { role: 'status', id: `action-out-${++actionOutputs}` });
+  for (const field of fields) {
+    const describedBy = field.getAttribute('aria-describedby');
+    field.setAttribute('aria-describedby', describedBy ? `${describedBy} ${out.id}` : out.id);
+  }
+  const say = (text: string, className: string, refused = false) => {
     out.textContent = text;
     out.className = className;
+    for (const field of fields) {
+      if (refused) field.setAttribute('aria-invalid', 'true');
+      else field.removeAttribute('aria-invalid');
+    }
   };
   const button = h('button', { type: 'button', class: cls }, label) as HTMLButtonElement;
   button.addEventListener('click', () => {
@@ -121,7 +139,13 @@ export function action(label: string, run: () => Promise<string | void>, cls = '
     say('', '');
     run()
       .then((note) => note && say(note, 'muted'))
-      .catch((error: unknown) => say(error instanceof Error ? error.message : String(error), 'error'))
+      .catch((error: unknown) =>
+        say(
+          error instanceof Error ? error.message : String(error),
+          'error',
+          error instanceof HttpError && error.status >= 400 && error.status < 500,
+        ),
+      )
       .finally(() => (button.disabled = false));
   });
   return h('span', {}, button, ' ', out);

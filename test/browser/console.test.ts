@@ -936,12 +936,40 @@ test('the operator sees every service, creates one and tops it up', async () => 
     {},
     demo.serviceSid,
   );
-  await page.evaluate((sid) => {
-    const tr = [...document.querySelectorAll('tr')].find((row) => row.textContent?.includes(sid))!;
-    tr.querySelector('input')!.value = '2.5';
-  }, created);
+  // An amount the server refuses marks its field, tied to the refusal; a good one clears the mark.
+  const amountField = (sid: string, value: string) =>
+    page.evaluate(
+      (s, v) => {
+        const tr = [...document.querySelectorAll('tr')].find((row) => row.textContent?.includes(s))!;
+        tr.querySelector('input')!.value = v;
+        tr.querySelector('input')!.dispatchEvent(new Event('input'));
+      },
+      sid,
+      value,
+    );
+  const amountState = (sid: string) =>
+    page.evaluate((s) => {
+      const input = [...document.querySelectorAll('tr')]
+        .find((row) => row.textContent?.includes(s))!
+        .querySelector('input')!;
+      const said = document.getElementById(input.getAttribute('aria-describedby') ?? '')?.textContent ?? '';
+      return { invalid: input.getAttribute('aria-invalid'), said };
+    }, sid);
+  await amountField(created, 'abc');
+  await clickInRow(created, 'Top up');
+  await page.waitForFunction(
+    (s) => {
+      const tr = [...document.querySelectorAll('tr')].find((row) => row.textContent?.includes(s));
+      return tr?.querySelector('input')?.getAttribute('aria-invalid') === 'true';
+    },
+    {},
+    created,
+  );
+  expect((await amountState(created)).said).not.toBe('');
+  await amountField(created, '2.5');
   await clickInRow(created, 'Top up');
   await rowShows(created, '7.5000 USD');
+  expect(await amountState(created)).toEqual({ invalid: null, said: '' });
   await shot('operator');
   // A top-up that reaches the service but whose answer is lost (a gateway's 502): clicked again, the page sends
   // the same key, and the money goes in once.

@@ -47,6 +47,7 @@ export async function operatorPage(): Promise<void> {
             if (result.alreadyCredited === true) return 'Already credited: nothing more added.';
           },
           'secondary',
+          [amount],
         ),
       ),
     ];
