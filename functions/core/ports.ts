@@ -66,7 +66,7 @@ export interface SendContextQuery {
   /** Verifications read with the rest (`SendContext.previous`): the service's last sends to the number. */
   verificationSids?: string[];
   /** The send's time: an `Idempotency-Key` older than its 24 hours is not remembered, though TTL keeps it a while. */
-  now?: Date;
+  now: Date;
 }
 
 export interface AcceptSend {
@@ -114,7 +114,7 @@ export interface VerificationStore {
   getVerification(sid: string): Promise<Verification | undefined>;
   loadSendContext(query: SendContextQuery): Promise<SendContext>;
   /** The verification an `Idempotency-Key` was accepted for, if any, within the key's 24 hours before `now`. */
-  getIdempotentSid(serviceSid: string, idempotencyKey: string, now?: Date): Promise<string | undefined>;
+  getIdempotentSid(serviceSid: string, idempotencyKey: string, now: Date): Promise<string | undefined>;
   /** Reads only the number's send log (retries after a conflict). */
   getNumber(e164: string): Promise<NumberRecord>;
   /** The charge, the verification, the idempotency item, the ledger line and the number log, all or none. */

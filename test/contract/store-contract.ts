@@ -154,10 +154,18 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
           rejectedUntil: {},
           version: 1,
         });
-        expect(await store.getIdempotentSid(service.sid, 'key-1')).toBe(verification.sid);
-        expect(await store.getIdempotentSid(service.sid, 'key-2')).toBeUndefined();
+        expect(await store.getIdempotentSid(service.sid, 'key-1', at(1000))).toBe(verification.sid);
+        expect(await store.getIdempotentSid(service.sid, 'key-2', at(1000))).toBeUndefined();
         // Remembered per service: another service's same key is free.
-        expect(await store.getIdempotentSid(cryptoRandom.sid('VA'), 'key-1')).toBeUndefined();
+        expect(await store.getIdempotentSid(cryptoRandom.sid('VA'), 'key-1', at(1000))).toBeUndefined();
+        // Remembered 24 hours from the send, whenever the table's TTL removes the item.
+        const sentAt = new Date(verification.dateCreated).getTime();
+        expect(await store.getIdempotentSid(service.sid, 'key-1', new Date(sentAt + 86_399_000))).toBe(
+          verification.sid,
+        );
+        expect(
+          await store.getIdempotentSid(service.sid, 'key-1', new Date(sentAt + 86_401_000)),
+        ).toBeUndefined();
         expect(await fx.eventMarks(verification.sid)).toEqual({ sequence: 0, at: undefined });
       });
 
@@ -177,6 +185,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         const verification = await accepted({}, service, 'replayed');
 
         const context = await store.loadSendContext({
+          now: at(1000),
           serviceSid: service.sid,
           templateSid: template.sid,
           idempotencyKey: 'replayed',
@@ -190,6 +199,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         });
 
         const empty = await store.loadSendContext({
+          now: at(1000),
           serviceSid: cryptoRandom.sid('VA'),
           templateSid: foreign.sid,
           idempotencyKey: 'never-used',
@@ -201,6 +211,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(empty.number.version).toBe(0);
         // A template of another service is not found.
         const crossed = await store.loadSendContext({
+          now: at(1000),
           serviceSid: service.sid,
           templateSid: foreign.sid,
           e164: verification.to,
@@ -229,7 +240,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(result).toEqual({ ok: false, reason: 'insufficient_funds' });
         await expectNothingWritten(service, verification, PRICE - 1);
         expect((await store.getNumber(verification.to)).version).toBe(0);
-        expect(await store.getIdempotentSid(service.sid, 'poor')).toBeUndefined();
+        expect(await store.getIdempotentSid(service.sid, 'poor', at(1000))).toBeUndefined();
       });
 
       it('refuses insufficient_funds when the service does not exist', async () => {
@@ -258,7 +269,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(result).toEqual({ ok: false, reason: 'idempotency_key_taken' });
         await expectNothingWritten(service, second, 5000 - PRICE);
         expect((await store.getNumber(second.to)).version).toBe(0);
-        expect(await store.getIdempotentSid(service.sid, 'same-key')).toBe(first.sid);
+        expect(await store.getIdempotentSid(service.sid, 'same-key', at(1000))).toBe(first.sid);
       });
 
       it('refuses conflict when the number log changed since it was read, and writes nothing', async () => {
@@ -277,7 +288,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(result).toEqual({ ok: false, reason: 'conflict' });
         await expectNothingWritten(service, second, 5000 - PRICE);
         expect((await store.getNumber(first.to)).version).toBe(1);
-        expect(await store.getIdempotentSid(service.sid, 'k')).toBeUndefined();
+        expect(await store.getIdempotentSid(service.sid, 'k', at(1000))).toBeUndefined();
 
         // Read at version 1 and written meanwhile: still a conflict.
         const current = await store.getNumber(first.to);

@@ -375,7 +375,7 @@ describe('the first read may be a second behind (eventually consistent), and onl
       return (!query.latest && snapshots.get(query.e164)) || current;
     };
     const lag = async (e164: string, serviceSid: string) =>
-      snapshots.set(e164, await memory.loadSendContext({ serviceSid, e164, country: 'GB' }));
+      snapshots.set(e164, await memory.loadSendContext({ serviceSid, e164, country: 'GB', now: new Date() }));
     return { store, reads, lag };
   };
   /** A send to UK_MOBILE through `store`. */

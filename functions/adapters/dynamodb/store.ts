@@ -50,7 +50,7 @@ export class DynamoStore implements VerificationStore, ApiKeyStore, DeliveryStor
   loadSendContext(query: SendContextQuery): Promise<SendContext> {
     return this.verifications.loadSendContext(query);
   }
-  getIdempotentSid(serviceSid: string, idempotencyKey: string, now?: Date): Promise<string | undefined> {
+  getIdempotentSid(serviceSid: string, idempotencyKey: string, now: Date): Promise<string | undefined> {
     return this.verifications.getIdempotentSid(serviceSid, idempotencyKey, now);
   }
   acceptSend(input: AcceptSend): Promise<AcceptResult> {

@@ -37,7 +37,7 @@ import { NOT_GUESSED, VERIFICATION_ATTR, attr, statusWrite } from './status-writ
  * The idempotency item, unless it is past its `ttl`: TTL may take days to remove it, and a key is remembered 24
  * hours (docs/api.md), as a top-up's key is.
  */
-const remembered = (item: Record<string, unknown> | undefined, now = new Date()) =>
+const remembered = (item: Record<string, unknown> | undefined, now: Date) =>
   item && !(typeof item.ttl === 'number' && item.ttl <= Math.floor(now.getTime() / 1000)) ? item : undefined;
 
 /** The number log's attribute naming the refusal that wrote it last (`recordRefusedSend`). */
@@ -120,11 +120,7 @@ export class DynamoVerificationStore implements VerificationStore {
     };
   }
 
-  async getIdempotentSid(
-    serviceSid: string,
-    idempotencyKey: string,
-    now?: Date,
-  ): Promise<string | undefined> {
+  async getIdempotentSid(serviceSid: string, idempotencyKey: string, now: Date): Promise<string | undefined> {
     const { Item } = await this.client.send(
       new GetCommand({
         TableName: this.tableName,

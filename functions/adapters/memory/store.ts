@@ -139,11 +139,11 @@ export class MemoryStore
     };
   }
 
-  async getIdempotentSid(serviceSid: string, key: string, now?: Date): Promise<string | undefined> {
+  async getIdempotentSid(serviceSid: string, key: string, now: Date): Promise<string | undefined> {
     return this.remembered(idempotencyKey(serviceSid, key), now);
   }
 
-  private remembered(key: string, now = new Date()): string | undefined {
+  private remembered(key: string, now: Date): string | undefined {
     const entry = this.idempotency.get(key);
     return entry && entry.until > now.getTime() ? entry.sid : undefined;
   }
