@@ -17,7 +17,8 @@ import type { Deps } from '../functions/runtime';
 import { CHANNELS } from '../functions/core/routing';
 import { NO_PROVIDERS } from '../functions/wiring/store-deps';
 import { SimulatedCarrier } from '../local/carrier';
-import { startHttpServer, type LocalRoute } from '../local/server';
+import { startHttpServer, type LocalRoute, type Route } from '../local/server';
+import { FUNCTIONS } from '../lib/functions';
 import { LocalWorkflow } from '../local/workflow';
 import { DynamoMeter } from './meter';
 import { ROUTES } from './events';
@@ -109,10 +110,7 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
     sweeper: meteredStore(db, meters.sweeper),
   };
 
-  let routes: { api: { method: string; path: string; handler: ApiHandler }[]; local: LocalRoute[] } = {
-    api: [],
-    local: [],
-  };
+  let routes: { api: Route[]; local: LocalRoute[] } = { api: [], local: [] };
   const { server, url } = await startHttpServer(0, () => routes);
   const carrier = new SimulatedCarrier({
     receiptUrl: () => `${url}/v2/Callbacks/carrier`,
@@ -179,7 +177,14 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
   };
 
   routes = {
-    api: [{ method: 'POST', path: ROUTES.receipt, handler: timedReceipts }],
+    api: [
+      {
+        method: 'POST',
+        path: ROUTES.receipt,
+        handler: timedReceipts,
+        timeoutMs: FUNCTIONS.receipt.timeoutSeconds * 1000,
+      },
+    ],
     local: [
       {
         method: 'POST',

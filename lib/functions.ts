@@ -105,10 +105,11 @@ export interface FunctionSpec {
 
 const API_TIMEOUT_SECONDS = 10;
 /**
- * The send path makes four calls that must end in a decision (the key's write, the batch read, the accepting
- * transaction, and when its answer is lost, the read that tells whether the charge stands), each bounded by the
- * SDK clients' time-outs and retries. Lambda ending the send first would answer 5xx for a send that may be
- * charged; API Gateway's HTTP API waits at most 30 s for its integration.
+ * The send path's calls, each bounded by the SDK clients' time-outs and retries: the key's write beside the batch
+ * read, the accepting transaction, and when its answer is lost, the read that tells whether the charge stands;
+ * one call more for a decision taken again after a conflict. Lambda ending the send after its charge would answer
+ * 5xx for a charged send, so the charge is written only while the transaction and that read still fit in the time
+ * left (core/send.ts `timeLeftMs`); API Gateway's HTTP API waits at most 30 s for its integration.
  */
 export const SEND_TIMEOUT_SECONDS = Math.ceil((4 * worstCallMs()) / 1000);
 const TASK_TIMEOUT_SECONDS = 30;

@@ -23,6 +23,8 @@ export interface Route {
    * (401 as API Gateway answers, the handler never called).
    */
   authorize?: (authorization: string | undefined) => Record<string, string> | undefined;
+  /** The function's time-out, which its context's `getRemainingTimeInMillis` counts down from, as Lambda's. */
+  timeoutMs: number;
 }
 
 export interface LocalRequest {
@@ -126,7 +128,12 @@ async function serve(
       jwt: { claims, scopes: null },
     };
   }
-  const context = { awsRequestId: event.requestContext.requestId, functionName: `local-${match.route.path}` };
+  const endsAt = Date.now() + match.route.timeoutMs;
+  const context = {
+    awsRequestId: event.requestContext.requestId,
+    functionName: `local-${match.route.path}`,
+    getRemainingTimeInMillis: () => endsAt - Date.now(),
+  };
   const response = await match.route.handler(event, context as unknown as ApiContext);
   send(res, response.statusCode, undefined, response.headers, response.body);
 }

@@ -102,6 +102,8 @@ export interface LocalStackOptions {
    * The simulator enforces no rate, so tests lend a clock that counts the waits without waiting.
    */
   providerCheckClock?: CheckClock;
+  /** A route function's time-out in place of its Lambda's (lib/functions.ts), e.g. a send's with less time. */
+  functionTimeoutsMs?: Partial<Record<FunctionName, number>>;
 }
 
 /** What tests may change in the provider simulator. */
@@ -271,6 +273,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         method,
         path,
         handler,
+        timeoutMs: options.functionTimeoutsMs?.[name] ?? FUNCTIONS[name].timeoutSeconds * 1000,
         ...(authorizer === 'console' && {
           authorize: (header: string | undefined) => consoleAuth.verify(header),
         }),

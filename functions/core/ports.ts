@@ -81,6 +81,11 @@ export interface AcceptSend {
   now: Date;
   /** `Service.balanceShards` as read: how many items the balance is spread over. */
   balanceShards?: number;
+  /**
+   * Milliseconds left before the caller must have its answer (the function's time-out, less a margin). The charge
+   * is written only with time left to learn whether it stands: else `no_time`, nothing written. Unbounded if absent.
+   */
+  timeLeftMs?: () => number;
 }
 
 export type AcceptResult =
@@ -95,7 +100,9 @@ export type AcceptResult =
    * Only the balance shard was in another transaction (a TransactionConflict): nothing read is known to have
    * changed, so decide again at once; a new verification SID draws on another shard.
    */
-  | { ok: false; reason: 'balance_busy' };
+  | { ok: false; reason: 'balance_busy' }
+  /** Too little of `timeLeftMs` to send the transaction and settle its answer: nothing was written. */
+  | { ok: false; reason: 'no_time' };
 
 export interface RecordRefusal {
   number: NumberRecord;

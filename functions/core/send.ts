@@ -27,6 +27,12 @@ export interface SendRequest {
    * (the HTTP layer's API-key write runs in parallel with the first read). Absent: already authenticated.
    */
   authorized?: Promise<void>;
+  /**
+   * Milliseconds left before the caller must be answered (the function's remaining time, less a margin). A charge
+   * is written only with time left to learn whether it stands: an answer cut off by a time-out after it would
+   * leave the caller a 5xx for a charged send, and its retry charged again. Unbounded if absent.
+   */
+  timeLeftMs?: () => number;
 }
 
 export interface SendDeps {
@@ -147,12 +153,16 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     }
 
     const verification = newVerification(deps, request, phone, verdict, now);
+    // The send is accepted and charged: a start that fails, or is not answered in the time left, is answered 201
+    // all the same, and the sweeper starts its delivery once the send is 30 s old (it finds the send by its charge
+    // line, written in the transaction).
     const startDelivery = () =>
-      deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds }).then(
-        () => true,
-        // The send is accepted and charged: it is answered 201 all the same, and the sweeper starts its
-        // delivery once the send is 30 s old (it finds the send by its charge line, written in the transaction).
-        () => false,
+      withinTimeLeft(
+        deps.workflow.start({ sid: verification.sid, waitSeconds: deps.settings.channelWaitSeconds }).then(
+          () => true,
+          () => false,
+        ),
+        request.timeLeftMs,
       );
     // The first decision starts the workflow beside its accepting transaction, not after it: one round trip
     // less on the send. Its first task reads the record again until the transaction is visible; if the
@@ -166,6 +176,7 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
       numberRecent: recentAfter(context.number, request.serviceSid, verification.sid, now.getTime()),
       now,
       ...(context.service?.balanceShards && { balanceShards: context.service.balanceShards }),
+      ...(request.timeLeftMs && { timeLeftMs: request.timeLeftMs }),
     });
     const startingBeside = decision === 0 ? startDelivery() : undefined;
     const accepted = await accepting;
@@ -186,10 +197,26 @@ export async function sendVerification(deps: SendDeps, request: SendRequest): Pr
     }
     // Only the balance shard was busy: nothing read changed; the next decision's new SID draws on another shard.
     if (accepted.reason === 'balance_busy') continue;
+    if (accepted.reason === 'no_time') {
+      throw new OtpError(
+        'service_unavailable',
+        'The service is answering slowly; nothing was charged. Retry shortly.',
+      );
+    }
     // Another send changed what was read (same number or same key): read again and decide again.
     context = await readAgain(knownSids(verdict));
   }
   throw new OtpError('service_unavailable', 'Too many simultaneous sends to this number; retry shortly.');
+}
+
+/** `started`, or false once `timeLeftMs` has run out first. */
+function withinTimeLeft(started: Promise<boolean>, timeLeftMs: (() => number) | undefined): Promise<boolean> {
+  if (!timeLeftMs) return started;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeUp = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, timeLeftMs()));
+  });
+  return Promise.race([started, timeUp]).finally(() => clearTimeout(timer));
 }
 
 type Verdict =

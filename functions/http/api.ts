@@ -125,6 +125,15 @@ function authenticated(
     );
 }
 
+/** Kept back from the function's remaining time for the answer itself: the response, the log and metric lines. */
+const ANSWER_MARGIN_MS = 1000;
+
+/** The invocation's time left to answer, where the runtime tells it (a Lambda context does; a bare test's not). */
+const timeLeftOf = (context: ApiContext): (() => number) | undefined =>
+  typeof context.getRemainingTimeInMillis === 'function'
+    ? () => context.getRemainingTimeInMillis() - ANSWER_MARGIN_MS
+    : undefined;
+
 /** `POST /v2/Services/{ServiceSid}/Verifications`. `guard`: shared by the endpoints of one process. */
 export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard()): ApiHandler {
   const metrics = deps.metrics ?? noMetrics;
@@ -159,6 +168,7 @@ export function buildSendHandler(deps: SendEndpointDeps, guard = new ApiKeyGuard
       code: params.Code,
       idempotencyKey,
       authorized: context.authorized,
+      timeLeftMs: timeLeftOf(context),
     });
     if (!result.deliveryStarted) {
       deps.logger.log('error', 'delivery.start_failed', {

@@ -79,7 +79,8 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   method_not_allowed: 'The path exists, not with this method.',
   too_many:
     'The console only: the service already has as many webhook endpoints, API keys or templates as it may.',
-  service_unavailable: 'More than 25 simultaneous sends to one number keep conflicting; retry shortly.',
+  service_unavailable:
+    'More than 25 simultaneous sends to one number keep conflicting, or DynamoDB answers too slowly for the send to learn in its time whether a charge stands; nothing was charged: retry shortly.',
   internal_error:
     'An unexpected failure; nothing was charged twice. A send may be retried with its `Idempotency-Key`.',
 };

@@ -243,6 +243,24 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await store.getIdempotentSid(service.sid, 'poor', at(1000))).toBeUndefined();
       });
 
+      it('refuses no_time when the caller is out of time to settle the charge, and writes nothing', async () => {
+        const service = await newService({ balance: 5000 });
+        const verification = newVerification(service);
+        const number = await store.getNumber(verification.to);
+        const result = await store.acceptSend({
+          verification,
+          number,
+          numberSends: [T0.getTime()],
+          now: T0,
+          idempotencyKey: 'late',
+          timeLeftMs: () => 0,
+        });
+        expect(result).toEqual({ ok: false, reason: 'no_time' });
+        await expectNothingWritten(service, verification, 5000);
+        expect((await store.getNumber(verification.to)).version).toBe(0);
+        expect(await store.getIdempotentSid(service.sid, 'late', at(1000))).toBeUndefined();
+      });
+
       it('refuses insufficient_funds when the service does not exist', async () => {
         const verification = newVerification(aService());
         const result = await store.acceptSend({

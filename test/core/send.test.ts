@@ -76,6 +76,23 @@ describe('an accepted send', () => {
     expect(await restartStalledDeliveries(sweeper)).toEqual([result.verification.sid]);
   });
 
+  it('is answered when the workflow start outlasts the time left: 201, charged, left to the sweeper', async () => {
+    const service = world.addService();
+    const never = new Promise<void>(() => {});
+    world.workflow.start = () => never;
+    const result = await world.send({ serviceSid: service.sid, timeLeftMs: () => 20 });
+    expect(result.deliveryStarted).toBe(false);
+    expect(world.store.charges(service.sid)).toHaveLength(1);
+  });
+
+  it('with no time left to settle a charge, refuses 503 before writing: nothing charged or counted', async () => {
+    const service = world.addService();
+    const code = await refusal(world.send({ serviceSid: service.sid, timeLeftMs: () => 0 }));
+    expect(code).toBe('service_unavailable');
+    expect(world.store.charges(service.sid)).toEqual([]);
+    expect(await sendsLogged()).toBe(0);
+  });
+
   it('takes a caller-supplied code: no hash (never checked), sealed for delivery', async () => {
     const service = world.addService();
     const { verification } = await world.send({ serviceSid: service.sid, code: 'AB12cd' });

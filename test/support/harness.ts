@@ -18,7 +18,12 @@ import type { DeliveryWorkflow } from '../../functions/core/ports';
 import { CHANNELS, type Channel } from '../../functions/core/routing';
 import { SETTING_ENV, type Settings } from '../../functions/core/settings';
 import type { ChannelBehaviour } from '../../local/carrier';
-import { startLocalStack, type LocalProviderSimulatorOptions, type LocalStack } from '../../local/stack';
+import {
+  startLocalStack,
+  type LocalProviderSimulatorOptions,
+  type LocalStack,
+  type LocalStackOptions,
+} from '../../local/stack';
 import { recordPoll } from './answer-recorder';
 import { FakeClock } from './fake-clock';
 import { freshTable } from './table';
@@ -72,6 +77,8 @@ export interface HarnessOptions {
   guardConsumer?: boolean | { intervalMs: number };
   /** Runs the sweeper on its own timer, as `npm start` does every minute (off by default: tests run it by hand). */
   sweepIntervalMs?: number;
+  /** A route function's time-out in place of its Lambda's, e.g. to run a send short of time. */
+  functionTimeoutsMs?: LocalStackOptions['functionTimeoutsMs'];
 }
 
 /** The system's time, plus every wait asked for, made at once: pacing still spaces the calls on this clock. */
@@ -117,6 +124,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(options.carrierDefault && { carrierDefault: options.carrierDefault }),
     ...(options.providerSimulator && { providerSimulator: options.providerSimulator }),
     ...(options.guardConsumer && { guardConsumer: options.guardConsumer }),
+    ...(options.functionTimeoutsMs && { functionTimeoutsMs: options.functionTimeoutsMs }),
     providerCheckClock: unwaitingClock(),
   });
 

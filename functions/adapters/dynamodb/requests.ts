@@ -16,6 +16,7 @@ import {
   type TransactWriteCommandInput,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { worstCallMs } from './client';
 import type { ItemKey } from './keys';
 
 /** The write's condition did not hold (not an outage: the caller decides what it means). */
@@ -127,6 +128,14 @@ export async function markedUpdate(
 /** Re-sends of a transaction, with its token, when its answer was not clear (`transactSettled`). */
 const TRANSACTION_RESENDS = 2;
 
+/** `transactSettled` did not send the transaction: too little time was left to learn its outcome. */
+export class NoTimeToSettle extends Error {
+  constructor() {
+    super('too little time left to send the transaction and settle its answer');
+    this.name = 'NoTimeToSettle';
+  }
+}
+
 /**
  * A transaction whose answer may be lost (a time-out, an InternalServerError or throttling after the SDK's
  * retries, TransactionInProgress: the first is still being applied), where answering an error for a write that
@@ -134,12 +143,20 @@ const TRANSACTION_RESENDS = 2;
  * DynamoDB applies once; a resend cancelled, or no answer still, says nothing of the first send: `stands` (a
  * consistent read of an item only this transaction writes) tells. Throws the cancellation of a transaction that
  * did not apply (its reasons are the caller's to read), or the last error when nothing can tell.
+ *
+ * `timeLeftMs`: the caller's time before it must answer. Each send of the transaction, the first included, goes
+ * only while the slowest call (`worstCallMs`) and the read that settles it still fit; else the first is never
+ * sent (`NoTimeToSettle`) and a resend gives way to the read. Cut off by its own time-out, the caller could not
+ * say whether the write stands.
  */
 export async function transactSettled(
   client: DynamoDBDocumentClient,
   transaction: TransactWriteCommandInput & { ClientRequestToken: string },
   stands: () => Promise<boolean>,
+  timeLeftMs: () => number = () => Infinity,
 ): Promise<void> {
+  const settlingMs = 2 * worstCallMs();
+  if (timeLeftMs() < settlingMs) throw new NoTimeToSettle();
   let unclear = false;
   for (let resend = 0; ; resend++) {
     try {
@@ -151,8 +168,9 @@ export async function transactSettled(
         throw error;
       }
       unclear = true;
-      if (resend < TRANSACTION_RESENDS) {
-        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** resend));
+      const pause = 50 * 2 ** resend;
+      if (resend < TRANSACTION_RESENDS && timeLeftMs() - pause >= settlingMs) {
+        await new Promise((resolve) => setTimeout(resolve, pause));
         continue;
       }
       if (await stands()) return;

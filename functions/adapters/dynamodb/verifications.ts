@@ -30,7 +30,13 @@ import {
 import { keys, type ItemKey } from './keys';
 import { guardViewFromItems, guardViewKeys } from './guard';
 import { planDraws, readShardBalances, shardOf, type Draw } from './balance-shards';
-import { batchGetAll, markedUpdate, transactSettled, updateIfConditionHolds } from './requests';
+import {
+  NoTimeToSettle,
+  batchGetAll,
+  markedUpdate,
+  transactSettled,
+  updateIfConditionHolds,
+} from './requests';
 import { NOT_GUESSED, VERIFICATION_ATTR, attr, statusWrite } from './status-write';
 
 /**
@@ -234,9 +240,11 @@ export class DynamoVerificationStore implements VerificationStore {
         this.client,
         { TransactItems: items.map(({ item }) => item), ClientRequestToken: token },
         async () => (await this.getVerification(verification.sid)) !== undefined,
+        input.timeLeftMs,
       );
       return { ok: true };
     } catch (error) {
+      if (error instanceof NoTimeToSettle) return { ok: false, reason: 'no_time' };
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
       const failed = (role: string, code = 'ConditionalCheckFailed') =>

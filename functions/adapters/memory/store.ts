@@ -152,6 +152,8 @@ export class MemoryStore
     const { verification, now } = input;
     const key = input.idempotencyKey && idempotencyKey(verification.serviceSid, input.idempotencyKey);
     const service = this.services.get(verification.serviceSid);
+    // Its writes take no time: only a caller already out of time is refused, as DynamoDB's store would refuse it.
+    if (input.timeLeftMs && input.timeLeftMs() <= 0) return { ok: false, reason: 'no_time' };
     // The same order of reasons as the DynamoDB transaction's cancellation.
     if (key && this.remembered(key, now)) return { ok: false, reason: 'idempotency_key_taken' };
     if (!this.numberAtVersion(input.number)) return { ok: false, reason: 'conflict' };
