@@ -18,7 +18,6 @@ import { CHANNELS } from '../functions/core/routing';
 import { NO_PROVIDERS } from '../functions/wiring/store-deps';
 import { SimulatedCarrier } from '../local/carrier';
 import { startHttpServer, type LocalRoute, type Route } from '../local/server';
-import { FUNCTIONS } from '../lib/functions';
 import { LocalWorkflow } from '../local/workflow';
 import { DynamoMeter } from './meter';
 import { ROUTES } from './events';
@@ -177,14 +176,7 @@ export async function startBenchService(db: BenchDb, options: BenchServiceOption
   };
 
   routes = {
-    api: [
-      {
-        method: 'POST',
-        path: ROUTES.receipt,
-        handler: timedReceipts,
-        timeoutMs: FUNCTIONS.receipt.timeoutSeconds * 1000,
-      },
-    ],
+    api: [{ method: 'POST', path: ROUTES.receipt, handler: timedReceipts }],
     local: [
       {
         method: 'POST',

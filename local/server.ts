@@ -23,8 +23,12 @@ export interface Route {
    * (401 as API Gateway answers, the handler never called).
    */
   authorize?: (authorization: string | undefined) => Record<string, string> | undefined;
-  /** The function's time-out, which its context's `getRemainingTimeInMillis` counts down from, as Lambda's. */
-  timeoutMs: number;
+  /**
+   * A time-out the context's `getRemainingTimeInMillis` counts down from, as Lambda's (middy then answers at it,
+   * and the send bounds its charge by it). None by default: the functions' time-outs are sized for DynamoDB, and
+   * DynamoDB Local on a loaded machine is far slower.
+   */
+  timeoutMs?: number;
 }
 
 export interface LocalRequest {
@@ -128,11 +132,11 @@ async function serve(
       jwt: { claims, scopes: null },
     };
   }
-  const endsAt = Date.now() + match.route.timeoutMs;
+  const endsAt = match.route.timeoutMs === undefined ? undefined : Date.now() + match.route.timeoutMs;
   const context = {
     awsRequestId: event.requestContext.requestId,
     functionName: `local-${match.route.path}`,
-    getRemainingTimeInMillis: () => endsAt - Date.now(),
+    ...(endsAt !== undefined && { getRemainingTimeInMillis: () => endsAt - Date.now() }),
   };
   const response = await match.route.handler(event, context as unknown as ApiContext);
   send(res, response.statusCode, undefined, response.headers, response.body);

@@ -102,7 +102,7 @@ export interface LocalStackOptions {
    * The simulator enforces no rate, so tests lend a clock that counts the waits without waiting.
    */
   providerCheckClock?: CheckClock;
-  /** A route function's time-out in place of its Lambda's (lib/functions.ts), e.g. a send's with less time. */
+  /** Time-outs imposed on route functions (none by default: `Route.timeoutMs`), e.g. a send short of time. */
   functionTimeoutsMs?: Partial<Record<FunctionName, number>>;
 }
 
@@ -273,7 +273,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         method,
         path,
         handler,
-        timeoutMs: options.functionTimeoutsMs?.[name] ?? FUNCTIONS[name].timeoutSeconds * 1000,
+        ...(options.functionTimeoutsMs?.[name] !== undefined && {
+          timeoutMs: options.functionTimeoutsMs[name],
+        }),
         ...(authorizer === 'console' && {
           authorize: (header: string | undefined) => consoleAuth.verify(header),
         }),

@@ -77,7 +77,7 @@ export interface HarnessOptions {
   guardConsumer?: boolean | { intervalMs: number };
   /** Runs the sweeper on its own timer, as `npm start` does every minute (off by default: tests run it by hand). */
   sweepIntervalMs?: number;
-  /** A route function's time-out in place of its Lambda's, e.g. to run a send short of time. */
+  /** Time-outs imposed on route functions (none by default), e.g. to run a send short of time. */
   functionTimeoutsMs?: LocalStackOptions['functionTimeoutsMs'];
 }
 
