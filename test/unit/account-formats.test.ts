@@ -89,10 +89,16 @@ describe('parsers', () => {
   });
 
   test('a name or template with control characters or half a character is refused; line breaks and emoji are not', () => {
-    for (const name of ['Ac\u0000me', 'Acme\u001b[31m', 'Acme \ud83d']) {
+    for (const name of ['Ac\u0000me', 'Acme\u001b[31m', 'Acme\u009b31m', 'Acme \ud83d']) {
       expect([name, parseServiceName(name).ok]).toEqual([name, false]);
     }
-    for (const body of ['{code}\u0000', 'Code {code} \udc00', 'Code \u007f{code}']) {
+    for (const body of [
+      '{code}\u0000',
+      'Code {code} \udc00',
+      'Code \u007f{code}',
+      'Code {code}\u009b31m',
+      'Code\u0085{code}',
+    ]) {
       expect([body, parseTemplateBody(body)]).toEqual([
         body,
         { ok: false, problem: expect.stringContaining('Unicode') },

@@ -98,11 +98,12 @@ export function templateSize(body: string, limit = DEFAULT_TEMPLATE_SMS_PARTS): 
 
 /**
  * Text a person can read and a carrier can encode: no control characters but line breaks and tabs (a NUL in a name
- * or a message ends it early in some systems), and no lone surrogate (half a character, which no encoding sends).
+ * or a message ends it early in some systems; the C1 set, U+0080 to U+009F, holds terminal escapes such as CSI
+ * that no handset shows), and no lone surrogate (half a character, which no encoding sends).
  */
 function isPlainText(text: string): boolean {
   // eslint-disable-next-line no-control-regex -- the control characters are what is looked for
-  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) return false;
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/.test(text)) return false;
   return !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 }
 
