@@ -15,6 +15,7 @@ import {
   DynamoGuardStore,
   GUARD_ITEM_BUDGET_BYTES,
   GuardItemTooLargeError,
+  MAX_LIFTED_PREFIXES,
   itemBytes,
 } from '../../functions/adapters/dynamodb/guard';
 import { verificationToItem } from '../../functions/adapters/dynamodb/items';
@@ -29,6 +30,7 @@ import { currentCountryStats } from '../../functions/core/guard/aggregates';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { GLOBAL_SCOPE } from '../../functions/core/guard/consumer';
 import { countryPrefixOf } from '../../functions/core/guard/prefix';
+import { LIFT_MS } from '../../functions/core/guard/status';
 import type { Verification } from '../../functions/core/model';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
@@ -393,4 +395,33 @@ test('a lift where the service has no aggregates yet makes a bare version; the f
   };
   expect((JSON.parse(state.state) as { lifted: object }).lifted).toEqual({ '+447400': until.getTime() });
   expect(await counted(t)).toEqual([3, 3]);
+});
+
+test('lifts by hand are bounded: ended ones go, so do those a new lift covers; past the bound a lift is refused', async () => {
+  const t = await table();
+  const admin = new DynamoGuardAdmin(t.client, t.tableName);
+  const lifts = async () => {
+    const item = (await guardItems(t, serviceSid))[keys.guardCountry(serviceSid, 'GB').sk] as {
+      state: string;
+    };
+    return (JSON.parse(item.state) as { lifted: Record<string, number> }).lifted;
+  };
+  // A lift made `minutes` from now ends an hour after that.
+  const until = (minutes: number) => new Date(clock.now().getTime() + minutes * 60_000 + LIFT_MS);
+  await admin.unblock(serviceSid, '+447399', until(-61));
+  for (let i = 0; i < MAX_LIFTED_PREFIXES; i++)
+    await admin.unblock(serviceSid, `+447400${String(i).padStart(4, '0')}`, until(0));
+  // The lift of an hour and a minute ago has ended: it took no room.
+  const full = await lifts();
+  expect(Object.keys(full)).toHaveLength(MAX_LIFTED_PREFIXES);
+  expect(full['+447399']).toBeUndefined();
+
+  // One more prefix would grow the state every send reads: refused, nothing changed.
+  await expect(admin.unblock(serviceSid, '+447401', until(0))).rejects.toMatchObject({ code: 'too_many' });
+  expect(await lifts()).toEqual(full);
+  // A prefix lifted again takes no more room; a shorter one takes the place of those it covers.
+  await admin.unblock(serviceSid, '+4474000000', until(1));
+  expect(Object.keys(await lifts())).toHaveLength(MAX_LIFTED_PREFIXES);
+  await admin.unblock(serviceSid, '+447400', until(2));
+  expect(await lifts()).toEqual({ '+447400': until(2).getTime() });
 });

@@ -40,7 +40,7 @@ import type {
 } from '../../core/guard/model';
 import { capReachedBy, type CapReached } from '../../core/guard/caps';
 import { dropRanges } from '../../core/guard/conversion-watch';
-import type { GuardOverview } from '../../core/guard/status';
+import { LIFT_MS, type GuardOverview } from '../../core/guard/status';
 import { ROUTES } from '../../core/routing';
 import { countryPrefixOf } from '../../core/guard/prefix';
 import {
@@ -52,6 +52,7 @@ import {
   type ScopeStats,
 } from '../../core/guard/aggregates';
 import type { AuditRecord } from '../../core/accounts/ports';
+import { OtpError } from '../../core/errors';
 import { auditToItem } from './items';
 import { PARTITION_FAMILY, keys, type ItemKey } from './keys';
 import { batchGetAll, isConditionFailure, queryAll } from './requests';
@@ -104,6 +105,36 @@ export function guardViewFromItems(
     service: { ...(own && { country: own }), ...(all && { all }) },
     global: { ...(global && { country: global }) },
   };
+}
+
+/**
+ * Prefixes one guard state may hold lifted at once. A lift is a key of the state every send reads and the consumer
+ * rewrites, and any member may lift: unbounded, distinct prefixes would grow the item towards DynamoDB's limit,
+ * past which the consumer's write fails with every other service's signals in its batch.
+ */
+export const MAX_LIFTED_PREFIXES = 100;
+
+/**
+ * `lifted` with `key` lifted until `until`: lifts that ended by `now` go, and so do those under `key` that end no
+ * later (the new lift passes all they pass). Refused (`too_many`) when `MAX_LIFTED_PREFIXES` would still be
+ * exceeded: a shorter prefix covering them, or `*`, is always taken.
+ */
+function withLift(
+  lifted: Record<string, number> | undefined,
+  key: string,
+  until: number,
+  now: number,
+  where: string,
+): Record<string, number> {
+  const kept = Object.entries(lifted ?? {}).filter(
+    ([p, end]) => end > now && !(p.startsWith(key) && end <= until),
+  );
+  if (kept.length >= MAX_LIFTED_PREFIXES)
+    throw new OtpError(
+      'too_many',
+      `${MAX_LIFTED_PREFIXES} prefixes are lifted ${where} already: lift a shorter prefix that covers them, or *.`,
+    );
+  return { ...Object.fromEntries(kept), [key]: until };
 }
 
 /** DynamoDB's bound on a transaction's items. */
@@ -525,14 +556,22 @@ export class DynamoGuardAdmin {
           ...keys.guardCountry(serviceSid, country),
           state: JSON.stringify(emptyCountryState()),
         });
+    // Every lift lasts LIFT_MS: one that ends before this one began has ended.
+    const now = until.getTime() - LIFT_MS;
     const scopeItem = items.find((item) => item.sk === 'SCOPE');
     if (scopeItem && (prefix === '*' || prefix.length <= 4)) {
       const state = parse<ScopeGuardState>(scopeItem, 'state')!;
       lifted += Number(!!state.novelCountries) + Number(!!state.novelRanges);
       delete state.novelCountries;
       delete state.novelRanges;
-      state.lifted = { ...state.lifted, [prefix === '*' ? '*' : prefix]: until.getTime() };
-      if (prefix === '*') state.lifted['+'] = until.getTime();
+      state.lifted = withLift(
+        state.lifted,
+        prefix === '*' ? '+' : prefix,
+        until.getTime(),
+        now,
+        'across countries',
+      );
+      if (prefix === '*') state.lifted['*'] = until.getTime();
       changed.push({ item: scopeItem, state });
     }
     const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
@@ -549,7 +588,13 @@ export class DynamoGuardAdmin {
         delete state.novelty;
         delete state.closed;
       }
-      state.lifted = { ...state.lifted, [prefix === '*' ? '+' : prefix]: until.getTime() };
+      state.lifted = withLift(
+        state.lifted,
+        prefix === '*' ? '+' : prefix,
+        until.getTime(),
+        now,
+        `in ${country}`,
+      );
       changed.push({ item, state });
     }
     await this.putStates(changed, audit?.(lifted));
