@@ -425,3 +425,14 @@ test('lifts by hand are bounded: ended ones go, so do those a new lift covers; p
   await admin.unblock(serviceSid, '+447400', until(2));
   expect(await lifts()).toEqual({ '+447400': until(2).getTime() });
 });
+
+test('lifts made at once all hold: each is written under the versions it read, read again when they moved', async () => {
+  const t = await table();
+  const admin = new DynamoGuardAdmin(t.client, t.tableName);
+  const until = new Date(clock.now().getTime() + LIFT_MS);
+  const prefixes = Array.from({ length: 6 }, (_, i) => `+44750000${i}`);
+  await Promise.all(prefixes.map((prefix) => admin.unblock(serviceSid, prefix, until)));
+  const item = (await guardItems(t, serviceSid))[keys.guardCountry(serviceSid, 'GB').sk] as { state: string };
+  const lifted = (JSON.parse(item.state) as { lifted: Record<string, number> }).lifted;
+  expect(Object.keys(lifted).sort()).toEqual(prefixes);
+});

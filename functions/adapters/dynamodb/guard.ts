@@ -144,6 +144,20 @@ const isTransactionConflict = (error: unknown): boolean =>
   error instanceof TransactionCanceledException &&
   (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict');
 
+/** A lift's transaction refused because a state's version moved since it was read. */
+const isCancelledByVersion = (error: unknown): boolean =>
+  error instanceof TransactionCanceledException &&
+  (error.CancellationReasons ?? []).some((reason) => reason.Code === 'ConditionalCheckFailed');
+
+/** How often a lift reads and writes again when the states moved under it. */
+const LIFT_TRIES = 8;
+
+/** The aggregates item whose version guards a state item (`SCOPE` or `COUNTRY#<cc>`). */
+const statsSkOf = (stateItem: Item): string => {
+  const sk = String(stateItem.sk);
+  return sk === 'SCOPE' ? 'STATS' : `STATS#${sk.slice('COUNTRY#'.length)}`;
+};
+
 const isCancelledByCondition = (error: unknown): boolean =>
   error instanceof TransactionCanceledException || isConditionFailure(error);
 
@@ -452,11 +466,12 @@ export class DynamoGuardAdmin {
     private readonly tableName: string,
   ) {}
 
-  private states(scope: string): Promise<Item[]> {
+  private states(scope: string, consistent = false): Promise<Item[]> {
     return queryAll(this.client, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': keys.guardScope(scope).pk },
+      ...(consistent && { ConsistentRead: true }),
     });
   }
 
@@ -534,9 +549,31 @@ export class DynamoGuardAdmin {
     until: Date,
     audit?: (lifted: number) => AuditRecord,
   ): Promise<number> {
+    // Written under the versions read: a consumer's write or another lift landing between the read and the write
+    // would otherwise be put back as read (a block the consumer just made gone, the other lift lost). Read again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.unblockAsRead(serviceSid, prefix, until, audit);
+      } catch (error) {
+        if (attempt >= LIFT_TRIES || !(isCancelledByVersion(error) || isTransactionConflict(error)))
+          throw error;
+        // Jittered: lifts that met are not to meet again.
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private async unblockAsRead(
+    serviceSid: string,
+    prefix: string,
+    until: Date,
+    audit?: (lifted: number) => AuditRecord,
+  ): Promise<number> {
     let lifted = 0;
-    const changed: { item: Item; state: unknown }[] = [];
-    const items = await this.states(serviceSid);
+    const changed: { item: Item; state: unknown; version: number | undefined }[] = [];
+    const items = await this.states(serviceSid, true);
+    const versionOf = (stateItem: Item): number | undefined =>
+      items.find((item) => item.sk === statsSkOf(stateItem))?.version as number | undefined;
     const countryOf = (sk: string) => /^(?:COUNTRY|STATS)#(.+)$/.exec(sk)?.[1];
     const stateItems = new Map(
       items
@@ -572,7 +609,7 @@ export class DynamoGuardAdmin {
         'across countries',
       );
       if (prefix === '*') state.lifted['*'] = until.getTime();
-      changed.push({ item: scopeItem, state });
+      changed.push({ item: scopeItem, state, version: versionOf(scopeItem) });
     }
     const matches = (p: string) => prefix === '*' || p.startsWith(prefix) || prefix.startsWith(p);
     for (const [country, item] of stateItems) {
@@ -595,7 +632,7 @@ export class DynamoGuardAdmin {
         now,
         `in ${country}`,
       );
-      changed.push({ item, state });
+      changed.push({ item, state, version: versionOf(item) });
     }
     await this.putStates(changed, audit?.(lifted));
     return lifted;
@@ -609,10 +646,12 @@ export class DynamoGuardAdmin {
    * nothing). Two items a state and one audit record: 40 served countries and the scope hold in one transaction
    * (100 items); past that, in several.
    */
-  private async putStates(changed: { item: Item; state: unknown }[], audit?: AuditRecord): Promise<void> {
-    const items: TransactItem[] = changed.flatMap(({ item, state }): TransactItem[] => {
-      const sk = String(item.sk);
-      const statsSk = sk === 'SCOPE' ? 'STATS' : `STATS#${sk.slice('COUNTRY#'.length)}`;
+  private async putStates(
+    changed: { item: Item; state: unknown; version: number | undefined }[],
+    audit?: AuditRecord,
+  ): Promise<void> {
+    const items: TransactItem[] = changed.flatMap(({ item, state, version }): TransactItem[] => {
+      const statsSk = statsSkOf(item);
       return [
         {
           Update: {
@@ -630,18 +669,25 @@ export class DynamoGuardAdmin {
             TableName: this.tableName,
             Key: { pk: item.pk, sk: statsSk },
             UpdateExpression: 'SET #type = if_not_exists(#type, :type) ADD version :one',
+            ConditionExpression: version === undefined ? 'attribute_not_exists(version)' : 'version = :seen',
             ExpressionAttributeNames: { '#type': 'type' },
-            ExpressionAttributeValues: { ':one': 1, ':type': 'guard_stats' },
+            ExpressionAttributeValues: {
+              ':one': 1,
+              ':type': 'guard_stats',
+              ...(version !== undefined && { ':seen': version }),
+            },
           },
         },
       ];
     });
     if (audit) items.push({ Put: { TableName: this.tableName, Item: auditToItem(audit) } });
     for (let i = 0; i < items.length; i += MAX_TRANSACTION_ITEMS) {
-      const transaction = { TransactItems: items.slice(i, i + MAX_TRANSACTION_ITEMS) };
       // A consumer's transaction on the same items in flight: DynamoDB cancels this one; it is tried again.
       for (let attempt = 1; ; attempt++) {
         try {
+          // The SDK's own resends after a lost answer carry the token it filled in, so count once: the versions the
+          // first moved cannot cancel them.
+          const transaction = { TransactItems: items.slice(i, i + MAX_TRANSACTION_ITEMS) };
           await this.client.send(new TransactWriteCommand(transaction));
           break;
         } catch (error) {
