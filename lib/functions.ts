@@ -306,6 +306,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       // The caps reached now: the guard consumer's blocks of the service (read only).
       { actions: ['dynamodb:Query'], families: ['guard'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'], families: ['verification'] },
+      // Each API request's count in its user's minute (the per-user limit): one conditional update, nothing else.
+      { actions: ['dynamodb:UpdateItem'], families: ['consoleUser'] },
     ],
     // Seals the signing secret of a webhook endpoint added or rotated in the console; tags the keys it issues.
     keys: ['webhook', 'apiKeyTag'],

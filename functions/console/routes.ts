@@ -14,6 +14,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { consoleIssueMessage } from './issue-message';
 import type { ActivityReader } from '../adapters/dynamodb/activity';
+import type { DynamoConsoleRequests } from '../adapters/dynamodb/console-requests';
 import type { CapBlock, DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import type { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import type { WebhookSecretVault } from '../adapters/webhooks/secrets';
@@ -52,7 +53,15 @@ import {
   webhookEndpointView,
   type WebhookDeliveryRecord,
 } from '../core/webhooks';
-import { HttpStatusError, errorResponses, requestLog, type ApiContext } from '../http/middleware';
+import { OtpError } from '../core/errors';
+import {
+  HttpStatusError,
+  errorResponses,
+  minuteWindow,
+  requestLog,
+  secondsToNextWindow,
+  type ApiContext,
+} from '../http/middleware';
 import type { HttpResponse } from '../http/response';
 import {
   chargeSummary,
@@ -83,9 +92,11 @@ export interface ConsoleDeps {
   webhookDeliveries: Pick<DynamoWebhookDeliveries, 'recent' | 'forVerification'>;
   /** Seals webhook signing secrets with the function's webhook key (on a cold start, once its secret is read). */
   webhookVault: () => Promise<WebhookSecretVault>;
+  /** Counts each API request in its user's minute (the per-user limit, `consoleRequestsPerMinute`). */
+  requests: Pick<DynamoConsoleRequests, 'count'>;
   random: Random;
   clock: Clock;
-  settings: Pick<Settings, 'maxCheckAttempts' | 'channelWaitSeconds'>;
+  settings: Pick<Settings, 'maxCheckAttempts' | 'channelWaitSeconds' | 'consoleRequestsPerMinute'>;
   logger: Logger;
   /** http:// and private webhook URLs (the local stack only). */
   webhookAllowPrivate: boolean;
@@ -728,6 +739,7 @@ async function serveApi(
   const claimed = userFromClaims(claimsOf(event));
   if (!claimed) throw new HttpStatusError(401, 'unauthorized', 'Sign in first.');
   context.userId = claimed.id;
+  await countUserRequest(deps, claimed.id);
   const candidates = API_ROUTES.map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
   const found = candidates.find((c) => c.r.method === method);
   if (!found) {
@@ -766,6 +778,26 @@ async function serveApi(
     ...(event.requestContext.requestId && { requestId: event.requestContext.requestId }),
   };
   return found.r.handle(deps, { method, params, query, body, user, change });
+}
+
+/**
+ * The per-user limit: every API request of a signed-in user, operator or member, whatever its route (a 404
+ * too: it took its share of the route's throttle), counts in the user's fixed one-minute window before anything
+ * is read or written. API Gateway's throttle of the route is one bucket for every service's members and the
+ * operators; this bounds what one user (a script with their token, a page left reloading in many tabs) takes of
+ * it. Past the limit: 429 `rate_limited` with `Retry-After`, and nothing done.
+ */
+async function countUserRequest(deps: ConsoleDeps, userId: string): Promise<void> {
+  const now = deps.clock.now().getTime();
+  const window = minuteWindow(now);
+  const limit = deps.settings.consoleRequestsPerMinute;
+  if (await deps.requests.count(userId, new Date(window), limit)) return;
+  const wait = secondsToNextWindow(window, now);
+  throw new OtpError(
+    'rate_limited',
+    `Too many requests from you: at most ${limit} a minute. Try again in ${wait} second${wait === 1 ? '' : 's'}.`,
+    wait,
+  );
 }
 
 /** The claims API Gateway's JWT authorizer (or the local stack's stand-in) put on the event. */

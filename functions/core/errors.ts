@@ -32,7 +32,7 @@ export class OtpError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    /** Set only for the per-key request limit: `Retry-After` is sent there and nowhere else. */
+    /** Set only for the request limits (per API key, per console user): `Retry-After` is sent there alone. */
     readonly retryAfterSeconds?: number,
   ) {
     super(message);

@@ -7,6 +7,8 @@ export interface Settings {
   hourlyLimit: number;
   hourlyWindowSeconds: number;
   keyRequestsPerMinute: number;
+  /** Console API requests per signed-in user (the token's subject) per minute. */
+  consoleRequestsPerMinute: number;
   channelWaitSeconds: number;
   unreachableDays: number;
 }
@@ -19,6 +21,9 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   hourlyLimit: 10,
   hourlyWindowSeconds: 3600,
   keyRequestsPerMinute: 120,
+  // A page load makes one to three requests (the operator's list of services one more per service), and the
+  // console API's route takes 20 a second from everyone: 2 a second at most is a tenth of it.
+  consoleRequestsPerMinute: 120,
   channelWaitSeconds: 8,
   unreachableDays: 30,
 });
@@ -32,6 +37,7 @@ export const SETTING_ENV: Readonly<Record<keyof Settings, string>> = Object.free
   hourlyLimit: 'OTP_HOURLY_LIMIT',
   hourlyWindowSeconds: 'OTP_HOURLY_WINDOW_SECONDS',
   keyRequestsPerMinute: 'OTP_KEY_REQUESTS_PER_MINUTE',
+  consoleRequestsPerMinute: 'OTP_CONSOLE_REQUESTS_PER_MINUTE',
   channelWaitSeconds: 'OTP_CHANNEL_WAIT_SECONDS',
   unreachableDays: 'OTP_UNREACHABLE_DAYS',
 });

@@ -197,6 +197,13 @@ export class ApiKeyGuard {
 
 const MAX_API_KEY_LENGTH = 200;
 
+const MINUTE_MS = 60_000;
+/** The start (epoch ms) of the fixed one-minute window `now` is in: the per-key and the console's per-user limit. */
+export const minuteWindow = (now: number): number => now - (now % MINUTE_MS);
+/** A refusal's `Retry-After`: the seconds to the next window, so waiting that long succeeds. */
+export const secondsToNextWindow = (window: number, now: number): number =>
+  Math.max(1, Math.ceil((window + MINUTE_MS - now) / 1000));
+
 /**
  * `X-API-Key` auth and the per-key limit (docs/api.md) in one write on the key's own item (the key must exist,
  * not be revoked, and belong to the service in the path), so a revocation takes effect at the next request.
@@ -240,7 +247,7 @@ export function apiKeyAuth(options: {
   };
   const authorize = async (request: { event: ApiEvent }, keyHash: string) => {
     const now = options.clock.now().getTime();
-    const windowStart = now - (now % 60_000);
+    const windowStart = minuteWindow(now);
     const result = await options.store.countKeyRequest({
       keyHash,
       // Any string: a path that names no service matches no key's service.
@@ -257,8 +264,11 @@ export function apiKeyAuth(options: {
         // Same answer whether or not the other service exists: a key learns nothing about other accounts.
         throw new OtpError('forbidden', 'This API key does not belong to the service in the path.');
       case 'limited': {
-        const retryAfter = Math.max(1, Math.ceil((result.window + 60_000 - now) / 1000));
-        throw new OtpError('rate_limited', 'Too many requests for this API key.', retryAfter);
+        throw new OtpError(
+          'rate_limited',
+          'Too many requests for this API key.',
+          secondsToNextWindow(result.window, now),
+        );
       }
       case 'allowed':
     }

@@ -4,6 +4,7 @@
  * is told about signing in.
  */
 import { ActivityReader } from '../adapters/dynamodb/activity';
+import { DynamoConsoleRequests } from '../adapters/dynamodb/console-requests';
 import { DynamoGuardAdmin } from '../adapters/dynamodb/guard';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
 import { WebhookSecretVault } from '../adapters/webhooks/secrets';
@@ -50,6 +51,7 @@ export function buildConsoleDeps(
     guard: new DynamoGuardAdmin(table.client, table.tableName),
     webhooks: new DynamoWebhookEndpoints(table.client, table.tableName),
     webhookDeliveries: new DynamoWebhookDeliveries(table.client, table.tableName),
+    requests: new DynamoConsoleRequests(table.client, table.tableName),
     webhookVault: async () => {
       await keys.ready?.();
       return (vault ??= new WebhookSecretVault(keys));

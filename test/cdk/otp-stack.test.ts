@@ -80,6 +80,7 @@ const SETTING_DEFAULTS = {
   OTP_HOURLY_LIMIT: '10',
   OTP_HOURLY_WINDOW_SECONDS: '3600',
   OTP_KEY_REQUESTS_PER_MINUTE: '120',
+  OTP_CONSOLE_REQUESTS_PER_MINUTE: '120',
   OTP_CHANNEL_WAIT_SECONDS: '8',
   OTP_UNREACHABLE_DAYS: '30',
 };
@@ -443,6 +444,8 @@ describe('IAM least privilege', () => {
       // The caps reached now, from the guard's state of the service.
       { actions: ['dynamodb:Query'], leadingKeys: ['GUARD#*'] },
       { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], leadingKeys: ['VERIFICATION#*'] },
+      // The per-user request limit's count: written, never read or deleted.
+      { actions: ['dynamodb:UpdateItem'], leadingKeys: ['CONSOLEUSER#*'] },
     ],
   };
 
@@ -555,7 +558,7 @@ describe('IAM least privilege', () => {
         expect(prefixes!.length).toBeGreaterThan(0);
         for (const prefix of prefixes!)
           expect(prefix).toMatch(
-            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD|WEBHOOKDELIVERY|SWEEP)#\*$/,
+            /^(SERVICE|APIKEY|VERIFICATION|IDEMPOTENCY|NUMBER|MEMBER|DIRECTORY|GUARD|WEBHOOKDELIVERY|SWEEP|CONSOLEUSER)#\*$/,
           );
         // ForAllValues holds for a request that names no partition key at all: Scan and PartiQL would pass
         // the condition, so no role may have them.
@@ -1034,6 +1037,7 @@ describe('configuration from context', () => {
     custom = synth(
       {
         'otp:codeTtlSeconds': '600',
+        'otp:consoleRequestsPerMinute': '60',
         'otp:channelWaitSeconds': 0,
         'otp:allowedChannels': 'sms, whatsapp',
         'otp:carrierUrl': 'https://carrier.example.com/api/',
@@ -1056,6 +1060,7 @@ describe('configuration from context', () => {
     for (const fn of Object.values(functions)) {
       expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
         OTP_CODE_TTL_SECONDS: '600',
+        OTP_CONSOLE_REQUESTS_PER_MINUTE: '60',
         OTP_CHANNEL_WAIT_SECONDS: '0',
         OTP_MAX_CHECK_ATTEMPTS: '5',
         OTP_ALLOWED_CHANNELS: 'sms,whatsapp',
@@ -1092,6 +1097,7 @@ describe('configuration from context', () => {
   test.each([
     ['otp:codeTtlSeconds', '0'],
     ['otp:maxCheckAttempts', '2.5'],
+    ['otp:consoleRequestsPerMinute', '0'],
     ['otp:channelWaitSeconds', '-1'],
     ['otp:allowedChannels', 'sms,pigeon'],
     ['otp:allowedChannels', ','],
@@ -1116,6 +1122,7 @@ describe('configuration from context', () => {
     ['otp:receiptReservedConcurency', 'did you mean otp:receiptReservedConcurrency?'],
     ['otp:alarmTopicArm', 'did you mean otp:alarmTopicArn?'],
     ['otp:codettlseconds', 'did you mean otp:codeTtlSeconds?'],
+    ['otp:consoleRequestPerMinute', 'did you mean otp:consoleRequestsPerMinute?'],
     ['otp:somethingElse', 'is not a setting of this stack: docs/deploy.md'],
   ])('refuses the unknown key %s, naming the one meant', (key, words) => {
     const outdir = mkdtempSync(path.join(tmpdir(), 'cdk.out'));

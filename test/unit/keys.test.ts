@@ -39,6 +39,7 @@ const tableKeys: Record<string, () => ItemKey> = {
   audit: () => keys.audit('VA1', '2026-01-02T03:04:05.678Z#ab'),
   operatorsAudit: () => keys.audit(OPERATORS_AUDIT_SCOPE, '2026-01-02T03:04:05.678Z#ab'),
   operator: () => keys.operator('user-1'),
+  consoleRequests: () => keys.consoleRequests('user-1', at),
 };
 test('every table key builder is covered here (a new one must be placed in a family)', () => {
   // chargedSend reads a sort key; it builds none.

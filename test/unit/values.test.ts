@@ -32,6 +32,7 @@ describe('settings', () => {
       hourlyLimit: 10,
       hourlyWindowSeconds: 3600,
       keyRequestsPerMinute: 120,
+      consoleRequestsPerMinute: 120,
       channelWaitSeconds: 8,
       unreachableDays: 30,
     });

@@ -62,6 +62,11 @@ export const PARTITION_FAMILY = {
   directory: 'DIRECTORY#',
   /** The sweeper's cursor through the ledger (core/sweeper.ts): one item. */
   sweep: 'SWEEP#',
+  /**
+   * A console user's request counts (the console's per-user limit), one item per minute with `ttl`: the console
+   * may write here and nothing else of the user's, so it cannot write a membership.
+   */
+  consoleUser: 'CONSOLEUSER#',
 } as const;
 export type PartitionFamily = keyof typeof PARTITION_FAMILY;
 
@@ -222,6 +227,11 @@ export const keys = {
   },
   /** The sweeper's cursor. */
   sweepCursor: (): ItemKey => ({ pk: `${P.sweep}cursor`, sk: 'CURSOR' }),
+  /** A console user's request count in the one-minute window starting at `windowStart` (epoch minutes). */
+  consoleRequests: (userId: string, windowStart: Date): ItemKey => ({
+    pk: `${P.consoleUser}${userId}`,
+    sk: `REQUESTS#${Math.floor(windowStart.getTime() / 60_000)}`,
+  }),
 } as const;
 
 /** Sort-key prefixes for the queries under one service. */
