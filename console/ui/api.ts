@@ -43,6 +43,13 @@ export function statusMessage(status: number): string {
     : `The server refused the request (HTTP ${status}).`;
 }
 
+/**
+ * API Gateway's own 429 (`{"message": "Too Many Requests"}`, no `code`): the console API's route throttle, one
+ * bucket for every user of the console. The handler's own 429 (`rate_limited`, this user's requests a minute) says
+ * itself how long to wait.
+ */
+const BUSY = 'The console is busy: too many requests from all its users at once. Try again in a few seconds.';
+
 /** The body as JSON when it is some, else undefined (a gateway's HTML error page). */
 export function jsonOf(text: string, contentType: string | null): unknown {
   if (!text || !contentType?.includes('json')) return undefined;
@@ -71,7 +78,8 @@ export async function api<T = Json>(method: string, path: string, body?: unknown
   }
   const data = jsonOf(await response.text(), response.headers.get('content-type'));
   if (!response.ok) {
-    const message = (data as Json | undefined)?.message;
+    const { message, code } = (data as Json | undefined) ?? {};
+    if (response.status === 429 && code === undefined) throw new HttpError(429, BUSY);
     throw new HttpError(
       response.status,
       typeof message === 'string' ? message : statusMessage(response.status),
