@@ -937,12 +937,24 @@ test('the operator sees every service, creates one and tops it up', async () => 
     demo.serviceSid,
   );
   const created = await text('#service-sid');
+  // Every balance comes in one request, not one a service: each counts in the operator's requests a minute.
+  const apiGets: string[] = [];
+  const noteGet = (request: HTTPRequest) => {
+    if (request.method() === 'GET' && request.url().includes('/console/api/'))
+      apiGets.push(new URL(request.url()).pathname);
+  };
+  page.on('request', noteGet);
   await go('/operator', 'table');
   await page.waitForFunction(
     (s) => document.querySelector('tbody')?.textContent?.includes(s),
     {},
     demo.serviceSid,
   );
+  await rowShows(created, '5.0000 USD');
+  page.off('request', noteGet);
+  expect(apiGets.filter((path) => path.startsWith('/console/api/services'))).toEqual([
+    '/console/api/services',
+  ]);
   // An amount the server refuses marks its field, tied to the refusal; a good one clears the mark.
   const amountField = (sid: string, value: string) =>
     page.evaluate(

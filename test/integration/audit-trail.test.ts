@@ -155,6 +155,7 @@ describe('console', () => {
   let balanceBefore = 0;
   const runs: ConsoleRun[] = [
     { route: 'GET /me', path: () => '/me' },
+    { route: 'GET /services', path: () => '/services' },
     {
       route: 'POST /services',
       path: () => '/services',

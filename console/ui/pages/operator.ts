@@ -9,6 +9,7 @@ export async function operatorPage(): Promise<void> {
   const err = formError('create-error', [name, balance], (message) =>
     /balance|USD|amount/i.test(message) ? [balance] : /name/i.test(message) ? [name] : [name, balance],
   );
+  const balanceCells = new Map<string, HTMLElement>();
   const rows = session.me!.services.map((s) => {
     const amount = h('input', {
       'aria-label': `Top-up for ${s.name}`,
@@ -21,10 +22,7 @@ export async function operatorPage(): Promise<void> {
     let key = newTopUpKey();
     amount.addEventListener('input', () => (key = newTopUpKey()));
     const balanceCell = h('span', {}, '…');
-    void api('GET', `/services/${s.sid}`).then(
-      (x) => (balanceCell.textContent = `${String(x.balance)} USD`),
-      () => undefined,
-    );
+    balanceCells.set(s.sid, balanceCell);
     return [
       h('a', { href: `#/s/${s.sid}/settings` }, s.name),
       h('code', {}, s.sid),
@@ -52,6 +50,18 @@ export async function operatorPage(): Promise<void> {
       ),
     ];
   });
+  // Every balance in one request, not one a service (the console's per-user limit counts each request).
+  void api('GET', '/services').then(
+    (x) => {
+      for (const s of x.services as { sid: string; balance: string | null }[]) {
+        const cell = balanceCells.get(s.sid);
+        if (cell) cell.textContent = s.balance === null ? '-' : `${s.balance} USD`;
+      }
+    },
+    () => {
+      for (const cell of balanceCells.values()) cell.textContent = 'unavailable: reload the page';
+    },
+  );
   show(
     'All services',
     table(['Name', 'SID', 'Balance', 'Top up'], rows, 'No services yet.'),
