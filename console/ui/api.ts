@@ -60,23 +60,48 @@ export function jsonOf(text: string, contentType: string | null): unknown {
   }
 }
 
+/**
+ * The page the user is on: each navigation (main.ts's `route`) starts a new one. A request made for an older one
+ * never settles, so that its page, its error page or the page drawn again after a save cannot land over the page
+ * the user went to since; a read is also aborted (a change is not: the server may have made it already).
+ */
+let navigation = new AbortController();
+
+export function navigated(): void {
+  navigation.abort();
+  navigation = new AbortController();
+}
+
+const superseded = () => new Promise<never>(() => undefined);
+
 export async function api<T = Json>(method: string, path: string, body?: unknown): Promise<T> {
+  const { signal } = navigation;
   const token = sessionStorage.getItem(TOKEN_KEY);
-  const response = await request(`/console/api${path}`, {
-    method,
-    headers: {
-      ...(token && { authorization: `Bearer ${token}` }),
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-    credentials: 'omit',
-  });
+  let response: Response;
+  let text: string;
+  try {
+    response = await request(`/console/api${path}`, {
+      method,
+      headers: {
+        ...(token && { authorization: `Bearer ${token}` }),
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+      ...(method === 'GET' && { signal }),
+      credentials: 'omit',
+    });
+    text = await response.text();
+  } catch (error) {
+    if (signal.aborted) return superseded();
+    throw error;
+  }
+  if (signal.aborted) return superseded();
   if (response.status === 401) {
     sessionStorage.removeItem(TOKEN_KEY);
     onSignedOut();
     throw new HttpError(401, 'Signed out: sign in again.');
   }
-  const data = jsonOf(await response.text(), response.headers.get('content-type'));
+  const data = jsonOf(text, response.headers.get('content-type'));
   if (!response.ok) {
     const { message, code } = (data as Json | undefined) ?? {};
     if (response.status === 429 && code === undefined) throw new HttpError(429, BUSY);

@@ -3,7 +3,7 @@
  * (lib/console-assets.ts). The helpers are in dom.ts (every text goes in as `textContent`), the API client in
  * api.ts, the sign-in in auth.ts and session.ts, and each page in pages/.
  */
-import { request, TOKEN_KEY, whenSignedOut } from './api';
+import { navigated, request, TOKEN_KEY, whenSignedOut } from './api';
 import { cognitoSignOut, finishCognitoSignIn } from './auth';
 import { h, show, showError } from './dom';
 import { renderNav } from './nav';
@@ -22,6 +22,9 @@ import { webhooksPage } from './pages/webhooks';
 import { loadMe, session, type Config } from './session';
 
 async function route(): Promise<void> {
+  // Every way to a page comes here (a link, the picker, back and forward, sign-in and out, Try again): the
+  // requests of the page before it are left unanswered.
+  navigated();
   if (!sessionStorage.getItem(TOKEN_KEY)) return signInPage(route);
   const parts = location.hash.replace(/^#\/?/, '').split('/');
   try {

@@ -97,8 +97,7 @@ const stackAccounts = () => dynamoAccounts(table.documents, table.name);
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png` });
 const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
 const go = async (hash: string, ready: string) => {
-  // The page is emptied first, so that `ready` is looked for in the new page, not in the one before it (whose
-  // late re-render, unawaited, could otherwise land over the next test's page).
+  // The page is emptied first, so that `ready` is looked for in the new page, not in the one before it.
   await page.evaluate(() => document.getElementById('app')?.replaceChildren()).catch(() => undefined);
   const url = `${stack.url}/console#${hash}`;
   if (page.url() === url) await page.reload();
@@ -172,6 +171,74 @@ const putGuardBlock = (
   putGuardState(country, {
     blocks: [{ ...block, level: 'standard', since: Date.now(), until: Date.now() + 3_600_000 }],
   });
+/**
+ * Resolves once the page has made no request for `ms`, counting only those it makes from now on
+ * (`waitForNetworkIdle` also counts a held request the page gave up, which may never be seen to end).
+ */
+function quietFor(ms: number): Promise<void> {
+  const pending = new Set<HTTPRequest>();
+  return new Promise((resolve) => {
+    let timer = setTimeout(done, ms);
+    function done() {
+      if (pending.size > 0) return;
+      page.off('request', start).off('requestfinished', end).off('requestfailed', end);
+      resolve();
+    }
+    const start = (request: HTTPRequest) => {
+      pending.add(request);
+      clearTimeout(timer);
+    };
+    const end = (request: HTTPRequest) => {
+      if (!pending.delete(request) || pending.size > 0) return;
+      clearTimeout(timer);
+      timer = setTimeout(done, ms);
+    };
+    page.on('request', start).on('requestfinished', end).on('requestfailed', end);
+  });
+}
+
+/**
+ * Holds the browser's requests that `match` picks, to make their answers late; every other request goes on.
+ * `release` lets them go to the server (or answers them with `answer`) and waits until the page has had the
+ * answers (or dropped the requests) and time to draw them.
+ */
+async function holdRequests(match: (request: HTTPRequest) => boolean) {
+  const held: { request: HTTPRequest; over: Promise<void> }[] = [];
+  let arrived = (): void => undefined;
+  const first = new Promise<void>((resolve) => (arrived = resolve));
+  /** Finished, or failed (the page may abort a request it no longer needs). */
+  const over = (request: HTTPRequest) =>
+    new Promise<void>((resolve) => {
+      const done = (finished: HTTPRequest) => {
+        if (finished !== request) return;
+        page.off('requestfinished', done).off('requestfailed', done);
+        resolve();
+      };
+      page.on('requestfinished', done).on('requestfailed', done);
+    });
+  const onRequest = (request: HTTPRequest) => {
+    if (match(request)) {
+      held.push({ request, over: over(request) });
+      arrived();
+    } else void request.continue();
+  };
+  await page.setRequestInterception(true);
+  page.on('request', onRequest);
+  return {
+    arrived: first,
+    release: async (answer?: { status: number; contentType: string; body: string }) => {
+      page.off('request', onRequest);
+      const quiet = quietFor(300);
+      for (const { request } of held) {
+        if (request.failure()) continue;
+        void (answer ? request.respond(answer) : request.continue()).catch(() => undefined);
+      }
+      await Promise.all(held.map((x) => x.over));
+      await page.setRequestInterception(false);
+      await quiet;
+    },
+  };
+}
 const clickButton = (label: string) =>
   page.evaluate((name) => {
     const button = [...document.querySelectorAll('button')].find((b) => b.textContent === name);
@@ -246,6 +313,63 @@ test('the error page offers a way on, and the picker claims no service the page 
     await page.setRequestInterception(false);
   }
   problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+});
+
+test("a page's late answer, or its late error, never draws over the page clicked after it", async () => {
+  const keysAnswer = (request: HTTPRequest) =>
+    request.method() === 'GET' && request.url().endsWith(`/console/api/services/${demo.serviceSid}/keys`);
+  /** The page on the screen: its title, and whether it is the keys page or shows an error. */
+  const shown = () =>
+    page.evaluate(() => ({
+      title: document.title,
+      keys: document.querySelector('#key-count') !== null,
+      error: document.querySelector('main [role=alert]')?.textContent ?? null,
+    }));
+  await go(`/s/${demo.serviceSid}/settings`, '#service-sid');
+
+  // Keys clicked, its answer slow; Templates clicked and drawn; then the keys answer comes.
+  let keys = await holdRequests(keysAnswer);
+  await page.click(`nav a[href="#/s/${demo.serviceSid}/keys"]`);
+  await keys.arrived;
+  await page.click(`nav a[href="#/s/${demo.serviceSid}/templates"]`);
+  await page.waitForSelector('#template-body');
+  await keys.release();
+  expect(await shown()).toEqual({ title: 'Templates · OTP console', keys: false, error: null });
+  expect(await page.$('#template-body')).not.toBeNull();
+
+  // The same with an error for an answer: no error page over the page clicked after it.
+  await go(`/s/${demo.serviceSid}/settings`, '#service-sid');
+  keys = await holdRequests(keysAnswer);
+  await page.click(`nav a[href="#/s/${demo.serviceSid}/keys"]`);
+  await keys.arrived;
+  await page.click(`nav a[href="#/s/${demo.serviceSid}/activity"]`);
+  await page.waitForSelector('#activity');
+  await keys.release({ status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' });
+  expect(await shown()).toEqual({ title: 'Activity · OTP console', keys: false, error: null });
+  problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+
+  // Back to the keys page (slow), then forward again before it answers: the page forward stays.
+  await go(`/s/${demo.serviceSid}/keys`, '#key-count');
+  await go(`/s/${demo.serviceSid}/activity`, '#activity');
+  keys = await holdRequests(keysAnswer);
+  await page.$eval('#activity', (el) => el.setAttribute('data-before', ''));
+  await page.evaluate(() => history.back());
+  await keys.arrived;
+  await page.evaluate(() => history.forward());
+  await page.waitForSelector('#activity:not([data-before])');
+  await keys.release();
+  expect(await shown()).toEqual({ title: 'Activity · OTP console', keys: false, error: null });
+  expect(page.url()).toMatch(/\/activity$/);
+
+  // A save whose answer comes after the member went on: the saved page is not drawn again over the new one.
+  await go(`/s/${demo.serviceSid}/settings`, '#ch-sms');
+  const saved = await holdRequests((request) => request.method() === 'PUT');
+  await clickButton('Save channels');
+  await saved.arrived;
+  await page.click(`nav a[href="#/s/${demo.serviceSid}/templates"]`);
+  await page.waitForSelector('#template-body');
+  await saved.release();
+  expect(await shown()).toEqual({ title: 'Templates · OTP console', keys: false, error: null });
 });
 
 test('loading the console asks for nothing the server lacks (the favicon included)', async () => {
@@ -702,7 +826,7 @@ test("a form's error is its own, tied to the field it is about (aria-invalid, ar
   );
   const body = await field('#template-body');
   expect(body.described).toMatch(/^SMS size: .* \| A template needs the \{code\} placeholder/);
-  // Sent again and taken (the page renders again: wait for it, or it would replace the next test's page).
+  // Sent again and taken (the page renders again: wait for it).
   await page.type('#template-body', ' {code}');
   await page.click('form button[type=submit]');
   await rowShows('No code here {code}', 'Make default');
@@ -734,7 +858,7 @@ test('the allow-list and the high-risk list on the rules page; caps set, shown r
   await eventually(async () =>
     (await stackAccounts().getService(demo.serviceSid))?.guard?.riskCheckOptOut ? undefined : true,
   );
-  // The settings page renders again after the save: leave only once it has, or it would replace the next page.
+  // The page renders again after the save: leave once it has, the save answered.
   await page.waitForFunction(() => {
     const box = document.querySelector('#risk-check-opt-out') as HTMLInputElement | null;
     return box !== null && !box.hasAttribute('data-before-save') && !box.checked;
@@ -902,8 +1026,8 @@ async function guardPageSteps(): Promise<void> {
   expect(audit.map((record) => record.action)).toEqual(
     expect.arrayContaining(['guard.unblock', 'guard.level', 'guard.safelist']),
   );
-  // Back as it was for the tests after this one. The page renders again after the save: leave only once it has
-  // (the input marked here is replaced), or it would replace the next page.
+  // Back as it was for the tests after this one: leave once the save is answered and the page drawn again (the
+  // input marked here is replaced).
   await page.$eval('#safe-list', (el) => {
     (el as HTMLInputElement).value = '';
     el.setAttribute('data-before-save', '');
@@ -937,6 +1061,22 @@ test('the operator sees every service, creates one and tops it up', async () => 
     demo.serviceSid,
   );
   const created = await text('#service-sid');
+  // The picker goes the same way as a link: the service picked stays, when the one before it answers late.
+  await go(`/s/${demo.serviceSid}/keys`, '#key-count');
+  const demoSettings = await holdRequests(
+    (request) => request.method() === 'GET' && request.url().endsWith(`/services/${demo.serviceSid}`),
+  );
+  await page.click(`nav a[href="#/s/${demo.serviceSid}/settings"]`);
+  await demoSettings.arrived;
+  await page.select('#service-select', created);
+  await page.waitForFunction(
+    (sid) => document.querySelector('#service-sid')?.textContent === sid,
+    {},
+    created,
+  );
+  await demoSettings.release();
+  expect(await text('#service-sid')).toBe(created);
+  expect(page.url()).toMatch(new RegExp(`#/s/${created}/settings$`));
   // Every balance comes in one request, not one a service: each counts in the operator's requests a minute.
   const apiGets: string[] = [];
   const noteGet = (request: HTTPRequest) => {
