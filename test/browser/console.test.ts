@@ -802,6 +802,13 @@ test("a form's error is its own, tied to the field it is about (aria-invalid, ar
         .map((id) => document.getElementById(id)?.textContent ?? `(no #${id})`)
         .join(' | '),
     }));
+  /** Waits until a status line in the page says `words`. */
+  const saidInPage = (words: string) =>
+    page.waitForFunction(
+      (w) => [...document.querySelectorAll('main [role=status]')].some((el) => el.textContent?.includes(w)),
+      {},
+      words,
+    );
   // A prefix the browser refuses: the format said in the prefix form's own line, the country form's line silent.
   await go(`/s/${demo.serviceSid}/rules`, '#prefix');
   await page.type('#prefix', '4474');
@@ -831,6 +838,33 @@ test("a form's error is its own, tied to the field it is about (aria-invalid, ar
   await page.click('form button[type=submit]');
   await rowShows('No code here {code}', 'Make default');
   expect(await field('#template-body')).toMatchObject({ invalid: null });
+
+  // A button's refusal beside it is tied to the controls it read: no channel left, every box says so.
+  await go(`/s/${demo.serviceSid}/settings`, '#ch-sms');
+  const boxes = await page.$$eval('main input[type=checkbox]', (els) =>
+    els.map((el) => ({ id: el.id, checked: (el as HTMLInputElement).checked })),
+  );
+  for (const box of boxes) if (box.checked) await page.click(`#${box.id}`);
+  await clickButton('Save channels');
+  await saidInPage('channels is empty');
+  for (const box of boxes) {
+    expect(await field(`#${box.id}`)).toEqual({
+      invalid: 'true',
+      described: 'channels is empty: give at least one.',
+    });
+  }
+  expect((await stackAccounts().getService(demo.serviceSid))?.enabledChannels).not.toEqual([]);
+  // A country the server does not take (one it stopped serving since the page was drawn): the select says so.
+  await go(`/s/${demo.serviceSid}/rules`, '#allow-country');
+  await page.$eval('#allow-country', (el) => {
+    el.append(new Option('XX', 'XX'));
+    (el as HTMLSelectElement).value = 'XX';
+  });
+  await clickButton('Allow country');
+  await saidInPage('Not a served country');
+  expect(await field('#allow-country')).toEqual({ invalid: 'true', described: 'Not a served country: XX' });
+  expect(await field('#disallow-country')).toEqual({ invalid: null, described: '' });
+  expect(await page.$eval('#disallow-country', (el) => el.getAttribute('aria-describedby'))).toMatch(/\S/);
 });
 
 test('the allow-list and the high-risk list on the rules page; caps set, shown reached, removed', async () => {

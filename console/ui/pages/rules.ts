@@ -57,7 +57,7 @@ function allowListSection(sid: string, r: Json): HTMLElement {
           'span',
           { class: 'row' },
           add,
-          action('Allow country', () => saveAllowed([...allowed, add.value])),
+          action('Allow country', () => saveAllowed([...allowed, add.value]), '', [add]),
         ),
       allowed !== null &&
         allowed.length > 0 &&
@@ -74,7 +74,9 @@ function allowListSection(sid: string, r: Json): HTMLElement {
               'span',
               { class: 'row' },
               remove,
-              action('Take off', () => saveAllowed(allowed.filter((c) => c !== remove.value)), 'secondary'),
+              action('Take off', () => saveAllowed(allowed.filter((c) => c !== remove.value)), 'secondary', [
+                remove,
+              ]),
             );
           })(),
         ),

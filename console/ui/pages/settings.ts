@@ -69,12 +69,17 @@ export async function settingsPage(sid: string): Promise<void> {
       h(
         'p',
         {},
-        action('Save channels', async () => {
-          await api('PUT', `/services/${sid}/channels`, {
-            channels: boxes.filter((b) => b.box.checked).map((b) => b.c),
-          });
-          await settingsPage(sid);
-        }),
+        action(
+          'Save channels',
+          async () => {
+            await api('PUT', `/services/${sid}/channels`, {
+              channels: boxes.filter((b) => b.box.checked).map((b) => b.c),
+            });
+            await settingsPage(sid);
+          },
+          '',
+          boxes.map((b) => b.box),
+        ),
       ),
     ),
   );
