@@ -792,6 +792,48 @@ test('block a country and see the public API answer 403', async () => {
   expect(((await refused.json()) as { code: string }).code).toBe('blocked_by_policy');
 });
 
+test('two changes to the delivery rules clicked at once: the second never undoes the first', async () => {
+  const rulesNow = async () => (await stackAccounts().getService(demo.serviceSid))!.rules;
+  const before = await rulesNow();
+  const asSeeded = { actor: 'cli:browser-test' };
+  await stackAccounts().setRules(asSeeded, demo.serviceSid, {
+    blockedCountries: [...before.blockedCountries, 'FR', 'IT'],
+  });
+  /** Clicks each button at once, as a quick hand does before the page is drawn again. */
+  const clickAtOnce = (...buttons: [row: string | null, label: string][]) =>
+    page.evaluate((list) => {
+      for (const [row, label] of list) {
+        const scope = row
+          ? [...document.querySelectorAll('main table:first-of-type tr')].find(
+              (tr) => tr.querySelector('td')?.textContent === row,
+            )
+          : document;
+        const button = [...(scope?.querySelectorAll('button') ?? [])].find((b) => b.textContent === label);
+        if (!button) throw new Error(`No ${label} button${row ? ` in the row of ${row}` : ''}`);
+        button.click();
+      }
+    }, buttons);
+  try {
+    // FR unblocked, then IT: FR stays unblocked (the second save once sent the page's list, FR still in it).
+    await go(`/s/${demo.serviceSid}/rules`, '#allow-list');
+    await clickAtOnce(['FR', 'Unblock'], ['IT', 'Unblock']);
+    await page.waitForNetworkIdle({ idleTime: 300 });
+    expect((await rulesNow()).blockedCountries).not.toContain('FR');
+    // ES blocked, then a country allowed: the block holds (the allow-list's save sent the blocked list too).
+    await go(`/s/${demo.serviceSid}/rules`, '#allow-country');
+    await page.select('#country', 'ES');
+    await clickAtOnce([null, 'Block country'], [null, 'Allow country']);
+    await page.waitForNetworkIdle({ idleTime: 300 });
+    expect((await rulesNow()).blockedCountries).toContain('ES');
+  } finally {
+    await stackAccounts().setRules(asSeeded, demo.serviceSid, {
+      blockedCountries: before.blockedCountries,
+      blockedPrefixes: before.blockedPrefixes,
+      allowedCountries: before.allowedCountries ?? null,
+    });
+  }
+});
+
 test("a form's error is its own, tied to the field it is about (aria-invalid, aria-describedby)", async () => {
   /** The field's state: invalid or not, and the text of what describes it. */
   const field = (selector: string) =>

@@ -1,13 +1,28 @@
 /** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
 import { E164_PREFIX_PATTERN } from '../../../functions/core/accounts/formats';
 import { api, type Json } from '../api';
-import { action, countryOption, formError, h, show, submitted, table, when } from '../dom';
+import { action, app, countryOption, formError, h, show, submitted, table, when } from '../dom';
 
 export interface HighRisk {
   country: string;
   name: string;
   reason: string;
   sources: { publisher: string; title: string; url: string }[];
+}
+
+/**
+ * Saves the rules with every other button of the page disabled until the save is done: each save sends the
+ * whole lists from the page's copy of them, so a second click before the page is drawn again would send them as
+ * they were and undo the first change.
+ */
+async function alone<T>(run: () => Promise<T>): Promise<T> {
+  const others = [...app.querySelectorAll('button')].filter((button) => !button.disabled);
+  for (const button of others) button.disabled = true;
+  try {
+    return await run();
+  } finally {
+    for (const button of others) button.disabled = false;
+  }
 }
 
 /** The country allow-list beside the blocked lists: a deny entry wins; no list is every served country. */
@@ -17,11 +32,13 @@ function allowListSection(sid: string, r: Json): HTMLElement {
   const highRisk = r.highRiskCountries as HighRisk[];
   const excluded = (r.excludedHighRiskCountries as HighRisk[]).map((e) => e.country);
   const saveAllowed = (next: string[] | null) =>
-    api('PUT', `/services/${sid}/rules`, {
-      blockedCountries: r.blockedCountries,
-      blockedPrefixes: r.blockedPrefixes,
-      allowedCountries: next,
-    }).then(() => rulesPage(sid));
+    alone(() =>
+      api('PUT', `/services/${sid}/rules`, {
+        blockedCountries: r.blockedCountries,
+        blockedPrefixes: r.blockedPrefixes,
+        allowedCountries: next,
+      }).then(() => rulesPage(sid)),
+    );
   const addable = served.filter((c) => allowed !== null && !allowed.includes(c));
   const add = h(
     'select',
@@ -203,7 +220,7 @@ export async function rulesPage(sid: string): Promise<void> {
   const countries = r.blockedCountries as string[];
   const prefixes = r.blockedPrefixes as string[];
   const save = (next: { blockedCountries: string[]; blockedPrefixes: string[] }) =>
-    api('PUT', `/services/${sid}/rules`, next).then(() => rulesPage(sid));
+    alone(() => api('PUT', `/services/${sid}/rules`, next).then(() => rulesPage(sid)));
   const country = h(
     'select',
     { id: 'country' },
