@@ -5,6 +5,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import type { ApiContext } from '../functions/http/middleware';
+import { FUNCTIONS, type FunctionName } from '../lib/functions';
 
 interface EventInput {
   method: 'GET' | 'POST';
@@ -67,8 +68,12 @@ function apiGatewayEvent(input: EventInput): APIGatewayProxyEventV2 {
   };
 }
 
-/** A fresh Lambda-like context per call (the auth middleware writes the service SID into it). */
-export function lambdaContext(functionName: string): ApiContext {
+/**
+ * A fresh Lambda-like context per call (the auth middleware writes the service SID into it), its remaining time
+ * counting down from the function's time-out (lib/functions.ts), as Lambda's: the send bounds its charge by it.
+ */
+export function lambdaContext(functionName: FunctionName): ApiContext {
+  const endsAt = Date.now() + FUNCTIONS[functionName].timeoutSeconds * 1000;
   return {
     awsRequestId: randomUUID(),
     functionName,
@@ -78,7 +83,7 @@ export function lambdaContext(functionName: string): ApiContext {
     logGroupName: `/aws/lambda/${functionName}`,
     logStreamName: 'bench',
     callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => 10_000,
+    getRemainingTimeInMillis: () => endsAt - Date.now(),
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
