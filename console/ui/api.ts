@@ -18,6 +18,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The API's `code` (`invalid_parameter`, `conflict`…); none when the answer was not the API's. */
+    readonly code?: string,
   ) {
     super(message);
   }
@@ -108,6 +110,7 @@ export async function api<T = Json>(method: string, path: string, body?: unknown
     throw new HttpError(
       response.status,
       typeof message === 'string' ? message : statusMessage(response.status),
+      typeof code === 'string' ? code : undefined,
     );
   }
   if (data === undefined) {

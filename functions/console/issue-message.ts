@@ -5,6 +5,7 @@ const NOUNS: Record<string, string> = {
   array: 'a list',
   string: 'a string',
   number: 'a number',
+  int: 'a whole number',
   boolean: 'true or false',
   object: 'an object',
   record: 'an object',

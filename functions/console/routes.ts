@@ -198,6 +198,8 @@ const schemas = {
     blockedPrefixes: z.array(z.string().check(z.maxLength(64))).check(z.maxLength(MAX_BLOCKED_PREFIXES)),
     /** Absent: unchanged. null: no allow-list (every served country). A list, empty included: that list. */
     allowedCountries: z.optional(z.nullable(countryList)),
+    /** The version of the rules the lists were made from (the rules' answer's `rulesVersion`). */
+    rulesVersion: z.int().check(z.minimum(0)),
   }),
   /** Each field absent: unchanged. */
   guard: z.object({
@@ -482,11 +484,24 @@ const API_ROUTES: ApiRoute[] = [
   ),
   route('PUT', '/services/:sid/rules', async (deps, { params, body, change }) => {
     const rules = parse(schemas.rules, body);
-    const service = await deps.accounts.setRules(change, params.sid!, {
-      blockedCountries: rules.blockedCountries,
-      blockedPrefixes: rules.blockedPrefixes.map((prefix) => valid(parseE164Prefix(prefix))),
-      ...(rules.allowedCountries !== undefined && { allowedCountries: rules.allowedCountries }),
-    });
+    // The lists are whole, from the page's copy of the rules: made on an older copy, they would undo the changes
+    // made since (another tab's, another member's, the admin command's).
+    const service = await deps.accounts
+      .setRules(
+        change,
+        params.sid!,
+        {
+          blockedCountries: rules.blockedCountries,
+          blockedPrefixes: rules.blockedPrefixes.map((prefix) => valid(parseE164Prefix(prefix))),
+          ...(rules.allowedCountries !== undefined && { allowedCountries: rules.allowedCountries }),
+        },
+        rules.rulesVersion,
+      )
+      .catch((error: unknown) => {
+        if (error instanceof OtpError && error.code === 'conflict')
+          throw new HttpStatusError(409, 'conflict', STALE_RULES);
+        throw error;
+      });
     return json(200, rulesJson(service));
   }),
   route('GET', '/services/:sid/guard', async (deps, { params }) =>
@@ -941,7 +956,12 @@ function serviceJson(service: Service) {
 const highRiskJson = (entries: HighRiskCountry[]) =>
   entries.map(({ country, name, reason, sources }) => ({ country, name, reason, sources }));
 
+/** The refusal of a rules change made on an older copy, in the words of the page that made it. */
+const STALE_RULES = 'The rules changed since this page was loaded: reload to see them.';
+
 const rulesJson = (service: Service) => ({
+  /** What a change made on these lists sends back: the rules' version now. */
+  rulesVersion: service.rulesVersion ?? 0,
   blockedCountries: service.rules.blockedCountries,
   blockedPrefixes: service.rules.blockedPrefixes,
   /** null: no allow-list, the service sends to every served country. */

@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'method_not_allowed'
   /** The console: a service already has as many of a thing (webhook endpoints) as it may. */
   | 'too_many'
+  /** The console: a change made on a copy of the delivery rules older than the rules. */
+  | 'conflict'
   | 'invalid_signature'
   | 'service_unavailable'
   | 'internal_error';

@@ -43,6 +43,11 @@ export interface Service {
   balanceShards?: number;
   enabledChannels: Channel[];
   rules: DeliveryRules;
+  /**
+   * Counts the changes of `rules` (every write of a rules list adds 1; absent: none yet, 0): a change made on a
+   * copy of the rules read at another version is refused, rather than undoing the changes made since.
+   */
+  rulesVersion?: number;
   /** Per-country customer prices replacing the list price. */
   prices: Record<string, number>;
   /** The default template, held on the service so a send needs no extra read for it. */

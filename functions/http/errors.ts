@@ -22,6 +22,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   route_not_found: 404,
   method_not_allowed: 405,
   too_many: 409,
+  conflict: 409,
   service_unavailable: 503,
   internal_error: 500,
 };

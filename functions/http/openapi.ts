@@ -50,7 +50,7 @@ const OPERATION_ERRORS: Readonly<Record<OperationName, readonly ErrorCode[]>> = 
  * callback's (left out, see above) and the console's. They are in the `default` response's schema all the same.
  */
 export const ROUTE_ERRORS: readonly ErrorCode[] = ['route_not_found', 'method_not_allowed'];
-export const UNDOCUMENTED_ERRORS: readonly ErrorCode[] = ['invalid_signature', 'too_many'];
+export const UNDOCUMENTED_ERRORS: readonly ErrorCode[] = ['invalid_signature', 'too_many', 'conflict'];
 
 /** What each code means, for the responses' descriptions. */
 const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
@@ -79,6 +79,8 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   method_not_allowed: 'The path exists, not with this method.',
   too_many:
     'The console only: the service already has as many webhook endpoints, API keys or templates as it may.',
+  conflict:
+    'The console only: a change of the delivery rules made on a copy of them older than the rules; nothing changed.',
   service_unavailable:
     'More than 25 simultaneous sends to one number keep conflicting, or DynamoDB answers too slowly for the send to learn in its time whether a charge stands; nothing was charged: retry shortly.',
   internal_error:

@@ -834,6 +834,58 @@ test('two changes to the delivery rules clicked at once: the second never undoes
   }
 });
 
+test('a change made on lists older than the rules is refused, never undoing a save; the page offers to reload', async () => {
+  const rulesNow = async () => (await stackAccounts().getService(demo.serviceSid))!.rules;
+  const before = await rulesNow();
+  const rulesPath = `/console/api/services/${demo.serviceSid}/rules`;
+  // Once a save was made, every read of the rules fails (a gateway's 502): the page cannot draw them again.
+  let saved = false;
+  let failing = true;
+  const failReads = (request: HTTPRequest) => {
+    const put = request.method() === 'PUT' && request.url().endsWith(rulesPath);
+    if (put) saved = true;
+    if (failing && saved && request.method() === 'GET' && request.url().endsWith(rulesPath))
+      void request.respond({ status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' });
+    else void request.continue();
+  };
+  /** Clicks, and waits until the page has had every answer. */
+  const clickAndSettle = async (label: string) => {
+    const settled = quietFor(300);
+    await clickButton(label);
+    await settled;
+  };
+  await go(`/s/${demo.serviceSid}/rules`, '#country');
+  await page.setRequestInterception(true);
+  page.on('request', failReads);
+  try {
+    await page.select('#country', 'NL');
+    await clickAndSettle('Block country');
+    expect((await rulesNow()).blockedCountries).toContain('NL');
+    // A second change, made on the lists the page still shows (NL not among them).
+    await page.select('#country', 'SE');
+    await clickAndSettle('Block country');
+    expect((await rulesNow()).blockedCountries).toContain('NL');
+    expect((await rulesNow()).blockedCountries).not.toContain('SE');
+    // Refused, said at the top of the page with the way on, where the focus is.
+    expect(await text('#rules-outdated p')).toBe(
+      'The rules changed since this page was loaded: reload to see them.',
+    );
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Reload the rules');
+    failing = false;
+    await clickButton('Reload the rules');
+    await page.waitForFunction(() => document.querySelector('main table')?.textContent?.includes('NL'));
+    expect(await page.$('#rules-outdated')).toBeNull();
+  } finally {
+    page.off('request', failReads);
+    await page.setRequestInterception(false);
+    await stackAccounts().setRules({ actor: 'cli:browser-test' }, demo.serviceSid, {
+      blockedCountries: before.blockedCountries,
+    });
+  }
+  // The browser logs the 502s this test made: not page problems.
+  problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+});
+
 test("a form's error is its own, tied to the field it is about (aria-invalid, aria-describedby)", async () => {
   /** The field's state: invalid or not, and the text of what describes it. */
   const field = (selector: string) =>

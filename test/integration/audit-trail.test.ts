@@ -151,6 +151,7 @@ describe('console', () => {
     template?: string;
     firstTemplate?: string;
     webhook?: string;
+    rulesVersion?: number;
   } = {};
   let balanceBefore = 0;
   const runs: ConsoleRun[] = [
@@ -227,11 +228,15 @@ describe('console', () => {
       path: () => `/services/${sid()}/templates/${made.firstTemplate!}/remove`,
       expect: () => [{ action: 'template.delete', before: { sid: made.firstTemplate } }],
     },
-    { route: 'GET /services/:sid/rules', path: () => `/services/${sid()}/rules` },
+    {
+      route: 'GET /services/:sid/rules',
+      path: () => `/services/${sid()}/rules`,
+      then: (body) => (made.rulesVersion = body.rulesVersion as number),
+    },
     {
       route: 'PUT /services/:sid/rules',
       path: () => `/services/${sid()}/rules`,
-      body: () => ({ blockedCountries: ['GB'], blockedPrefixes: ['+4470'] }),
+      body: () => ({ blockedCountries: ['GB'], blockedPrefixes: ['+4470'], rulesVersion: made.rulesVersion }),
       expect: () => [
         {
           action: 'rules.set',

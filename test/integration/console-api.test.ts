@@ -398,24 +398,98 @@ describe('what the console changes, the public API obeys', () => {
   });
 
   test('a country blocked in the console is refused with 403 blocked_by_policy; unblocked, it sends', async () => {
-    const blocked = await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
+    const path = `/services/${a.serviceSid}/rules`;
+    const version = async () => (await call(alice, 'GET', path)).body.rulesVersion;
+    const blocked = await call(alice, 'PUT', path, {
       blockedCountries: ['gb'],
       blockedPrefixes: [],
+      rulesVersion: await version(),
     });
     expect(blocked.body).toMatchObject({ blockedCountries: ['GB'] });
     const refused = await harness.client(a).send({ To: freshMobile() });
     expect(refused.status).toBe(403);
     expect(refused.body.code).toBe('blocked_by_policy');
-    await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
+    await call(alice, 'PUT', path, {
       blockedCountries: [],
       blockedPrefixes: [],
+      rulesVersion: blocked.body.rulesVersion,
     });
     expect((await harness.client(a).send({ To: freshMobile() })).status).toBe(201);
-    const bad = await call(alice, 'PUT', `/services/${a.serviceSid}/rules`, {
+    const bad = await call(alice, 'PUT', path, {
       blockedCountries: ['ZZ'],
       blockedPrefixes: [],
+      rulesVersion: await version(),
     });
     expect(bad.status).toBe(400);
+  });
+
+  test('changes of the rules made without a version (the admin command reads them just before) all land, at once too', async () => {
+    const path = `/services/${a.serviceSid}/rules`;
+    const { rulesVersion: version } = (await call(alice, 'GET', path)).body;
+    const prefixes = ['+44701', '+44702', '+44703', '+44704', '+44705'];
+    // Each write holds only while the rules are the ones it read: those that meet another read them again.
+    await Promise.all(
+      prefixes.map((prefix) =>
+        harness.accounts.setRules(BY_TEST, a.serviceSid, { blockedPrefixes: [prefix] }),
+      ),
+    );
+    const after = (await call(alice, 'GET', path)).body;
+    expect(after.rulesVersion).toBe((version as number) + prefixes.length);
+    expect(prefixes).toContain((after.blockedPrefixes as string[])[0]);
+    await call(alice, 'PUT', path, {
+      blockedCountries: [],
+      blockedPrefixes: [],
+      rulesVersion: after.rulesVersion,
+    });
+  });
+
+  test('two members changing the rules at once: the change made on the older copy is refused 409 and changes nothing', async () => {
+    await harness.accounts.addMember(BY_TEST, a.serviceSid, 'carol@example.com');
+    const carol = await signIn('carol@example.com');
+    const path = `/services/${a.serviceSid}/rules`;
+    // Each page's copy: read by both before either changes anything.
+    const aliceCopy = (await call(alice, 'GET', path)).body;
+    const carolCopy = (await call(carol, 'GET', path)).body;
+    const block = (token: string, copy: Record<string, unknown>, country: string) =>
+      call(token, 'PUT', path, {
+        blockedCountries: [...(copy.blockedCountries as string[]), country],
+        blockedPrefixes: copy.blockedPrefixes,
+        rulesVersion: copy.rulesVersion,
+      });
+    const rulesChanges = async () =>
+      (await harness.accounts.auditTrail(a.serviceSid, 500)).filter((r) => r.action === 'rules.set').length;
+
+    const first = await block(alice, aliceCopy, 'FR');
+    expect(first.status).toBe(200);
+    const recorded = await rulesChanges();
+    const stale = await block(carol, carolCopy, 'IT');
+    expect([stale.status, stale.body]).toEqual([
+      409,
+      { code: 'conflict', message: 'The rules changed since this page was loaded: reload to see them.' },
+    ]);
+    // Nothing changed: FR stays blocked, IT is not, and no record was written.
+    const now = (await call(carol, 'GET', path)).body;
+    expect(now).toMatchObject({
+      blockedCountries: first.body.blockedCountries,
+      rulesVersion: first.body.rulesVersion,
+    });
+    expect(now.blockedCountries).toContain('FR');
+    expect(await rulesChanges()).toBe(recorded);
+
+    // Made on the rules read again, the change keeps both.
+    const again = await block(carol, now, 'IT');
+    expect(again.status).toBe(200);
+    expect(again.body.blockedCountries).toEqual(expect.arrayContaining(['FR', 'IT']));
+    // An operator's change with the admin command (a fresh read of its own) also makes older copies stale.
+    await harness.accounts.setRules(BY_TEST, a.serviceSid, { blockedPrefixes: ['+4470'] });
+    expect((await call(alice, 'PUT', path, { ...again.body, blockedCountries: [] })).status).toBe(409);
+    const last = (await call(alice, 'GET', path)).body;
+    expect(last).toMatchObject({ blockedCountries: ['FR', 'IT'], blockedPrefixes: ['+4470'] });
+    await call(alice, 'PUT', path, {
+      blockedCountries: [],
+      blockedPrefixes: [],
+      rulesVersion: last.rulesVersion,
+    });
   });
 });
 
@@ -438,6 +512,13 @@ describe('a body that breaks the schema', () => {
     const before = await harness.accounts.getService(sid);
     const cases: [string, string, unknown, string][] = [
       ['PUT', 'rules', { blockedPrefixes: [] }, 'blockedCountries is required.'],
+      ['PUT', 'rules', { blockedCountries: [], blockedPrefixes: [] }, 'rulesVersion is required.'],
+      [
+        'PUT',
+        'rules',
+        { blockedCountries: [], blockedPrefixes: [], rulesVersion: 1.5 },
+        'rulesVersion must be a whole number.',
+      ],
       ['PUT', 'rules', { blockedCountries: 'GB', blockedPrefixes: [] }, 'blockedCountries must be a list.'],
       [
         'PUT',
@@ -479,10 +560,11 @@ describe('static controls: the country allow-list and the RiskCheck permission',
   });
 
   test('the rules endpoint takes and returns the allow-list, and the public API obeys it', async () => {
-    const rules = (body: Record<string, unknown>) =>
+    const rules = async (body: Record<string, unknown>) =>
       call(operator, 'PUT', `/services/${c.serviceSid}/rules`, {
         blockedCountries: [],
         blockedPrefixes: [],
+        rulesVersion: (await call(operator, 'GET', `/services/${c.serviceSid}/rules`)).body.rulesVersion,
         ...body,
       });
     const shown = await call(operator, 'GET', `/services/${c.serviceSid}/rules`);

@@ -1,6 +1,6 @@
 /** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
 import { E164_PREFIX_PATTERN } from '../../../functions/core/accounts/formats';
-import { api, type Json } from '../api';
+import { api, HttpError, type Json } from '../api';
 import { action, app, countryOption, formError, h, show, submitted, table, when } from '../dom';
 
 export interface HighRisk {
@@ -13,7 +13,7 @@ export interface HighRisk {
 /**
  * Saves the rules with every other button of the page disabled until the save is done: each save sends the
  * whole lists from the page's copy of them, so a second click before the page is drawn again would send them as
- * they were and undo the first change.
+ * they were, and be refused as made on an older copy.
  */
 async function alone<T>(run: () => Promise<T>): Promise<T> {
   const others = [...app.querySelectorAll('button')].filter((button) => !button.disabled);
@@ -25,6 +25,44 @@ async function alone<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Says at the top of the page that the lists it shows are not the rules as they are, with a button that reads
+ * them again. The focus goes to the button: the way on, for a keyboard, is there.
+ */
+function outdated(sid: string, message: string): void {
+  const reload = h('button', { type: 'button' }, 'Reload the rules');
+  reload.addEventListener('click', () => {
+    void rulesPage(sid).catch((error: unknown) =>
+      outdated(sid, `The rules could not be read: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  });
+  const banner = h(
+    'div',
+    { id: 'rules-outdated', class: 'card', role: 'alert' },
+    h('p', { class: 'error' }, message),
+    reload,
+  );
+  document.getElementById('rules-outdated')?.remove();
+  app.querySelector('h1')?.after(banner);
+  reload.focus();
+}
+
+/**
+ * Saves the rules made from the page's copy of them (`rulesVersion`: the copy's), then draws the page again. Refused
+ * because the rules changed since the page read them (another tab, another member, the admin command: 409
+ * `conflict`), nothing was changed: the whole page is out of date, so it says so at its top, with a way to reload.
+ */
+const saveRules = (sid: string, body: Json) =>
+  alone(async () => {
+    try {
+      await api('PUT', `/services/${sid}/rules`, body);
+    } catch (error) {
+      if (error instanceof HttpError && error.code === 'conflict') return outdated(sid, error.message);
+      throw error;
+    }
+    await rulesPage(sid);
+  });
+
 /** The country allow-list beside the blocked lists: a deny entry wins; no list is every served country. */
 function allowListSection(sid: string, r: Json): HTMLElement {
   const allowed = r.allowedCountries as string[] | null;
@@ -32,13 +70,12 @@ function allowListSection(sid: string, r: Json): HTMLElement {
   const highRisk = r.highRiskCountries as HighRisk[];
   const excluded = (r.excludedHighRiskCountries as HighRisk[]).map((e) => e.country);
   const saveAllowed = (next: string[] | null) =>
-    alone(() =>
-      api('PUT', `/services/${sid}/rules`, {
-        blockedCountries: r.blockedCountries,
-        blockedPrefixes: r.blockedPrefixes,
-        allowedCountries: next,
-      }).then(() => rulesPage(sid)),
-    );
+    saveRules(sid, {
+      blockedCountries: r.blockedCountries,
+      blockedPrefixes: r.blockedPrefixes,
+      allowedCountries: next,
+      rulesVersion: r.rulesVersion,
+    });
   const addable = served.filter((c) => allowed !== null && !allowed.includes(c));
   const add = h(
     'select',
@@ -220,7 +257,7 @@ export async function rulesPage(sid: string): Promise<void> {
   const countries = r.blockedCountries as string[];
   const prefixes = r.blockedPrefixes as string[];
   const save = (next: { blockedCountries: string[]; blockedPrefixes: string[] }) =>
-    alone(() => api('PUT', `/services/${sid}/rules`, next).then(() => rulesPage(sid)));
+    saveRules(sid, { ...next, rulesVersion: r.rulesVersion });
   const country = h(
     'select',
     { id: 'country' },

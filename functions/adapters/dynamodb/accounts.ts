@@ -20,6 +20,7 @@ import type {
   ChargeLine,
   CreditLine,
   DirectoryEntry,
+  ExpectedSettings,
   ItemCount,
   Membership,
   ServiceSettingsChange,
@@ -110,9 +111,14 @@ function settingsUpdate(change: ServiceSettingsChange): {
       set.push('prices.#country = :price');
     }
   }
+  // Every writer of the rules (the console, the admin command) moves their version, so that a change made on an
+  // older copy of them is refused whoever made the changes since.
+  const rules = 'blockedCountries' in change || 'blockedPrefixes' in change || 'allowedCountries' in change;
+  if (rules) values[':one'] = 1;
   const expression = [
     set.length > 0 ? `SET ${set.join(', ')}` : '',
     remove.length > 0 ? `REMOVE ${remove.join(', ')}` : '',
+    rules ? 'ADD rules_version :one' : '',
   ]
     .filter(Boolean)
     .join(' ');
@@ -458,7 +464,7 @@ export class DynamoAccountStore implements AccountStore {
     serviceSid: string,
     change: ServiceSettingsChange,
     audit: AuditRecord | readonly AuditRecord[],
-    expected?: Pick<ServiceSettingsChange, 'guardCaps'>,
+    expected?: ExpectedSettings,
   ): Promise<void> {
     const { expression, names, values } = settingsUpdate(change);
     const conditions = ['attribute_exists(pk)'];
@@ -468,6 +474,14 @@ export class DynamoAccountStore implements AccountStore {
       else {
         conditions.push('guard_caps = :expected_guard_caps');
         values[':expected_guard_caps'] = expected.guardCaps;
+      }
+    }
+    if (expected?.rulesVersion !== undefined) {
+      // 0: the rules were never changed, so their item has no version yet.
+      if (expected.rulesVersion === 0) conditions.push('attribute_not_exists(rules_version)');
+      else {
+        conditions.push('rules_version = :expected_rules_version');
+        values[':expected_rules_version'] = expected.rulesVersion;
       }
     }
     try {

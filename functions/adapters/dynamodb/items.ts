@@ -177,6 +177,7 @@ export function serviceToItem(s: Service): Item {
     blocked_prefixes: s.rules.blockedPrefixes,
     // Absent: every served country; an empty list is kept as one (no country).
     ...(s.rules.allowedCountries && { allowed_countries: s.rules.allowedCountries }),
+    ...(s.rulesVersion !== undefined && { rules_version: s.rulesVersion }),
     prices: s.prices,
     ...(s.defaultTemplate && { default_template: templateFields(s.defaultTemplate) }),
     created_at: s.createdAt,
@@ -203,6 +204,7 @@ export function serviceFromItem(item: Item): Service {
       blockedPrefixes: (item.blocked_prefixes as string[]) ?? [],
       ...(Array.isArray(item.allowed_countries) && { allowedCountries: item.allowed_countries as string[] }),
     },
+    ...(typeof item.rules_version === 'number' && { rulesVersion: item.rules_version }),
     prices: (item.prices as Record<string, number>) ?? {},
     ...(defaultTemplate && { defaultTemplate: templateFromItem(defaultTemplate) }),
     createdAt: item.created_at as string,

@@ -2,7 +2,7 @@
  * The account use cases: what an owner or an operator does to a service, from the console or the admin command.
  * Each takes already-shaped input, applies the format rules of ./formats.ts, and leaves an audit record with the
  * change (who, what, before and after); money moves only with a ledger line, so the balance can be proven
- * (`balanceAudit`). Errors are `OtpError`s: `invalid_parameter`, `not_found`, `too_many`.
+ * (`balanceAudit`). Errors are `OtpError`s: `invalid_parameter`, `not_found`, `too_many`, `conflict`.
  */
 import { OtpError } from '../errors';
 import { defaultAllowedCountries } from '../guard/high-risk-countries';
@@ -508,18 +508,22 @@ export class Accounts {
   /**
    * The delivery rules: countries are served ones (ISO alpha-2, upper case), lists kept sorted and without
    * repeats. Each list: absent leaves it; `allowedCountries: null` removes the allow-list (every served country).
+   * The lists given are whole, made from a copy of the rules: with `readVersion` (that copy's `rulesVersion`), a
+   * change made on a copy older than the rules is refused (`conflict`) and changes nothing, so that it cannot undo
+   * the changes made since. The write holds only while the rules are the ones read, so the audit record's
+   * `before` is what the change replaced.
    */
   async setRules(
     context: ChangeContext,
     serviceSid: string,
     rules: { blockedCountries?: string[]; blockedPrefixes?: string[]; allowedCountries?: string[] | null },
+    readVersion?: number,
   ): Promise<Service> {
     const unknown = [...(rules.blockedCountries ?? []), ...(rules.allowedCountries ?? [])].filter(
       (c) => !ROUTES[c],
     );
     if (unknown.length > 0)
       throw new OtpError('invalid_parameter', `Not a served country: ${unknown.join(', ')}`);
-    const service = await this.service(serviceSid);
     const sorted = (list: string[]) => [...new Set(list)].sort();
     const change = {
       ...(rules.blockedCountries && { blockedCountries: sorted(rules.blockedCountries) }),
@@ -528,17 +532,31 @@ export class Accounts {
         allowedCountries: rules.allowedCountries === null ? undefined : sorted(rules.allowedCountries),
       }),
     };
-    const before = {
-      ...(change.blockedCountries && { blockedCountries: service.rules.blockedCountries }),
-      ...(change.blockedPrefixes && { blockedPrefixes: service.rules.blockedPrefixes }),
-      ...('allowedCountries' in change && { allowedCountries: service.rules.allowedCountries ?? null }),
-    };
     const after = {
       ...change,
       ...('allowedCountries' in change && { allowedCountries: change.allowedCountries ?? null }),
     };
-    await this.change(context, service, 'rules.set', change, before, after);
-    return this.service(serviceSid);
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const service = await this.service(serviceSid);
+      const version = service.rulesVersion ?? 0;
+      if (readVersion !== undefined && readVersion !== version) throw staleRules();
+      const before = {
+        ...(change.blockedCountries && { blockedCountries: service.rules.blockedCountries }),
+        ...(change.blockedPrefixes && { blockedPrefixes: service.rules.blockedPrefixes }),
+        ...('allowedCountries' in change && { allowedCountries: service.rules.allowedCountries ?? null }),
+      };
+      const record = this.changeRecord(context, serviceSid, 'rules.set', before, after);
+      try {
+        await this.deps.store.updateService(serviceSid, change, record, { rulesVersion: version });
+        return this.service(serviceSid);
+      } catch (error) {
+        if (!(error instanceof SettingsChanged)) throw error;
+        // Changed since the read: a change made on a copy is refused; one without a version (the admin command's,
+        // made on the rules it read just before) is written after reading them again, for its record's `before`.
+        if (readVersion !== undefined) throw staleRules();
+      }
+    }
+    throw new Error("Changing the delivery rules kept meeting other changes of the service's rules");
   }
 
   async setRiskCheckOptOut(context: ChangeContext, serviceSid: string, allowed: boolean): Promise<Service> {
@@ -783,6 +801,13 @@ export class Accounts {
     };
   }
 }
+
+/** A change of the rules made on an older copy of them. */
+const staleRules = () =>
+  new OtpError(
+    'conflict',
+    'The rules changed since they were read: read them again and make the change there.',
+  );
 
 export const smsPartLimit = (service: Service): number =>
   service.templateSmsParts ?? DEFAULT_TEMPLATE_SMS_PARTS;

@@ -107,7 +107,18 @@ export interface DirectoryEntry {
   createdAt: string;
 }
 
-/** The service-item fields a plain settings change sets; `undefined` removes the field. */
+/** What `updateService` requires of the service item before it writes (each field given: that value). */
+export interface ExpectedSettings {
+  /** undefined: no caps. */
+  guardCaps?: Record<string, CountryCaps> | undefined;
+  /** The rules' version (`Service.rulesVersion`; 0: no change of them yet). */
+  rulesVersion?: number;
+}
+
+/**
+ * The service-item fields a plain settings change sets; `undefined` removes the field. A change of any rules list
+ * also adds 1 to the rules' version.
+ */
 export interface ServiceSettingsChange {
   enabledChannels?: Channel[];
   blockedCountries?: string[];
@@ -199,7 +210,7 @@ export interface AccountStore {
     serviceSid: string,
     change: ServiceSettingsChange,
     audit: AuditRecord | readonly AuditRecord[],
-    expected?: Pick<ServiceSettingsChange, 'guardCaps'>,
+    expected?: ExpectedSettings,
   ): Promise<void>;
   listCharges(serviceSid: string): Promise<ChargeLine[]>;
   listCredits(serviceSid: string): Promise<CreditLine[]>;
