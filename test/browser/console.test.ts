@@ -886,6 +886,40 @@ test('a change made on lists older than the rules is refused, never undoing a sa
   problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
 });
 
+test('a save the page failed to read back says so, rather than show the lists from before as they are', async () => {
+  const rulesPath = `/console/api/services/${demo.serviceSid}/rules`;
+  const before = (await stackAccounts().getService(demo.serviceSid))!.rules;
+  let saved = false;
+  const failReads = (request: HTTPRequest) => {
+    if (request.method() === 'PUT' && request.url().endsWith(rulesPath)) saved = true;
+    if (saved && request.method() === 'GET' && request.url().endsWith(rulesPath))
+      void request.respond({ status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' });
+    else void request.continue();
+  };
+  await go(`/s/${demo.serviceSid}/rules`, '#prefix');
+  await page.setRequestInterception(true);
+  page.on('request', failReads);
+  try {
+    await page.type('#prefix', '+4478');
+    const settled = quietFor(300);
+    await clickButton('Block prefix');
+    await settled;
+    expect(await text('#rules-outdated p')).toBe(
+      'Saved, but the rules could not be read again: the page shows them as they were before the save. The server failed to answer (HTTP 502): try again in a moment.',
+    );
+    // Not said as the save's failure, nor the field marked.
+    expect(await text('#prefix-error')).toBe('');
+    expect(await page.$eval('#prefix', (el) => el.getAttribute('aria-invalid'))).toBeNull();
+  } finally {
+    page.off('request', failReads);
+    await page.setRequestInterception(false);
+    await stackAccounts().setRules({ actor: 'cli:browser-test' }, demo.serviceSid, {
+      blockedPrefixes: before.blockedPrefixes,
+    });
+  }
+  problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+});
+
 test("a form's error is its own, tied to the field it is about (aria-invalid, aria-describedby)", async () => {
   /** The field's state: invalid or not, and the text of what describes it. */
   const field = (selector: string) =>

@@ -48,8 +48,8 @@ function outdated(sid: string, message: string): void {
 }
 
 /**
- * Saves the rules made from the page's copy of them (`rulesVersion`: the copy's), then draws the page again. Refused
- * because the rules changed since the page read them (another tab, another member, the admin command: 409
+ * Saves the rules made from the page's copy of them (`rulesVersion`: the copy's), then draws the page again.
+ * Refused because the rules changed since the page read them (another tab, another member, the admin command: 409
  * `conflict`), nothing was changed: the whole page is out of date, so it says so at its top, with a way to reload.
  */
 const saveRules = (sid: string, body: Json) =>
@@ -60,8 +60,20 @@ const saveRules = (sid: string, body: Json) =>
       if (error instanceof HttpError && error.code === 'conflict') return outdated(sid, error.message);
       throw error;
     }
-    await rulesPage(sid);
+    await drawAgain(sid);
   });
+
+/**
+ * The page drawn again after a save. When the rules cannot be read again, the lists it shows are from before the
+ * save: it says so, rather than show them as the rules (a change made on them would be refused).
+ */
+const drawAgain = (sid: string) =>
+  rulesPage(sid).catch((error: unknown) =>
+    outdated(
+      sid,
+      `Saved, but the rules could not be read again: the page shows them as they were before the save. ${error instanceof Error ? error.message : String(error)}`,
+    ),
+  );
 
 /** The country allow-list beside the blocked lists: a deny entry wins; no list is every served country. */
 function allowListSection(sid: string, r: Json): HTMLElement {
@@ -198,7 +210,7 @@ function capsSection(sid: string, c: Json): HTMLElement {
   country.addEventListener('change', fill);
   fill();
   const put = (code: string, body: Json) =>
-    api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() => rulesPage(sid));
+    api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() => drawAgain(sid));
   return h(
     'section',
     { id: 'caps', 'aria-label': 'Caps' },
