@@ -108,11 +108,19 @@ export const badge = (text: string) => h('span', { class: `badge ${text}` }, tex
 export const when = (iso: unknown) =>
   typeof iso === 'string' ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
 
+/**
+ * Whether an error is the server's refusal of what the fields hold (400, 409, 422), so that they are marked
+ * `aria-invalid`. Too many requests (429), a failing server or gateway (5xx), no answer, or a change made on an
+ * older copy of the data (409 `conflict`) say nothing about the input: the same input may pass when sent again.
+ */
+const refusesInput = (error: unknown): boolean =>
+  error instanceof HttpError && [400, 409, 422].includes(error.status) && error.code !== 'conflict';
+
 let actionOutputs = 0;
 
 /**
  * A button that runs `run`; its error, or the note it returns, is said beside it. `fields` (the inputs it reads)
- * are tied to what it says, and marked `aria-invalid` while the server refuses what they hold (a 4xx answer).
+ * are tied to what it says, and marked `aria-invalid` while the server refuses what they hold (`refusesInput`).
  */
 export function action(
   label: string,
@@ -140,11 +148,7 @@ export function action(
     run()
       .then((note) => note && say(note, 'muted'))
       .catch((error: unknown) =>
-        say(
-          error instanceof Error ? error.message : String(error),
-          'error',
-          error instanceof HttpError && error.status >= 400 && error.status < 500,
-        ),
+        say(error instanceof Error ? error.message : String(error), 'error', refusesInput(error)),
       )
       .finally(() => (button.disabled = false));
   });
@@ -166,7 +170,14 @@ export function submitted(err: HTMLElement, run: () => Promise<void>): (event: E
     for (const button of buttons) button.disabled = true;
     sayError(err, '');
     run()
-      .catch((error: unknown) => sayError(err, error instanceof Error ? error.message : String(error)))
+      .catch((error: unknown) =>
+        sayError(
+          err,
+          error instanceof Error ? error.message : String(error),
+          // Not about the input: said, no field marked.
+          refusesInput(error) ? undefined : () => false,
+        ),
+      )
       .finally(() => {
         busy = false;
         for (const button of buttons) button.disabled = false;
@@ -182,8 +193,9 @@ const errorFields = new WeakMap<
 
 /**
  * A form's error line, tied to its fields: each names the line in `aria-describedby`, and is marked `aria-invalid`
- * while the line holds an error about it: the server's refusal (set by `submitted`; `pick` narrows it to the fields
- * it names, else it concerns them all) or the browser's own check of a field (its `title` says the format).
+ * while the line holds an error about it: the server's refusal of the input (set by `submitted`, `refusesInput`;
+ * `pick` narrows it to the fields it names, else it concerns them all) or the browser's own check of a field (its
+ * `title` says the format).
  */
 export function formError(
   id: string,

@@ -920,6 +920,57 @@ test('a save the page failed to read back says so, rather than show the lists fr
   problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
 });
 
+test('a save refused for too many requests or by a failing gateway is said, its fields not marked invalid', async () => {
+  const rulesPath = `/console/api/services/${demo.serviceSid}/rules`;
+  const invalid = (selector: string) => page.$eval(selector, (el) => el.getAttribute('aria-invalid'));
+  let answer = { status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' };
+  const fail = (request: HTTPRequest) => {
+    if (request.method() === 'PUT' && request.url().endsWith(rulesPath)) void request.respond(answer);
+    else void request.continue();
+  };
+  /** Waits until a status line in the page says `words`. */
+  const saidInPage = (words: string) =>
+    page.waitForFunction(
+      (w) => [...document.querySelectorAll('main [role=status]')].some((el) => el.textContent?.includes(w)),
+      {},
+      words,
+    );
+  await go(`/s/${demo.serviceSid}/rules`, '#allow-country');
+  await page.setRequestInterception(true);
+  page.on('request', fail);
+  try {
+    // A form (its error line): the gateway failing.
+    await page.type('#prefix', '+4479');
+    await clickButton('Block prefix');
+    await saidInPage('HTTP 502');
+    expect(await text('#prefix-error')).toBe(
+      'The server failed to answer (HTTP 502): try again in a moment.',
+    );
+    expect(await invalid('#prefix')).toBeNull();
+    // The console's own per-user limit.
+    answer = {
+      status: 429,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        code: 'rate_limited',
+        message: 'Too many requests from you: at most 120 a minute.',
+      }),
+    };
+    await clickButton('Block prefix');
+    await saidInPage('Too many requests from you');
+    expect(await invalid('#prefix')).toBeNull();
+    // A button that says its answer beside it: API Gateway's throttle.
+    answer = { status: 429, contentType: 'application/json', body: '{"message":"Too Many Requests"}' };
+    await clickButton('Allow country');
+    await saidInPage('The console is busy');
+    expect(await invalid('#allow-country')).toBeNull();
+  } finally {
+    page.off('request', fail);
+    await page.setRequestInterception(false);
+  }
+  problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
+});
+
 test("a form's error is its own, tied to the field it is about (aria-invalid, aria-describedby)", async () => {
   /** The field's state: invalid or not, and the text of what describes it. */
   const field = (selector: string) =>
