@@ -198,8 +198,11 @@ const schemas = {
     blockedPrefixes: z.array(z.string().check(z.maxLength(64))).check(z.maxLength(MAX_BLOCKED_PREFIXES)),
     /** Absent: unchanged. null: no allow-list (every served country). A list, empty included: that list. */
     allowedCountries: z.optional(z.nullable(countryList)),
-    /** The version of the rules the lists were made from (the rules' answer's `rulesVersion`). */
-    rulesVersion: z.int().check(z.minimum(0)),
+    /**
+     * The version of the rules the lists were made from (the rules' answer's `rulesVersion`). Absent: a page
+     * loaded before the console sent it, refused as a change made on an older copy.
+     */
+    rulesVersion: z.optional(z.int().check(z.minimum(0))),
   }),
   /** Each field absent: unchanged. */
   guard: z.object({
@@ -484,6 +487,7 @@ const API_ROUTES: ApiRoute[] = [
   ),
   route('PUT', '/services/:sid/rules', async (deps, { params, body, change }) => {
     const rules = parse(schemas.rules, body);
+    if (rules.rulesVersion === undefined) throw new HttpStatusError(409, 'conflict', STALE_PAGE);
     // The lists are whole, from the page's copy of the rules: made on an older copy, they would undo the changes
     // made since (another tab's, another member's, the admin command's).
     const service = await deps.accounts
@@ -955,6 +959,10 @@ function serviceJson(service: Service) {
 
 const highRiskJson = (entries: HighRiskCountry[]) =>
   entries.map(({ country, name, reason, sources }) => ({ country, name, reason, sources }));
+
+/** A rules change from a page that sends no version: loaded before the console's last update. */
+const STALE_PAGE =
+  'This page was loaded before the console was updated: reload it, then make the change again.';
 
 /** The refusal of a rules change made on an older copy, in the words of the page that made it. */
 const STALE_RULES = 'The rules changed since this page was loaded: reload to see them.';
