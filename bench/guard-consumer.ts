@@ -4,35 +4,40 @@
  * over a service's traffic, one batch per batching window (`GUARD_BATCH_WINDOW_SECONDS`), as the event source
  * makes them.
  *
- * The consumer's cost is per batch, not per send: each batch reads and rewrites, in one transaction, the
- * aggregates and the state of every (scope, country) it touches, whole. So the figure depends on the traffic's
- * rate (sends a batch) and on the items' sizes, which grow with the ranges seen until their bounds. The
- * aggregates are first warmed (unmetered) for `warmupSeconds` of the same traffic, then a window is metered
- * and priced by DynamoDB's rules from item sizes (bench/meter.ts). The warm-up runs the same consumer on the
- * in-memory store, whose records are then stored as they are. A send here is a verification: its send, its
- * delivery receipt and, for the checked share, its checked code (each a stream record the consumer folds).
+ * The consumer's cost is per batch, not per send: each batch reads the aggregates and the state of every
+ * (scope, country) record its stream records touch, and rewrites each of those records' aggregates whole (with
+ * its state, in a transaction, when that changed). So the figure per send depends on the traffic's rate (sends a
+ * batch: any rate, whole or not) and on the items' sizes, which grow with the ranges seen until their bounds. The
+ * aggregates are first warmed (unmetered) for `warmupSeconds` of the same traffic, then `measuredSeconds` of
+ * batches are metered and priced by DynamoDB's rules from item sizes (bench/meter.ts). The warm-up runs the same
+ * consumer on a store in memory, whose records are then stored as they are. A send here is a verification: its
+ * send, its delivery receipt and, for the checked share, its checked code (each a stream record the consumer
+ * folds).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../functions/adapters/dynamodb/guard';
 import { keys } from '../functions/adapters/dynamodb/keys';
-import { MemoryGuardStore } from '../functions/adapters/memory/guard';
 import {
   GLOBAL_SCOPE,
   GUARD_BATCH_WINDOW_SECONDS,
   consumeGuardEvents,
   countryKey,
+  type CountryKey,
+  type CountryRecord,
   type GuardBatch,
   type GuardSignalStore,
   type PositionedGuardEvent,
+  type SavedRecords,
+  type ScopeRecord,
 } from '../functions/core/guard/consumer';
 import { DynamoMeter, itemSize, summarize, type RequestSummary } from './meter';
 import { createAccount, type BenchDb } from './setup';
 import { round } from './stats';
 
 export interface GuardConsumerPlan {
-  /** Sends a second of the one service (spread over `COUNTRIES`). */
+  /** Sends a second of the one service (spread over `COUNTRIES`), evenly spaced; need not be whole. */
   sendsPerSecond: number;
   /** Traffic folded before the metered window, in memory: the aggregates grow toward their working size. */
   warmupSeconds: number;
@@ -55,6 +60,8 @@ export interface GuardConsumerCount {
   batches: number;
   /** Per send (and its checked code): requests, RRU and WRU by DynamoDB's rules from item sizes. */
   perSend: RequestSummary;
+  /** The same per batch (absent from results of before it was kept). */
+  perBatch?: RequestSummary;
   /** The largest guard item at the end (bytes): what each rewrite of it costs grows with it. */
   largestItemBytes: number;
 }
@@ -112,34 +119,31 @@ async function largestGuardItem(client: DynamoDBDocumentClient, tableName: strin
   return largest;
 }
 
-export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): Promise<GuardConsumerCount> {
-  const { serviceSid } = await createAccount(db, 0);
-  const meter = new DynamoMeter('guardConsumer');
-  const client = meter.attach(createDocumentClient({ endpoint: db.endpoint }));
-  const start = Math.floor(Date.now() / 1000) * 1000;
-  let now = start;
-  const clock = { now: () => new Date(now) };
-  // Warmed in memory (the same fold, no DynamoDB round trips: an hour of traffic in seconds), then stored.
-  const memory = new MemoryGuardStore();
-  const dynamo = new DynamoGuardStore(client, db.tableName);
-  let deps = { store: memory as GuardSignalStore, clock };
+/**
+ * A service's stream records, one batching window at a time: the sends of the window (evenly spaced at any rate:
+ * send k at k / rate seconds), then, as they come, their receipts (2 to 10 s later) and checked codes (10 to 40 s),
+ * each in the batch of the second it comes in. The same traffic every run (a fixed seed).
+ */
+function guardTraffic(
+  serviceSid: string,
+  sendsPerSecond: number,
+  start: number,
+): (t: number) => { events: PositionedGuardEvent[]; sends: number } {
   const random = generator(7);
-  // Receipts come 2 to 10 s after their send, checked codes 10 to 40 s: each waits for its second's batch.
   const pending = new Map<number, PositionedGuardEvent[]>();
   let sequence = 0;
-  let sends = 0;
-  let batches = 0;
-  const records: Record<string, number> = {};
-  /** One batching window from second `t`: its sends, the checks that came in it, then one batch. */
-  const window = async (t: number, metered = false) => {
+  /** The next send's index from the start. */
+  let next = 0;
+  return (t) => {
     const events: PositionedGuardEvent[] = [];
+    let sends = 0;
     for (let s = t; s < t + GUARD_BATCH_WINDOW_SECONDS; s++) {
-      const at = start + s * 1000;
       events.push(...(pending.get(s) ?? []));
       pending.delete(s);
-      for (let i = 0; i < plan.sendsPerSecond; i++) {
+      for (; Math.floor((next * 1000) / sendsPerSecond) < (s + 1) * 1000; next++) {
         const { country, e164 } = mobile(random);
-        const sentAt = at + Math.floor((i / plan.sendsPerSecond) * 1000);
+        const sentAt = start + Math.floor((next * 1000) / sendsPerSecond);
+        sends += 1;
         events.push({ kind: 'send', serviceSid, country, e164, at: sentAt, accepted: true, price: 600 });
         const later = (delay: number, event: PositionedGuardEvent) => {
           const list = pending.get(s + delay) ?? [];
@@ -158,21 +162,81 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
     }
     for (const event of events)
       event.position = { shard: SHARD, sequence: `4${String(++sequence).padStart(20, '0')}` };
+    return { events, sends };
+  };
+}
+
+/**
+ * The warm-up's store: the records kept as the consumer left them. The memory adapter copies every record on each
+ * load and save (its callers must not share them), which took most of an hour's warm-up at 10 sends/s; here
+ * nothing else holds them, and nothing writes between two batches.
+ */
+class WarmupStore implements GuardSignalStore {
+  readonly countries = new Map<string, CountryRecord>();
+  readonly scopes = new Map<string, ScopeRecord>();
+
+  async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
+    const batch: GuardBatch = { countries: new Map(), scopes: new Map() };
+    for (const { scope, country } of countries) {
+      const record = this.countries.get(countryKey(scope, country));
+      if (record) batch.countries.set(countryKey(scope, country), record);
+    }
+    for (const scope of scopes) {
+      const record = this.scopes.get(scope);
+      if (record) batch.scopes.set(scope, record);
+    }
+    return batch;
+  }
+
+  async save(batch: GuardBatch): Promise<SavedRecords> {
+    for (const [key, record] of batch.countries) this.countries.set(key, { ...record, version: 1 });
+    for (const [key, record] of batch.scopes) this.scopes.set(key, { ...record, version: 1 });
+    return { complete: true, written: new Set([...batch.countries.keys(), ...batch.scopes.keys()]) };
+  }
+}
+
+export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): Promise<GuardConsumerCount> {
+  const { serviceSid } = await createAccount(db, 0);
+  const meter = new DynamoMeter('guardConsumer');
+  const client = meter.attach(createDocumentClient({ endpoint: db.endpoint }));
+  const start = Math.floor(Date.now() / 1000) * 1000;
+  let now = start;
+  const clock = { now: () => new Date(now) };
+  // Warmed in memory (the same fold, no DynamoDB round trips: hours of traffic in seconds), then stored.
+  const memory = new WarmupStore();
+  const dynamo = new DynamoGuardStore(client, db.tableName);
+  let deps = { store: memory as GuardSignalStore, clock };
+  const traffic = guardTraffic(serviceSid, plan.sendsPerSecond, start);
+  let sends = 0;
+  let batches = 0;
+  const records: Record<string, number> = {};
+  /** One batching window from second `t`: its records, then one batch. */
+  const window = async (t: number, metered = false) => {
+    const { events, sends: sent } = traffic(t);
     now = start + (t + GUARD_BATCH_WINDOW_SECONDS) * 1000;
-    if (metered) for (const { kind } of events) records[kind] = (records[kind] ?? 0) + 1;
+    if (metered) {
+      sends += sent;
+      for (const { kind } of events) records[kind] = (records[kind] ?? 0) + 1;
+    }
     await consumeGuardEvents(deps, events);
   };
 
   try {
     for (let t = 0; t < plan.warmupSeconds; t += GUARD_BATCH_WINDOW_SECONDS) await window(t);
+    // Over what is stored: the global scope's records of an earlier count (at another rate) are replaced.
+    const stored = await dynamo.load(
+      [...memory.countries.keys()].map((key) => {
+        const at = key.lastIndexOf('/');
+        return { scope: key.slice(0, at), country: key.slice(at + 1) };
+      }),
+      [...memory.scopes.keys()],
+    );
+    const version = (record: { version: number } | undefined) => record?.version ?? 0;
     const warmed: GuardBatch = { countries: new Map(), scopes: new Map() };
-    for (const scope of [serviceSid, GLOBAL_SCOPE])
-      for (const { country } of COUNTRIES) {
-        const record = memory.country(scope, country);
-        if (record) warmed.countries.set(countryKey(scope, country), { ...record, version: 0 });
-      }
-    const scope = memory.scope(serviceSid);
-    if (scope) warmed.scopes.set(serviceSid, { ...scope, version: 0 });
+    for (const [key, record] of memory.countries)
+      warmed.countries.set(key, { ...record, version: version(stored.countries.get(key)) });
+    for (const [key, record] of memory.scopes)
+      warmed.scopes.set(key, { ...record, version: version(stored.scopes.get(key)) });
     if (!(await dynamo.save(warmed)).complete)
       throw new Error('guard consumer bench: the warmed aggregates were not stored');
     deps = { store: dynamo, clock };
@@ -182,11 +246,20 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
     const end = plan.warmupSeconds + plan.measuredSeconds;
     for (let t = plan.warmupSeconds; t < end; t += GUARD_BATCH_WINDOW_SECONDS) {
       await window(t, true);
-      sends += plan.sendsPerSecond * GUARD_BATCH_WINDOW_SECONDS;
       batches += 1;
     }
     const total = summarize(meter.snapshot());
-    const per = (value: number) => round(value / sends, 4);
+    const divided = (by: number): RequestSummary => {
+      const per = (value: number) => round(value / by, 4);
+      return {
+        byKind: Object.fromEntries(Object.entries(total.byKind).map(([kind, calls]) => [kind, per(calls)])),
+        requests: per(total.requests),
+        conditionFailures: per(total.conditionFailures),
+        reportedCapacity: per(total.reportedCapacity),
+        rru: per(total.rru),
+        wru: per(total.wru),
+      };
+    };
     return {
       sendsPerSecond: plan.sendsPerSecond,
       countries: COUNTRIES.map((c) => c.country),
@@ -197,14 +270,8 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
       sends,
       records,
       batches,
-      perSend: {
-        byKind: Object.fromEntries(Object.entries(total.byKind).map(([kind, calls]) => [kind, per(calls)])),
-        requests: per(total.requests),
-        conditionFailures: per(total.conditionFailures),
-        reportedCapacity: per(total.reportedCapacity),
-        rru: per(total.rru),
-        wru: per(total.wru),
-      },
+      perSend: divided(sends),
+      perBatch: divided(batches),
       largestItemBytes: await largestGuardItem(db.documents, db.tableName, serviceSid),
     };
   } finally {

@@ -60,6 +60,31 @@ test('the consumer over a service traffic: a read a batch and a write a record, 
   expect(counted.largestItemBytes).toBeLessThan(64 * 1024);
 });
 
+let slow: GuardConsumerCount;
+
+test('a rate under one send a second: its sends evenly spaced, each counted once, on the same table again', async () => {
+  const db = {
+    endpoint: table.endpoint,
+    tableName: table.name,
+    documents: table.documents,
+    masterKey: 'bench-guard-consumer-test',
+    accounts: dynamoAccounts(table.documents, table.name, { apiKeyTag: 'bench-guard-consumer-test' }),
+    stop: async () => undefined,
+  };
+  const window = GUARD_BATCH_WINDOW_SECONDS;
+  // The global scope's records the first count stored are there already: the warmed ones replace them.
+  slow = await countGuardConsumer(db, {
+    sendsPerSecond: 0.5,
+    warmupSeconds: 2 * window,
+    measuredSeconds: 2 * window,
+  });
+  expect(slow).toMatchObject({ sends: window, batches: 2, sendsPerSecond: 0.5 });
+  expect(slow.records.send).toBe(slow.sends);
+  // The consumer's units are per batch: per send they are higher where a batch holds fewer sends.
+  expect(slow.perBatch!.wru).toBeCloseTo((slow.perSend.wru * slow.sends) / slow.batches, 1);
+  expect(slow.perSend.wru).toBeGreaterThan(counted.perSend.wru);
+});
+
 /** Just enough of a bench run's counts and timings for the cost model: one request of each kind per call. */
 function benchFigures(): { counts: CountResults; latency: LatencyResults } {
   const summary = (rru: number, wru: number): RequestSummary => ({
