@@ -101,6 +101,15 @@ export const ASSUMPTIONS = {
    * per million. (The Lambda's duration per run is not measured here: only its invocations are priced.)
    */
   sweeperRunsPerMonth: 30 * 24 * 60,
+  /**
+   * The monthly volume the bill per million verifications is priced at. The guard's stream consumer costs per
+   * batch (a batching window with stream records in it), not per send: per send it grows as the volume falls, so
+   * the bill prices it as measured at this volume's rate (`countGuardConsumer`), a 30-day month's sends evenly
+   * spread. A million a month is 0.39 sends a second.
+   */
+  billMonthlyVerifications: 1_000_000,
+  /** The month the volumes are of: 30 days, as the sweeper's runs. */
+  secondsPerMonth: 30 * 24 * 3600,
   /** One answer of the API through the edge (a verification's JSON and headers), bytes. */
   edgeAnswerBytes: 1024,
   /** The edge WebACL's rules (lib/constructs/edge.ts; its template test holds the two equal). */
@@ -424,6 +433,16 @@ export interface CostResults {
     /** The guard consumer's share, per send at its measured rate, and its DynamoDB USD per million. */
     guardConsumer?: { rru: number; wru: number; requests: number; usd: number };
   };
+  /**
+   * The monthly volume the bill is priced at: the guard consumer's measured rate over a 30-day month (absent from
+   * results of before it was stated, and when the consumer was not counted).
+   */
+  monthlyVerifications?: number;
+  /**
+   * The guard consumer measured at each rate, and the four services' projected total with it in place of the
+   * bill's: what a million verifications cost at that monthly volume. Absent from results of one rate.
+   */
+  guardByVolume?: GuardVolumeBill[];
   lines: CostLine[];
   /**
    * What the sweeper's runs cost whatever the volume, USD a month (`ASSUMPTIONS.sweeperRunsPerMonth` runs, each as
@@ -456,6 +475,26 @@ export interface CostResults {
    */
   totalWithReceiptsOnFunctionUrl?: { measured: number; projected: number; callbacks: number };
 }
+
+/** The guard consumer at one rate, and the bill per million verifications at that monthly volume. */
+interface GuardVolumeBill {
+  monthlyVerifications: number;
+  sendsPerSecond: number;
+  /** Per send and per batch, by DynamoDB's rules from item sizes. */
+  wru: number;
+  rru: number;
+  wruPerBatch: number;
+  rruPerBatch: number;
+  largestItemBytes: number;
+  /** The consumer's DynamoDB USD per million verifications. */
+  usd: number;
+  /** The four services, projected, with this consumer in place of the bill's. */
+  totalFourServices: number;
+}
+
+/** The monthly volume of a rate (sends a second, evenly spread over the 30-day month). */
+export const monthlyVolumeOf = (sendsPerSecond: number): number =>
+  Math.round(sendsPerSecond * ASSUMPTIONS.secondsPerMonth);
 
 /** The bill of one sample country under the assumed receipts, USD per million verifications. */
 interface AssumedReceiptsBill {
@@ -585,8 +624,8 @@ export function costModel(
     reported += sweeper.reportedCapacity;
   }
 
-  // The pumping guard's stream consumer: its reads and transactional rewrites of the aggregates, per send at
-  // the rate it was measured (bench/guard-consumer.ts). Its Lambda time (a batch a window) is not priced.
+  // The pumping guard's stream consumer: its reads and rewrites of the aggregates, per send at the rate it was
+  // measured (bench/guard-consumer.ts): the bill's volume. Its Lambda time (a batch a window) is not priced.
   const guard = counts.guardConsumer?.perSend;
   if (guard) {
     rru += guard.rru;
@@ -653,7 +692,7 @@ export function costModel(
       service: 'DynamoDB on-demand',
       measured: dynamo,
       projected: dynamo,
-      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s)${sweeper ? `, ${round(sweeper.rru, 2)} RRU + ${round(sweeper.wru, 2)} WRU the sweeper's two reads and ledger share` : ''}${guard ? `, ${round(guard.wru, 2)} WRU + ${round(guard.rru, 2)} RRU the guard consumer's at ${counts.guardConsumer!.sendsPerSecond} sends/s` : ''})`,
+      basis: `${round(wru, 2)} WRU + ${round(rru, 2)} RRU (DynamoDB's rules from item sizes; transactions x2; ${round(readRru, 2)} RRU of it the workflow's ${path.statusReads} status read(s)${sweeper ? `, ${round(sweeper.rru, 2)} RRU + ${round(sweeper.wru, 2)} WRU the sweeper's two reads and ledger share` : ''}${guard ? `, ${round(guard.wru, 2)} WRU + ${round(guard.rru, 2)} RRU the guard consumer's at ${round(counts.guardConsumer!.sendsPerSecond, 2)} sends/s, ${monthlyVolumeOf(counts.guardConsumer!.sendsPerSecond).toLocaleString('en-US')} a month` : ''})`,
     },
     {
       service: 'Step Functions Express',
@@ -794,6 +833,24 @@ export function costModel(
     };
   });
 
+  // The consumer at each rate measured: its own USD per million in place of the bill's.
+  const guardUsd = (perSend: { wru: number; rru: number }) => dynamoUsd(perSend.wru, perSend.rru) * 1_000_000;
+  const byRate = counts.guardConsumerByRate ?? [];
+  const guardByVolume = byRate.map((count): GuardVolumeBill => {
+    const perBatch = count.perBatch ?? { wru: 0, rru: 0 };
+    return {
+      monthlyVerifications: monthlyVolumeOf(count.sendsPerSecond),
+      sendsPerSecond: count.sendsPerSecond,
+      wru: count.perSend.wru,
+      rru: count.perSend.rru,
+      wruPerBatch: perBatch.wru,
+      rruPerBatch: perBatch.rru,
+      largestItemBytes: count.largestItemBytes,
+      usd: round(guardUsd(count.perSend), 2),
+      totalFourServices: 0,
+    };
+  });
+
   const sum = (field: 'measured' | 'projected', filter: (line: CostLine) => boolean) =>
     round(
       lines.filter(filter).reduce((total, line) => total + line[field], 0),
@@ -802,6 +859,9 @@ export function costModel(
   const four = (line: CostLine) => !line.service.startsWith('other');
   const perRun = counts.sweeper?.perRun;
   const runs = ASSUMPTIONS.sweeperRunsPerMonth;
+  const projectedFour = sum('projected', four);
+  for (const row of guardByVolume)
+    row.totalFourServices = round(projectedFour - (guard ? guardUsd(guard) : 0) + guardUsd(row), 2);
   return {
     prices: PRICES,
     assumptions: ASSUMPTIONS,
@@ -830,6 +890,8 @@ export function costModel(
         },
       }),
     },
+    ...(guard && { monthlyVerifications: monthlyVolumeOf(counts.guardConsumer!.sendsPerSecond) }),
+    ...(guardByVolume.length > 1 && { guardByVolume }),
     lines: lines.map((line) => ({
       ...line,
       measured: round(line.measured, 2),

@@ -103,6 +103,8 @@ export interface CountResults {
   sweeper?: SweeperCount;
   /** The pumping guard's stream consumer (bench/guard-consumer.ts); absent from results of before it was counted. */
   guardConsumer?: GuardConsumerCount;
+  /** The consumer at each rate measured (`guardConsumer` is the one the bill prices); absent before. */
+  guardConsumerByRate?: GuardConsumerCount[];
 }
 
 type Api = BenchService['quietApi'];

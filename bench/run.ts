@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
 import { measureBundles } from './bundles';
 import { DEFAULT_TRANSACTION_WINDOW_MS, measureCapacity, type CapacityPlan } from './capacity';
-import { costModel } from './cost';
+import { ASSUMPTIONS, costModel } from './cost';
 import { renderFees } from './fees';
 import { countOperations } from './counts';
 import { countGuardConsumer } from './guard-consumer';
@@ -50,6 +50,18 @@ function numberArg(name: string, fallback: number): number {
   return value;
 }
 
+/**
+ * The guard consumer's rates, as monthly volumes (a 30-day month's sends evenly spread): the bill's volume first
+ * (the one it prices), then 2.6, 10 and 26 million a month (1, 3.9 and 10 sends a second).
+ */
+const GUARD_VOLUMES = [ASSUMPTIONS.billMonthlyVerifications, 2_592_000, 10_000_000, 25_920_000];
+/**
+ * Two hours of traffic folded first: the longest any aggregate keeps by time (the scope's minutes). At each rate
+ * above, the items stop growing by then (the ranges reach their bounds): the metered batches rewrite them at their
+ * working size.
+ */
+const GUARD_WARMUP_SECONDS = 2 * 3600;
+
 /** The whole run must end within 10 minutes; the parts shorten themselves past their share. */
 const HARD_LIMIT_MS = 10 * 60_000;
 const PLAN = quick
@@ -61,7 +73,7 @@ const PLAN = quick
       levels: [1, 8],
       durationS: 2,
       coldRuns: 3,
-      guard: { sendsPerSecond: 10, warmupSeconds: 120, measuredSeconds: 60 },
+      guard: { warmupSeconds: 120, measuredSeconds: 60 },
       capacity: { sample: 20, seconds: 5 },
     }
   : {
@@ -72,7 +84,7 @@ const PLAN = quick
       levels: [1, 8, 32],
       durationS: 5,
       coldRuns: 20,
-      guard: { sendsPerSecond: 10, warmupSeconds: 600, measuredSeconds: 120 },
+      guard: { warmupSeconds: GUARD_WARMUP_SECONDS, measuredSeconds: 240 },
       capacity: { sample: 100, seconds: 10 },
     };
 
@@ -156,11 +168,19 @@ async function main(): Promise<void> {
       log('counting DynamoDB requests per operation and per delivery path');
       counts = await countOperations(service, caller, broke, numbers, PLAN.countRuns);
       partDone('counts');
-      const guard = PLAN.guard;
       log(
-        `the guard's stream consumer: ${guard.sendsPerSecond} sends/s, ${guard.warmupSeconds} s warm-up, ${guard.measuredSeconds} s metered`,
+        `the guard's stream consumer at ${GUARD_VOLUMES.map((volume) => volume.toLocaleString('en-US')).join(', ')} sends a month: ${PLAN.guard.warmupSeconds} s warm-up, ${PLAN.guard.measuredSeconds} s metered each`,
       );
-      counts.guardConsumer = await countGuardConsumer(db, guard);
+      counts.guardConsumerByRate = [];
+      for (const volume of GUARD_VOLUMES)
+        counts.guardConsumerByRate.push(
+          await countGuardConsumer(db, {
+            ...PLAN.guard,
+            sendsPerSecond: volume / ASSUMPTIONS.secondsPerMonth,
+          }),
+        );
+      // The bill prices the consumer at its own volume's rate.
+      counts.guardConsumer = counts.guardConsumerByRate[0];
       partDone('guard consumer');
       log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
       capacity = await measureCapacity(

@@ -10,7 +10,7 @@ import { countGuardConsumer, type GuardConsumerCount } from '../../bench/guard-c
 import { GUARD_BATCH_WINDOW_SECONDS } from '../../functions/core/guard/consumer';
 import type { LatencyResults } from '../../bench/latency';
 import type { RequestSummary } from '../../bench/meter';
-import { guardConsumerLine } from '../../bench/report';
+import { evaluateTargets, guardConsumerLine } from '../../bench/report';
 import { distribution } from '../../bench/stats';
 import { freshTable, type TestTable } from '../support/table';
 
@@ -160,9 +160,33 @@ test("the bill's DynamoDB line includes the consumer's units, and the report say
     wru: counted.perSend.wru,
     rru: counted.perSend.rru,
   });
-  expect(dynamo(withGuard).basis).toContain("the guard consumer's at 5 sends/s");
+  expect(dynamo(withGuard).basis).toContain("the guard consumer's at 5 sends/s, 12,960,000 a month");
 
   const report = guardConsumerLine(counted);
   expect(report).toContain("The guard's stream consumer in the DynamoDB line");
   expect(report).toContain('per million sends');
+});
+
+test('the bill states its monthly volume, prices the consumer at its rate, and gives the others beside it', () => {
+  const { counts, latency } = benchFigures();
+  const cost = costModel({ ...counts, guardConsumer: slow, guardConsumerByRate: [slow, counted] }, latency);
+  const fast = costModel({ ...counts, guardConsumer: counted }, latency);
+  // 0.5 sends a second over a 30-day month.
+  expect(cost.monthlyVerifications).toBe(1_296_000);
+  const [low, high] = cost.guardByVolume!;
+  expect(low).toMatchObject({
+    monthlyVerifications: 1_296_000,
+    totalFourServices: cost.totalFourServices.projected,
+  });
+  // At the other volume, the same bill with that volume's consumer.
+  expect(high!.monthlyVerifications).toBe(12_960_000);
+  expect(high!.totalFourServices).toBeCloseTo(fast.totalFourServices.projected, 1);
+  expect(high!.totalFourServices).toBeLessThan(low!.totalFourServices);
+
+  const bill = evaluateTargets(counts, { ...latency, operations: [] }, undefined, cost)[0]!;
+  expect(bill.target).toContain('projected AWS bill per million verifications at 1,296,000 a month');
+  expect(bill.note).toContain(
+    `of it $${cost.perVerification.guardConsumer!.usd.toFixed(2)} the guard's stream consumer`,
+  );
+  expect(bill.note).toContain(`$${high!.totalFourServices.toFixed(2)} at 12,960,000`);
 });

@@ -153,12 +153,42 @@ describe('benchSection', () => {
         totalFourServices: money,
         totalWithOther: money,
         receiptDelays: [],
+        monthlyVerifications: 1_000_000,
+        guardByVolume: [
+          {
+            monthlyVerifications: 1_000_000,
+            sendsPerSecond: 1_000_000 / 2_592_000,
+            wru: 2.5,
+            rru: 2,
+            wruPerBatch: 29,
+            rruPerBatch: 23,
+            largestItemBytes: 3700,
+            usd: 1.8,
+            totalFourServices: 2,
+          },
+          {
+            monthlyVerifications: 10_000_000,
+            sendsPerSecond: 10_000_000 / 2_592_000,
+            wru: 0.37,
+            rru: 0.22,
+            wruPerBatch: 43,
+            rruPerBatch: 26,
+            largestItemBytes: 4900,
+            usd: 0.26,
+            totalFourServices: 0.46,
+          },
+        ],
       },
       targets: [{ target: 'fetch: 1 round trip', limit: '<= 1', measured: '2', met: false, note: '' }],
     } as unknown as BenchResults;
     const section = benchSection(results);
     expect(section).toContain('commit abc1234');
-    expect(section).toContain('### AWS bill per 1,000,000 verifications');
+    expect(section).toContain('### AWS bill per 1,000,000 verifications at 1,000,000 a month (send,');
+    // The guard consumer by monthly volume: per batch and per send, and the bill at each volume.
+    expect(section).toContain("### The guard's stream consumer by monthly volume");
+    expect(section).toContain('| 1,000,000 | 0.39 | 29 | 23 | 2.50 | 2 | 3.60 | 1.80 | 2.00 |');
+    expect(section).toContain('| 10,000,000 | 3.86 | 43 | 26 | 0.37 | 0.22 | 4.80 | 0.26 | 0.46 |');
+    expect(section).toContain('The bill above prices it at 1,000,000 a month');
     expect(section).toContain('| DynamoDB on-demand | 1.00 | 2.00 | note 1 |');
     expect(section).toContain(`1. ${'b'.repeat(80)}`);
     // The optional edge, outside the totals: the four API requests (the receipt callback stays off the edge).
