@@ -118,7 +118,7 @@ export function evaluateTargets(
       note: [
         ...(consumer && byVolume
           ? [
-              `of it $${consumer.usd.toFixed(2)} the guard's stream consumer, which costs per ${GUARD_BATCH_WINDOW_SECONDS}-s batch, not per send; at other monthly volumes: ${byVolume}`,
+              `$${consumer.usd.toFixed(2)} of it is the guard's stream consumer, which costs per ${GUARD_BATCH_WINDOW_SECONDS}-s batch, not per send; at other monthly volumes: ${byVolume}`,
             ]
           : []),
         ...(onUrl === undefined
