@@ -712,7 +712,14 @@ describe('each function runs with exactly its template grants', () => {
     const template = await ok(member('POST', `${svc}/templates`, { body: 'IAM {code}', default: true }));
     await ok(member('POST', `${svc}/templates/${String(template.sid)}/default`));
     await ok(member('GET', `${svc}/templates`));
-    await ok(member('PUT', `${svc}/rules`, { blockedCountries: [], blockedPrefixes: [] }));
+    const rules = await ok(member('GET', `${svc}/rules`));
+    await ok(
+      member('PUT', `${svc}/rules`, {
+        blockedCountries: [],
+        blockedPrefixes: [],
+        rulesVersion: rules.rulesVersion,
+      }),
+    );
     await ok(member('PUT', `${svc}/caps/GB`, { hourlySends: 1000 }));
     await ok(member('GET', `${svc}/caps`));
     await ok(member('PUT', `${svc}/channels`, { channels: ['sms', 'whatsapp'] }));
