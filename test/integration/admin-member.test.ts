@@ -19,12 +19,7 @@ afterAll(() => harness.close());
 const admin = (...args: string[]) => runAdminCommand(args, harness);
 
 async function consoleAs(email: string, path: string): Promise<number> {
-  const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email }),
-  });
-  const { token } = (await signIn.json()) as { token: string };
+  const token = await harness.consoleToken(email);
   const response = await fetch(`${harness.stack.url}/console/api${path}`, {
     headers: { authorization: `Bearer ${token}` },
   });

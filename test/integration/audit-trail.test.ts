@@ -34,12 +34,7 @@ beforeAll(async () => {
   expect(sent.status).toBe(201);
   verificationSid = sent.body.sid as string;
   await harness.stack.workflow.idle();
-  const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: OPERATOR, operator: true }),
-  });
-  operatorToken = ((await signIn.json()) as { token: string }).token;
+  operatorToken = await harness.consoleToken(OPERATOR, true);
 });
 afterAll(async () => {
   client.destroy();

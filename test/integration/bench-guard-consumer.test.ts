@@ -21,17 +21,20 @@ beforeAll(async () => {
 });
 afterAll(() => table?.close());
 
+/** The bench's database handle over this suite's table. */
+const benchDb = () => ({
+  endpoint: table.endpoint,
+  tableName: table.name,
+  documents: table.documents,
+  masterKey: 'bench-guard-consumer-test',
+  accounts: dynamoAccounts(table.documents, table.name, { apiKeyTag: 'bench-guard-consumer-test' }),
+  stop: async () => undefined,
+});
+
 let counted: GuardConsumerCount;
 
 test('the consumer over a service traffic: a read a batch and a write a record, priced per send', async () => {
-  const db = {
-    endpoint: table.endpoint,
-    tableName: table.name,
-    documents: table.documents,
-    masterKey: 'bench-guard-consumer-test',
-    accounts: dynamoAccounts(table.documents, table.name, { apiKeyTag: 'bench-guard-consumer-test' }),
-    stop: async () => undefined,
-  };
+  const db = benchDb();
   const window = GUARD_BATCH_WINDOW_SECONDS;
   counted = await countGuardConsumer(db, {
     sendsPerSecond: 5,
@@ -63,14 +66,7 @@ test('the consumer over a service traffic: a read a batch and a write a record, 
 let slow: GuardConsumerCount;
 
 test('a rate under one send a second: its sends evenly spaced, each counted once, on the same table again', async () => {
-  const db = {
-    endpoint: table.endpoint,
-    tableName: table.name,
-    documents: table.documents,
-    masterKey: 'bench-guard-consumer-test',
-    accounts: dynamoAccounts(table.documents, table.name, { apiKeyTag: 'bench-guard-consumer-test' }),
-    stop: async () => undefined,
-  };
+  const db = benchDb();
   const window = GUARD_BATCH_WINDOW_SECONDS;
   // The global scope's records the first count stored are there already: the warmed ones replace them.
   slow = await countGuardConsumer(db, {
@@ -186,7 +182,7 @@ test('the bill states its monthly volume, prices the consumer at its rate, and g
   const bill = evaluateTargets(counts, { ...latency, operations: [] }, undefined, cost)[0]!;
   expect(bill.target).toContain('projected AWS bill per million verifications at 1,296,000 a month');
   expect(bill.note).toContain(
-    `of it $${cost.perVerification.guardConsumer!.usd.toFixed(2)} the guard's stream consumer`,
+    `$${cost.perVerification.guardConsumer!.usd.toFixed(2)} of it is the guard's stream consumer`,
   );
   expect(bill.note).toContain(`$${high!.totalFourServices.toFixed(2)} at 12,960,000`);
 });

@@ -34,15 +34,7 @@ interface Answer {
   headers: Headers;
 }
 
-async function signIn(email: string, operator = false): Promise<string> {
-  const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email, operator }),
-  });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { token: string }).token;
-}
+const signIn = (email: string, operator = false) => harness.consoleToken(email, operator);
 
 async function call(
   token: string | undefined,

@@ -21,12 +21,7 @@ beforeAll(async () => {
     // The receiver answers at once; 400 ms let one attempt time out (no status) on a loaded machine.
     env: { OTP_WEBHOOK_BACKOFF_SCALE: String(BACKOFF_SCALE), OTP_WEBHOOK_TIMEOUT_MS: '3000' },
   });
-  const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'hooks@example.com' }),
-  });
-  token = ((await response.json()) as { token: string }).token;
+  token = await harness.consoleToken('hooks@example.com');
 });
 afterAll(() => harness.close());
 afterEach(() => harness.stack.carrier.clearRules());

@@ -29,14 +29,7 @@ afterAll(() => harness.close());
 const admin = (...args: string[]) => runAdminCommand([...args, '--json'], harness);
 const adminOut = (...args: string[]) => adminJson(args, harness);
 
-async function operatorToken(): Promise<string> {
-  const response = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'ops@example.com', operator: true }),
-  });
-  return ((await response.json()) as { token: string }).token;
-}
+const operatorToken = () => harness.consoleToken('ops@example.com', true);
 
 async function consoleCall(method: string, path: string, body?: unknown) {
   const response = await fetch(`${harness.stack.url}/console/api${path}`, {

@@ -44,12 +44,7 @@ afterAll(() => harness.close());
 const flush = () => flushedEmf(metrics);
 
 async function consoleTimeline(serviceSid: string, sid: string) {
-  const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'ops@example.com', operator: true }),
-  });
-  const { token } = (await signIn.json()) as { token: string };
+  const token = await harness.consoleToken('ops@example.com', true);
   const response = await fetch(
     `${harness.stack.url}/console/api/services/${serviceSid}/verifications/${sid}`,
     {

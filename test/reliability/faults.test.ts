@@ -748,14 +748,7 @@ describe('provider errors and time-outs move delivery to the next channel', () =
 
 describe("the console's guard changes under a DynamoDB failure", () => {
   /** An operator's console session on the local sign-in. */
-  const operatorToken = async () => {
-    const signIn = await fetch(`${harness.stack.url}/console/local/sign-in`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'ops@example.com', operator: true }),
-    });
-    return ((await signIn.json()) as { token: string }).token;
-  };
+  const operatorToken = () => harness.consoleToken('ops@example.com', true);
 
   it('a lift by hand: both the lift and its audit record, or neither', async () => {
     const account = await books.open(1);

@@ -55,6 +55,8 @@ export interface Harness {
    * stack's receipt key at the present time.
    */
   postCarrierReceipt(receipt: Record<string, unknown>): Promise<Response>;
+  /** A console session's token from the local sign-in (loopback only), as `email`, an operator if asked. */
+  consoleToken(email: string, operator?: boolean): Promise<string>;
   /** Every item in the table, unmarshalled. */
   scanTable(): Promise<Record<string, unknown>[]>;
   close(): Promise<void>;
@@ -156,6 +158,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signature },
         body,
       });
+    },
+    async consoleToken(email, operator = false) {
+      const response = await fetch(`${stack.url}/console/local/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, operator }),
+      });
+      if (response.status !== 200) throw new Error(`local sign-in answered ${response.status}`);
+      return ((await response.json()) as { token: string }).token;
     },
     async scanTable() {
       const items: Record<string, unknown>[] = [];
