@@ -480,6 +480,8 @@ export interface CostResults {
 interface GuardVolumeBill {
   monthlyVerifications: number;
   sendsPerSecond: number;
+  /** The deployment's services, one sending (below 4 no global scope is kept); absent from older results. */
+  services?: number;
   /** Per send and per batch, by DynamoDB's rules from item sizes. */
   wru: number;
   rru: number;
@@ -841,6 +843,7 @@ export function costModel(
     return {
       monthlyVerifications: monthlyVolumeOf(count.sendsPerSecond),
       sendsPerSecond: count.sendsPerSecond,
+      ...(count.services !== undefined && { services: count.services }),
       wru: count.perSend.wru,
       rru: count.perSend.rru,
       wruPerBatch: perBatch.wru,

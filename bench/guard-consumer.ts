@@ -33,7 +33,7 @@ import {
   type ScopeRecord,
 } from '../functions/core/guard/consumer';
 import { DynamoMeter, itemSize, summarize, type RequestSummary } from './meter';
-import { createAccount, type BenchDb } from './setup';
+import { addTable, createAccount, type BenchDb } from './setup';
 import { round } from './stats';
 
 export interface GuardConsumerPlan {
@@ -42,10 +42,17 @@ export interface GuardConsumerPlan {
   /** Traffic folded before the metered window, in memory: the aggregates grow toward their working size. */
   warmupSeconds: number;
   measuredSeconds: number;
+  /**
+   * The services of the deployment (its own table), the first of them sending: below 4 the consumer keeps no
+   * global scope (consumeGuardEvents), so 1 and 4 price a deployment without and with it. Default 1.
+   */
+  services?: number;
 }
 
 export interface GuardConsumerCount {
   sendsPerSecond: number;
+  /** The deployment's services (one of them sending); absent in results of before it was kept (global kept). */
+  services?: number;
   countries: string[];
   /** Of the sends, the share whose code is checked (one more stream record each). */
   checkedShare: number;
@@ -188,6 +195,9 @@ class WarmupStore implements GuardSignalStore {
     return batch;
   }
 
+  /** The deployment's, as the stored run will count it. */
+  constructor(readonly servicesUpTo: (limit: number) => Promise<number>) {}
+
   async save(batch: GuardBatch): Promise<SavedRecords> {
     for (const [key, record] of batch.countries) this.countries.set(key, { ...record, version: 1 });
     for (const [key, record] of batch.scopes) this.scopes.set(key, { ...record, version: 1 });
@@ -196,16 +206,20 @@ class WarmupStore implements GuardSignalStore {
 }
 
 export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): Promise<GuardConsumerCount> {
-  const { serviceSid } = await createAccount(db, 0);
+  // A table of its own: its directory holds the deployment's services alone.
+  const table = await addTable(db);
+  const services = plan.services ?? 1;
+  const { serviceSid } = await createAccount(table, 0);
+  for (let i = 1; i < services; i++) await createAccount(table, 0);
   const meter = new DynamoMeter('guardConsumer');
   const client = meter.attach(createDocumentClient({ endpoint: db.endpoint }));
   const start = Math.floor(Date.now() / 1000) * 1000;
   let now = start;
   const clock = { now: () => new Date(now) };
   // Warmed in memory (the same fold, no DynamoDB round trips: hours of traffic in seconds), then stored.
-  const memory = new WarmupStore();
-  const dynamo = new DynamoGuardStore(client, db.tableName);
-  let deps = { store: memory as GuardSignalStore, clock };
+  const dynamo = new DynamoGuardStore(client, table.tableName);
+  const memory = new WarmupStore((limit) => dynamo.servicesUpTo(limit));
+  let deps: { store: GuardSignalStore; clock: typeof clock } = { store: memory, clock };
   const traffic = guardTraffic(serviceSid, plan.sendsPerSecond, start);
   let sends = 0;
   let batches = 0;
@@ -223,20 +237,10 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
 
   try {
     for (let t = 0; t < plan.warmupSeconds; t += GUARD_BATCH_WINDOW_SECONDS) await window(t);
-    // Over what is stored: the global scope's records of an earlier count (at another rate) are replaced.
-    const stored = await dynamo.load(
-      [...memory.countries.keys()].map((key) => {
-        const at = key.lastIndexOf('/');
-        return { scope: key.slice(0, at), country: key.slice(at + 1) };
-      }),
-      [...memory.scopes.keys()],
-    );
-    const version = (record: { version: number } | undefined) => record?.version ?? 0;
+    // Stored as the warm-up left them, in this count's own table (nothing there yet).
     const warmed: GuardBatch = { countries: new Map(), scopes: new Map() };
-    for (const [key, record] of memory.countries)
-      warmed.countries.set(key, { ...record, version: version(stored.countries.get(key)) });
-    for (const [key, record] of memory.scopes)
-      warmed.scopes.set(key, { ...record, version: version(stored.scopes.get(key)) });
+    for (const [key, record] of memory.countries) warmed.countries.set(key, { ...record, version: 0 });
+    for (const [key, record] of memory.scopes) warmed.scopes.set(key, { ...record, version: 0 });
     if (!(await dynamo.save(warmed)).complete)
       throw new Error('guard consumer bench: the warmed aggregates were not stored');
     deps = { store: dynamo, clock };
@@ -262,6 +266,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
     };
     return {
       sendsPerSecond: plan.sendsPerSecond,
+      services,
       countries: COUNTRIES.map((c) => c.country),
       checkedShare: CHECKED_SHARE,
       receiptShare: RECEIPT_SHARE,
@@ -272,7 +277,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
       batches,
       perSend: divided(sends),
       perBatch: divided(batches),
-      largestItemBytes: await largestGuardItem(db.documents, db.tableName, serviceSid),
+      largestItemBytes: await largestGuardItem(db.documents, table.tableName, serviceSid),
     };
   } finally {
     client.destroy();

@@ -102,7 +102,12 @@ export function evaluateTargets(
         : ` ($${Math.min(...assumed).toFixed(2)} to $${Math.max(...assumed).toFixed(2)} under the fee model's assumed receipts, ${cost.assumedReceipts!.map((row) => row.country).join(', ')})`;
     // At the volume the bill states (the guard consumer's rate); beside it, the bill at the other volumes measured.
     const monthly = cost.monthlyVerifications;
-    const others = (cost.guardByVolume ?? []).filter((row) => row.monthlyVerifications !== monthly);
+    const others = (cost.guardByVolume ?? []).filter(
+      (row) => row.monthlyVerifications !== monthly && (row.services ?? 1) < 4,
+    );
+    const withGlobal = (cost.guardByVolume ?? []).find(
+      (row) => row.monthlyVerifications === monthly && (row.services ?? 1) >= 4,
+    );
     const byVolume = others
       .map(
         (row) =>
@@ -119,6 +124,11 @@ export function evaluateTargets(
         ...(consumer && byVolume
           ? [
               `$${consumer.usd.toFixed(2)} of it is the guard's stream consumer, which costs per ${GUARD_BATCH_WINDOW_SECONDS}-s batch, not per send; at other monthly volumes: ${byVolume}`,
+            ]
+          : []),
+        ...(withGlobal
+          ? [
+              `$${withGlobal.totalFourServices.toFixed(2)} in a deployment of ${withGlobal.services} services or more, where the consumer keeps the global scope ($${withGlobal.usd.toFixed(2)})`,
             ]
           : []),
         ...(onUrl === undefined
@@ -333,9 +343,12 @@ export function guardConsumerLine(guard: GuardConsumerCount): string {
   return (
     `The guard's stream consumer in the DynamoDB line: ${fmt(guard.perSend.wru)} WRU + ${fmt(guard.perSend.rru)} RRU per send ` +
     `(${fmt(guard.perSend.wru * 1_000_000)} WRU + ${fmt(guard.perSend.rru * 1_000_000)} RRU per million sends), ` +
-    `one service at ${fmt(guard.sendsPerSecond)} sends/s (${volume(monthlyVolumeOf(guard.sendsPerSecond))} a month) over ${guard.countries.length} countries (${guard.checkedShare * 100} % checked, ${(guard.receiptShare ?? 0) * 100} % with a receipt), ` +
+    `${guard.services === undefined ? 'one service' : `a deployment of ${guard.services === 1 ? 'one service' : `${guard.services} services, one sending`}`} at ${fmt(guard.sendsPerSecond)} sends/s (${volume(monthlyVolumeOf(guard.sendsPerSecond))} a month) over ${guard.countries.length} countries (${guard.checkedShare * 100} % checked, ${(guard.receiptShare ?? 0) * 100} % with a receipt), ` +
     `a batch every ${GUARD_BATCH_WINDOW_SECONDS} s, after ${guard.warmupSeconds >= 3600 ? `${fmt(guard.warmupSeconds / 3600)} h` : `${fmt(guard.warmupSeconds)} s`} of warm-up; largest guard item ${fmt(Math.round(guard.largestItemBytes / 1024))} KB. ` +
-    'It rewrites the items a batch touches whole: per send it shrinks as the rate grows and grows with the item sizes.'
+    'It rewrites the items a batch touches whole: per send it shrinks as the rate grows and grows with the item sizes.' +
+    (guard.services !== undefined && guard.services < 4
+      ? ' Below 4 services no global block can apply to anyone, and the consumer keeps no global scope.'
+      : '')
   );
 }
 
@@ -345,11 +358,12 @@ function guardVolumeTable(cost: CostResults, render: Render, heading: (text: str
   if (!rows) return [];
   return [
     heading(
-      `The guard's stream consumer by monthly volume (one service, 5 countries, a batch every ${GUARD_BATCH_WINDOW_SECONDS} s), projected, USD per 1,000,000`,
+      `The guard's stream consumer by monthly volume (one service sending, 5 countries, a batch every ${GUARD_BATCH_WINDOW_SECONDS} s), projected, USD per 1,000,000`,
     ),
     render(
       [
         'verifications a month',
+        'services',
         'sends/s',
         'WRU a batch',
         'RRU a batch',
@@ -361,6 +375,11 @@ function guardVolumeTable(cost: CostResults, render: Render, heading: (text: str
       ],
       rows.map((row) => [
         volume(row.monthlyVerifications),
+        row.services === undefined
+          ? '-'
+          : row.services >= 4
+            ? `${row.services} or more`
+            : String(row.services),
         round(row.sendsPerSecond, 2),
         row.wruPerBatch,
         row.rruPerBatch,
@@ -375,7 +394,8 @@ function guardVolumeTable(cost: CostResults, render: Render, heading: (text: str
       `its stream records touch and rewrites each of those records whole. Per batch its units grow only with the ` +
       `items' sizes; per send they fall as the rate grows. The bill above prices it at ${volume(cost.monthlyVerifications ?? 0)} a month ` +
       `(sends evenly spread: every ${GUARD_BATCH_WINDOW_SECONDS}-s window has a batch); "total of the four" is that bill with the ` +
-      `consumer as measured at each volume instead.`,
+      `consumer as measured at each volume instead. Below 4 services the consumer keeps no global scope (a global ` +
+      `block applies to a service only when 3 others showed its signal); from 4 it reads and writes it too.`,
   ];
 }
 

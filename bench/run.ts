@@ -179,8 +179,16 @@ async function main(): Promise<void> {
             sendsPerSecond: volume / ASSUMPTIONS.secondsPerMonth,
           }),
         );
-      // The bill prices the consumer at its own volume's rate.
+      // The bill prices the consumer at its own volume's rate, for a deployment of one service; beside it, the same
+      // volume in a deployment of 4 services, where the consumer keeps the global scope.
       counts.guardConsumer = counts.guardConsumerByRate[0];
+      counts.guardConsumerByRate.push(
+        await countGuardConsumer(db, {
+          ...PLAN.guard,
+          sendsPerSecond: GUARD_VOLUMES[0]! / ASSUMPTIONS.secondsPerMonth,
+          services: 4,
+        }),
+      );
       partDone('guard consumer');
       log(`capacity: ${CAPACITY.sample} verifications replayed at ${CAPACITY.rate} a second`);
       capacity = await measureCapacity(

@@ -245,11 +245,13 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       'Table stream to the pumping guard: sends, checked codes and refusals folded into signals and blocks',
     timeoutSeconds: 60,
     // Its own items (the aggregates, read and written under a version check in one transaction with the state a
-    // send reads), and the service items read in the same BatchGetItem for the owners' caps. The stream itself is
-    // read through the event source's grant.
+    // send reads), the service items read in the same BatchGetItem for the owners' caps, and a count of the
+    // directory's services (the global scope is kept only from 4). The stream itself is read through the event
+    // source's grant.
     table: [
       { actions: ['dynamodb:BatchGetItem'], families: ['guard', 'service'] },
       { actions: ['dynamodb:PutItem'], families: ['guard'] },
+      { actions: ['dynamodb:Query'], families: ['directory'] },
     ],
     keys: [],
   },

@@ -282,6 +282,11 @@ class BenchGuardStore implements GuardSignalStore {
     return batch;
   }
 
+  /** The bench's deployment is its one service (SERVICE_SID): as deployed, no global scope is kept for it. */
+  async servicesUpTo(limit: number): Promise<number> {
+    return Math.min(1, limit);
+  }
+
   async save(batch: GuardBatch): Promise<SavedRecords> {
     for (const [key, record] of batch.countries)
       this.countries.set(key, { ...record, version: record.version + 1 });

@@ -415,10 +415,11 @@ describe('IAM least privilege', () => {
     ],
     webhookEvents: [{ actions: ['dynamodb:Query'], leadingKeys: ['SERVICE#*'] }],
     // The guard's aggregates and state, read and written by its stream consumer only; the service items read
-    // for the owners' caps.
+    // for the owners' caps; the directory's services counted (the global scope is kept from 4).
     guardSignals: [
       { actions: ['dynamodb:BatchGetItem'], leadingKeys: ['GUARD#*', 'SERVICE#*'] },
       { actions: ['dynamodb:PutItem'], leadingKeys: ['GUARD#*'] },
+      { actions: ['dynamodb:Query'], leadingKeys: ['DIRECTORY#*'] },
     ],
     // PutItem: one delivery record per attempt, in its own family (no write on any service item), for the console.
     webhookSender: [

@@ -41,7 +41,7 @@ test('the consumer over a service traffic: a read a batch and a write a record, 
     warmupSeconds: 2 * window,
     measuredSeconds: 2 * window,
   });
-  expect(counted).toMatchObject({ sends: 2 * window * 5, batches: 2, sendsPerSecond: 5 });
+  expect(counted).toMatchObject({ sends: 2 * window * 5, batches: 2, sendsPerSecond: 5, services: 1 });
   // Every stream record the real consumer receives for a send is in the bill: the send, most sends' receipts,
   // three quarters' checked codes (those of the window's sends and of the sends just before it).
   const { send, delivered = 0, conversion = 0 } = counted.records;
@@ -49,15 +49,15 @@ test('the consumer over a service traffic: a read a batch and a write a record, 
   expect(delivered / counted.sends).toBeGreaterThan(0.85);
   expect(conversion / counted.sends).toBeGreaterThan(0.6);
   const perSend = (calls: number) => Math.round((calls / counted.sends) * 10_000) / 10_000;
-  // One read a batch; a write per record it touches (5 countries, the service's and the global, and the scope):
-  // a conditional PutItem when no state changed, a transaction of two when one did.
+  // One read a batch; a write per record it touches (the service's 5 countries and its scope; a deployment of one
+  // service keeps no global scope): a conditional PutItem when no state changed, a transaction of two when one did.
   const { BatchGetItem, PutItem = 0, TransactWriteItems = 0 } = counted.perSend.byKind;
   expect(BatchGetItem).toBe(perSend(2));
-  expect(PutItem + TransactWriteItems).toBeCloseTo(perSend(2 * 11), 3);
+  expect(PutItem + TransactWriteItems).toBeCloseTo(perSend(2 * 6), 3);
   expect(PutItem).toBeGreaterThan(0);
   expect(counted.perSend.conditionFailures).toBe(0);
   // Each record written is at least 1 unit (a packed item under 1 KB).
-  expect(counted.perSend.wru).toBeGreaterThanOrEqual(perSend(2 * 11) - 0.001);
+  expect(counted.perSend.wru).toBeGreaterThanOrEqual(perSend(2 * 6) - 0.001);
   expect(counted.perSend.rru).toBeGreaterThan(0);
   expect(counted.largestItemBytes).toBeGreaterThan(100);
   expect(counted.largestItemBytes).toBeLessThan(64 * 1024);
@@ -68,7 +68,6 @@ let slow: GuardConsumerCount;
 test('a rate under one send a second: its sends evenly spaced, each counted once, on the same table again', async () => {
   const db = benchDb();
   const window = GUARD_BATCH_WINDOW_SECONDS;
-  // The global scope's records the first count stored are there already: the warmed ones replace them.
   slow = await countGuardConsumer(db, {
     sendsPerSecond: 0.5,
     warmupSeconds: 2 * window,
@@ -79,6 +78,25 @@ test('a rate under one send a second: its sends evenly spaced, each counted once
   // The consumer's units are per batch: per send they are higher where a batch holds fewer sends.
   expect(slow.perBatch!.wru).toBeCloseTo((slow.perSend.wru * slow.sends) / slow.batches, 1);
   expect(slow.perSend.wru).toBeGreaterThan(counted.perSend.wru);
+});
+
+let withGlobal: GuardConsumerCount;
+
+test('a deployment of four services: the consumer writes the global scope of each country too', async () => {
+  const window = GUARD_BATCH_WINDOW_SECONDS;
+  withGlobal = await countGuardConsumer(benchDb(), {
+    sendsPerSecond: 0.5,
+    warmupSeconds: 2 * window,
+    measuredSeconds: 2 * window,
+    services: 4,
+  });
+  expect(withGlobal).toMatchObject({ sends: slow.sends, services: 4 });
+  const { PutItem = 0, TransactWriteItems = 0 } = withGlobal.perBatch!.byKind;
+  const { PutItem: alone = 0, TransactWriteItems: aloneTransactions = 0 } = slow.perBatch!.byKind;
+  // The same traffic: five records more a batch (one per country) where all five countries sent.
+  expect(PutItem + TransactWriteItems).toBeGreaterThan(alone + aloneTransactions);
+  expect(withGlobal.perSend.wru).toBeGreaterThan(slow.perSend.wru);
+  expect(withGlobal.perSend.rru).toBeGreaterThan(slow.perSend.rru);
 });
 
 /** Just enough of a bench run's counts and timings for the cost model: one request of each kind per call. */
@@ -165,11 +183,14 @@ test("the bill's DynamoDB line includes the consumer's units, and the report say
 
 test('the bill states its monthly volume, prices the consumer at its rate, and gives the others beside it', () => {
   const { counts, latency } = benchFigures();
-  const cost = costModel({ ...counts, guardConsumer: slow, guardConsumerByRate: [slow, counted] }, latency);
+  const cost = costModel(
+    { ...counts, guardConsumer: slow, guardConsumerByRate: [slow, counted, withGlobal] },
+    latency,
+  );
   const fast = costModel({ ...counts, guardConsumer: counted }, latency);
   // 0.5 sends a second over a 30-day month.
   expect(cost.monthlyVerifications).toBe(1_296_000);
-  const [low, high] = cost.guardByVolume!;
+  const [low, high, global] = cost.guardByVolume!;
   expect(low).toMatchObject({
     monthlyVerifications: 1_296_000,
     totalFourServices: cost.totalFourServices.projected,
@@ -185,4 +206,11 @@ test('the bill states its monthly volume, prices the consumer at its rate, and g
     `$${cost.perVerification.guardConsumer!.usd.toFixed(2)} of it is the guard's stream consumer`,
   );
   expect(bill.note).toContain(`$${high!.totalFourServices.toFixed(2)} at 12,960,000`);
+  // The deployment of four services at the bill's volume: said apart, not as another volume.
+  expect(global).toMatchObject({ monthlyVerifications: 1_296_000, services: 4 });
+  expect(global!.totalFourServices).toBeGreaterThan(low!.totalFourServices);
+  expect(bill.note).toContain(
+    `$${global!.totalFourServices.toFixed(2)} in a deployment of 4 services or more, where the consumer keeps the global scope`,
+  );
+  expect(bill.note).not.toContain(`$${global!.totalFourServices.toFixed(2)} at 1,296,000`);
 });

@@ -58,22 +58,40 @@ interface Table {
 
 const clock = new FakeClock(new Date('2026-11-23T12:00:00Z'));
 
-/** A fresh table (the GLOBAL aggregates are shared by every service of a table) and the handler on it. */
-async function table(): Promise<Table> {
+/**
+ * A fresh table (the GLOBAL aggregates are shared by every service of a table) and the handler on it. Its
+ * directory lists `services` services (the consumer keeps the global scope from 4): `serviceSid` and others.
+ */
+async function table(services = 4, options: { serviceCountTtlMs?: number } = {}): Promise<Table> {
   const fresh = await freshTable('guard');
   opened.push(fresh);
   const { name: tableName, documents: client } = fresh;
+  for (let i = 0; i < services; i++) await listService(client, tableName, i === 0 ? serviceSid : undefined);
   const faults = new DynamoFaults();
   faults.install(client);
   const metrics = new InMemoryMetrics();
   const logs: Table['logs'] = [];
   const logger: Logger = { log: (level, event, fields = {}) => logs.push({ level, event, fields }) };
   const deps = {
-    store: new DynamoGuardStore(client, tableName, { onOverBudget: reportOverBudget(logger, metrics) }),
+    store: new DynamoGuardStore(client, tableName, {
+      onOverBudget: reportOverBudget(logger, metrics),
+      ...options,
+    }),
     clock,
   };
   const handle = (event: GuardStreamEvent) => handleGuardStream(deps, event, { metrics, logger });
   return { tableName, client, newClient: fresh.client, faults, handle, metrics, logs };
+}
+
+/** A service's entry in the directory of all services, as `createService` writes it. */
+async function listService(client: DynamoDBDocumentClient, tableName: string, sid?: string): Promise<void> {
+  const entry = sid ?? `VA${randomBytes(16).toString('hex')}`;
+  await client.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: { ...keys.serviceDirectory(entry), service_sid: entry, name: 'Other', created_at: '2026-11-01' },
+    }),
+  );
 }
 
 /** The stream record of a new verification to `to`, at sequence number `sequence` (21 digits, as DynamoDB's). */
@@ -185,6 +203,20 @@ test('the same batch consumed twice leaves the aggregates as after once; a later
     shardId: 'shardId-other',
   });
   expect(await counted(t)).toEqual([12, 12]);
+});
+
+test('below four services the global scope is neither read nor written; a fourth service brings it', async () => {
+  const t = await table(3, { serviceCountTtlMs: 0 });
+  await t.handle({ Records: gbBatch(1, 6), shardId: SHARD });
+  expect(await counted(t)).toEqual([6, 0]);
+  expect(await guardItems(t, GLOBAL_SCOPE)).toEqual({});
+  const read = t.faults.calls.find((call) => call.operation === 'BatchGetItem')!;
+  expect(read.pks.some((pk) => pk.includes(GLOBAL_SCOPE))).toBe(false);
+
+  await listService(t.client, t.tableName);
+  await t.handle({ Records: gbBatch(7, 4), shardId: SHARD });
+  // The global scope starts from the batch after the fourth service: the earlier sends are not there.
+  expect(await counted(t)).toEqual([10, 4]);
 });
 
 test('a batch whose write went through but whose answer was lost, retried, counts once', async () => {

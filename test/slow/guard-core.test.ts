@@ -56,6 +56,9 @@ const conversionEvent = (e164: string, sentAt: number, at = sentAt + 30_000): Gu
 const consume = (events: GuardEvent[]) =>
   consumeGuardEvents({ store: world.store.guard, clock: world.clock }, events);
 
+/** Three services more, silent: a deployment of four, where the consumer keeps the global scope. */
+const keepGlobalScope = () => Array.from({ length: 3 }, () => world.addService().sid);
+
 /**
  * Yesterday's traffic: `perRange` sends with codes checked in each range (`+447400`..), so those ranges and the
  * countries are established.
@@ -282,6 +285,7 @@ describe('signals', () => {
   });
 
   it('a receipt marks its send as delivered and nothing else: no checked code, no scope-wide count', async () => {
+    keepGlobalScope();
     const at = now() - MINUTE;
     await consume([sendEvent(gb(1_234_567), at)]);
     const before = world.store.guard.scope(serviceSid)!;
@@ -451,6 +455,7 @@ describe('signals', () => {
   });
 
   it('paced over ranges: a code checked days ago, or a range out of the busiest, hides nothing', async () => {
+    keepGlobalScope();
     const blocks = await paced(10, undefined, true);
     const stats = world.store.guard.country(serviceSid, 'GB')!.stats;
     // The ranges' history (days) lost the attacker's ranges, and held a checked code of each ...
@@ -1345,8 +1350,8 @@ describe('tenants', () => {
   };
 
   it("a global block made by one other service's traffic is shadow only for this one: sent, decision kept", async () => {
-    const other = world.addService().sid;
-    await runBy([other]);
+    const [other] = keepGlobalScope();
+    await runBy([other!]);
     expect(world.store.guard.country(GLOBAL_SCOPE, 'GB')!.state.blocks[0]).toMatchObject({
       prefix: '+447409999',
     });
@@ -1358,11 +1363,28 @@ describe('tenants', () => {
   });
 
   it('a global block shown by three other services applies to this one', async () => {
-    const others = [world.addService().sid, world.addService().sid, world.addService().sid];
+    const others = keepGlobalScope();
     await runBy(others);
     expect(await code(notProbe((n) => gb(9_999_600 + n)))).toBe('blocked_by_policy');
     // The services that made it are refused by their own blocks; to the two others each sees, shadow.
     expect(world.store.guard.country(GLOBAL_SCOPE, 'GB')!.state.blocks[0]!.services).toHaveLength(3);
+  });
+
+  it('below four services the global scope is neither read nor written: no block of it, not even shadow', async () => {
+    const others = [world.addService().sid, world.addService().sid];
+    const load = jest.spyOn(world.store.guard, 'load');
+    await runBy(others);
+    expect(load.mock.calls.flatMap(([countries]) => countries.map((c) => c.scope))).not.toContain(
+      GLOBAL_SCOPE,
+    );
+    expect(world.store.guard.country(GLOBAL_SCOPE, 'GB')).toBeUndefined();
+    // The services that sent are refused by their own blocks; this one's send carries no decision at all.
+    const sent = await world.send({ serviceSid, to: notProbe((n) => gb(9_999_600 + n)) });
+    expect((await world.store.getVerification(sent.verification.sid))!.guard).toBeUndefined();
+    // A fourth service joins: the next batch keeps the global scope.
+    world.addService();
+    await runBy(others);
+    expect(world.store.guard.country(GLOBAL_SCOPE, 'GB')).toBeDefined();
   });
 
   it('sends with RiskCheck=disable or to safe-listed numbers are marked: they feed no signal', async () => {
@@ -1451,6 +1473,7 @@ describe('caps', () => {
 
 describe('bounds', () => {
   it("every guard item stays under 64 KB at 50 sends a second over a country's whole numbering", async () => {
+    keepGlobalScope();
     const events: GuardEvent[] = [];
     let seed = 7;
     const rand = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;

@@ -15,6 +15,7 @@ import {
   BatchGetCommand,
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   type DynamoDBDocumentClient,
   type TransactWriteCommandInput,
@@ -214,12 +215,18 @@ export function itemBytes(item: Record<string, unknown>): number {
 export interface DynamoGuardStoreOptions {
   /** Told of every item written past `GUARD_ITEM_BUDGET_BYTES`: a metric and a log line (functions/guard). */
   onOverBudget?: (item: OversizedGuardItem) => void;
+  /** How long a count of services under its limit is trusted (default 5 minutes); one that reached it, always. */
+  serviceCountTtlMs?: number;
 }
+
+const SERVICE_COUNT_TTL_MS = 5 * 60_000;
 
 /** The consumer's side: aggregates and state, written together under a version check. */
 export class DynamoGuardStore implements GuardSignalStore {
   /** The state items as the last `load` read them (JSON by key): `save` skips those it leaves unchanged. */
   private loadedStates = new Map<string, string>();
+  /** The last count of services (`servicesUpTo`), its limit, and when it was read (Date.now). */
+  private serviceCount?: { count: number; limit: number; at: number };
 
   constructor(
     private readonly client: DynamoDBDocumentClient,
@@ -298,6 +305,28 @@ export class DynamoGuardStore implements GuardSignalStore {
       });
     }
     return batch;
+  }
+
+  /**
+   * Counts the directory's entries up to `limit`: one Query of at most `limit` small items (0.5 RRU), once per
+   * container and few minutes. Services are never removed, so a count that reached its limit stays true.
+   */
+  async servicesUpTo(limit: number): Promise<number> {
+    const known = this.serviceCount;
+    const ttl = this.options.serviceCountTtlMs ?? SERVICE_COUNT_TTL_MS;
+    if (known && known.limit === limit && (known.count >= limit || Date.now() - known.at < ttl))
+      return known.count;
+    const { Count = 0 } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.serviceDirectory('').pk },
+        Select: 'COUNT',
+        Limit: limit,
+      }),
+    );
+    this.serviceCount = { count: Math.min(Count, limit), limit, at: Date.now() };
+    return this.serviceCount.count;
   }
 
   async save(batch: GuardBatch): Promise<SavedRecords> {

@@ -21,10 +21,19 @@ export class MemoryGuardStore implements GuardSignalStore {
   private readonly countries = new Map<string, CountryRecord>();
   private readonly scopes = new Map<string, ScopeRecord>();
 
-  /** `settingsOf`: a service's guard settings (the memory store's service records). */
+  /**
+   * `settingsOf`: a service's guard settings (the memory store's service records); `serviceCount`: how many
+   * services the deployment has (without it, as many as the global scope needs: unit tests of it need not make
+   * services).
+   */
   constructor(
     private readonly settingsOf: (serviceSid: string) => ServiceGuardSettings | undefined = () => undefined,
+    private readonly serviceCount?: () => number,
   ) {}
+
+  async servicesUpTo(limit: number): Promise<number> {
+    return Math.min(this.serviceCount?.() ?? limit, limit);
+  }
 
   async load(countries: CountryKey[], scopes: string[]): Promise<GuardBatch> {
     const batch: GuardBatch = { countries: new Map(), scopes: new Map(), caps: new Map(), strict: new Set() };

@@ -72,7 +72,10 @@ export class MemoryStore
   private readonly endpoints = new Map<string, WebhookEndpoint>();
   private readonly ledger: MemoryCharge[] = [];
   /** The pumping guard's state (what a send reads), written by its consumer in tests. */
-  readonly guard = new MemoryGuardStore((sid) => this.services.get(sid)?.guard);
+  readonly guard = new MemoryGuardStore(
+    (sid) => this.services.get(sid)?.guard,
+    () => this.services.size,
+  );
   /** Refusals the guard made, as the DynamoDB store writes them on the number's log. */
   readonly guardRefusals: (NonNullable<RecordRefusal['guard']> & { e164: string })[] = [];
 

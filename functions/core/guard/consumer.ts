@@ -16,7 +16,7 @@ import type {
 } from './model';
 import { evaluateCountry } from './signals';
 import { foldCountryProbes, foldScopeProbes } from './rules/block-life';
-import type { StartedBlock } from './rules/judging';
+import { GLOBAL_QUORUM, type StartedBlock } from './rules/judging';
 import { evaluateScope } from './rules/scope';
 import {
   applyCountryEvent,
@@ -126,6 +126,11 @@ export interface GuardSignalStore {
    * batch is folded again, and the shard marks of the records written keep it from counting twice there.
    */
   save(batch: GuardBatch): Promise<SavedRecords>;
+  /**
+   * How many services the deployment has, counted up to `limit` (a count of `limit` means at least that many).
+   * May be remembered a few minutes: the global scope starts from nothing when a service joins anyway.
+   */
+  servicesUpTo(limit: number): Promise<number>;
 }
 
 export interface SavedRecords {
@@ -224,12 +229,16 @@ export async function consumeGuardEvents(
   const events = [...input].sort((a, b) => a.at - b.at);
   if (events.length === 0) return [];
   const now = Math.max(deps.clock.now().getTime(), events[events.length - 1]!.at);
+  // A global block applies to a service only when GLOBAL_QUORUM other services showed its signal: below that many
+  // services it can refuse no one, and the global scope is neither read nor written
+  // (docs/adr/0020-global-scope-from-four-services.md).
+  const withGlobal = (await deps.store.servicesUpTo(GLOBAL_QUORUM + 1)) > GLOBAL_QUORUM;
   const countries = new Map<string, CountryKey>();
   const scopes = new Set<string>();
   for (const event of events) {
     // A receipt's service too: its item says the service's level and caps, which every evaluation needs.
     scopes.add(event.serviceSid);
-    for (const scope of [event.serviceSid, GLOBAL_SCOPE])
+    for (const scope of withGlobal ? [event.serviceSid, GLOBAL_SCOPE] : [event.serviceSid])
       countries.set(countryKey(scope, event.country), { scope, country: event.country });
   }
 
@@ -277,11 +286,11 @@ export async function consumeGuardEvents(
     // In time order: the scope-wide fold needs to know whether the send's range was established at the time.
     for (const event of events) {
       const ownCountry = country(event.serviceSid, event.country);
-      const global = country(GLOBAL_SCOPE, event.country);
+      const global = withGlobal ? country(GLOBAL_SCOPE, event.country) : undefined;
       if (event.kind === 'delivered') {
         // A receipt marks its send's range bucket, nothing else: no scope-wide count, no probe, no report.
         if (fresh(ownCountry, event)) applyCountryEvent(ownCountry.stats, event);
-        if (fresh(global, event)) applyCountryEvent(global.stats, event);
+        if (global && fresh(global, event)) applyCountryEvent(global.stats, event);
         continue;
       }
       const own = scope(event.serviceSid);
@@ -302,7 +311,8 @@ export async function consumeGuardEvents(
           ? applyCountryEvent(structuredClone(ownCountry.stats), event)
           : undefined;
       if (ownFresh && facts) foldCountryProbes(ownCountry.state, event, facts.novelRange);
-      if (fresh(global, event)) applyCountryEvent(global.stats, event, serviceTag(event.serviceSid));
+      if (global && fresh(global, event))
+        applyCountryEvent(global.stats, event, serviceTag(event.serviceSid));
       if (scopeFresh && facts) {
         const { novelCountry } = applyScopeEvent(own.stats, event, facts);
         foldScopeProbes(own.state, event, { ...facts, novelCountry });
