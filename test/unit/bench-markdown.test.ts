@@ -158,6 +158,7 @@ describe('benchSection', () => {
           {
             monthlyVerifications: 1_000_000,
             sendsPerSecond: 1_000_000 / 2_592_000,
+            services: 1,
             wru: 2.5,
             rru: 2,
             wruPerBatch: 29,
@@ -166,6 +167,7 @@ describe('benchSection', () => {
             usd: 1.8,
             totalFourServices: 2,
           },
+          // Results of before the deployment's services were counted: no figure.
           {
             monthlyVerifications: 10_000_000,
             sendsPerSecond: 10_000_000 / 2_592_000,
@@ -186,8 +188,8 @@ describe('benchSection', () => {
     expect(section).toContain('### AWS bill per 1,000,000 verifications at 1,000,000 a month (send,');
     // The guard consumer by monthly volume: per batch and per send, and the bill at each volume.
     expect(section).toContain("### The guard's stream consumer by monthly volume");
-    expect(section).toContain('| 1,000,000 | 0.39 | 29 | 23 | 2.50 | 2 | 3.60 | 1.80 | 2.00 |');
-    expect(section).toContain('| 10,000,000 | 3.86 | 43 | 26 | 0.37 | 0.22 | 4.80 | 0.26 | 0.46 |');
+    expect(section).toContain('| 1,000,000 | 1 | 0.39 | 29 | 23 | 2.50 | 2 | 3.60 | 1.80 | 2.00 |');
+    expect(section).toContain('| 10,000,000 | - | 3.86 | 43 | 26 | 0.37 | 0.22 | 4.80 | 0.26 | 0.46 |');
     expect(section).toContain('The bill above prices it at 1,000,000 a month');
     expect(section).toContain('| DynamoDB on-demand | 1.00 | 2.00 | note 1 |');
     expect(section).toContain(`1. ${'b'.repeat(80)}`);
