@@ -185,6 +185,73 @@ export function submitted(err: HTMLElement, run: () => Promise<void>): (event: E
   };
 }
 
+/**
+ * What a page shows and sends back whole with its version (the rules, the guard settings, the channels), so that a
+ * change made on an older copy is refused (409 `conflict`) rather than undo the changes made since.
+ */
+export interface Copy {
+  /** The id of the line that says the page is out of date. */
+  id: string;
+  /** What the page shows, as its button names it: "the rules". */
+  what: string;
+  /** Draws the page again from what the server holds now. */
+  draw: () => Promise<void>;
+}
+
+/**
+ * Says at the top of the page that what it shows is not what the server holds, with a button that reads it again.
+ * The focus goes to the button: the way on, for a keyboard, is there.
+ */
+export function outdated(copy: Copy, message: string): void {
+  const reload = h('button', { type: 'button' }, `Reload ${copy.what}`);
+  reload.addEventListener('click', () => {
+    void copy
+      .draw()
+      .catch((error: unknown) =>
+        outdated(copy, `${capitalized(copy.what)} could not be read: ${errorText(error)}`),
+      );
+  });
+  const banner = h(
+    'div',
+    { id: copy.id, class: 'card', role: 'alert' },
+    h('p', { class: 'error' }, message),
+    reload,
+  );
+  document.getElementById(copy.id)?.remove();
+  app.querySelector('h1')?.after(banner);
+  reload.focus();
+}
+
+/**
+ * Makes a change on the page's copy (`save` sends its version), then draws the page again. Refused as made on an
+ * older copy (another tab, another member, the admin command changed it since), nothing was changed: the whole
+ * page is out of date, so it says so at its top with a way to reload. When the page cannot be read again, what it
+ * shows is from before the save: it says that too, rather than show it as what the server holds.
+ */
+export async function saveCopy(copy: Copy, save: () => Promise<unknown>): Promise<void> {
+  try {
+    await save();
+  } catch (error) {
+    if (error instanceof HttpError && error.code === 'conflict') return outdated(copy, error.message);
+    throw error;
+  }
+  await drawAgain(copy);
+}
+
+/** The page drawn again after a save; when it cannot be read, said at its top (`saveCopy`). */
+export const drawAgain = (copy: Copy): Promise<void> =>
+  copy
+    .draw()
+    .catch((error: unknown) =>
+      outdated(
+        copy,
+        `Saved, but ${copy.what} could not be read again: the page shows them as they were before the save. ${errorText(error)}`,
+      ),
+    );
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
 /** The fields each error line is about, and which of them a message concerns. */
 const errorFields = new WeakMap<
   HTMLElement,

@@ -209,6 +209,8 @@ const schemas = {
     riskCheckOptOut: z.optional(z.boolean()),
     level: z.optional(z.enum(GUARD_LEVELS)),
     safeList: z.optional(z.array(z.string().check(z.maxLength(64))).check(z.maxLength(MAX_SAFE_LIST))),
+    /** The version of the guard settings they were made from (the guard's answer's `guardVersion`), as rules. */
+    guardVersion: z.optional(z.int().check(z.minimum(0))),
   }),
   unblock: z.object({ prefix: z.string().check(z.maxLength(64)) }),
   /** Every cap of one country; absent or null: no such cap. Sends as whole numbers, spend as USD strings. */
@@ -487,7 +489,6 @@ const API_ROUTES: ApiRoute[] = [
   ),
   route('PUT', '/services/:sid/rules', async (deps, { params, body, change }) => {
     const rules = parse(schemas.rules, body);
-    if (rules.rulesVersion === undefined) throw new HttpStatusError(409, 'conflict', STALE_PAGE);
     // The lists are whole, from the page's copy of the rules: made on an older copy, they would undo the changes
     // made since (another tab's, another member's, the admin command's).
     const service = await deps.accounts
@@ -499,13 +500,9 @@ const API_ROUTES: ApiRoute[] = [
           blockedPrefixes: rules.blockedPrefixes.map((prefix) => valid(parseE164Prefix(prefix))),
           ...(rules.allowedCountries !== undefined && { allowedCountries: rules.allowedCountries }),
         },
-        rules.rulesVersion,
+        copyVersion(rules.rulesVersion),
       )
-      .catch((error: unknown) => {
-        if (error instanceof OtpError && error.code === 'conflict')
-          throw new HttpStatusError(409, 'conflict', STALE_RULES);
-        throw error;
-      });
+      .catch(refuseStale(STALE_RULES));
     return json(200, rulesJson(service));
   }),
   route('GET', '/services/:sid/guard', async (deps, { params }) =>
@@ -516,13 +513,21 @@ const API_ROUTES: ApiRoute[] = [
     const sid = params.sid!;
     // Checked before any change: a bad entry changes nothing.
     const safeList = input.safeList?.map((entry) => valid(parseE164Prefix(entry.trim())));
-    // One write: the settings given and their audit records, all or none.
-    await deps.accounts.setGuardSettings(change, sid, {
-      ...(input.level !== undefined && { level: input.level }),
-      ...(safeList !== undefined && { safeList }),
-      ...(input.riskCheckOptOut !== undefined && { riskCheckOptOut: input.riskCheckOptOut }),
-    });
-    return json(200, guardJson(await load(deps, sid)));
+    // One write: the settings given and their audit records, all or none. The page sends them all from its copy:
+    // made on an older one, they would undo the changes made since, as the rules would.
+    const service = await deps.accounts
+      .setGuardSettings(
+        change,
+        sid,
+        {
+          ...(input.level !== undefined && { level: input.level }),
+          ...(safeList !== undefined && { safeList }),
+          ...(input.riskCheckOptOut !== undefined && { riskCheckOptOut: input.riskCheckOptOut }),
+        },
+        copyVersion(input.guardVersion),
+      )
+      .catch(refuseStale(STALE_GUARD));
+    return json(200, guardJson(service));
   }),
   route('POST', '/services/:sid/guard/unblock', async (deps, { params, body, change }) => {
     const { prefix: text } = parse(schemas.unblock, body);
@@ -960,12 +965,28 @@ function serviceJson(service: Service) {
 const highRiskJson = (entries: HighRiskCountry[]) =>
   entries.map(({ country, name, reason, sources }) => ({ country, name, reason, sources }));
 
-/** A rules change from a page that sends no version: loaded before the console's last update. */
+/** A change from a page that sends no version: loaded before the console sent it. */
 const STALE_PAGE =
   'This page was loaded before the console was updated: reload it, then make the change again.';
 
-/** The refusal of a rules change made on an older copy, in the words of the page that made it. */
+/** The refusals of a change made on an older copy, in the words of the page that made it. */
 const STALE_RULES = 'The rules changed since this page was loaded: reload to see them.';
+const STALE_GUARD = 'The guard settings changed since this page was loaded: reload to see them.';
+
+/** The version of the copy a change was made on; none, the page is older than the versions: 409, reload. */
+function copyVersion(version: number | undefined): number {
+  if (version === undefined) throw new HttpStatusError(409, 'conflict', STALE_PAGE);
+  return version;
+}
+
+/** The core's refusal of a change made on an older copy (`conflict`), said as `message`: 409, nothing changed. */
+const refuseStale =
+  (message: string) =>
+  (error: unknown): never => {
+    if (error instanceof OtpError && error.code === 'conflict')
+      throw new HttpStatusError(409, 'conflict', message);
+    throw error;
+  };
 
 const rulesJson = (service: Service) => ({
   /** What a change made on these lists sends back: the rules' version now. */
@@ -1012,6 +1033,8 @@ async function capsJson(deps: ConsoleDeps, service: Service) {
 }
 
 const guardJson = (service: Service) => ({
+  /** What a change made on these settings sends back, as `rulesVersion` for the rules. */
+  guardVersion: service.guardVersion ?? 0,
   guardLevel: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level,
   guardLevels: GUARD_LEVELS,
   safeList: service.guard?.safeList ?? [],

@@ -57,6 +57,11 @@ export interface Service {
   webhookEndpoints: string[];
   /** The pumping guard's level, safe list and RiskCheck permission (absent: `DEFAULT_GUARD_SETTINGS`). */
   guard?: ServiceGuardSettings;
+  /**
+   * Counts the changes of the guard's level, safe list and RiskCheck permission, as `rulesVersion` counts the
+   * rules' (not the caps': a change of one country's caps is made on the caps as they are).
+   */
+  guardVersion?: number;
   /** SMS parts a new template may take (an operator's setting); absent: the default (core/accounts/formats.ts). */
   templateSmsParts?: number;
   /** Active API keys the service may hold (an operator's setting); absent: the default (core/accounts/formats.ts). */

@@ -886,6 +886,43 @@ test('a change made on lists older than the rules is refused, never undoing a sa
   problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
 });
 
+test('a guard change made on settings older than the guard is refused, never undoing another; the page offers to reload', async () => {
+  const guardNow = async () => (await stackAccounts().getService(demo.serviceSid))!.guard;
+  const before = await guardNow();
+  await go(`/s/${demo.serviceSid}/guard`, '#guard-level');
+  try {
+    // Another tab, or the admin command, adds a number to the safe list once this page has read the settings.
+    await stackAccounts().setGuardSafeList({ actor: 'cli:browser-test' }, demo.serviceSid, [
+      ...(before?.safeList ?? []),
+      '+447400555',
+    ]);
+    // This page changes the level, sending the safe list it shows (without that number).
+    await page.select('#guard-level', 'shadow');
+    const settled = quietFor(300);
+    await clickButton('Save guard setting');
+    await settled;
+    expect((await guardNow())?.safeList).toContain('+447400555');
+    expect((await guardNow())?.level).toBe(before?.level ?? 'standard');
+    // Refused, said at the top of the page with the way on, where the focus is; not as the form's error.
+    expect(await text('#guard-outdated p')).toBe(
+      'The guard settings changed since this page was loaded: reload to see them.',
+    );
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Reload the guard settings');
+    expect(await text('#guard-error')).toBe('');
+    expect(await page.$eval('#guard-level', (el) => el.getAttribute('aria-invalid'))).toBeNull();
+    await clickButton('Reload the guard settings');
+    await page.waitForFunction(() =>
+      (document.querySelector('#safe-list') as HTMLInputElement | null)?.value.includes('+447400555'),
+    );
+    expect(await page.$('#guard-outdated')).toBeNull();
+  } finally {
+    await stackAccounts().setGuardSettings({ actor: 'cli:browser-test' }, demo.serviceSid, {
+      level: before?.level ?? 'standard',
+      safeList: before?.safeList ?? [],
+    });
+  }
+});
+
 test('a save the page failed to read back says so, rather than show the lists from before as they are', async () => {
   const rulesPath = `/console/api/services/${demo.serviceSid}/rules`;
   const before = (await stackAccounts().getService(demo.serviceSid))!.rules;

@@ -147,6 +147,7 @@ describe('console', () => {
     firstTemplate?: string;
     webhook?: string;
     rulesVersion?: number;
+    guardVersion?: number;
   } = {};
   let balanceBefore = 0;
   const runs: ConsoleRun[] = [
@@ -240,11 +241,20 @@ describe('console', () => {
         },
       ],
     },
-    { route: 'GET /services/:sid/guard', path: () => `/services/${sid()}/guard` },
+    {
+      route: 'GET /services/:sid/guard',
+      path: () => `/services/${sid()}/guard`,
+      then: (body) => (made.guardVersion = body.guardVersion as number),
+    },
     {
       route: 'PUT /services/:sid/guard',
       path: () => `/services/${sid()}/guard`,
-      body: () => ({ riskCheckOptOut: true, level: 'shadow', safeList: ['+447400'] }),
+      body: () => ({
+        riskCheckOptOut: true,
+        level: 'shadow',
+        safeList: ['+447400'],
+        guardVersion: made.guardVersion,
+      }),
       expect: () => [
         { action: 'guard.risk_check', before: { riskCheckOptOut: false }, after: { riskCheckOptOut: true } },
         { action: 'guard.level', before: { level: 'standard' }, after: { level: 'shadow' } },

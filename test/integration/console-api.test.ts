@@ -12,6 +12,7 @@ import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { GLOBAL_SCOPE, consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
 import { serviceTag } from '../../functions/core/guard/aggregates';
+import { CHANNELS } from '../../functions/core/routing';
 import {
   BY_TEST,
   dynamoEndpoint,
@@ -58,6 +59,12 @@ async function call(
     // CSV
   }
   return { status: response.status, body: parsed, text, headers: response.headers };
+}
+
+/** A change of the guard settings as their page makes it: on the settings read just before (their version). */
+async function putGuard(token: string, sid: string, body: Record<string, unknown>): Promise<Answer> {
+  const { guardVersion } = (await call(token, 'GET', `/services/${sid}/guard`)).body;
+  return call(token, 'PUT', `/services/${sid}/guard`, { guardVersion, ...body });
 }
 
 let alice: string;
@@ -201,11 +208,11 @@ describe('membership', () => {
       operatorActor.actor,
     );
     // A member's own console changes keep their actor.
-    await call(alice, 'PUT', `/services/${a.serviceSid}/guard`, { level: 'strict' });
+    await putGuard(alice, a.serviceSid, { level: 'strict' });
     expect(
       level((await call(alice, 'GET', `/services/${a.serviceSid}/audit`)).body.records, 'strict'),
     ).toMatch(/^console:/);
-    await call(alice, 'PUT', `/services/${a.serviceSid}/guard`, { level: 'standard' });
+    await putGuard(alice, a.serviceSid, { level: 'standard' });
   });
 
   test("a verification of B is not found under A's path", async () => {
@@ -535,6 +542,7 @@ describe('a body that breaks the schema', () => {
       ['PUT', 'guard', { level: 'paranoid' }, 'level must be one of: off, shadow, standard, strict.'],
       ['PUT', 'guard', { riskCheckOptOut: 'yes' }, 'riskCheckOptOut must be true or false.'],
       ['PUT', 'guard', [], 'The body must be a JSON object.'],
+      ['PUT', 'guard', { level: 'off', guardVersion: -1 }, 'guardVersion must be at least 0.'],
       ['POST', 'webhooks', { url: '' }, 'url is empty.'],
     ];
     for (const [method, path, body, message] of cases) {
@@ -613,16 +621,19 @@ describe('static controls: the country allow-list and the RiskCheck permission',
       guardLevel: 'standard',
       riskCheckOptOut: false,
     });
-    expect(
-      (await call(bob, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: true })).status,
-    ).toBe(403);
+    expect((await putGuard(bob, c.serviceSid, { riskCheckOptOut: true })).status).toBe(403);
     // A personal number (+4470, a shipped high-risk range): the guard refuses it, RiskCheck=disable or not.
     const personal = '+447011234567';
     expect((await harness.client(c).send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
       code: 'blocked_by_policy',
     });
-    const allowed = await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: true });
+    const { guardVersion } = (await call(operator, 'GET', `/services/${c.serviceSid}/guard`)).body;
+    const allowed = await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, {
+      riskCheckOptOut: true,
+      guardVersion,
+    });
     expect(allowed.body).toEqual({
+      guardVersion: (guardVersion as number) + 1,
       guardLevel: 'standard',
       guardLevels: ['off', 'shadow', 'standard', 'strict'],
       safeList: [],
@@ -632,10 +643,8 @@ describe('static controls: the country allow-list and the RiskCheck permission',
     expect((await harness.client(c).send({ To: personal, RiskCheck: 'disable' })).body).toMatchObject({
       code: 'no_eligible_channel',
     });
-    expect(
-      (await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: 'yes' })).status,
-    ).toBe(400);
-    await call(operator, 'PUT', `/services/${c.serviceSid}/guard`, { riskCheckOptOut: false });
+    expect((await putGuard(operator, c.serviceSid, { riskCheckOptOut: 'yes' })).status).toBe(400);
+    await putGuard(operator, c.serviceSid, { riskCheckOptOut: false });
     expect((await harness.accounts.getService(c.serviceSid))?.guard?.riskCheckOptOut).toBeUndefined();
   });
 });
@@ -818,8 +827,7 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
   });
 
   test('level and safe list: saved with an audit record each; a bad entry changes nothing', async () => {
-    const put = (body: Record<string, unknown>) =>
-      call(operator, 'PUT', `/services/${d.serviceSid}/guard`, body);
+    const put = (body: Record<string, unknown>) => putGuard(operator, d.serviceSid, body);
     const saved = await put({ level: 'shadow', safeList: ['+447400', ' +1415555 ', '+447400'] });
     expect(saved.status).toBe(200);
     expect(saved.body).toMatchObject({ guardLevel: 'shadow', safeList: ['+1415555', '+447400'] });
@@ -843,7 +851,7 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
       safeList: ['+1415555', '+447400'],
     });
     expect((await put({ safeList: [] })).body).toMatchObject({ safeList: [] });
-    expect((await call(alice, 'PUT', `/services/${d.serviceSid}/guard`, { level: 'off' })).status).toBe(403);
+    expect((await putGuard(alice, d.serviceSid, { level: 'off' })).status).toBe(403);
     // The accounts core checks as much for every caller (the admin command too).
     const many = Array.from({ length: 101 }, (_, i) => `+4474${String(i).padStart(3, '0')}`);
     for (const change of [
@@ -868,7 +876,7 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
     });
     // `+3` is the start of many calling codes (+31, +33, +34…), so it covers whole countries too.
     await expect(set(['+3'])).rejects.toMatchObject({ code: 'invalid_parameter' });
-    const put = await call(operator, 'PUT', `/services/${d.serviceSid}/guard`, { safeList: ['+49'] });
+    const put = await putGuard(operator, d.serviceSid, { safeList: ['+49'] });
     expect(put.status).toBe(400);
     expect(put.body).toMatchObject({
       code: 'invalid_parameter',
@@ -880,6 +888,92 @@ describe("the pumping guard's page: blocks in force, lifting them, level and saf
     await harness.accounts.store.updateService(d.serviceSid, { guardSafeList: ['+1'] }, []);
     expect((await set(['+1', '+447400'])).guard?.safeList).toEqual(['+1', '+447400']);
     expect((await set([])).guard?.safeList).toEqual([]);
+  });
+
+  test('two tabs changing the guard at once: the change made on the older copy is refused 409 and changes nothing', async () => {
+    const path = `/services/${d.serviceSid}/guard`;
+    // Each tab's copy: read by both before either changes anything.
+    const tabA = (await call(operator, 'GET', path)).body;
+    const tabB = (await call(operator, 'GET', path)).body;
+    /** What the page sends: every setting from its copy, the ones changed, and the copy's version. */
+    const save = (copy: Record<string, unknown>, changed: Record<string, unknown>) =>
+      call(operator, 'PUT', path, {
+        level: copy.guardLevel,
+        safeList: copy.safeList,
+        riskCheckOptOut: copy.riskCheckOptOut,
+        guardVersion: copy.guardVersion,
+        ...changed,
+      });
+    const guardChanges = async () =>
+      (await harness.accounts.auditTrail(d.serviceSid, 500)).filter((r) => r.action.startsWith('guard.'))
+        .length;
+
+    // A adds a number to the safe list; B, on its older copy, changes the level.
+    const first = await save(tabA, { safeList: [...(tabA.safeList as string[]), '+447400555'] });
+    expect(first.status).toBe(200);
+    const recorded = await guardChanges();
+    const stale = await save(tabB, { level: 'shadow' });
+    const now = (await call(operator, 'GET', path)).body;
+    // A's number stays; B's level was not written, nor any record.
+    expect(now.safeList).toContain('+447400555');
+    expect([stale.status, stale.body]).toEqual([
+      409,
+      {
+        code: 'conflict',
+        message: 'The guard settings changed since this page was loaded: reload to see them.',
+      },
+    ]);
+    expect(now).toMatchObject({ guardLevel: tabA.guardLevel, guardVersion: first.body.guardVersion });
+    expect(await guardChanges()).toBe(recorded);
+
+    // Settings sent without the version they were made on (a page loaded before the console sent it).
+    const unversioned = await call(operator, 'PUT', path, { level: 'shadow' });
+    expect([unversioned.status, unversioned.body.code]).toEqual([409, 'conflict']);
+    expect(unversioned.body.message).toMatch(
+      /^This page was loaded before the console was updated: reload it/,
+    );
+    expect(await guardChanges()).toBe(recorded);
+
+    // Made on the settings read again, the change keeps both.
+    const again = await save(now, { level: 'shadow' });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ guardLevel: 'shadow', safeList: ['+447400555'] });
+    // An operator's change with the admin command (a fresh read of its own) also makes older copies stale.
+    await harness.accounts.setRiskCheckOptOut(BY_TEST, d.serviceSid, true);
+    expect((await save(again.body, { safeList: [] })).status).toBe(409);
+    const last = (await call(operator, 'GET', path)).body;
+    expect(last).toMatchObject({ guardLevel: 'shadow', safeList: ['+447400555'], riskCheckOptOut: true });
+    // Neither the rules' nor the channels' changes move the guard's version: their pages are others.
+    await harness.accounts.setRules(BY_TEST, d.serviceSid, { blockedPrefixes: [] });
+    await harness.accounts.setChannels(BY_TEST, d.serviceSid, ['sms']);
+    const restored = await save(last, { level: tabA.guardLevel, safeList: [], riskCheckOptOut: false });
+    expect(restored.status).toBe(200);
+    await harness.accounts.setChannels(BY_TEST, d.serviceSid, [...CHANNELS]);
+  });
+
+  test('changes of the guard made without a version (the admin command reads them just before) all land, at once too', async () => {
+    const path = `/services/${d.serviceSid}/guard`;
+    const before = (await call(operator, 'GET', path)).body;
+    // Each write holds only while the settings are the ones it read: those that meet another read them again.
+    await Promise.all([
+      harness.accounts.setGuardLevel(BY_TEST, d.serviceSid, 'shadow'),
+      harness.accounts.setGuardSafeList(BY_TEST, d.serviceSid, ['+447400777']),
+      harness.accounts.setRiskCheckOptOut(BY_TEST, d.serviceSid, true),
+    ]);
+    const after = (await call(operator, 'GET', path)).body;
+    expect(after).toMatchObject({
+      guardVersion: (before.guardVersion as number) + 3,
+      guardLevel: 'shadow',
+      safeList: ['+447400777'],
+      riskCheckOptOut: true,
+    });
+    const records = (await harness.accounts.auditTrail(d.serviceSid, 3)).map((r) => r.action).sort();
+    expect(records).toEqual(['guard.level', 'guard.risk_check', 'guard.safelist']);
+    await putGuard(operator, d.serviceSid, {
+      level: before.guardLevel,
+      safeList: [],
+      riskCheckOptOut: false,
+    });
   });
 });
 

@@ -3,7 +3,7 @@
  * refuse its sends now (each lifted with a click, for an hour), and its decisions with the money they saved.
  */
 import { api, type Json } from '../api';
-import { action, formError, h, show, submitted, table, when } from '../dom';
+import { action, formError, h, saveCopy, show, submitted, table, when, type Copy } from '../dom';
 
 interface BlockView {
   blocked: string;
@@ -76,6 +76,8 @@ export async function guardPage(sid: string): Promise<void> {
   const err = formError('guard-error', [level, safeList, riskCheck], (message) =>
     /prefix|safe ?list/i.test(message) ? [safeList] : [],
   );
+  // The form sends every setting from the page's copy: made on an older one, it is refused, said at the top.
+  const copy: Copy = { id: 'guard-outdated', what: 'the guard settings', draw: () => guardPage(sid) };
   const lift = (prefix: string, label: string) =>
     action(label, async () => {
       await api('POST', `/services/${sid}/guard/unblock`, { prefix });
@@ -92,14 +94,16 @@ export async function guardPage(sid: string): Promise<void> {
       'form',
       {
         class: 'card',
-        onsubmit: submitted(err, async () => {
-          await api('PUT', `/services/${sid}/guard`, {
-            level: level.value,
-            safeList: safeList.value.split(/[\s,]+/).filter((entry) => entry !== ''),
-            riskCheckOptOut: riskCheck.checked,
-          });
-          await guardPage(sid);
-        }),
+        onsubmit: submitted(err, () =>
+          saveCopy(copy, () =>
+            api('PUT', `/services/${sid}/guard`, {
+              level: level.value,
+              safeList: safeList.value.split(/[\s,]+/).filter((entry) => entry !== ''),
+              riskCheckOptOut: riskCheck.checked,
+              guardVersion: g.guardVersion,
+            }),
+          ),
+        ),
       },
       h(
         'p',

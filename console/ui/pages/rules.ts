@@ -1,7 +1,20 @@
 /** The delivery rules page: blocked countries and prefixes, the country allow-list and the caps per country. */
 import { E164_PREFIX_PATTERN } from '../../../functions/core/accounts/formats';
-import { api, HttpError, type Json } from '../api';
-import { action, app, countryOption, formError, h, show, submitted, table, when } from '../dom';
+import { api, type Json } from '../api';
+import {
+  action,
+  app,
+  countryOption,
+  drawAgain,
+  formError,
+  h,
+  saveCopy,
+  show,
+  submitted,
+  table,
+  when,
+  type Copy,
+} from '../dom';
 
 export interface HighRisk {
   country: string;
@@ -25,55 +38,16 @@ async function alone<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/**
- * Says at the top of the page that the lists it shows are not the rules as they are, with a button that reads
- * them again. The focus goes to the button: the way on, for a keyboard, is there.
- */
-function outdated(sid: string, message: string): void {
-  const reload = h('button', { type: 'button' }, 'Reload the rules');
-  reload.addEventListener('click', () => {
-    void rulesPage(sid).catch((error: unknown) =>
-      outdated(sid, `The rules could not be read: ${error instanceof Error ? error.message : String(error)}`),
-    );
-  });
-  const banner = h(
-    'div',
-    { id: 'rules-outdated', class: 'card', role: 'alert' },
-    h('p', { class: 'error' }, message),
-    reload,
-  );
-  document.getElementById('rules-outdated')?.remove();
-  app.querySelector('h1')?.after(banner);
-  reload.focus();
-}
+/** The rules as the page shows them: made on an older copy, a change is refused and the page says so. */
+const rulesCopy = (sid: string): Copy => ({
+  id: 'rules-outdated',
+  what: 'the rules',
+  draw: () => rulesPage(sid),
+});
 
-/**
- * Saves the rules made from the page's copy of them (`rulesVersion`: the copy's), then draws the page again.
- * Refused because the rules changed since the page read them (another tab, another member, the admin command: 409
- * `conflict`), nothing was changed: the whole page is out of date, so it says so at its top, with a way to reload.
- */
+/** Saves the rules made from the page's copy of them (`rulesVersion`: the copy's), then draws the page again. */
 const saveRules = (sid: string, body: Json) =>
-  alone(async () => {
-    try {
-      await api('PUT', `/services/${sid}/rules`, body);
-    } catch (error) {
-      if (error instanceof HttpError && error.code === 'conflict') return outdated(sid, error.message);
-      throw error;
-    }
-    await drawAgain(sid);
-  });
-
-/**
- * The page drawn again after a save. When the rules cannot be read again, the lists it shows are from before the
- * save: it says so, rather than show them as the rules (a change made on them would be refused).
- */
-const drawAgain = (sid: string) =>
-  rulesPage(sid).catch((error: unknown) =>
-    outdated(
-      sid,
-      `Saved, but the rules could not be read again: the page shows them as they were before the save. ${error instanceof Error ? error.message : String(error)}`,
-    ),
-  );
+  alone(() => saveCopy(rulesCopy(sid), () => api('PUT', `/services/${sid}/rules`, body)));
 
 /** The country allow-list beside the blocked lists: a deny entry wins; no list is every served country. */
 function allowListSection(sid: string, r: Json): HTMLElement {
@@ -210,7 +184,9 @@ function capsSection(sid: string, c: Json): HTMLElement {
   country.addEventListener('change', fill);
   fill();
   const put = (code: string, body: Json) =>
-    api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() => drawAgain(sid));
+    api('PUT', `/services/${sid}/caps/${encodeURIComponent(code)}`, body).then(() =>
+      drawAgain(rulesCopy(sid)),
+    );
   return h(
     'section',
     { id: 'caps', 'aria-label': 'Caps' },

@@ -111,14 +111,16 @@ function settingsUpdate(change: ServiceSettingsChange): {
       set.push('prices.#country = :price');
     }
   }
-  // Every writer of the rules (the console, the admin command) moves their version, so that a change made on an
-  // older copy of them is refused whoever made the changes since.
+  // Every writer of the rules or the guard settings (the console, the admin command) moves their version, so that
+  // a change made on an older copy of them is refused whoever made the changes since.
   const rules = 'blockedCountries' in change || 'blockedPrefixes' in change || 'allowedCountries' in change;
-  if (rules) values[':one'] = 1;
+  const guard = 'guardLevel' in change || 'guardSafeList' in change || 'riskCheckOptOut' in change;
+  const versions = [rules && 'rules_version', guard && 'guard_version'].filter((v) => v !== false);
+  if (versions.length > 0) values[':one'] = 1;
   const expression = [
     set.length > 0 ? `SET ${set.join(', ')}` : '',
     remove.length > 0 ? `REMOVE ${remove.join(', ')}` : '',
-    rules ? 'ADD rules_version :one' : '',
+    versions.length > 0 ? `ADD ${versions.map((version) => `${version} :one`).join(', ')}` : '',
   ]
     .filter(Boolean)
     .join(' ');
@@ -476,14 +478,17 @@ export class DynamoAccountStore implements AccountStore {
         values[':expected_guard_caps'] = expected.guardCaps;
       }
     }
-    if (expected?.rulesVersion !== undefined) {
-      // 0: the rules were never changed, so their item has no version yet.
-      if (expected.rulesVersion === 0) conditions.push('attribute_not_exists(rules_version)');
+    const version = (attribute: string, value: number | undefined) => {
+      if (value === undefined) return;
+      // 0: never changed, so the item has no version yet.
+      if (value === 0) conditions.push(`attribute_not_exists(${attribute})`);
       else {
-        conditions.push('rules_version = :expected_rules_version');
-        values[':expected_rules_version'] = expected.rulesVersion;
+        conditions.push(`${attribute} = :expected_${attribute}`);
+        values[`:expected_${attribute}`] = value;
       }
-    }
+    };
+    version('rules_version', expected?.rulesVersion);
+    version('guard_version', expected?.guardVersion);
     try {
       await this.transact([
         {

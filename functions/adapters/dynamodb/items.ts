@@ -184,6 +184,7 @@ export function serviceToItem(s: Service): Item {
     ...(s.guard && { guard_level: s.guard.level, guard_safe_list: s.guard.safeList }),
     ...(s.guard?.riskCheckOptOut && { guard_risk_check_opt_out: true }),
     ...(s.guard?.caps && { guard_caps: s.guard.caps }),
+    ...(s.guardVersion !== undefined && { guard_version: s.guardVersion }),
     ...(s.templateSmsParts !== undefined && { template_sms_parts: s.templateSmsParts }),
     ...(s.apiKeyLimit !== undefined && { api_key_limit: s.apiKeyLimit }),
     ...(s.activeApiKeys !== undefined && { active_api_keys: s.activeApiKeys }),
@@ -211,6 +212,7 @@ export function serviceFromItem(item: Item): Service {
     webhookEndpoints:
       item.webhook_endpoints instanceof Set ? [...(item.webhook_endpoints as Set<string>)].sort() : [],
     ...(guardSettingsFromItem(item) && { guard: guardSettingsFromItem(item) }),
+    ...(typeof item.guard_version === 'number' && { guardVersion: item.guard_version }),
     ...(typeof item.template_sms_parts === 'number' && { templateSmsParts: item.template_sms_parts }),
     ...(typeof item.api_key_limit === 'number' && { apiKeyLimit: item.api_key_limit }),
     ...(typeof item.active_api_keys === 'number' && { activeApiKeys: item.active_api_keys }),

@@ -539,7 +539,7 @@ export class Accounts {
     for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
       const service = await this.service(serviceSid);
       const version = service.rulesVersion ?? 0;
-      if (readVersion !== undefined && readVersion !== version) throw staleRules();
+      if (readVersion !== undefined && readVersion !== version) throw stale('rules');
       const before = {
         ...(change.blockedCountries && { blockedCountries: service.rules.blockedCountries }),
         ...(change.blockedPrefixes && { blockedPrefixes: service.rules.blockedPrefixes }),
@@ -553,7 +553,7 @@ export class Accounts {
         if (!(error instanceof SettingsChanged)) throw error;
         // Changed since the read: a change made on a copy is refused; one without a version (the admin command's,
         // made on the rules it read just before) is written after reading them again, for its record's `before`.
-        if (readVersion !== undefined) throw staleRules();
+        if (readVersion !== undefined) throw stale('rules');
       }
     }
     throw new Error("Changing the delivery rules kept meeting other changes of the service's rules");
@@ -576,12 +576,15 @@ export class Accounts {
   /**
    * The guard's level, safe list and RiskCheck permission, any of them: every one given is checked before
    * anything is written, then all are written in one transaction, each with its own audit record
-   * (`guard.level`, `guard.safelist`, `guard.risk_check`).
+   * (`guard.level`, `guard.safelist`, `guard.risk_check`). With `readVersion` (the `guardVersion` of the copy
+   * they were made on), settings made on a copy older than the guard's are refused (`conflict`) and change
+   * nothing, as `setRules` refuses rules; without, they are written over a fresh read.
    */
   async setGuardSettings(
     context: ChangeContext,
     serviceSid: string,
     settings: { level?: GuardLevel; safeList?: string[]; riskCheckOptOut?: boolean },
+    readVersion?: number,
   ): Promise<Service> {
     const { level, safeList, riskCheckOptOut } = settings;
     if (level !== undefined && !isGuardLevel(level))
@@ -594,30 +597,42 @@ export class Accounts {
       if (nextSafeList.length > MAX_SAFE_LIST)
         throw new OtpError('invalid_parameter', `A safe list holds at most ${MAX_SAFE_LIST} entries.`);
     }
-    const service = await this.service(serviceSid);
-    if (nextSafeList !== undefined) refuseWholeCountries(nextSafeList, service.guard?.safeList ?? []);
-    const change: Parameters<AccountStore['updateService']>[1] = {};
-    const records: AuditRecord[] = [];
-    const record = (action: string, before: unknown, after: unknown) =>
-      records.push(this.changeRecord(context, serviceSid, action, before, after));
-    if (level !== undefined) {
-      change.guardLevel = level;
-      record('guard.level', { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level }, { level });
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const service = await this.service(serviceSid);
+      const version = service.guardVersion ?? 0;
+      if (readVersion !== undefined && readVersion !== version) throw stale('guard settings');
+      if (nextSafeList !== undefined) refuseWholeCountries(nextSafeList, service.guard?.safeList ?? []);
+      const change: Parameters<AccountStore['updateService']>[1] = {};
+      const records: AuditRecord[] = [];
+      const record = (action: string, before: unknown, after: unknown) =>
+        records.push(this.changeRecord(context, serviceSid, action, before, after));
+      if (level !== undefined) {
+        change.guardLevel = level;
+        record('guard.level', { level: service.guard?.level ?? DEFAULT_GUARD_SETTINGS.level }, { level });
+      }
+      if (nextSafeList !== undefined) {
+        change.guardSafeList = nextSafeList;
+        record('guard.safelist', { safeList: service.guard?.safeList ?? [] }, { safeList: nextSafeList });
+      }
+      if (riskCheckOptOut !== undefined) {
+        change.riskCheckOptOut = riskCheckOptOut;
+        record(
+          'guard.risk_check',
+          { riskCheckOptOut: service.guard?.riskCheckOptOut === true },
+          { riskCheckOptOut },
+        );
+      }
+      if (records.length === 0) return service;
+      try {
+        await this.deps.store.updateService(serviceSid, change, records, { guardVersion: version });
+        return this.service(serviceSid);
+      } catch (error) {
+        if (!(error instanceof SettingsChanged)) throw error;
+        // As for the rules: a copy's change is refused, one without a version read again (its records' `before`).
+        if (readVersion !== undefined) throw stale('guard settings');
+      }
     }
-    if (nextSafeList !== undefined) {
-      change.guardSafeList = nextSafeList;
-      record('guard.safelist', { safeList: service.guard?.safeList ?? [] }, { safeList: nextSafeList });
-    }
-    if (riskCheckOptOut !== undefined) {
-      change.riskCheckOptOut = riskCheckOptOut;
-      record(
-        'guard.risk_check',
-        { riskCheckOptOut: service.guard?.riskCheckOptOut === true },
-        { riskCheckOptOut },
-      );
-    }
-    if (records.length > 0) await this.deps.store.updateService(serviceSid, change, records);
-    return this.service(serviceSid);
+    throw new Error("Changing the guard settings kept meeting other changes of the service's guard settings");
   }
 
   /**
@@ -802,11 +817,11 @@ export class Accounts {
   }
 }
 
-/** A change of the rules made on an older copy of them. */
-const staleRules = () =>
+/** A change made on an older copy of the settings it sets (their version moved since). */
+const stale = (settings: 'rules' | 'guard settings') =>
   new OtpError(
     'conflict',
-    'The rules changed since they were read: read them again and make the change there.',
+    `The ${settings} changed since they were read: read them again and make the change there.`,
   );
 
 export const smsPartLimit = (service: Service): number =>

@@ -113,11 +113,13 @@ export interface ExpectedSettings {
   guardCaps?: Record<string, CountryCaps> | undefined;
   /** The rules' version (`Service.rulesVersion`; 0: no change of them yet). */
   rulesVersion?: number;
+  /** The guard settings' version (`Service.guardVersion`; 0: no change of them yet). */
+  guardVersion?: number;
 }
 
 /**
  * The service-item fields a plain settings change sets; `undefined` removes the field. A change of any rules list
- * also adds 1 to the rules' version.
+ * also adds 1 to the rules' version; of the guard's level, safe list or RiskCheck permission, to the guard's.
  */
 export interface ServiceSettingsChange {
   enabledChannels?: Channel[];
