@@ -186,7 +186,11 @@ const schemas = {
   }),
   // `key`: the page's key for this top-up, the same on a retry after an error (credited once).
   topUp: z.object({ amount: usd, key: z.optional(z.string().check(z.maxLength(191))) }),
-  channels: z.object({ channels: channelList }),
+  channels: z.object({
+    channels: channelList,
+    /** The version of the channels the list was made from (the service's answer's `channelsVersion`), as rules. */
+    channelsVersion: z.optional(z.int().check(z.minimum(0))),
+  }),
   // The formats (length, {code}, SMS parts, locale) are the accounts core's.
   template: z.object({
     body: z.string().check(z.maxLength(16 * 1024)),
@@ -330,11 +334,12 @@ const API_ROUTES: ApiRoute[] = [
     json(200, serviceJson(await load(deps, params.sid!))),
   ),
   route('PUT', '/services/:sid/channels', async (deps, { params, body, change }) => {
-    const { channels } = parse(schemas.channels, body);
-    return json(
-      200,
-      serviceJson(await deps.accounts.setChannels(change, params.sid!, channels as Channel[])),
-    );
+    const { channels, channelsVersion } = parse(schemas.channels, body);
+    // The list is whole, from the page's boxes: made on an older copy, it would undo the changes made since.
+    const service = await deps.accounts
+      .setChannels(change, params.sid!, channels as Channel[], copyVersion(channelsVersion))
+      .catch(refuseStale(STALE_CHANNELS));
+    return json(200, serviceJson(service));
   }),
   route('GET', '/services/:sid/keys', async (deps, { params }) => {
     const [service, keys] = await Promise.all([
@@ -954,6 +959,8 @@ function serviceJson(service: Service) {
     name: service.name,
     balance: formatUnits(service.balance),
     channels: service.enabledChannels,
+    /** What a change made on these channels sends back, as `rulesVersion` for the rules. */
+    channelsVersion: service.channelsVersion ?? 0,
     allChannels: CHANNELS,
     defaultTemplate: service.defaultTemplate ?? null,
     createdAt: service.createdAt,
@@ -972,6 +979,7 @@ const STALE_PAGE =
 /** The refusals of a change made on an older copy, in the words of the page that made it. */
 const STALE_RULES = 'The rules changed since this page was loaded: reload to see them.';
 const STALE_GUARD = 'The guard settings changed since this page was loaded: reload to see them.';
+const STALE_CHANNELS = 'The channels changed since this page was loaded: reload to see them.';
 
 /** The version of the copy a change was made on; none, the page is older than the versions: 409, reload. */
 function copyVersion(version: number | undefined): number {

@@ -24,7 +24,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   /** The console: a service already has as many of a thing (webhook endpoints) as it may. */
   | 'too_many'
-  /** The console: a change made on a copy of settings (the delivery rules, the guard's) older than them. */
+  /** The console: a change made on a copy of settings (the rules, the guard's, the channels) older than them. */
   | 'conflict'
   | 'invalid_signature'
   | 'service_unavailable'

@@ -42,6 +42,8 @@ export interface Service {
    */
   balanceShards?: number;
   enabledChannels: Channel[];
+  /** Counts the changes of `enabledChannels`, as `rulesVersion` counts the rules'. */
+  channelsVersion?: number;
   rules: DeliveryRules;
   /**
    * Counts the changes of `rules` (every write of a rules list adds 1; absent: none yet, 0): a change made on a

@@ -80,7 +80,7 @@ const CODE_CAUSES: Readonly<Record<ErrorCode, string>> = {
   too_many:
     'The console only: the service already has as many webhook endpoints, API keys or templates as it may.',
   conflict:
-    'The console only: a change of the delivery rules or the guard settings made on a copy of them older than they are; nothing changed.',
+    'The console only: a change of the delivery rules, the guard settings or the channels made on a copy of them older than they are; nothing changed.',
   service_unavailable:
     'More than 25 simultaneous sends to one number keep conflicting, or DynamoDB answers too slowly for the send to learn in its time whether a charge stands; nothing was charged: retry shortly.',
   internal_error:

@@ -14,6 +14,7 @@ import { hashApiKey, systemClock } from '../../functions/adapters/crypto';
 import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../functions/adapters/dynamodb/keys';
+import { CHANNELS } from '../../functions/core/routing';
 import { jsonLogger } from '../../functions/adapters/logger';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from '../../local/seed';
 import { startLocalGuard } from '../../local/guard';
@@ -920,6 +921,42 @@ test('a guard change made on settings older than the guard is refused, never und
       level: before?.level ?? 'standard',
       safeList: before?.safeList ?? [],
     });
+  }
+});
+
+test('a channels change made on boxes older than the channels is refused, never undoing another; the page offers to reload', async () => {
+  const by = { actor: 'cli:browser-test' };
+  const channelsNow = async () => (await stackAccounts().getService(demo.serviceSid))!.enabledChannels;
+  const before = await channelsNow();
+  await stackAccounts().setChannels(by, demo.serviceSid, [...CHANNELS]);
+  await go(`/s/${demo.serviceSid}/settings`, '#ch-viber');
+  try {
+    // Another tab turns WhatsApp off once this page has read the channels.
+    await stackAccounts().setChannels(
+      by,
+      demo.serviceSid,
+      CHANNELS.filter((c) => c !== 'whatsapp'),
+    );
+    // This page turns Viber off, its WhatsApp box still ticked.
+    await page.click('#ch-viber');
+    const settled = quietFor(300);
+    await clickButton('Save channels');
+    await settled;
+    expect(await channelsNow()).not.toContain('whatsapp');
+    expect(await channelsNow()).toContain('viber');
+    // Refused, said at the top of the page with the way on, where the focus is; no box marked invalid.
+    expect(await text('#channels-outdated p')).toBe(
+      'The channels changed since this page was loaded: reload to see them.',
+    );
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Reload the channels');
+    expect(await page.$eval('#ch-viber', (el) => el.getAttribute('aria-invalid'))).toBeNull();
+    await clickButton('Reload the channels');
+    await page.waitForFunction(
+      () => (document.querySelector('#ch-whatsapp') as HTMLInputElement | null)?.checked === false,
+    );
+    expect(await page.$('#channels-outdated')).toBeNull();
+  } finally {
+    await stackAccounts().setChannels(by, demo.serviceSid, before);
   }
 });
 

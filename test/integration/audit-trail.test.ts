@@ -148,6 +148,7 @@ describe('console', () => {
     webhook?: string;
     rulesVersion?: number;
     guardVersion?: number;
+    channelsVersion?: number;
   } = {};
   let balanceBefore = 0;
   const runs: ConsoleRun[] = [
@@ -162,11 +163,15 @@ describe('console', () => {
         { action: 'service.create', scope: made.service!, after: { name: 'Audited', balance: 10_000 } },
       ],
     },
-    { route: 'GET /services/:sid', path: () => `/services/${sid()}` },
+    {
+      route: 'GET /services/:sid',
+      path: () => `/services/${sid()}`,
+      then: (body) => (made.channelsVersion = body.channelsVersion as number),
+    },
     {
       route: 'PUT /services/:sid/channels',
       path: () => `/services/${sid()}/channels`,
-      body: () => ({ channels: ['sms', 'whatsapp'] }),
+      body: () => ({ channels: ['sms', 'whatsapp'], channelsVersion: made.channelsVersion }),
       expect: () => [
         {
           action: 'channels.set',

@@ -12,7 +12,7 @@ import { DynamoGuardStore } from '../../functions/adapters/dynamodb/guard';
 import { GLOBAL_SCOPE, consumeGuardEvents } from '../../functions/core/guard/consumer';
 import { defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
 import { serviceTag } from '../../functions/core/guard/aggregates';
-import { CHANNELS } from '../../functions/core/routing';
+import { CHANNELS, type Channel } from '../../functions/core/routing';
 import {
   BY_TEST,
   dynamoEndpoint,
@@ -502,14 +502,89 @@ describe('what the console changes, the public API obeys', () => {
 
 describe('channels', () => {
   test('a list with repeats, in any order, is kept as the CLI keeps it: each channel once, in channel order', async () => {
-    const before = (await harness.accounts.getService(a.serviceSid))!.enabledChannels;
+    const before = (await call(alice, 'GET', `/services/${a.serviceSid}`)).body;
     const answer = await call(alice, 'PUT', `/services/${a.serviceSid}/channels`, {
       channels: ['whatsapp', 'sms', 'sms'],
+      channelsVersion: before.channelsVersion,
     });
     expect(answer.status).toBe(200);
     expect(answer.body.channels).toEqual(['sms', 'whatsapp']);
     expect((await harness.accounts.getService(a.serviceSid))?.enabledChannels).toEqual(['sms', 'whatsapp']);
-    await call(alice, 'PUT', `/services/${a.serviceSid}/channels`, { channels: before });
+    await call(alice, 'PUT', `/services/${a.serviceSid}/channels`, {
+      channels: before.channels,
+      channelsVersion: answer.body.channelsVersion,
+    });
+  });
+
+  test('two tabs changing the channels at once: the change made on the older copy is refused 409 and changes nothing', async () => {
+    const path = `/services/${a.serviceSid}`;
+    const before = (await call(alice, 'GET', path)).body;
+    const save = (copy: Record<string, unknown>, channels: string[]) =>
+      call(alice, 'PUT', `${path}/channels`, { channels, channelsVersion: copy.channelsVersion });
+    const changes = async () =>
+      (await harness.accounts.auditTrail(a.serviceSid, 500)).filter((r) => r.action === 'channels.set')
+        .length;
+    // Each tab's copy (the settings page reads the service), both with every channel.
+    const everyChannel = await save(before, [...CHANNELS]);
+    expect(everyChannel.status).toBe(200);
+    const tabA = (await call(alice, 'GET', path)).body;
+    const tabB = (await call(alice, 'GET', path)).body;
+    const without = (channel: string) => CHANNELS.filter((c) => c !== channel);
+
+    // A turns WhatsApp off; B, on its older copy, turns Viber off, its boxes still saying WhatsApp is on.
+    const first = await save(tabA, without('whatsapp'));
+    expect(first.status).toBe(200);
+    const recorded = await changes();
+    const stale = await save(tabB, without('viber'));
+    const now = (await call(alice, 'GET', path)).body;
+    expect(now.channels).not.toContain('whatsapp');
+    expect([stale.status, stale.body]).toEqual([
+      409,
+      { code: 'conflict', message: 'The channels changed since this page was loaded: reload to see them.' },
+    ]);
+    expect(now).toMatchObject({ channels: without('whatsapp'), channelsVersion: first.body.channelsVersion });
+    expect(await changes()).toBe(recorded);
+
+    // Channels sent without the version they were made on (a page loaded before the console sent it).
+    const unversioned = await call(alice, 'PUT', `${path}/channels`, { channels: ['sms'] });
+    expect([unversioned.status, unversioned.body.code]).toEqual([409, 'conflict']);
+    expect(unversioned.body.message).toMatch(
+      /^This page was loaded before the console was updated: reload it/,
+    );
+
+    // A change of the guard or the rules in another tab does not refuse it: they are other pages' settings.
+    const guard = (await call(alice, 'GET', `${path}/guard`)).body;
+    expect(
+      (
+        await call(alice, 'PUT', `${path}/guard`, {
+          riskCheckOptOut: guard.riskCheckOptOut,
+          guardVersion: guard.guardVersion,
+        })
+      ).status,
+    ).toBe(200);
+    await harness.accounts.setRules(BY_TEST, a.serviceSid, { blockedPrefixes: [] });
+    const again = await save(
+      now,
+      without('whatsapp').filter((c) => c !== 'viber'),
+    );
+    expect(again.status).toBe(200);
+    expect(again.body.channels).toEqual(without('whatsapp').filter((c) => c !== 'viber'));
+    // The admin command's change (a fresh read of its own) makes older copies stale.
+    await harness.accounts.setChannels(BY_TEST, a.serviceSid, ['sms']);
+    expect((await save(again.body, [...CHANNELS])).status).toBe(409);
+    await harness.accounts.setChannels(BY_TEST, a.serviceSid, before.channels as Channel[]);
+  });
+
+  test('changes of the channels made without a version (the admin command) all land, at once too', async () => {
+    const path = `/services/${a.serviceSid}`;
+    const before = (await call(alice, 'GET', path)).body;
+    const lists: Channel[][] = [['sms'], ['sms', 'viber'], ['sms', 'rcs'], ['sms', 'sna']];
+    // Each write holds only while the channels are the ones it read: those that meet another read them again.
+    await Promise.all(lists.map((list) => harness.accounts.setChannels(BY_TEST, a.serviceSid, list)));
+    const after = (await call(alice, 'GET', path)).body;
+    expect(after.channelsVersion).toBe((before.channelsVersion as number) + lists.length);
+    expect(lists).toContainEqual(after.channels);
+    await harness.accounts.setChannels(BY_TEST, a.serviceSid, before.channels as Channel[]);
   });
 });
 
@@ -543,6 +618,7 @@ describe('a body that breaks the schema', () => {
       ['PUT', 'guard', { riskCheckOptOut: 'yes' }, 'riskCheckOptOut must be true or false.'],
       ['PUT', 'guard', [], 'The body must be a JSON object.'],
       ['PUT', 'guard', { level: 'off', guardVersion: -1 }, 'guardVersion must be at least 0.'],
+      ['PUT', 'channels', { channels: ['sms'], channelsVersion: 'one' }, 'channelsVersion must be a number.'],
       ['POST', 'webhooks', { url: '' }, 'url is empty.'],
     ];
     for (const [method, path, body, message] of cases) {

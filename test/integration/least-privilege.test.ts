@@ -722,7 +722,8 @@ describe('each function runs with exactly its template grants', () => {
     );
     await ok(member('PUT', `${svc}/caps/GB`, { hourlySends: 1000 }));
     await ok(member('GET', `${svc}/caps`));
-    await ok(member('PUT', `${svc}/channels`, { channels: ['sms', 'whatsapp'] }));
+    const { channelsVersion } = await ok(member('GET', svc));
+    await ok(member('PUT', `${svc}/channels`, { channels: ['sms', 'whatsapp'], channelsVersion }));
     const hook = await ok(member('POST', `${svc}/webhooks`, { url: 'https://hooks.example.com/console' }));
     await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/rotate`, {}));
     await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/disable`));

@@ -1,6 +1,6 @@
 /** The settings page of a service: its facts and its enabled channels. */
 import { api, type Json } from '../api';
-import { action, copyButton, h, show, when } from '../dom';
+import { action, copyButton, h, saveCopy, show, when, type Copy } from '../dom';
 import type { HighRisk } from './rules';
 
 export async function settingsPage(sid: string): Promise<void> {
@@ -16,6 +16,8 @@ export async function settingsPage(sid: string): Promise<void> {
     return { c, box };
   });
   const template = s.defaultTemplate as Json | null;
+  // The boxes are sent as the whole list, with the version of the copy they show: made on an older one, refused.
+  const copy: Copy = { id: 'channels-outdated', what: 'the channels', draw: () => settingsPage(sid) };
   show(
     'Settings',
     h(
@@ -71,12 +73,13 @@ export async function settingsPage(sid: string): Promise<void> {
         {},
         action(
           'Save channels',
-          async () => {
-            await api('PUT', `/services/${sid}/channels`, {
-              channels: boxes.filter((b) => b.box.checked).map((b) => b.c),
-            });
-            await settingsPage(sid);
-          },
+          () =>
+            saveCopy(copy, () =>
+              api('PUT', `/services/${sid}/channels`, {
+                channels: boxes.filter((b) => b.box.checked).map((b) => b.c),
+                channelsVersion: s.channelsVersion,
+              }),
+            ),
           '',
           boxes.map((b) => b.box),
         ),

@@ -111,11 +111,16 @@ function settingsUpdate(change: ServiceSettingsChange): {
       set.push('prices.#country = :price');
     }
   }
-  // Every writer of the rules or the guard settings (the console, the admin command) moves their version, so that
-  // a change made on an older copy of them is refused whoever made the changes since.
+  // Every writer of the rules, the guard settings or the channels (the console, the admin command) moves their
+  // version, so that a change made on an older copy of them is refused whoever made the changes since.
   const rules = 'blockedCountries' in change || 'blockedPrefixes' in change || 'allowedCountries' in change;
   const guard = 'guardLevel' in change || 'guardSafeList' in change || 'riskCheckOptOut' in change;
-  const versions = [rules && 'rules_version', guard && 'guard_version'].filter((v) => v !== false);
+  const channels = 'enabledChannels' in change;
+  const versions = [
+    rules && 'rules_version',
+    guard && 'guard_version',
+    channels && 'channels_version',
+  ].filter((v) => v !== false);
   if (versions.length > 0) values[':one'] = 1;
   const expression = [
     set.length > 0 ? `SET ${set.join(', ')}` : '',
@@ -489,6 +494,7 @@ export class DynamoAccountStore implements AccountStore {
     };
     version('rules_version', expected?.rulesVersion);
     version('guard_version', expected?.guardVersion);
+    version('channels_version', expected?.channelsVersion);
     try {
       await this.transact([
         {

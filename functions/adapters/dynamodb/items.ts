@@ -173,6 +173,7 @@ export function serviceToItem(s: Service): Item {
     name: s.name,
     balance: s.balance,
     enabled_channels: s.enabledChannels,
+    ...(s.channelsVersion !== undefined && { channels_version: s.channelsVersion }),
     blocked_countries: s.rules.blockedCountries,
     blocked_prefixes: s.rules.blockedPrefixes,
     // Absent: every served country; an empty list is kept as one (no country).
@@ -200,6 +201,7 @@ export function serviceFromItem(item: Item): Service {
     name: item.name as string,
     balance: item.balance as number,
     enabledChannels: (item.enabled_channels as Service['enabledChannels']) ?? [],
+    ...(typeof item.channels_version === 'number' && { channelsVersion: item.channels_version }),
     rules: {
       blockedCountries: (item.blocked_countries as string[]) ?? [],
       blockedPrefixes: (item.blocked_prefixes as string[]) ?? [],

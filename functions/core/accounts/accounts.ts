@@ -489,20 +489,41 @@ export class Accounts {
     return inForce;
   }
 
-  async setChannels(context: ChangeContext, serviceSid: string, given: Channel[]): Promise<Service> {
+  /**
+   * The enabled channels, the whole list. With `readVersion` (the `channelsVersion` of the copy the list was made
+   * on), a list made on a copy older than the channels is refused (`conflict`) and changes nothing, as `setRules`
+   * refuses rules; without, it is written over a fresh read.
+   */
+  async setChannels(
+    context: ChangeContext,
+    serviceSid: string,
+    given: Channel[],
+    readVersion?: number,
+  ): Promise<Service> {
     const channels = channelSet(given);
-    const service = await this.service(serviceSid);
-    await this.change(
-      context,
-      service,
-      'channels.set',
-      { enabledChannels: channels },
-      {
-        channels: service.enabledChannels,
-      },
-      { channels },
-    );
-    return this.service(serviceSid);
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const service = await this.service(serviceSid);
+      const version = service.channelsVersion ?? 0;
+      if (readVersion !== undefined && readVersion !== version) throw stale('channels');
+      const record = this.changeRecord(
+        context,
+        serviceSid,
+        'channels.set',
+        { channels: service.enabledChannels },
+        { channels },
+      );
+      try {
+        await this.deps.store.updateService(serviceSid, { enabledChannels: channels }, record, {
+          channelsVersion: version,
+        });
+        return this.service(serviceSid);
+      } catch (error) {
+        if (!(error instanceof SettingsChanged)) throw error;
+        // As for the rules: a copy's change is refused, one without a version read again (its record's `before`).
+        if (readVersion !== undefined) throw stale('channels');
+      }
+    }
+    throw new Error("Changing the channels kept meeting other changes of the service's channels");
   }
 
   /**
@@ -818,7 +839,7 @@ export class Accounts {
 }
 
 /** A change made on an older copy of the settings it sets (their version moved since). */
-const stale = (settings: 'rules' | 'guard settings') =>
+const stale = (settings: 'rules' | 'guard settings' | 'channels') =>
   new OtpError(
     'conflict',
     `The ${settings} changed since they were read: read them again and make the change there.`,

@@ -115,11 +115,14 @@ export interface ExpectedSettings {
   rulesVersion?: number;
   /** The guard settings' version (`Service.guardVersion`; 0: no change of them yet). */
   guardVersion?: number;
+  /** The channels' version (`Service.channelsVersion`; 0: no change of them yet). */
+  channelsVersion?: number;
 }
 
 /**
  * The service-item fields a plain settings change sets; `undefined` removes the field. A change of any rules list
- * also adds 1 to the rules' version; of the guard's level, safe list or RiskCheck permission, to the guard's.
+ * also adds 1 to the rules' version; of the guard's level, safe list or RiskCheck permission, to the guard's; of
+ * the enabled channels, to the channels'.
  */
 export interface ServiceSettingsChange {
   enabledChannels?: Channel[];
