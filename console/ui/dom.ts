@@ -202,7 +202,7 @@ export interface Copy {
  * Says at the top of the page that what it shows is not what the server holds, with a button that reads it again.
  * The focus goes to the button: the way on, for a keyboard, is there.
  */
-export function outdated(copy: Copy, message: string): void {
+function outdated(copy: Copy, message: string): void {
   const reload = h('button', { type: 'button' }, `Reload ${copy.what}`);
   reload.addEventListener('click', () => {
     void copy
