@@ -5,7 +5,10 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { HIGH_RISK_COUNTRIES, defaultAllowedCountries } from '../../functions/core/guard/high-risk-countries';
+import type { Accounts } from '../../functions/core/accounts/accounts';
 import type { AdminOptions } from '../../scripts/admin/cli';
+import { COMMANDS } from '../../scripts/admin/commands';
+import type { CommandContext } from '../../scripts/admin/framework';
 import { adminJson as adminJsonOn, runAdminCommand } from '../support/admin-cli';
 import {
   dynamoEndpoint,
@@ -404,6 +407,57 @@ describe('delivery rules', () => {
       allowedCountries: defaultAllowedCountries(),
     });
     expect((await admin(['rules', 'set-allowed', created.serviceSid, 'GB,JP'])).code).not.toBe(0);
+  });
+});
+
+describe('one-entry edits over a change made meanwhile', () => {
+  /**
+   * Runs `words` on the service in-process, its first read of the service followed at once by `meanwhile` (a
+   * console member's change landing between the command's read and its write).
+   */
+  async function runBetween(words: string, args: string[], meanwhile: () => Promise<unknown>) {
+    const found = COMMANDS.find((c) => c.words.join(' ') === words)!;
+    let reads = 0;
+    const accounts = Object.create(harness.accounts) as Accounts;
+    accounts.getService = async (sid: string) => {
+      const service = await harness.accounts.getService(sid);
+      if (reads++ === 0) await meanwhile();
+      return service;
+    };
+    const context = { accounts, change: { actor: 'cli:test' }, targetDescription: 'test' } as CommandContext;
+    return found.prepare(args, {})(context);
+  }
+  const member = { actor: 'console:member' };
+
+  it('safelist add keeps an entry the console added between its read and its write', async () => {
+    const { serviceSid } = await createService();
+    await runBetween('guard safelist add', [serviceSid, '+447400111'], async () => {
+      const service = (await harness.accounts.getService(serviceSid))!;
+      await harness.accounts.setGuardSafeList(member, serviceSid, ['+447400222'], service.guardVersion ?? 0);
+    });
+    const { guard } = (await harness.accounts.getService(serviceSid))!;
+    expect(guard?.safeList?.sort()).toEqual(['+447400111', '+447400222']);
+  });
+
+  it('block-prefix and disallow-country keep the rules the console changed between their read and write', async () => {
+    const { serviceSid } = await createService();
+    const memberSets = (lists: Parameters<Accounts['setRules']>[2]) => async () => {
+      const service = (await harness.accounts.getService(serviceSid))!;
+      await harness.accounts.setRules(member, serviceSid, lists, service.rulesVersion ?? 0);
+    };
+    await runBetween(
+      'rules block-prefix',
+      [serviceSid, '+4474001'],
+      memberSets({ blockedPrefixes: ['+4474002'] }),
+    );
+    await runBetween(
+      'rules disallow-country',
+      [serviceSid, 'GB'],
+      memberSets({ allowedCountries: ['GB', 'US', 'DE', 'FR'] }),
+    );
+    const { rules } = (await harness.accounts.getService(serviceSid))!;
+    expect(rules.blockedPrefixes.sort()).toEqual(['+4474001', '+4474002']);
+    expect(rules.allowedCountries?.sort()).toEqual(['DE', 'FR', 'US']);
   });
 });
 

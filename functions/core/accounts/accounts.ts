@@ -589,9 +589,17 @@ export class Accounts {
     return this.setGuardSettings(context, serviceSid, { level });
   }
 
-  /** The numbers and prefixes the guard never blocks (E.164 prefixes; the list replaces the one before). */
-  async setGuardSafeList(context: ChangeContext, serviceSid: string, safeList: string[]): Promise<Service> {
-    return this.setGuardSettings(context, serviceSid, { safeList });
+  /**
+   * The numbers and prefixes the guard never blocks (E.164 prefixes; the list replaces the one before), made on
+   * the copy of version `readVersion` when given (`setGuardSettings`).
+   */
+  async setGuardSafeList(
+    context: ChangeContext,
+    serviceSid: string,
+    safeList: string[],
+    readVersion?: number,
+  ): Promise<Service> {
+    return this.setGuardSettings(context, serviceSid, { safeList }, readVersion);
   }
 
   /**

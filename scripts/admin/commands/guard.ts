@@ -9,7 +9,7 @@ import { LIFT_MS, blocksInForce, conversionDrops } from '../../../functions/core
 import { list, rows, table, usd } from '../format';
 import * as parse from '../validate';
 import { AdminError, UsageError, command, type Command, type CommandContext } from '../framework';
-import { VA, loadService, sidOnly } from './common';
+import { VA, editFreshCopy, loadService, sidOnly } from './common';
 
 const UNBLOCK_HOURS = LIFT_MS / 3_600_000;
 
@@ -122,17 +122,20 @@ function safeListEdit(add: boolean): Command {
       : 'Remove a number or prefix from the safe list',
     examples: [`guard safelist ${add ? 'add' : 'remove'} ${VA} +447400123456`],
     parse: ([sid, entry]) => ({ sid: parse.serviceSid(sid!), entry: parse.prefix(entry!) }),
-    run: async (context, { sid, entry }) => {
-      const service = await loadService(context, sid);
-      const current = service.guard?.safeList ?? [];
-      const next = add ? [...current.filter((e) => e !== entry), entry] : current.filter((e) => e !== entry);
-      const changed = next.length !== current.length || (add && !current.includes(entry));
-      if (changed) await context.accounts.setGuardSafeList(context.change, sid, next);
-      return {
-        json: { serviceSid: sid, changed, safeList: next },
-        text: `${changed ? 'Safe list changed' : 'Nothing changed'}. Safe list: ${list(next)}`,
-      };
-    },
+    run: (context, { sid, entry }) =>
+      editFreshCopy(context, sid, async (service) => {
+        const current = service.guard?.safeList ?? [];
+        const next = add
+          ? [...current.filter((e) => e !== entry), entry]
+          : current.filter((e) => e !== entry);
+        const changed = next.length !== current.length || (add && !current.includes(entry));
+        if (changed)
+          await context.accounts.setGuardSafeList(context.change, sid, next, service.guardVersion ?? 0);
+        return {
+          json: { serviceSid: sid, changed, safeList: next },
+          text: `${changed ? 'Safe list changed' : 'Nothing changed'}. Safe list: ${list(next)}`,
+        };
+      }),
   });
 }
 

@@ -7,7 +7,7 @@ import type { Service } from '../../../functions/core/model';
 import { allowedText, excludedJson, excludedText, list, rows } from '../format';
 import * as parse from '../validate';
 import { command, type Command, type CommandContext } from '../framework';
-import { VA, loadService, sidOnly } from './common';
+import { VA, editFreshCopy, loadService, sidOnly } from './common';
 
 type Rules = Service['rules'];
 type BlockLists = 'blockedCountries' | 'blockedPrefixes';
@@ -49,23 +49,28 @@ function ruleEdit(options: {
     summary: options.summary,
     examples: [options.example],
     parse: ([sid, entry]) => ({ sid: parse.serviceSid(sid!), entry: options.parseEntry(entry!) }),
-    run: async (context, { sid, entry }) => {
-      const { rules } = await loadService(context, sid);
-      const current = rules[options.list];
-      const present = current.includes(entry);
-      const changed = options.add !== present;
-      const next: Rules = {
-        ...rules,
-        [options.list]: options.add
-          ? [...current.filter((e) => e !== entry), entry]
-          : current.filter((e) => e !== entry),
-      };
-      if (changed)
-        await context.accounts.setRules(context.change, sid, { [options.list]: next[options.list] });
-      const verb = options.add ? 'blocked' : 'unblocked';
-      const note = changed ? `${entry} ${verb}.` : `${entry} was already ${verb}; nothing changed.`;
-      return { json: rulesJson(sid, next, changed), text: `${note}\n${rulesText(next)}` };
-    },
+    run: (context, { sid, entry }) =>
+      editFreshCopy(context, sid, async ({ rules, rulesVersion }) => {
+        const current = rules[options.list];
+        const present = current.includes(entry);
+        const changed = options.add !== present;
+        const next: Rules = {
+          ...rules,
+          [options.list]: options.add
+            ? [...current.filter((e) => e !== entry), entry]
+            : current.filter((e) => e !== entry),
+        };
+        if (changed)
+          await context.accounts.setRules(
+            context.change,
+            sid,
+            { [options.list]: next[options.list] },
+            rulesVersion ?? 0,
+          );
+        const verb = options.add ? 'blocked' : 'unblocked';
+        const note = changed ? `${entry} ${verb}.` : `${entry} was already ${verb}; nothing changed.`;
+        return { json: rulesJson(sid, next, changed), text: `${note}\n${rulesText(next)}` };
+      }),
   });
 }
 
@@ -105,12 +110,15 @@ async function writeAllowed(
   rules: Rules,
   next: string[] | undefined,
   note: (changed: boolean) => string,
+  /** The version of the rules `next` was made from, when it was made from them (one country added or taken off). */
+  rulesVersion?: number,
 ) {
   const sorted = next && [...new Set(next)].sort();
   const same = (a?: string[], b?: string[]) =>
     a === undefined || b === undefined ? a === b : a.length === b.length && a.every((c, i) => c === b[i]);
   const changed = !same(rules.allowedCountries && [...rules.allowedCountries].sort(), sorted);
-  if (changed) await context.accounts.setRules(context.change, sid, { allowedCountries: sorted ?? null });
+  if (changed)
+    await context.accounts.setRules(context.change, sid, { allowedCountries: sorted ?? null }, rulesVersion);
   const after: Rules = {
     blockedCountries: rules.blockedCountries,
     blockedPrefixes: rules.blockedPrefixes,
@@ -131,25 +139,31 @@ function allowEdit(add: boolean): Command {
       : ['Without an allow-list, one is made: every served country but this one.'],
     examples: [`rules ${add ? 'allow-country' : 'disallow-country'} ${VA} NG`],
     parse: ([sid, entry]) => ({ sid: parse.serviceSid(sid!), entry: parse.servedCountry(entry!) }),
-    run: async (context, { sid, entry }) => {
-      const { rules } = await loadService(context, sid);
-      const current = rules.allowedCountries;
-      if (add && current === undefined)
+    run: (context, { sid, entry }) =>
+      editFreshCopy(context, sid, ({ rules, rulesVersion }) => {
+        const current = rules.allowedCountries;
+        if (add && current === undefined)
+          return writeAllowed(
+            context,
+            sid,
+            rules,
+            undefined,
+            () => `${entry}: no allow-list, already allowed.`,
+          );
+        const base = current ?? servedCountries();
+        const next = add ? [...base, entry] : base.filter((c) => c !== entry);
         return writeAllowed(
           context,
           sid,
           rules,
-          undefined,
-          () => `${entry}: no allow-list, already allowed.`,
+          next,
+          (changed) =>
+            changed
+              ? `${entry} ${add ? 'added to' : 'taken off'} the allow-list.`
+              : `${entry} was already ${add ? 'on' : 'off'} the allow-list; nothing changed.`,
+          rulesVersion ?? 0,
         );
-      const base = current ?? servedCountries();
-      const next = add ? [...base, entry] : base.filter((c) => c !== entry);
-      return writeAllowed(context, sid, rules, next, (changed) =>
-        changed
-          ? `${entry} ${add ? 'added to' : 'taken off'} the allow-list.`
-          : `${entry} was already ${add ? 'on' : 'off'} the allow-list; nothing changed.`,
-      );
-    },
+      }),
   });
 }
 
