@@ -794,8 +794,35 @@ async function serveApi(
   const claimed = userFromClaims(claimsOf(event));
   if (!claimed) throw new HttpStatusError(401, 'unauthorized', 'Sign in first.');
   context.userId = claimed.id;
-  await countUserRequest(deps, claimed.id);
-  const candidates = API_ROUTES.map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
+  // The user's count and the reads that say what the user may do go together (one round trip, not two): they
+  // change nothing, and nothing is answered before the count settles, so past the limit it is 429 whatever else.
+  const [counted, allowed] = await Promise.allSettled([
+    countUserRequest(deps, claimed.id),
+    authorize(deps, claimed, method, path, context),
+  ]);
+  if (counted.status === 'rejected') throw counted.reason;
+  if (allowed.status === 'rejected') throw allowed.reason;
+  const { found, params, user } = allowed.value;
+  const body = method === 'POST' || method === 'PUT' ? readJson(event) : undefined;
+  const query = new URLSearchParams(event.rawQueryString ?? '');
+  const change: ChangeContext = {
+    actor: `console:${user.id}`,
+    ...(event.requestContext.requestId && { requestId: event.requestContext.requestId }),
+  };
+  return found.r.handle(deps, { method, params, query, body, user, change });
+}
+
+/** The route a request names, its parameters, and the user as the table says now (operator or member of it). */
+async function authorize(
+  deps: ConsoleDeps,
+  claimed: ConsoleUser,
+  method: string,
+  path: string,
+  context: ApiContext,
+): Promise<{ found: { r: ApiRoute; m: RegExpExecArray }; params: Params; user: ConsoleUser }> {
+  const candidates = API_ROUTES.map((r) => ({ r, m: r.pattern.exec(path) })).filter(
+    (c): c is { r: ApiRoute; m: RegExpExecArray } => c.m !== null,
+  );
   const found = candidates.find((c) => c.r.method === method);
   if (!found) {
     throw candidates.length > 0
@@ -805,7 +832,7 @@ async function serveApi(
   context.route = `${method} ${API_PREFIX}${found.r.path}`;
   const params: Params = {};
   found.r.names.forEach((name, i) => {
-    params[name] = decodeParameter(found.m![i + 1]!);
+    params[name] = decodeParameter(found.m[i + 1]!);
   });
   // The sign-in group says who may be an operator; the table says who is one now (revoked at the next request).
   const user: ConsoleUser = {
@@ -826,19 +853,13 @@ async function serveApi(
     // An operator may name any service: one that does not exist is not found (a member's always exists).
     if (user.operator) await load(deps, sid);
   }
-  const body = method === 'POST' || method === 'PUT' ? readJson(event) : undefined;
-  const query = new URLSearchParams(event.rawQueryString ?? '');
-  const change: ChangeContext = {
-    actor: `console:${user.id}`,
-    ...(event.requestContext.requestId && { requestId: event.requestContext.requestId }),
-  };
-  return found.r.handle(deps, { method, params, query, body, user, change });
+  return { found, params, user };
 }
 
 /**
  * The per-user limit: every API request of a signed-in user, operator or member, whatever its route (a 404
- * too: it took its share of the route's throttle), counts in the user's fixed one-minute window before anything
- * is read or written. API Gateway's throttle of the route is one bucket for every service's members and the
+ * too: it took its share of the route's throttle), counts in the user's fixed one-minute window, beside the reads
+ * that authorize it and before anything is written or answered. API Gateway's throttle of the route is one bucket for every service's members and the
  * operators; this bounds what one user (a script with their token, a page left reloading in many tabs) takes of
  * it. Past the limit: 429 `rate_limited` with `Retry-After`, and nothing done.
  */

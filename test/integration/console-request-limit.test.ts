@@ -4,6 +4,7 @@
  * share, so each signed-in user's requests are counted per minute and refused past the limit, with nothing done.
  */
 import { keys } from '../../functions/adapters/dynamodb/keys';
+import { DynamoFaults } from '../support/faults';
 import { BY_TEST, startHarness, type Account, type Harness } from '../support/harness';
 
 const LIMIT = 5;
@@ -126,4 +127,31 @@ test('exact under concurrency: of 20 requests at once, the limit is served', asy
   );
   expect(statuses.filter((status) => status === 200)).toHaveLength(LIMIT);
   expect(statuses.filter((status) => status === 429)).toHaveLength(20 - LIMIT);
+});
+
+test("the count goes beside the reads that authorize the request: the member's read does not wait for it", async () => {
+  const faults = new DynamoFaults();
+  const held = await startHarness({ decorateDynamoClient: (client) => faults.install(client) });
+  try {
+    const account = await held.createAccount();
+    await held.accounts.addMember(BY_TEST, account.serviceSid, 'erin@example.com');
+    const erin = await held.consoleToken('erin@example.com');
+    // When each call of the console's client starts; the count's write held 600 ms before it goes.
+    const started = new Map<string, number>();
+    faults.inject({
+      where: (call) => {
+        started.set(call.pks[0]!.split('#')[0]!, Date.now());
+        return false;
+      },
+    });
+    faults.inject({ kind: 'slow', delayMs: 600, operation: 'UpdateItem', pkPrefix: 'CONSOLEUSER#' });
+    const answer = await fetch(`${held.stack.url}/console/api/services/${account.serviceSid}`, {
+      headers: { authorization: `Bearer ${erin}` },
+    });
+    expect(answer.status).toBe(200);
+    // One after the other, the membership read would start after the held count (600 ms on).
+    expect(started.get('MEMBER')! - started.get('CONSOLEUSER')!).toBeLessThan(300);
+  } finally {
+    await held.close();
+  }
 });
