@@ -39,6 +39,7 @@ import type {
   ItemCount,
   Membership,
   NewService,
+  ServiceSettingsChange,
 } from './ports';
 import { OPERATORS_AUDIT_SCOPE, SettingsChanged, TopUpKeyUsed } from './ports';
 import { formatUnits } from '../money';
@@ -501,29 +502,18 @@ export class Accounts {
     readVersion?: number,
   ): Promise<Service> {
     const channels = channelSet(given);
-    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
-      const service = await this.service(serviceSid);
-      const version = service.channelsVersion ?? 0;
-      if (readVersion !== undefined && readVersion !== version) throw stale('channels');
-      const record = this.changeRecord(
-        context,
-        serviceSid,
-        'channels.set',
-        { channels: service.enabledChannels },
-        { channels },
-      );
-      try {
-        await this.deps.store.updateService(serviceSid, { enabledChannels: channels }, record, {
-          channelsVersion: version,
-        });
-        return this.service(serviceSid);
-      } catch (error) {
-        if (!(error instanceof SettingsChanged)) throw error;
-        // As for the rules: a copy's change is refused, one without a version read again (its record's `before`).
-        if (readVersion !== undefined) throw stale('channels');
-      }
-    }
-    throw new Error("Changing the channels kept meeting other changes of the service's channels");
+    return this.versionedChange(serviceSid, VERSIONED.channels, readVersion, (service) => ({
+      change: { enabledChannels: channels },
+      records: [
+        this.changeRecord(
+          context,
+          serviceSid,
+          'channels.set',
+          { channels: service.enabledChannels },
+          { channels },
+        ),
+      ],
+    }));
   }
 
   /**
@@ -557,27 +547,14 @@ export class Accounts {
       ...change,
       ...('allowedCountries' in change && { allowedCountries: change.allowedCountries ?? null }),
     };
-    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
-      const service = await this.service(serviceSid);
-      const version = service.rulesVersion ?? 0;
-      if (readVersion !== undefined && readVersion !== version) throw stale('rules');
+    return this.versionedChange(serviceSid, VERSIONED.rules, readVersion, (service) => {
       const before = {
         ...(change.blockedCountries && { blockedCountries: service.rules.blockedCountries }),
         ...(change.blockedPrefixes && { blockedPrefixes: service.rules.blockedPrefixes }),
         ...('allowedCountries' in change && { allowedCountries: service.rules.allowedCountries ?? null }),
       };
-      const record = this.changeRecord(context, serviceSid, 'rules.set', before, after);
-      try {
-        await this.deps.store.updateService(serviceSid, change, record, { rulesVersion: version });
-        return this.service(serviceSid);
-      } catch (error) {
-        if (!(error instanceof SettingsChanged)) throw error;
-        // Changed since the read: a change made on a copy is refused; one without a version (the admin command's,
-        // made on the rules it read just before) is written after reading them again, for its record's `before`.
-        if (readVersion !== undefined) throw stale('rules');
-      }
-    }
-    throw new Error("Changing the delivery rules kept meeting other changes of the service's rules");
+      return { change, records: [this.changeRecord(context, serviceSid, 'rules.set', before, after)] };
+    });
   }
 
   async setRiskCheckOptOut(context: ChangeContext, serviceSid: string, allowed: boolean): Promise<Service> {
@@ -626,12 +603,9 @@ export class Accounts {
       if (nextSafeList.length > MAX_SAFE_LIST)
         throw new OtpError('invalid_parameter', `A safe list holds at most ${MAX_SAFE_LIST} entries.`);
     }
-    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
-      const service = await this.service(serviceSid);
-      const version = service.guardVersion ?? 0;
-      if (readVersion !== undefined && readVersion !== version) throw stale('guard settings');
+    return this.versionedChange(serviceSid, VERSIONED.guard, readVersion, (service) => {
       if (nextSafeList !== undefined) refuseWholeCountries(nextSafeList, service.guard?.safeList ?? []);
-      const change: Parameters<AccountStore['updateService']>[1] = {};
+      const change: ServiceSettingsChange = {};
       const records: AuditRecord[] = [];
       const record = (action: string, before: unknown, after: unknown) =>
         records.push(this.changeRecord(context, serviceSid, action, before, after));
@@ -651,17 +625,41 @@ export class Accounts {
           { riskCheckOptOut },
         );
       }
-      if (records.length === 0) return service;
+      return records.length === 0 ? undefined : { change, records };
+    });
+  }
+
+  /**
+   * A change of one versioned group of a service's settings (`group`), made by `make` from the service as read
+   * (undefined: nothing to change) and written only while the group's version is still the one read. With
+   * `readVersion` (the version of the copy the caller made its change on: a page, a command's read), a copy older
+   * than the group is refused (`conflict`) and nothing changes, so that it cannot undo the changes made since;
+   * without, a change that met another is made again over a fresh read, so its records' `before` is what it
+   * replaced.
+   */
+  private async versionedChange(
+    serviceSid: string,
+    group: VersionedGroup,
+    readVersion: number | undefined,
+    make: (service: Service) => { change: ServiceSettingsChange; records: AuditRecord[] } | undefined,
+  ): Promise<Service> {
+    for (let attempt = 1; attempt <= CONTENDED_CHANGE_ATTEMPTS; attempt++) {
+      const service = await this.service(serviceSid);
+      const version = service[group.field] ?? 0;
+      if (readVersion !== undefined && readVersion !== version) throw stale(group.name);
+      const made = make(service);
+      if (!made) return service;
       try {
-        await this.deps.store.updateService(serviceSid, change, records, { guardVersion: version });
+        await this.deps.store.updateService(serviceSid, made.change, made.records, {
+          [group.field]: version,
+        });
         return this.service(serviceSid);
       } catch (error) {
         if (!(error instanceof SettingsChanged)) throw error;
-        // As for the rules: a copy's change is refused, one without a version read again (its records' `before`).
-        if (readVersion !== undefined) throw stale('guard settings');
+        if (readVersion !== undefined) throw stale(group.name);
       }
     }
-    throw new Error("Changing the guard settings kept meeting other changes of the service's guard settings");
+    throw new Error(`Changing the ${group.name} kept meeting other changes of them`);
   }
 
   /**
@@ -847,7 +845,18 @@ export class Accounts {
 }
 
 /** A change made on an older copy of the settings it sets (their version moved since). */
-const stale = (settings: 'rules' | 'guard settings' | 'channels') =>
+/** The groups of settings a page sends whole, each counted by its own version on the service item. */
+interface VersionedGroup {
+  name: string;
+  field: 'rulesVersion' | 'guardVersion' | 'channelsVersion';
+}
+const VERSIONED = {
+  rules: { name: 'rules', field: 'rulesVersion' },
+  guard: { name: 'guard settings', field: 'guardVersion' },
+  channels: { name: 'channels', field: 'channelsVersion' },
+} as const satisfies Record<string, VersionedGroup>;
+
+const stale = (settings: string) =>
   new OtpError(
     'conflict',
     `The ${settings} changed since they were read: read them again and make the change there.`,
