@@ -541,6 +541,30 @@ describe('output, errors and targets', () => {
     });
   });
 
+  it('audit gives money as USD strings, as every other command does', async () => {
+    const created = await createService();
+    await adminJson(['balance', 'topup', created.serviceSid, '10.0050']);
+    await adminJson(['price', 'set', created.serviceSid, 'CU', '0.06']);
+    await adminJson(['guard', 'cap', 'set', created.serviceSid, 'GB', '--daily-spend', '2.5']);
+    const { records } = await adminJson<{ records: { action: string; before?: unknown; after?: unknown }[] }>(
+      ['audit', created.serviceSid],
+    );
+    const change = (action: string) => records.find((record) => record.action === action);
+    expect(change('service.create')?.after).toMatchObject({ balance: '25.0000' });
+    expect(change('balance.topup')).toMatchObject({
+      before: { balance: '25.0000' },
+      after: { credit: '10.0050', balance: '35.0050' },
+    });
+    expect(change('price.set')).toMatchObject({
+      before: { country: 'CU', price: null },
+      after: { country: 'CU', price: '0.0600' },
+    });
+    expect(change('guard.caps')?.after).toMatchObject({ caps: { GB: { dailySpend: '2.5000' } } });
+    expect((await admin(['audit', created.serviceSid])).stdout).toContain(
+      '{"credit":"10.0050","balance":"35.0050"}',
+    );
+  });
+
   it('every human-readable command prints text, not JSON', async () => {
     const created = await createService();
     const run = await admin(['service', 'show', created.serviceSid]);

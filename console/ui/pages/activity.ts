@@ -1,5 +1,6 @@
 /** The activity page: the service's audit trail, who changed what, newest first. */
 import { api } from '../api';
+import { AUDIT_MONEY_FIELDS } from '../../../functions/core/accounts/formats';
 import { formatUnits } from '../../../functions/core/money';
 import { h, show, table, when } from '../dom';
 
@@ -19,13 +20,9 @@ const RECORDS_SHOWN = 100;
 /** Longer values (a whole allow-list) fold away, so that one change cannot fill the page. */
 const FOLD_AFTER = 160;
 
-/**
- * The fields whose numbers are money: the records keep the table's units of 0.0001 USD (a balance of 1046700),
- * shown in USD as everywhere else in the console.
- */
-const MONEY_FIELDS = new Set(['balance', 'credit', 'price', 'hourlySpend', 'dailySpend']);
+/** The records keep money in the table's units (a balance of 1046700): shown in USD as everywhere else. */
 const inUsd = (key: string, v: unknown) =>
-  MONEY_FIELDS.has(key) && typeof v === 'number' ? `${formatUnits(v)} USD` : v;
+  AUDIT_MONEY_FIELDS.has(key) && typeof v === 'number' ? `${formatUnits(v)} USD` : v;
 
 function value(v: unknown): HTMLElement {
   const text = v === undefined ? '—' : JSON.stringify(v, inUsd);

@@ -167,6 +167,28 @@ export function parseUsdAmount(text: string, what: string, { allowZero = true } 
   return ok(units);
 }
 
+/**
+ * The fields of an audit record's before and after whose numbers are money: the record keeps the table's units of
+ * 0.0001 USD, which read as dollars would be ten thousand times too much. Shown, they are USD like all money.
+ */
+export const AUDIT_MONEY_FIELDS: ReadonlySet<string> = new Set([
+  'balance',
+  'credit',
+  'price',
+  'hourlySpend',
+  'dailySpend',
+]);
+
+/** An audit record's before or after with its money as USD strings (`"25.0000"`), nested fields included. */
+export function auditChangeInUsd(change: unknown): unknown {
+  if (change === undefined) return undefined;
+  return JSON.parse(
+    JSON.stringify(change, (key, value: unknown) =>
+      AUDIT_MONEY_FIELDS.has(key) && typeof value === 'number' ? formatUnits(value) : value,
+    ),
+  ) as unknown;
+}
+
 export function parseTopUp(units: number): Parsed<number> {
   return units > 0 && units <= MAX_TOP_UP_UNITS
     ? ok(units)

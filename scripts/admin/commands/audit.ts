@@ -1,4 +1,5 @@
 /** `audit`, `operator add|remove|list`: the audit trail of account changes, and who may act on every service. */
+import { auditChangeInUsd } from '../../../functions/core/accounts/formats';
 import { OPERATORS_AUDIT_SCOPE, type AuditRecord } from '../../../functions/core/accounts/ports';
 import { table } from '../format';
 import * as parse from '../validate';
@@ -25,7 +26,12 @@ const audit = command({
   examples: [`audit ${VA}`, 'audit operators --json'],
   parse: ([scope]) => (scope === 'operators' ? OPERATORS_AUDIT_SCOPE : parse.serviceSid(scope!)),
   run: async (context, scope) => {
-    const records = await context.accounts.auditTrail(scope, DEFAULT_RECORDS);
+    // Money as every other command gives it (USD strings), not in the units the records keep.
+    const records = (await context.accounts.auditTrail(scope, DEFAULT_RECORDS)).map((record) => ({
+      ...record,
+      ...(record.before !== undefined && { before: auditChangeInUsd(record.before) }),
+      ...(record.after !== undefined && { after: auditChangeInUsd(record.after) }),
+    }));
     return { json: { scope, records }, text: auditTable(records) };
   },
 });
