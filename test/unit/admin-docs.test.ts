@@ -31,4 +31,13 @@ describe('docs/admin.md', () => {
     const commands = [...COMMANDS.map((command) => command.words.join(' ')), 'help'].sort();
     expect(documentedCommands()).toEqual(commands);
   });
+
+  it("gives balance shards's threshold as the command's help does", () => {
+    // The rate above which a service's sends start meeting on its one balance item (ADR 0014's measure).
+    const item = commandsSection.slice(commandsSection.indexOf('- `balance shards'));
+    const documented = /more\s+than\s+about\s+(\d+)\s+a\s+second/.exec(item)?.[1];
+    const shards = COMMANDS.find((command) => command.words.join(' ') === 'balance shards');
+    expect(documented).toBeDefined();
+    expect(shards?.summary).toContain(`~${documented} a second`);
+  });
 });

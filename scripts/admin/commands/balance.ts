@@ -149,7 +149,7 @@ const balanceReconcile = command({
 const balanceShards = command({
   words: ['balance', 'shards'],
   args: ['<VA>', '<count>'],
-  summary: 'Spread the balance over more items, for a service sending more than ~100 a second (audited)',
+  summary: 'Spread the balance over more items, for a service sending more than ~40 a second (audited)',
   details: [
     `The whole balance moves, evenly, in one write; nothing is added or taken. 1 to ${MAX_BALANCE_SHARDS}; a spread can grow, never shrink.`,
     'Why and when: docs/adr/0014-sharded-balance.md and docs/operations.md.',
