@@ -27,6 +27,13 @@ import { createTable } from './table';
 
 export const LOCAL_TABLE_NAME = 'otp-local';
 
+/** What has started so far, stopped in reverse on Ctrl-C and on a start that fails half-way. */
+const stopAll: (() => Promise<void>)[] = [];
+
+async function stopEverything(): Promise<void> {
+  for (const stop of stopAll.splice(0).reverse()) await stop().catch(() => undefined);
+}
+
 async function main(): Promise<void> {
   // The AWS SDK warns on Node 20 that it will need Node 22 from 2027; Lambda runs Node 22.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -46,9 +53,9 @@ async function main(): Promise<void> {
 
   say('Starting DynamoDB Local...');
   const dynamo = await startDynamoLocal(persistDir ? { persistDir: join(persistDir, 'dynamodb') } : {});
-  const stopAll: (() => Promise<void>)[] = [() => dynamo.stop()];
+  stopAll.push(() => dynamo.stop());
   const shutdown = async () => {
-    for (const stop of stopAll.reverse()) await stop().catch(() => undefined);
+    await stopEverything();
     process.exit(0);
   };
   // Signal handlers return nothing: the shutdown's promise is deliberately not awaited (it ends the process).
@@ -139,7 +146,9 @@ async function demoAccount(
   return account;
 }
 
-main().catch((error: unknown) => {
+main().catch(async (error: unknown) => {
   process.stderr.write(`npm start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  // A start that fails half-way (the port taken, say) leaves no Java behind it.
+  await stopEverything();
   process.exit(1);
 });
