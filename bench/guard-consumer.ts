@@ -5,11 +5,13 @@
  * makes them.
  *
  * The consumer's cost is per batch, not per send: each batch reads the aggregates and the state of every
- * (scope, country) record its stream records touch, and rewrites each of those records' aggregates whole (with
- * its state, in a transaction, when that changed). So the figure per send depends on the traffic's rate (sends a
- * batch: any rate, whole or not) and on the items' sizes, which grow with the ranges seen until their bounds. The
- * aggregates are first warmed (unmetered) for `warmupSeconds` of the same traffic, then `measuredSeconds` of
- * batches are metered and priced by DynamoDB's rules from item sizes (bench/meter.ts). The warm-up runs the same
+ * (scope, country) record its stream records touch; it rewrites each of those records' aggregates whole (with its
+ * state, in a transaction, when that changed) when a state changed, when the events it carries since its last
+ * write are 5 minutes old or a thousand, and at the end of the event source's 15-minute tumbling window
+ * (`consumeGuardWindowBatch`). So the figure per send depends on the traffic's rate (sends a batch: any rate, whole
+ * or not) and on the items' sizes, which grow with the ranges seen until their bounds. The aggregates are first
+ * warmed (unmetered) for `warmupSeconds` of the same traffic, then `measuredSeconds` of batches (whole tumbling
+ * windows) are metered and priced by DynamoDB's rules from item sizes (bench/meter.ts). The warm-up runs the same
  * consumer on a store in memory, whose records are then stored as they are. A send here is a verification: its
  * send, its delivery receipt and, for the checked share, its checked code (each a stream record the consumer
  * folds).
@@ -22,7 +24,9 @@ import { keys } from '../functions/adapters/dynamodb/keys';
 import {
   GLOBAL_SCOPE,
   GUARD_BATCH_WINDOW_SECONDS,
+  GUARD_TUMBLING_WINDOW_SECONDS,
   consumeGuardEvents,
+  consumeGuardWindowBatch,
   countryKey,
   type CountryKey,
   type CountryRecord,
@@ -224,15 +228,24 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
   let sends = 0;
   let batches = 0;
   const records: Record<string, number> = {};
+  // The metered batches as the event source makes them: within tumbling windows (from the metered span's start),
+  // the events whose aggregates wait carried from batch to batch (Lambda's window state), the window's last batch
+  // writing everything; so is the span's last batch, which ends a window when the span is whole windows.
+  let carried: PositionedGuardEvent[] = [];
+  const meteredEnd = plan.warmupSeconds + plan.measuredSeconds;
   /** One batching window from second `t`: its records, then one batch. */
   const window = async (t: number, metered = false) => {
     const { events, sends: sent } = traffic(t);
     now = start + (t + GUARD_BATCH_WINDOW_SECONDS) * 1000;
-    if (metered) {
-      sends += sent;
-      for (const { kind } of events) records[kind] = (records[kind] ?? 0) + 1;
+    if (!metered) {
+      await consumeGuardEvents(deps, events);
+      return;
     }
-    await consumeGuardEvents(deps, events);
+    sends += sent;
+    for (const { kind } of events) records[kind] = (records[kind] ?? 0) + 1;
+    const next = t + GUARD_BATCH_WINDOW_SECONDS;
+    const final = (next - plan.warmupSeconds) % GUARD_TUMBLING_WINDOW_SECONDS === 0 || next >= meteredEnd;
+    carried = (await consumeGuardWindowBatch(deps, carried, events, final)).carry;
   };
 
   try {
@@ -247,8 +260,7 @@ export async function countGuardConsumer(db: BenchDb, plan: GuardConsumerPlan): 
     // Priced from here: every write is bracketed by reads of the items it touches (slower, unmetered).
     meter.probe = db.documents;
     meter.reset();
-    const end = plan.warmupSeconds + plan.measuredSeconds;
-    for (let t = plan.warmupSeconds; t < end; t += GUARD_BATCH_WINDOW_SECONDS) {
+    for (let t = plan.warmupSeconds; t < meteredEnd; t += GUARD_BATCH_WINDOW_SECONDS) {
       await window(t, true);
       batches += 1;
     }

@@ -16,6 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { GUARD_TUMBLING_WINDOW_SECONDS } from '../functions/core/guard/consumer';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
 import { measureBundles } from './bundles';
 import { DEFAULT_TRANSACTION_WINDOW_MS, measureCapacity, type CapacityPlan } from './capacity';
@@ -84,7 +85,8 @@ const PLAN = quick
       levels: [1, 8, 32],
       durationS: 5,
       coldRuns: 20,
-      guard: { warmupSeconds: GUARD_WARMUP_SECONDS, measuredSeconds: 240 },
+      // One tumbling window metered: its batches carry the events and write them as deployed.
+      guard: { warmupSeconds: GUARD_WARMUP_SECONDS, measuredSeconds: GUARD_TUMBLING_WINDOW_SECONDS },
       capacity: { sample: 100, seconds: 10 },
     };
 

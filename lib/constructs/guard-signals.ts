@@ -4,7 +4,10 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { GUARD_BATCH_WINDOW_SECONDS } from '../../functions/core/guard/consumer';
+import {
+  GUARD_BATCH_WINDOW_SECONDS,
+  GUARD_TUMBLING_WINDOW_SECONDS,
+} from '../../functions/core/guard/consumer';
 
 export interface GuardSignalsProps {
   table: dynamodb.ITable;
@@ -49,9 +52,9 @@ export class GuardSignals extends Construct {
         retryAttempts: 3,
         onFailure: new SqsDlq(dropped),
         maxRecordAge: Duration.hours(1),
-        // Only so that Lambda names the batch's shard (`shardId`), which a plain stream event does not: the
-        // consumer's per-shard marks need it. The window's state is not used (the handler returns it empty).
-        tumblingWindow: Duration.minutes(15),
+        // Lambda names the batch's shard (`shardId`), which a plain stream event does not: the consumer's
+        // per-shard marks need it. The window's state carries the events whose aggregates wait (docs/guard.md).
+        tumblingWindow: Duration.seconds(GUARD_TUMBLING_WINDOW_SECONDS),
         filters: [
           lambda.FilterCriteria.filter({
             dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },

@@ -22,6 +22,7 @@ import { verificationToItem } from '../../functions/adapters/dynamodb/items';
 import {
   handleGuardStream,
   reportOverBudget,
+  type GuardWindowState,
   type GuardStreamEvent,
 } from '../../functions/adapters/guard/stream';
 import type { Logger } from '../../functions/adapters/logger';
@@ -217,6 +218,37 @@ test('below four services the global scope is neither read nor written; a fourth
   await t.handle({ Records: gbBatch(7, 4), shardId: SHARD });
   // The global scope starts from the batch after the fourth service: the earlier sends are not there.
   expect(await counted(t)).toEqual([10, 4]);
+});
+
+test("in a tumbling window the aggregates wait in Lambda's state, written at the window's last batch", async () => {
+  const t = await table();
+  const window = { start: '2026-11-23T11:45:00Z', end: '2026-11-23T12:00:00Z' };
+  const first = (await t.handle({ Records: gbBatch(1, 4), shardId: SHARD, window, state: {} })) as {
+    state: GuardWindowState;
+  };
+  expect(first.state.carried).toHaveLength(4);
+  expect(t.faults.calls.map((call) => call.operation)).not.toContain('PutItem');
+  expect(await counted(t)).toEqual([0, 0]);
+
+  // Lambda passes the state back (as JSON) with the window's next batches; the last one writes them all, once.
+  const state = JSON.parse(JSON.stringify(first.state)) as GuardWindowState;
+  const second = (await t.handle({ Records: gbBatch(5, 2), shardId: SHARD, window, state })) as {
+    state: GuardWindowState;
+  };
+  expect(second.state.carried).toHaveLength(6);
+  expect(
+    await t.handle({
+      Records: [],
+      shardId: SHARD,
+      window,
+      state: second.state,
+      isFinalInvokeForWindow: true,
+    }),
+  ).toEqual({ state: {} });
+  expect(await counted(t)).toEqual([6, 6]);
+  // A batch delivered again after the window still counts once.
+  await t.handle({ Records: gbBatch(1, 6), shardId: SHARD });
+  expect(await counted(t)).toEqual([6, 6]);
 });
 
 test('a batch whose write went through but whose answer was lost, retried, counts once', async () => {

@@ -7,6 +7,7 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { streamImages } from '../dynamodb/stream-images';
 import {
   consumeGuardEvents,
+  consumeGuardWindowBatch,
   type GuardConsumerDeps,
   type PositionedGuardEvent,
 } from '../../core/guard/consumer';
@@ -89,11 +90,24 @@ function guardEventsFromShard(records: DynamoDBRecord[], shard: string | undefin
 
 /**
  * A batch of one shard. With a tumbling window on the event source (lib/constructs/guard-signals.ts) Lambda
- * names the shard (`shardId`) and wants a `state` back; the window is there for the shard's name only.
+ * names the shard (`shardId`) and the window, passes the `state` the window's previous batch answered, and says
+ * which batch is the window's last; the consumer carries there the events whose aggregates wait
+ * (`consumeGuardWindowBatch`). Lambda keeps a window's state up to 1 MB: `DEFERRED_AGGREGATES` keeps it well
+ * under (a thousand events of a few hundred bytes).
  */
-export type GuardStreamEvent = DynamoDBStreamEvent & { shardId?: string };
+export type GuardStreamEvent = DynamoDBStreamEvent & {
+  shardId?: string;
+  window?: { start: string; end: string };
+  state?: GuardWindowState | Record<string, never>;
+  isFinalInvokeForWindow?: boolean;
+  isWindowTerminatedEarly?: boolean;
+};
+export interface GuardWindowState {
+  /** The window's events folded but not written yet. */
+  carried?: PositionedGuardEvent[];
+}
 export interface GuardStreamResponse {
-  state: Record<string, never>;
+  state: GuardWindowState;
 }
 
 /** Where the consumer tells of its own failures (a metric the alarms read, a log line). */
@@ -122,8 +136,15 @@ export async function handleGuardStream(
   event: GuardStreamEvent,
   health: GuardStreamHealth = {},
 ): Promise<GuardStreamResponse> {
+  let carry: PositionedGuardEvent[] = [];
   try {
-    await consumeGuardEvents(deps, guardEventsFromShard(event.Records ?? [], event.shardId));
+    const events = guardEventsFromShard(event.Records ?? [], event.shardId);
+    // Without a window (the shard unnamed, the local stack's poller), every batch is written.
+    if (event.window && event.shardId) {
+      const carried = (event.state as GuardWindowState | undefined)?.carried ?? [];
+      const final = event.isFinalInvokeForWindow === true || event.isWindowTerminatedEarly === true;
+      carry = (await consumeGuardWindowBatch(deps, carried, events, final)).carry;
+    } else await consumeGuardEvents(deps, events);
   } catch (error) {
     const cause = batchFailureCause(error);
     health.metrics?.count(METRIC.guardBatchFailures);
@@ -134,7 +155,7 @@ export async function handleGuardStream(
     });
     throw error;
   }
-  return { state: {} };
+  return { state: carry.length > 0 ? { carried: carry } : {} };
 }
 
 /** Tells of a guard item written past its budget: a metric (alarmed) and a log line naming the item. */

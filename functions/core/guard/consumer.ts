@@ -80,6 +80,12 @@ export const FOLDED_KEEP_MS = 3 * 3_600_000;
  */
 export const GUARD_BATCH_WINDOW_SECONDS = 30;
 
+/**
+ * The event source's tumbling window: Lambda names each batch's shard within it, and carries a state from batch to
+ * batch, in which the consumer keeps the events whose aggregates it has not written yet (`DEFERRED_AGGREGATES`).
+ */
+export const GUARD_TUMBLING_WINDOW_SECONDS = 15 * 60;
+
 export interface CountryRecord {
   stats: CountryStats;
   state: CountryGuardState;
@@ -218,6 +224,33 @@ function advanceMarks(
 }
 
 /**
+ * Within a shard's tumbling window the consumer writes its aggregates every few minutes rather than at every
+ * batch: the events folded since are carried from batch to batch (Lambda's window `state`), folded again each
+ * batch over the stored aggregates for the rules, and written when a state changes (a block: the send path must
+ * see it at once), when they are this many or this old, and at the window's end.
+ */
+export const DEFERRED_AGGREGATES = { maxEvents: 1_000, maxAgeMs: 5 * 60_000 } as const;
+
+/**
+ * One batch of a shard's tumbling window: `carried`, the events of its earlier batches not written yet; `final`,
+ * the window's last batch (everything is written). Answers the blocks started and the events to carry on.
+ */
+export async function consumeGuardWindowBatch(
+  deps: GuardConsumerDeps,
+  carried: PositionedGuardEvent[],
+  input: PositionedGuardEvent[],
+  final: boolean,
+): Promise<{ started: StartedBlock[]; carry: PositionedGuardEvent[] }> {
+  const events = [...carried, ...input];
+  const now = deps.clock.now().getTime();
+  const oldest = events.reduce((at, event) => Math.min(at, event.at), now);
+  const write =
+    final || events.length >= DEFERRED_AGGREGATES.maxEvents || now - oldest >= DEFERRED_AGGREGATES.maxAgeMs;
+  const folded = await foldEvents(deps, events, !write);
+  return { started: folded.started, carry: folded.written ? [] : events };
+}
+
+/**
  * Folds `events` into every scope and country they touch and writes the new state (one read, one write). An
  * aggregate that already folded an event's stream record (its shard's mark is at or past it) skips it, and an
  * aggregate no event is new to is not written at all: the same batch twice counts once.
@@ -226,8 +259,17 @@ export async function consumeGuardEvents(
   deps: GuardConsumerDeps,
   input: PositionedGuardEvent[],
 ): Promise<StartedBlock[]> {
+  return (await foldEvents(deps, input, false)).started;
+}
+
+/** `consumeGuardEvents`; with `defer`, nothing is written unless a state changed (`written` says which). */
+async function foldEvents(
+  deps: GuardConsumerDeps,
+  input: PositionedGuardEvent[],
+  defer: boolean,
+): Promise<{ started: StartedBlock[]; written: boolean }> {
   const events = [...input].sort((a, b) => a.at - b.at);
-  if (events.length === 0) return [];
+  if (events.length === 0) return { started: [], written: true };
   const now = Math.max(deps.clock.now().getTime(), events[events.length - 1]!.at);
   // A global block applies to a service only when GLOBAL_QUORUM other services showed its signal: below that many
   // services it can refuse no one, and the global scope is neither read nor written
@@ -246,6 +288,10 @@ export async function consumeGuardEvents(
   const told: StartedBlock[] = [];
   for (let attempt = 0; ; attempt++) {
     const batch = await deps.store.load([...countries.values()], [...scopes]);
+    // Each record's state as stored: with `deferStats`, only records whose state this batch changes are written.
+    const storedStates = new Map<CountryRecord | ScopeRecord, string>();
+    for (const record of [...batch.countries.values(), ...batch.scopes.values()])
+      storedStates.set(record, JSON.stringify(record.state));
     const started: { scope: string; country: string; block: StartedBlock }[] = [];
     const drops: { scope: string; country: string; figures: Figures }[] = [];
     const country = (scope: string, name: string): CountryRecord => {
@@ -254,6 +300,7 @@ export async function consumeGuardEvents(
       if (!record) {
         record = { stats: currentCountryStats(undefined), state: emptyCountryState(), version: 0 };
         batch.countries.set(key, record);
+        storedStates.set(record, JSON.stringify(record.state));
       }
       record.stats = currentCountryStats(record.stats);
       return record;
@@ -268,6 +315,7 @@ export async function consumeGuardEvents(
           version: 0,
         };
         batch.scopes.set(name, record);
+        storedStates.set(record, JSON.stringify(record.state));
       }
       record.stats = currentScopeStats(record.stats);
       return record;
@@ -325,7 +373,7 @@ export async function consumeGuardEvents(
       const marks = advanceMarks(record.folded, positions, now);
       if (marks) record.folded = marks;
     }
-    if (folding.size === 0) return [];
+    if (folding.size === 0) return { started: [], written: true };
     for (const { scope: name, country: code } of countries.values()) {
       const record = batch.countries.get(countryKey(name, code));
       if (!record) continue;
@@ -351,6 +399,12 @@ export async function consumeGuardEvents(
       record.state = evaluated.state;
       for (const block of evaluated.started) started.push({ scope: name, country: '*', block });
     }
+    // Deferred, the aggregates wait for a later batch (the caller carries the events) unless a state changed: the
+    // send path must see it now, and then every record is written, so that they all hold the same events.
+    const changed = [...batch.countries.values(), ...batch.scopes.values()].some(
+      (record) => storedStates.get(record) !== JSON.stringify(record.state),
+    );
+    if (defer && !changed) return { started: told, written: false };
     const saved = await deps.store.save(batch);
     for (const { scope: name, country: code, block } of started) {
       if (!saved.written.has(code === '*' ? name : countryKey(name, code))) continue;
@@ -359,7 +413,7 @@ export async function consumeGuardEvents(
     }
     for (const { scope: name, country: code, figures } of drops)
       if (saved.written.has(countryKey(name, code))) deps.onConversionDrop?.(name, code, figures);
-    if (saved.complete) return told;
+    if (saved.complete) return { started: told, written: true };
     if (attempt + 1 >= MAX_ATTEMPTS) throw new Error('the guard state kept changing under this batch');
   }
 }
