@@ -288,7 +288,7 @@ async function foldEvents(
   const told: StartedBlock[] = [];
   for (let attempt = 0; ; attempt++) {
     const batch = await deps.store.load([...countries.values()], [...scopes]);
-    // Each record's state as stored: with `deferStats`, only records whose state this batch changes are written.
+    // Each record's state as stored: with `defer`, nothing is written unless this batch changes one of them.
     const storedStates = new Map<CountryRecord | ScopeRecord, string>();
     for (const record of [...batch.countries.values(), ...batch.scopes.values()])
       storedStates.set(record, JSON.stringify(record.state));
