@@ -32,7 +32,10 @@ import { guardViewOf } from '../../functions/adapters/memory/guard';
 import { checkVerification } from '../../functions/core/check';
 import { OtpError } from '../../functions/core/errors';
 import {
+  GUARD_BATCH_WINDOW_SECONDS,
+  GUARD_TUMBLING_WINDOW_SECONDS,
   consumeGuardEvents,
+  consumeGuardWindowBatch,
   countryKey,
   type CountryKey,
   type CountryRecord,
@@ -143,7 +146,9 @@ type BenchStore = VerificationStore & Pick<DeliveryStore, 'markDelivered'>;
 
 /**
  * The send, check and consumer calls over a store, a guard store and a source of events. `seedStore`: where
- * `seedVerified` writes (a store whose writes make no guard event).
+ * `seedVerified` writes (a store whose writes make no guard event). `windowed`: the consumer carries its events
+ * within tumbling windows as deployed (`consumeGuardWindowBatch`); it needs a guard store that hands out copies
+ * (the DynamoDB one), as the carried events are folded again over what is stored.
  */
 function benchOver(
   store: BenchStore,
@@ -151,8 +156,10 @@ function benchOver(
   serviceSid: string,
   drain: () => Promise<GuardEvent[]>,
   seedStore: VerificationStore = store,
+  windowed = false,
 ): Pick<GuardBench, 'send' | 'check' | 'deliver' | 'consume' | 'foldHistory' | 'seedVerified'> {
   const random = new RememberingRandom();
+  let carried: GuardEvent[] = [];
   const deps = sendDeps(store, random);
   const at = (time: number) => ({ now: () => new Date(DAY + time) });
   return {
@@ -195,15 +202,19 @@ function benchOver(
         if (event.kind === 'send' && event.decision)
           seen.push({ e164: event.e164, reason: event.decision.reason, mode: event.decision.mode });
       const drops: Consumed['drops'] = [];
-      if (events.length > 0)
-        await consumeGuardEvents(
-          {
-            store: guard,
-            clock: at(time),
-            onConversionDrop: (_scope, country) => drops.push({ country, at: time }),
-          },
-          events,
-        );
+      const consumer = {
+        store: guard,
+        clock: at(time),
+        onConversionDrop: (_scope: string, country: string) => drops.push({ country, at: time }),
+      };
+      if (windowed) {
+        // The batch ending at `time` is its window's last when the next one falls in another window.
+        const windowMs = GUARD_TUMBLING_WINDOW_SECONDS * 1000;
+        const final =
+          Math.floor((time - 1) / windowMs) !==
+          Math.floor((time - 1 + GUARD_BATCH_WINDOW_SECONDS * 1000) / windowMs);
+        carried = (await consumeGuardWindowBatch(consumer, carried, events, final)).carry;
+      } else if (events.length > 0) await consumeGuardEvents(consumer, events);
       return { decisions: seen, drops };
     },
     foldHistory: async (history, until) => {
@@ -525,7 +536,8 @@ export async function dynamoBench(db: BenchDb, options: BenchOptions): Promise<G
     guardEventsFromStream(await reader.drain()).filter(
       (event) => !seeded.has(sentKey(event.e164, event.kind === 'send' ? event.at : event.sentAt)),
     );
-  const bench = benchOver(store, guard, account.serviceSid, drain);
+  // As deployed: the consumer carries its events within tumbling windows.
+  const bench = benchOver(store, guard, account.serviceSid, drain, store, true);
   return {
     serviceSid: account.serviceSid,
     ...bench,
