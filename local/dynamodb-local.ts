@@ -58,6 +58,8 @@ export interface DynamoLocalOptions {
   port?: number;
   /** Keep the data in this folder instead of memory. */
   persistDir?: string;
+  /** How long it may take to answer before the start fails (and the process is stopped); default 60 s. */
+  readyWithinMs?: number;
 }
 
 export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promise<DynamoLocal> {
@@ -95,36 +97,42 @@ export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promis
   });
   exited.catch(() => undefined);
   const endpoint = `http://127.0.0.1:${port}`;
-  await Promise.race([waitUntilReady(endpoint), exited]);
-  return {
-    endpoint,
-    process: child,
-    stop: () =>
-      new Promise<void>((done) => {
-        if (child.exitCode !== null) return done();
-        child.once('exit', () => done());
-        child.kill('SIGTERM');
-      }),
-  };
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (child.exitCode !== null) return done();
+      child.once('exit', () => done());
+      child.kill('SIGTERM');
+    });
+  try {
+    await Promise.race([waitUntilReady(endpoint, options.readyWithinMs ?? 60_000), exited]);
+  } catch (error) {
+    // A Java that never answered is stopped with the start: nothing else holds it.
+    await stop();
+    throw error;
+  }
+  return { endpoint, process: child, stop };
 }
 
-async function waitUntilReady(endpoint: string): Promise<void> {
+async function waitUntilReady(endpoint: string, withinMs: number): Promise<void> {
   const client = new DynamoDBClient({
     endpoint,
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: 1,
   });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      await client.send(new ListTablesCommand({}));
-      client.destroy();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline)
-        throw new Error(`DynamoDB Local did not answer at ${endpoint}: ${String(error)}`);
-      await new Promise((wait) => setTimeout(wait, 100));
+  const deadline = Date.now() + withinMs;
+  try {
+    for (;;) {
+      try {
+        await client.send(new ListTablesCommand({}));
+        return;
+      } catch (error) {
+        if (Date.now() > deadline)
+          throw new Error(`DynamoDB Local did not answer at ${endpoint}: ${String(error)}`);
+        await new Promise((wait) => setTimeout(wait, 100));
+      }
     }
+  } finally {
+    client.destroy();
   }
 }

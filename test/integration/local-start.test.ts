@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../scripts/check-links';
+import { startDynamoLocal } from '../../local/dynamodb-local';
 
 /** The processes whose command line names `text` (the data folder of one DynamoDB Local). */
 function processesNaming(text: string): number[] {
@@ -55,3 +56,17 @@ it('a port already in use fails the start, and DynamoDB Local is stopped with it
   expect(stderr).toContain('Starting DynamoDB Local');
   expect(processesNaming(dataDir)).toEqual([]);
 }, 90_000);
+
+it('a DynamoDB Local that does not answer in time fails its start and is stopped with it', async () => {
+  const slowDir = mkdtempSync(join(tmpdir(), 'otp-slow-'));
+  try {
+    // Java needs about 2 s to answer: a millisecond is never enough.
+    await expect(startDynamoLocal({ persistDir: slowDir, readyWithinMs: 1 })).rejects.toThrow(
+      'DynamoDB Local did not answer',
+    );
+    expect(processesNaming(slowDir)).toEqual([]);
+  } finally {
+    for (const pid of processesNaming(slowDir)) process.kill(pid, 'SIGKILL');
+    rmSync(slowDir, { recursive: true, force: true });
+  }
+}, 60_000);
