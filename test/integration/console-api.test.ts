@@ -280,6 +280,27 @@ describe('membership', () => {
       b.serviceSid,
     ]);
   });
+
+  test("the operator's list gives every service's balance, a spread one summed over its shards", async () => {
+    const spread = await harness.createAccount();
+    await harness.accounts.spreadBalance(BY_TEST, spread.serviceSid, '4');
+    const list = (await call(operator, 'GET', '/services')).body.services as {
+      sid: string;
+      balance: string;
+    }[];
+    const directory = await harness.accounts.store.listAllServices();
+    expect(list.map((s) => s.sid)).toEqual(directory.map((entry) => entry.serviceSid));
+    for (const { sid, balance } of list) {
+      const service = (await harness.accounts.getService(sid))!;
+      expect(balance).toBe((service.balance / 10_000).toFixed(4));
+    }
+    expect(list.find((s) => s.sid === spread.serviceSid)!.balance).not.toBe('0.0000');
+    // Read together, in the order asked; a SID with no service is none.
+    const none = 'VA0123456789abcdef0123456789abcdef';
+    const read = await harness.accounts.getServices([spread.serviceSid, none, a.serviceSid]);
+    expect(read.map((service) => service?.sid)).toEqual([spread.serviceSid, undefined, a.serviceSid]);
+    expect(read[0]!.balance).toBe((await harness.accounts.getService(spread.serviceSid))!.balance);
+  });
 });
 
 describe('what the console changes, the public API obeys', () => {

@@ -740,6 +740,7 @@ describe('each function runs with exactly its template grants', () => {
       expect.arrayContaining([expect.objectContaining({ sid: serviceSid })]),
     );
     await ok(operator('POST', '/services', { name: 'Operator made', balance: '1' }));
+    await ok(operator('GET', '/services'));
     await ok(operator('POST', `${svc}/topup`, { amount: '1' }));
     await ok(operator('GET', `${svc}/members`));
   });

@@ -39,7 +39,7 @@ import {
 import { readShardBalances, spreadEvenly } from './balance-shards';
 import { SERVICE_CHILD_PREFIX, TABLE_SCHEMA, keys, type ItemKey } from './keys';
 import { auditFromItem, auditToItem } from './items';
-import { queryAll, transactSettled } from './requests';
+import { batchGetAll, queryAll, transactSettled } from './requests';
 import { queryServiceChildren } from './service-children';
 
 /** Writes of a new spread, while sends keep changing the shards it read. */
@@ -148,6 +148,31 @@ export class DynamoAccountStore implements AccountStore {
     if (service.balanceShards === undefined) return service;
     const balances = await readShardBalances(this.client, this.tableName, serviceSid, service.balanceShards);
     return { ...service, balance: balances.reduce((sum, balance) => sum + balance, 0) };
+  }
+
+  async getServices(serviceSids: readonly string[]): Promise<(Service | undefined)[]> {
+    const items: Record<string, unknown>[] = [];
+    // A BatchGetItem holds 100 keys.
+    for (let i = 0; i < serviceSids.length; i += 100)
+      items.push(
+        ...(await batchGetAll(
+          this.client,
+          this.tableName,
+          serviceSids.slice(i, i + 100).map(keys.service),
+          true,
+        )),
+      );
+    const found = new Map(items.map((item) => [item.pk, item]));
+    return Promise.all(
+      serviceSids.map(async (sid) => {
+        const item = found.get(keys.service(sid).pk);
+        if (!item) return undefined;
+        const service = serviceFromItem(item);
+        if (service.balanceShards === undefined) return service;
+        const balances = await readShardBalances(this.client, this.tableName, sid, service.balanceShards);
+        return { ...service, balance: balances.reduce((sum, balance) => sum + balance, 0) };
+      }),
+    );
   }
 
   async createService(service: Service, audit: AuditRecord): Promise<void> {

@@ -92,6 +92,10 @@ export class Accounts {
     return this.deps.store.getService(serviceSid);
   }
 
+  getServices(serviceSids: readonly string[]): Promise<(Service | undefined)[]> {
+    return this.deps.store.getServices(serviceSids);
+  }
+
   listCharges(serviceSid: string): ReturnType<AccountStore['listCharges']> {
     return this.deps.store.listCharges(serviceSid);
   }

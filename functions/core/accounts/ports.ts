@@ -152,6 +152,8 @@ export interface ItemCount {
 
 export interface AccountStore {
   getService(serviceSid: string): Promise<Service | undefined>;
+  /** The services of these SIDs in their order (undefined: no such service), read together: the operator's list. */
+  getServices(serviceSids: readonly string[]): Promise<(Service | undefined)[]>;
   /** Puts the service, its default template, its directory entry and (when it has a balance) the opening credit. */
   createService(service: Service, audit: AuditRecord): Promise<void>;
   /**
