@@ -143,10 +143,13 @@ export class DynamoAccountStore implements AccountStore {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.service(serviceSid), ConsistentRead: true }),
     );
-    if (!Item) return undefined;
-    const service = serviceFromItem(Item);
+    return Item && this.withBalance(serviceFromItem(Item));
+  }
+
+  /** A service as its item says, its balance summed over its shards when it is spread. */
+  private async withBalance(service: Service): Promise<Service> {
     if (service.balanceShards === undefined) return service;
-    const balances = await readShardBalances(this.client, this.tableName, serviceSid, service.balanceShards);
+    const balances = await readShardBalances(this.client, this.tableName, service.sid, service.balanceShards);
     return { ...service, balance: balances.reduce((sum, balance) => sum + balance, 0) };
   }
 
@@ -164,13 +167,9 @@ export class DynamoAccountStore implements AccountStore {
       );
     const found = new Map(items.map((item) => [item.pk, item]));
     return Promise.all(
-      serviceSids.map(async (sid) => {
+      serviceSids.map((sid) => {
         const item = found.get(keys.service(sid).pk);
-        if (!item) return undefined;
-        const service = serviceFromItem(item);
-        if (service.balanceShards === undefined) return service;
-        const balances = await readShardBalances(this.client, this.tableName, sid, service.balanceShards);
-        return { ...service, balance: balances.reduce((sum, balance) => sum + balance, 0) };
+        return item && this.withBalance(serviceFromItem(item));
       }),
     );
   }
