@@ -7,7 +7,10 @@ import { dynamoAccounts } from '../../functions/wiring/accounts';
 import { costModel, PRICES } from '../../bench/cost';
 import type { CountResults, OperationCount, PathCount } from '../../bench/counts';
 import { countGuardConsumer, type GuardConsumerCount } from '../../bench/guard-consumer';
-import { GUARD_BATCH_WINDOW_SECONDS } from '../../functions/core/guard/consumer';
+import {
+  GUARD_BATCH_WINDOW_SECONDS,
+  GUARD_TUMBLING_WINDOW_SECONDS,
+} from '../../functions/core/guard/consumer';
 import type { LatencyResults } from '../../bench/latency';
 import type { RequestSummary } from '../../bench/meter';
 import { evaluateTargets, guardConsumerLine } from '../../bench/report';
@@ -78,6 +81,23 @@ test('a rate under one send a second: its sends evenly spaced, each counted once
   // The consumer's units are per batch: per send they are higher where a batch holds fewer sends.
   expect(slow.perBatch!.wru).toBeCloseTo((slow.perSend.wru * slow.sends) / slow.batches, 1);
   expect(slow.perSend.wru).toBeGreaterThan(counted.perSend.wru);
+});
+
+test('a whole tumbling window metered: batches that change no state carry their events, written a few times', async () => {
+  // Warmed two hours as `npm run bench` warms it (the state settled), then one 15-minute window.
+  const windowed = await countGuardConsumer(benchDb(), {
+    sendsPerSecond: 0.5,
+    warmupSeconds: 7200,
+    measuredSeconds: GUARD_TUMBLING_WINDOW_SECONDS,
+  });
+  const batches = GUARD_TUMBLING_WINDOW_SECONDS / GUARD_BATCH_WINDOW_SECONDS;
+  expect(windowed.batches).toBe(batches);
+  expect(windowed.perBatch!.byKind.BatchGetItem).toBe(1);
+  // Every batch read; the records (5 countries and the scope) written every 5 minutes and at the window's end,
+  // not at each of its 30 batches.
+  const { PutItem = 0, TransactWriteItems = 0 } = windowed.perBatch!.byKind;
+  expect((PutItem + TransactWriteItems) * batches).toBeGreaterThanOrEqual(6);
+  expect((PutItem + TransactWriteItems) * batches).toBeLessThanOrEqual(6 * 4);
 });
 
 let withGlobal: GuardConsumerCount;
