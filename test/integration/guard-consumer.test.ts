@@ -220,6 +220,25 @@ test('below four services the global scope is neither read nor written; a fourth
   expect(await counted(t)).toEqual([10, 4]);
 });
 
+test('the count of services is read once in a few minutes below four, and never again once it reached four', async () => {
+  const queries = (t: Table) => t.faults.calls.filter((call) => call.operation === 'Query').length;
+  const few = await table(3);
+  await few.handle({ Records: gbBatch(1, 2), shardId: SHARD });
+  await listService(few.client, few.tableName);
+  await few.handle({ Records: gbBatch(3, 2), shardId: SHARD });
+  // The fourth service is seen when the count's few minutes are over, not at the next batch.
+  expect(queries(few)).toBe(1);
+  expect(await counted(few)).toEqual([4, 0]);
+
+  const four = await table(4, { serviceCountTtlMs: 1 });
+  await four.handle({ Records: gbBatch(1, 2), shardId: SHARD });
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  await four.handle({ Records: gbBatch(3, 2), shardId: SHARD });
+  // Services are never removed: four stay four, past the time a smaller count is trusted.
+  expect(queries(four)).toBe(1);
+  expect(await counted(four)).toEqual([4, 4]);
+});
+
 test("in a tumbling window the aggregates wait in Lambda's state, written at the window's last batch", async () => {
   const t = await table();
   const window = { start: '2026-11-23T11:45:00Z', end: '2026-11-23T12:00:00Z' };
