@@ -314,6 +314,9 @@ export function apiKeyAuth(options: {
         await request.context.authorized;
       } catch (error) {
         request.error = error as Error;
+        // The path named a service the key was not shown to belong to: the request log must not book the
+        // refusal to it (anyone could fill another service's lines).
+        request.context.serviceSid = undefined;
       }
     },
   };

@@ -115,6 +115,26 @@ describe('authentication', () => {
     expect(await harness.accounts.listCharges(other.serviceSid)).toEqual([]);
   });
 
+  it("a refused request's log line names no service: another service's path is not its own", async () => {
+    const other = await harness.createAccount();
+    const sid = (await harness.client(other).send({ To: '+14155550144' })).body.sid as string;
+    const from = harness.logs.length;
+    for (const request of [
+      () => api.send({ To: '+14155550144' }, { serviceSid: other.serviceSid }),
+      () => api.fetch(sid, { serviceSid: other.serviceSid }),
+      () => api.check({ VerificationSid: sid, Code: '123456' }, { serviceSid: other.serviceSid }),
+    ]) {
+      expect((await request()).status).toBe(403);
+    }
+    const lines = harness.logs
+      .slice(from)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.msg === 'request');
+    expect(lines.map((line) => line.status)).toEqual([403, 403, 403]);
+    // An operator reading the other service's requests must not find ones its keys never made.
+    for (const line of lines) expect(line.serviceSid).toBeUndefined();
+  });
+
   it('a revoked key stops working at the next request, on a function that just used it', async () => {
     const fresh = await harness.createAccount();
     const client = harness.client(fresh);
