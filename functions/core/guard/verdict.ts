@@ -103,7 +103,9 @@ export function guardVerdict(input: GuardInput): GuardVerdict {
 
 /**
  * The rule that refuses the number, `probe` when one would but the send goes through as its probe, or nothing.
- * A global block another service's traffic made is `shadowOnly` unless `GLOBAL_QUORUM` other services showed it.
+ * A global block another service's traffic made is `shadowOnly` unless `GLOBAL_QUORUM` other services showed it:
+ * then the service's own blocks still decide first, since one tenant's traffic alone can make a global block on any
+ * range it sends to, and a shadow-only one in their place would pass what the service's own guard refuses.
  */
 function findHit(
   place: NumberPlace,
@@ -136,10 +138,23 @@ function findHit(
       scope: 'global' as const,
       figures: global.figures,
     };
-    if (others < GLOBAL_QUORUM) return { ...hit, shadowOnly: true };
-    return probing(global) ? 'probe' : hit;
+    if (others >= GLOBAL_QUORUM) return probing(global) ? 'probe' : hit;
+    const ownHit = noveltyHit(place, view, enforced, now, probe);
+    return ownHit && ownHit !== 'probe' ? ownHit : { ...hit, shadowOnly: true };
   }
+  return noveltyHit(place, view, enforced, now, probe);
+}
 
+/** The service's own blocks of what it does not know (ranges, countries), or its closed country. */
+function noveltyHit(
+  place: NumberPlace,
+  view: GuardView,
+  enforced: 'standard' | 'strict',
+  now: number,
+  probe: boolean,
+): Hit | 'probe' | undefined {
+  const own = view.service.country;
+  const all = view.service.all;
   const liftedHere = isLifted(own?.lifted, place.e164, now) || isLifted(all?.lifted, place.e164, now);
   if (liftedHere) return undefined;
   const rangeKnown = own?.established.includes(place.range) ?? false;
