@@ -302,11 +302,15 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
         ],
         families: ['service', 'directory', 'apiKey'],
       },
+      // A template removed (in one transaction with the service's template count and the audit record).
+      { actions: ['dynamodb:DeleteItem'], families: ['service'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:Query'], families: ['member'] },
       // The webhooks page's and the timeline's delivery records.
       { actions: ['dynamodb:Query'], families: ['webhookDelivery'] },
-      // The caps reached now: the guard consumer's blocks of the service (read only).
-      { actions: ['dynamodb:Query'], families: ['guard'] },
+      // The guard page: the service's guard partition (the caps reached, its blocks), the global scope's state
+      // of every served country in one batch read, and a lift by hand (the states and their aggregates' version,
+      // in one transaction with the audit record).
+      { actions: ['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], families: ['guard'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'], families: ['verification'] },
       // Each API request's count in its user's minute (the per-user limit): one conditional update, nothing else.
       { actions: ['dynamodb:UpdateItem'], families: ['consoleUser'] },

@@ -440,10 +440,15 @@ describe('IAM least privilege', () => {
         ],
         leadingKeys: ['SERVICE#*', 'DIRECTORY#*', 'APIKEY#*'],
       },
+      // A template removed.
+      { actions: ['dynamodb:DeleteItem'], leadingKeys: ['SERVICE#*'] },
       { actions: ['dynamodb:GetItem', 'dynamodb:Query'], leadingKeys: ['MEMBER#*'] },
       { actions: ['dynamodb:Query'], leadingKeys: ['WEBHOOKDELIVERY#*'] },
-      // The caps reached now, from the guard's state of the service.
-      { actions: ['dynamodb:Query'], leadingKeys: ['GUARD#*'] },
+      // The guard page: the service's guard state and the global one's, and a block lifted by hand.
+      {
+        actions: ['dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+        leadingKeys: ['GUARD#*'],
+      },
       { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], leadingKeys: ['VERIFICATION#*'] },
       // The per-user request limit's count: written, never read or deleted.
       { actions: ['dynamodb:UpdateItem'], leadingKeys: ['CONSOLEUSER#*'] },

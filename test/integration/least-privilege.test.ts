@@ -48,7 +48,7 @@ import {
   type WebhookRequest,
 } from '../../functions/core/webhooks';
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../../functions/http/api';
-import { buildConsoleHandler } from '../../functions/console/routes';
+import { CONSOLE_API_ROUTES, buildConsoleHandler } from '../../functions/console/routes';
 import { buildConsoleDeps } from '../../functions/wiring/console';
 import type { ApiContext, ApiEvent } from '../../functions/http/middleware';
 import { buildDeps, buildWebhookSenderDeps, type Deps } from '../../functions/runtime';
@@ -676,6 +676,7 @@ describe('each function runs with exactly its template grants', () => {
         );
         const [rawPath, query] = `/console/api${path}`.split('?') as [string, string | undefined];
         Object.assign(event, { rawPath, rawQueryString: query ?? '' });
+        called.add(routeOf(method, path.split('?')[0]!));
         Object.assign(event.requestContext, {
           authorizer: { jwt: { claims: { sub, ...(groups && { 'cognito:groups': groups }) }, scopes: null } },
         });
@@ -685,6 +686,16 @@ describe('each function runs with exactly its template grants', () => {
           body: response.body.startsWith('{') ? JSON.parse(response.body) : {},
         };
       };
+    // Every route of the console API is called below: a route left out could need a grant no call asks for.
+    const called = new Set<string>();
+    const routeOf = (method: string, path: string) =>
+      CONSOLE_API_ROUTES.map((r) => `${r.method} ${r.path}`).find((route) => {
+        const [routeMethod, pattern] = route.split(' ') as [string, string];
+        return (
+          routeMethod === method &&
+          new RegExp(`^${pattern.replace(/:\w+/g, '[^/]+').replace(/\./g, '\\.')}$`).test(path)
+        );
+      }) ?? `${method} ${path} (no such route)`;
     const member = as('member@example.com');
     const operator = as('operator-sub', '[operators]');
     const svc = `/services/${serviceSid}`;
@@ -712,6 +723,8 @@ describe('each function runs with exactly its template grants', () => {
     const template = await ok(member('POST', `${svc}/templates`, { body: 'IAM {code}', default: true }));
     await ok(member('POST', `${svc}/templates/${String(template.sid)}/default`));
     await ok(member('GET', `${svc}/templates`));
+    const spare = await ok(member('POST', `${svc}/templates`, { body: 'Spare {code}' }));
+    await ok(member('POST', `${svc}/templates/${String(spare.sid)}/remove`));
     const rules = await ok(member('GET', `${svc}/rules`));
     await ok(
       member('PUT', `${svc}/rules`, {
@@ -720,6 +733,9 @@ describe('each function runs with exactly its template grants', () => {
         rulesVersion: rules.rulesVersion,
       }),
     );
+    const guard = await ok(member('GET', `${svc}/guard`));
+    await ok(member('PUT', `${svc}/guard`, { level: 'standard', guardVersion: guard.guardVersion }));
+    await ok(member('POST', `${svc}/guard/unblock`, { prefix: '+44' }));
     await ok(member('PUT', `${svc}/caps/GB`, { hourlySends: 1000 }));
     await ok(member('GET', `${svc}/caps`));
     const { channelsVersion } = await ok(member('GET', svc));
@@ -727,6 +743,7 @@ describe('each function runs with exactly its template grants', () => {
     const hook = await ok(member('POST', `${svc}/webhooks`, { url: 'https://hooks.example.com/console' }));
     await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/rotate`, {}));
     await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/disable`));
+    await ok(member('POST', `${svc}/webhooks/${String(hook.endpointSid)}/enable`));
     await ok(member('GET', `${svc}/webhooks`));
     // The secret it sealed opens with the webhook key the sender holds.
     const endpoint = await new DynamoWebhookEndpoints(admin, table.name).getEndpoint(
@@ -743,6 +760,8 @@ describe('each function runs with exactly its template grants', () => {
     await ok(operator('GET', '/services'));
     await ok(operator('POST', `${svc}/topup`, { amount: '1' }));
     await ok(operator('GET', `${svc}/members`));
+    await ok(member('GET', `${svc}/audit`));
+    expect([...called].sort()).toEqual(CONSOLE_API_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });
 
   test('no call went beyond its grants, and every function made some', () => {
