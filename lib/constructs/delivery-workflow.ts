@@ -109,9 +109,9 @@ export class DeliveryWorkflow extends Grouping {
 
     // The sweeper runs every minute, walking the ledger from its cursor. A failed run is not retried by Lambda
     // (the next run, a minute later, starts where the failed one stopped), so retries cannot pile up into
-    // overlapping runs.
+    // overlapping runs; nor can throttled runs, which Lambda would otherwise keep trying for 6 hours.
     const sweeper = props.functions.sweeper;
-    sweeper.configureAsyncInvoke({ retryAttempts: 0 });
+    sweeper.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
     new events.Rule(this, 'SweeperSchedule', {
       description: 'Runs the stalled-delivery sweeper every minute',
       schedule: events.Schedule.rate(Duration.minutes(1)),

@@ -673,6 +673,15 @@ describe('sweeper schedule', () => {
       MaximumRetryAttempts: 0,
     });
   });
+
+  test('a run Lambda could not start within the minute (throttled) is dropped, not run hours later', () => {
+    // Lambda keeps a throttled asynchronous event and tries it again for up to MaximumEventAgeInSeconds (6 hours by
+    // default), whatever MaximumRetryAttempts says: each minute of a throttling episode would queue one more run.
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: ref(fnId('sweeper')),
+      MaximumEventAgeInSeconds: 60,
+    });
+  });
 });
 
 describe('state machine', () => {
