@@ -51,6 +51,12 @@ export interface OtpConfig {
    * Gateway request per callback. Only with `receiptReservedConcurrency`, which is then the route's throttle.
    */
   receiptFunctionUrl: boolean;
+  /**
+   * The most webhook sender instances its queue may run at once (the SQS event source's maximum concurrency): a
+   * service whose endpoints never answer holds each instance for the request's time limit, and without a ceiling
+   * its retries could take the account's concurrency from the sends and checks.
+   */
+  webhookSenderMaxConcurrency: number;
   logRetention: RetentionDays;
   /** CloudFront and AWS WAF in front of the HTTP API (`otp:edge`); undefined: callers reach the API directly. */
   edge: EdgeConfig | undefined;
@@ -85,6 +91,7 @@ const CONTEXT_KEYS = {
   receiptThrottleBurstLimit: 'otp:receiptThrottleBurstLimit',
   receiptReservedConcurrency: 'otp:receiptReservedConcurrency',
   receiptFunctionUrl: 'otp:receiptFunctionUrl',
+  webhookSenderMaxConcurrency: 'otp:webhookSenderMaxConcurrency',
   logRetentionDays: 'otp:logRetentionDays',
   alarmTopicArn: 'otp:alarmTopicArn',
   edge: 'otp:edge',
@@ -102,6 +109,7 @@ const DEFAULTS = {
   consoleThrottleRateLimit: 20,
   consoleThrottleBurstLimit: 40,
   receiptThrottleRateLimit: 3000,
+  webhookSenderMaxConcurrency: 100,
   // API Gateway's default account burst: a larger bucket on one route could never fill.
   receiptThrottleBurstLimit: 5000,
   logRetentionDays: RetentionDays.ONE_MONTH,
@@ -246,6 +254,19 @@ export function readConfig(node: Node): OtpConfig {
     );
   }
 
+  const webhookSenderMaxConcurrency = wholeNumber(
+    node,
+    CONTEXT_KEYS.webhookSenderMaxConcurrency,
+    DEFAULTS.webhookSenderMaxConcurrency,
+    2,
+  );
+  // Lambda's bounds for an SQS event source's maximum concurrency.
+  if (webhookSenderMaxConcurrency > 1000) {
+    throw new Error(
+      `Context ${CONTEXT_KEYS.webhookSenderMaxConcurrency} must be at most 1000 (Lambda's bound), got ${webhookSenderMaxConcurrency}`,
+    );
+  }
+
   const alarmTopicArn = raw(node, CONTEXT_KEYS.alarmTopicArn);
   if (alarmTopicArn !== undefined && !/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]+$/.test(alarmTopicArn)) {
     throw new Error(`Context ${CONTEXT_KEYS.alarmTopicArn} is not an SNS topic ARN: "${alarmTopicArn}"`);
@@ -307,6 +328,7 @@ export function readConfig(node: Node): OtpConfig {
     ),
     receiptReservedConcurrency,
     receiptFunctionUrl,
+    webhookSenderMaxConcurrency,
     logRetention: logRetention as RetentionDays,
     edge: readEdge(node, settings),
     alarmTopicArn,

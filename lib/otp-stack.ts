@@ -152,6 +152,7 @@ export class OtpStack extends Stack {
     const webhooks = new WebhookDelivery(this, 'WebhookDelivery', {
       table: this.table,
       functions: this.functions,
+      senderMaxConcurrency: config.webhookSenderMaxConcurrency,
     });
     this.webhookQueue = webhooks.queue;
     const guardSignals = new GuardSignals(this, 'GuardSignalsStream', {

@@ -22,6 +22,8 @@ export interface WebhookDeliveryProps {
   /** The table whose stream is the events' outbox. */
   table: dynamodb.ITable;
   functions: Record<FunctionName, NodejsFunction>;
+  /** The most sender instances the queue runs at once (`otp:webhookSenderMaxConcurrency`). */
+  senderMaxConcurrency: number;
 }
 
 /**
@@ -91,7 +93,15 @@ export class WebhookDelivery extends Grouping {
         'event source needs and which has no resource-level permissions; reading the stream is on its ARN only.',
     });
 
-    webhookSender.addEventSource(new SqsEventSource(queue, { batchSize: 10, reportBatchItemFailures: true }));
+    // A ceiling on the sender's instances: endpoints that never answer hold each one for the request's time limit,
+    // and one service's dead endpoints must delay webhooks, not take the account's concurrency from the sends.
+    webhookSender.addEventSource(
+      new SqsEventSource(queue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: props.senderMaxConcurrency,
+      }),
+    );
     // The sender re-queues its own retries, and the 15-minute hops of longer waits, to the queue it consumes:
     // Lambda's recursive loop detection (default Terminate) would stop one failing job's chain at about the 17th
     // invocation, some 3 hours in, before attempts 8 and 9. The loop is intended and bounded by the job: at most

@@ -1123,6 +1123,8 @@ describe('configuration from context', () => {
     ['otp:receiptThrottleRateLimit', '0'],
     ['otp:receiptThrottleBurstLimit', '1.5'],
     ['otp:receiptReservedConcurrency', '0'],
+    ['otp:webhookSenderMaxConcurrency', '1'],
+    ['otp:webhookSenderMaxConcurrency', '1001'],
     ['otp:alarmTopicArn', 'ops-topic'],
   ])('rejects %s=%s at synth time', (key, value) => {
     const outdir = mkdtempSync(path.join(tmpdir(), 'cdk.out'));

@@ -118,6 +118,8 @@ test('the sender consumes the queue in batches of 10, reporting the jobs that fa
     EventSourceArn: getAtt(queue),
     BatchSize: 10,
     FunctionResponseTypes: ['ReportBatchItemFailures'],
+    // Endpoints that never answer delay webhooks, and take no more of the account's concurrency than this.
+    ScalingConfig: { MaximumConcurrency: 100 },
   });
   // The events function and the sender, plus the pumping guard's own consumer of the stream.
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
@@ -129,6 +131,18 @@ test('the sender consumes the queue in batches of 10, reporting the jobs that fa
     ParallelizationFactor: Match.absent(),
   });
   template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
+});
+
+test('the ceiling on sender instances is set from context', () => {
+  const custom = synthUnbundled({ 'otp:webhookSenderMaxConcurrency': '400' });
+  try {
+    custom.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: ref(logicalIdIn(custom.stack, custom.stack.functions.webhookSender)),
+      ScalingConfig: { MaximumConcurrency: 400 },
+    });
+  } finally {
+    custom.cleanup();
+  }
 });
 
 test("the sender alone may loop through its own queue (retries); every other function keeps Lambda's loop detection", () => {
