@@ -86,8 +86,10 @@ async function serve(
   const url = new URL(req.url ?? '/', 'http://localhost');
   const method = (req.method ?? 'GET').toUpperCase();
   const body = await readBody(req);
-  // API Gateway's own answer, which an HTTP API cannot shape: no `code` (docs/api.md).
-  if (body === undefined) return send(res, 413, { message: 'Request Entity Too Large' });
+  // API Gateway's own answer, which an HTTP API cannot shape: no `code` (docs/api.md). The rest of the body is
+  // left unread, so the connection cannot carry another request: it is closed, and says so.
+  if (body === undefined)
+    return send(res, 413, { message: 'Request Entity Too Large' }, { connection: 'close' });
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;

@@ -4,7 +4,7 @@
  * its requests still carry its own `Host`. A path is routed by method too.
  */
 import { request } from 'node:http';
-import type { Server } from 'node:net';
+import { connect, type Server } from 'node:net';
 import { startHttpServer } from '../../local/server';
 
 let server: Server;
@@ -88,4 +88,24 @@ test('a body over the API Gateway payload limit answers 413 as API Gateway does,
   );
   expect(answer.status).toBe(413);
   expect(JSON.parse(answer.body)).toEqual({ message: 'Request Entity Too Large' });
+});
+
+test('a refused oversized body closes its connection, so a keep-alive client never reuses it', async () => {
+  // The rest of the refused body is never read: a request sent after it on the same connection would hang.
+  const size = 11 * 1024 * 1024;
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (data: Buffer) => (received += data.toString('latin1')));
+  socket.on('error', () => undefined);
+  const closed = new Promise<boolean>((resolve) => {
+    socket.once('close', () => resolve(true));
+    setTimeout(() => resolve(false), 5000).unref();
+  });
+  socket.write(`POST /_local/carrier/rules HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${size}\r\n\r\n`);
+  socket.write(Buffer.alloc(size, 'x'));
+  const wasClosed = await closed;
+  socket.destroy();
+  expect(received).toMatch(/^HTTP\/1\.1 413 /);
+  expect(received).toMatch(/\r\nconnection: close\r\n/i);
+  expect(wasClosed).toBe(true);
 });
