@@ -46,7 +46,9 @@ export function phoneProblem(raw: string): string {
   if (/^\s+\d/.test(raw))
     return 'To must start with +: a + sent unencoded in a form body arrives as a space; send it as %2B.';
   if (!text.startsWith('+')) return 'To must start with + and the country code (E.164).';
-  const ext = parsePhoneNumberFromString(text)?.ext;
-  if (ext !== undefined) return `To has an extension (${ext}): send the number alone.`;
+  // Not the extension's digits: libphonenumber reads `+44 7450 123460#` as +447450 extension 123460, and naming
+  // those would send the caller looking for an extension they never typed.
+  if (parsePhoneNumberFromString(text)?.ext !== undefined)
+    return 'To has an extension mark (x, ext, ;ext= or #): send the number alone.';
   return 'To is not a valid phone number.';
 }

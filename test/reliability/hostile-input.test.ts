@@ -486,8 +486,10 @@ describe('specific hostile input', () => {
     ['no + at all', 'To=447400123470', 'must start with + and the country code'],
     ['a + and no such number', 'To=%2B4412', 'To is not a valid phone number.'],
     // A code cannot reach an extension, and the number without it may be someone else's: refused, not dropped.
-    ['an extension', 'To=%2B14155550320%20x99', 'To has an extension (99): send the number alone.'],
-    ['an extension as ;ext=', 'To=%2B14155550320%3Bext%3D5', 'To has an extension (5)'],
+    ['an extension', 'To=%2B14155550320%20x99', 'To has an extension mark (x, ext, ;ext= or #): send the'],
+    ['an extension as ;ext=', 'To=%2B14155550320%3Bext%3D5', 'To has an extension mark'],
+    // libphonenumber reads a trailing # as closing an extension (+447450, extension 123460): no digits named.
+    ['a trailing #', 'To=%2B44%207450%20123460%23', 'To has an extension mark (x, ext, ;ext= or #)'],
   ])('To with %s: unroutable, saying what is wrong, not charged', async (_, body, words) => {
     const before = await balances();
     const response = await raw('POST', sendPath(), { ...form, 'x-api-key': mine.apiKey }, body);
