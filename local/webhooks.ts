@@ -16,6 +16,7 @@ import { logJob, SQS_MAX_DELAY_SECONDS } from '../functions/adapters/webhooks/sq
 import { handleVerificationStream } from '../functions/adapters/webhooks/stream';
 import type { Clock, VerificationStore } from '../functions/core/ports';
 import {
+  EndpointPauses,
   runWebhookJob,
   webhookSettingsFromEnv,
   type QueuedJob,
@@ -338,6 +339,7 @@ export async function startLocalWebhooks(options: LocalWebhooksOptions): Promise
     clock: options.clock,
     settings,
     deliveries: new DynamoWebhookDeliveries(documents, options.tableName, options.logger),
+    pauses: new EndpointPauses(),
   };
 
   const poller = new StreamPoller({

@@ -1,6 +1,6 @@
 /** What the webhook sender is built from; shared by its Lambda root and the local stack. */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { webhookSettingsFromEnv, type WebhookSenderDeps } from '../core/webhooks';
+import { EndpointPauses, webhookSettingsFromEnv, type WebhookSenderDeps } from '../core/webhooks';
 import { systemClock } from '../adapters/crypto';
 import { DynamoStore } from '../adapters/dynamodb/store';
 import { DynamoWebhookDeliveries, DynamoWebhookEndpoints } from '../adapters/dynamodb/webhooks';
@@ -38,5 +38,7 @@ export function buildWebhookSenderDeps(
     clock: systemClock,
     settings,
     deliveries: new DynamoWebhookDeliveries(client, tableName, logger),
+    // Built once per instance (the entry's cold start), so it remembers endpoints across batches.
+    pauses: new EndpointPauses(),
   };
 }

@@ -5,6 +5,8 @@
 import type { Verification } from '../../functions/core/model';
 import { toView } from '../../functions/core/verification';
 import {
+  ENDPOINT_PAUSE,
+  EndpointPauses,
   MAX_DELIVERY_ATTEMPTS,
   RETRY_DELAYS_SECONDS,
   checkWebhookUrl,
@@ -357,6 +359,97 @@ describe('runWebhookJob', () => {
     expect(await runWebhookJob(deps, { ...job, notBefore })).toBe('waiting');
     expect(requests).toEqual([]);
     expect(queue.jobs).toEqual([{ job: { ...job, notBefore }, delaySeconds: 900 }]);
+  });
+
+  describe('an endpoint that stops answering is paused on the instance', () => {
+    const OTHER = `WH${'f'.repeat(32)}`;
+    const timeout: WebhookResponse = { error: 'no response within 5000 ms' };
+    /** A sender whose endpoints time out while `down` holds, and answer 200 otherwise; one pause set. */
+    function pausing(down: (endpointSid: string) => boolean) {
+      const made = sender([]);
+      const records: WebhookDeliveryRecord[] = [];
+      made.deps.endpoints = { getEndpoint: async (_service, sid) => endpoint({ sid }) };
+      made.deps.transport = {
+        post: async (request) => {
+          made.requests.push(request);
+          return down(request.endpointSid) ? timeout : { status: 200 };
+        },
+      };
+      made.deps.deliveries = { record: async (record) => void records.push(record) };
+      made.deps.pauses = new EndpointPauses();
+      const deliver = job as Extract<WebhookJob, { kind: 'deliver' }>;
+      const run = (endpointSid: string, attempt = 1) =>
+        runWebhookJob(made.deps, { ...deliver, endpointSid, attempt });
+      const posted = (endpointSid: string) =>
+        made.requests.filter((request) => request.endpointSid === endpointSid).length;
+      return { ...made, records, run, posted };
+    }
+
+    it('after its time-outs in a row its jobs fail at once, as attempts, on the retry schedule', async () => {
+      const s = pausing((sid) => sid === ENDPOINT);
+      for (let i = 0; i < ENDPOINT_PAUSE.timeouts; i++) expect(await s.run(ENDPOINT)).toBe('retrying');
+      expect(s.posted(ENDPOINT)).toBe(ENDPOINT_PAUSE.timeouts);
+      expect(await s.run(ENDPOINT, 2)).toBe('retrying');
+      expect(await s.run(ENDPOINT, 9)).toBe('dead');
+      // No request: the attempts failed as paused, and the retry went on its schedule.
+      expect(s.posted(ENDPOINT)).toBe(ENDPOINT_PAUSE.timeouts);
+      expect(s.records.slice(-2).map((r) => [r.attempt, r.error, r.final])).toEqual([
+        [2, 'paused', false],
+        [9, 'paused', true],
+      ]);
+      expect(s.queue.jobs.at(-1)).toEqual({ job: { ...job, attempt: 3 }, delaySeconds: 20 });
+      expect(s.queue.dead.at(-1)?.reason).toContain('paused');
+      // Another endpoint is posted to as before.
+      expect(await s.run(OTHER)).toBe('delivered');
+      expect(s.posted(OTHER)).toBe(1);
+    });
+
+    it('after the pause one request tries again: an answer ends the pause, a time-out starts it over', async () => {
+      let down = true;
+      const s = pausing(() => down);
+      for (let i = 0; i < ENDPOINT_PAUSE.timeouts; i++) await s.run(ENDPOINT);
+      s.clock.advance(ENDPOINT_PAUSE.pauseMs);
+      await s.run(ENDPOINT);
+      expect(s.posted(ENDPOINT)).toBe(ENDPOINT_PAUSE.timeouts + 1);
+      await s.run(ENDPOINT);
+      expect(s.posted(ENDPOINT)).toBe(ENDPOINT_PAUSE.timeouts + 1);
+
+      s.clock.advance(ENDPOINT_PAUSE.pauseMs);
+      down = false;
+      expect(await s.run(ENDPOINT)).toBe('delivered');
+      expect(await s.run(ENDPOINT)).toBe('delivered');
+      expect(s.posted(ENDPOINT)).toBe(ENDPOINT_PAUSE.timeouts + 3);
+    });
+
+    it('only time-outs count, in a row: a refused connection or an error status costs the sender nothing', async () => {
+      const answers: WebhookResponse[] = [
+        timeout,
+        timeout,
+        { status: 503 },
+        timeout,
+        timeout,
+        { error: 'connect ECONNREFUSED 203.0.113.9:443' },
+        { error: 'connect ECONNREFUSED 203.0.113.9:443' },
+        { error: 'connect ECONNREFUSED 203.0.113.9:443' },
+        { status: 200 },
+      ];
+      const s = pausing(() => false);
+      s.deps.transport = {
+        post: async (request) => {
+          s.requests.push(request);
+          return answers.shift()!;
+        },
+      };
+      for (let i = 0; i < 9; i++) await s.run(ENDPOINT);
+      expect(s.posted(ENDPOINT)).toBe(9);
+    });
+
+    it('remembers a bounded number of endpoints, the oldest forgotten first', () => {
+      const pauses = new EndpointPauses({ ...ENDPOINT_PAUSE, endpoints: 2 });
+      for (const name of ['a', 'b', 'c'])
+        for (let i = 0; i < ENDPOINT_PAUSE.timeouts; i++) pauses.answered(name, true, 0);
+      expect(['a', 'b', 'c'].map((name) => pauses.mayPost(name, 1))).toEqual([true, false, false]);
+    });
   });
 
   it('expiry timer: waits until expires_at, then writes EXPIRED back', async () => {

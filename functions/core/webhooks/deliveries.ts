@@ -22,7 +22,10 @@ export interface WebhookDeliveryRecord {
   attempt: number;
   /** The response status, when there was one. */
   status?: number;
-  /** Why there was no (2xx) response: `timeout`, `url_refused`, a connection error code (`ECONNREFUSED`...). */
+  /**
+   * Why there was no (2xx) response: `timeout`, `url_refused`, `paused` (no request: the endpoint timed out on this
+   * sender's last tries), a connection error code (`ECONNREFUSED`...).
+   */
   error?: string;
   durationMs: number;
   /** True for a 2xx. */
@@ -36,6 +39,9 @@ export interface WebhookDeliveryLog {
   record(record: WebhookDeliveryRecord): Promise<void>;
 }
 
+/** The error of an attempt an endpoint's pause failed without a request (`EndpointPauses`; kind `paused`). */
+export const PAUSED_ERROR = 'paused: the endpoint timed out on its last requests';
+
 /**
  * A short kind for a transport error, never its text (which can name hosts or addresses): `timeout`,
  * `url_refused`, the Node error code when the text starts with one, else `connection_error`.
@@ -43,6 +49,7 @@ export interface WebhookDeliveryLog {
 export function webhookErrorKind(error: string): string {
   if (error.startsWith('no response within')) return 'timeout';
   if (error.startsWith('URL refused')) return 'url_refused';
+  if (error === PAUSED_ERROR) return 'paused';
   return /\b(E[A-Z0-9_]{2,40})\b/.exec(error)?.[1] ?? 'connection_error';
 }
 

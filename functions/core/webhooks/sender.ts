@@ -1,5 +1,5 @@
 import type { Clock, VerificationStore } from '../ports';
-import { verificationSidOf, webhookErrorKind, type WebhookDeliveryLog } from './deliveries';
+import { PAUSED_ERROR, verificationSidOf, webhookErrorKind, type WebhookDeliveryLog } from './deliveries';
 import type { WebhookEndpoint, WebhookEndpointStore } from './endpoints';
 import { scheduleAt, type QueuedJob, type WebhookJob, type WebhookQueue } from './queue';
 import { MAX_DELIVERY_ATTEMPTS, retryDelaySeconds } from './retries';
@@ -38,6 +38,54 @@ export interface WebhookSenderDeps {
   settings: WebhookSettings;
   /** Keeps each attempt's outcome for the console; its failure never fails or retries a delivery. */
   deliveries?: WebhookDeliveryLog;
+  /** Endpoints this instance stopped waiting for (built once per instance: it remembers across batches). */
+  pauses?: EndpointPauses;
+}
+
+/**
+ * When an endpoint is paused: after `timeouts` time-outs in a row on one sender instance, its jobs there fail at
+ * once for `pauseMs`, then one request tries again. At most `endpoints` are remembered.
+ */
+export const ENDPOINT_PAUSE = { timeouts: 3, pauseMs: 30_000, endpoints: 1_000 } as const;
+
+/**
+ * Endpoints that stopped answering, per sender instance. Only time-outs count: a refused connection or an error
+ * status costs the sender nothing, but each time-out holds an instance for the whole limit, and the jobs of one
+ * service whose endpoints are down (with their retries) would fill the sender's ceiling and hold up every other
+ * service's webhooks. A paused job is an attempt failed: it follows the retry schedule as a time-out would, whose
+ * later attempts come long after the pause.
+ */
+export class EndpointPauses {
+  /** By `serviceSid/endpointSid`, oldest first (a Map keeps insertion order). */
+  private readonly endpoints = new Map<string, { timeouts: number; pausedUntil: number }>();
+
+  constructor(private readonly rule: Record<keyof typeof ENDPOINT_PAUSE, number> = ENDPOINT_PAUSE) {}
+
+  /** Whether to POST now. A pause over lets one request through, and holds the others back until it answers. */
+  mayPost(endpoint: string, now: number): boolean {
+    const known = this.endpoints.get(endpoint);
+    if (!known || known.timeouts < this.rule.timeouts) return true;
+    if (now < known.pausedUntil) return false;
+    known.pausedUntil = now + this.rule.pauseMs;
+    return true;
+  }
+
+  /** What a request to the endpoint came to: a time-out, or anything else (an answer of any status, an error). */
+  answered(endpoint: string, timedOut: boolean, now: number): void {
+    if (!timedOut) {
+      this.endpoints.delete(endpoint);
+      return;
+    }
+    const known = this.endpoints.get(endpoint) ?? { timeouts: 0, pausedUntil: 0 };
+    known.timeouts += 1;
+    if (known.timeouts >= this.rule.timeouts) known.pausedUntil = now + this.rule.pauseMs;
+    this.endpoints.delete(endpoint);
+    this.endpoints.set(endpoint, known);
+    if (this.endpoints.size > this.rule.endpoints) {
+      const oldest = this.endpoints.keys().next().value;
+      if (oldest !== undefined) this.endpoints.delete(oldest);
+    }
+  }
 }
 
 /**
@@ -78,21 +126,15 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
   if (!endpoint || !endpoint.enabled) return 'dropped';
 
   const timestamp = String(Math.floor(now.getTime() / 1000));
-  const response = await deps.transport.post({
-    url: endpoint.url,
-    headers: {
-      'content-type': 'application/json',
-      'user-agent': WEBHOOK_USER_AGENT,
-      'webhook-id': job.eventId,
-      'webhook-timestamp': timestamp,
-      'webhook-signature': deps.signer.signature(endpoint, `${job.eventId}.${timestamp}.${job.payload}`, now),
-    },
-    body: job.payload,
-    timeoutMs: deps.settings.timeoutMs,
-    serviceSid: endpoint.serviceSid,
-    endpointSid: endpoint.sid,
-    attempt: job.attempt,
-  });
+  const pauseKey = `${endpoint.serviceSid}/${endpoint.sid}`;
+  const paused = deps.pauses?.mayPost(pauseKey, now.getTime()) === false;
+  const response: WebhookResponse = paused
+    ? { error: PAUSED_ERROR }
+    : await post(deps, endpoint, job, timestamp, now);
+  if (!paused) {
+    const timedOut = 'error' in response && webhookErrorKind(response.error) === 'timeout';
+    deps.pauses?.answered(pauseKey, timedOut, deps.clock.now().getTime());
+  }
   const delivered = 'status' in response && response.status >= 200 && response.status < 300;
   const delay = delivered ? undefined : retryDelaySeconds(job.attempt, deps.settings.backoffScale);
   if (deps.deliveries) {
@@ -124,4 +166,29 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
   const next: WebhookJob = { ...job, attempt: job.attempt + 1 };
   await deps.queue.enqueue([scheduleAt(deps.queue, next, new Date(now.getTime() + delay * 1000), now)]);
   return 'retrying';
+}
+
+/** One signed POST of the job's event to the endpoint. */
+function post(
+  deps: WebhookSenderDeps,
+  endpoint: WebhookEndpoint,
+  job: Extract<WebhookJob, { kind: 'deliver' }>,
+  timestamp: string,
+  now: Date,
+): Promise<WebhookResponse> {
+  return deps.transport.post({
+    url: endpoint.url,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': WEBHOOK_USER_AGENT,
+      'webhook-id': job.eventId,
+      'webhook-timestamp': timestamp,
+      'webhook-signature': deps.signer.signature(endpoint, `${job.eventId}.${timestamp}.${job.payload}`, now),
+    },
+    body: job.payload,
+    timeoutMs: deps.settings.timeoutMs,
+    serviceSid: endpoint.serviceSid,
+    endpointSid: endpoint.sid,
+    attempt: job.attempt,
+  });
 }
