@@ -545,10 +545,13 @@ export class ProviderSimulator {
       );
     const { biz_opaque_callback_data: reference = '' } = message.data;
     const to = message.data.to.startsWith('+') ? message.data.to : `+${message.data.to}`;
-    const code = message.data.template.components
-      .find((component) => component.type === 'body')
-      ?.parameters?.find((parameter) => parameter.type === 'text')?.text;
-    if (!code) return restJsonError(400, 'InvalidParametersException', 'The template has no body parameter');
+    const code = authenticationCode(message.data.template);
+    if (!code)
+      return restJsonError(
+        400,
+        'InvalidParametersException',
+        'The authentication template needs the code in its body parameter and in its copy-code button',
+      );
     const behaviour = this.options.carrier().behaviourFor(to, 'whatsapp');
     if (await this.failed(behaviour, to, 'whatsapp', reference))
       return restJsonError(500, 'InternalServiceException', 'Internal service error');
@@ -667,9 +670,7 @@ export class ProviderSimulator {
     if (input.channel === 'whatsapp') {
       // An authentication template goes as a `custom` message (it has a button); WhatsApp renders Meta's text.
       const { template } = input.custom;
-      const code = template.components
-        .find((component) => component.type === 'body')
-        ?.parameters?.find((parameter) => parameter.type === 'text')?.text;
+      const code = authenticationCode(template);
       if (template.name !== WHATSAPP_TEMPLATE || !code)
         return problem(422, 'Invalid params', 'The value of one or more parameters is invalid.', {
           invalid_parameters: [{ name: 'custom.template', reason: 'not an approved template with a code' }],
@@ -967,11 +968,36 @@ const whatsAppTemplateSchema = z.object({
     components: z.array(
       z.object({
         type: z.string(),
+        sub_type: z.string().optional(),
+        index: z.union([z.string(), z.number()]).optional(),
         parameters: z.array(z.object({ type: z.string(), text: z.string().optional() })).optional(),
       }),
     ),
   }),
 });
+
+/**
+ * The code of a WhatsApp authentication-template message with a copy-code button, as Meta takes it: the same code
+ * as the text parameter of the `body` component and of the `button` component (`sub_type: "url"`, `index` 0).
+ * Meta's "Sending Authentication Message Templates with One-Time Password Buttons": "Assign the user's one-time
+ * password or verification code to the text property (parameters.text) of both objects in the components
+ * array." Undefined when either is missing (Meta refuses a template message short of a parameter) or when they
+ * differ (the page asks for the one code in both).
+ */
+function authenticationCode(
+  template: z.infer<typeof whatsAppTemplateSchema>['template'],
+): string | undefined {
+  const textOf = (component: (typeof template.components)[number] | undefined) =>
+    component?.parameters?.length === 1 && component.parameters[0]!.type === 'text'
+      ? component.parameters[0]!.text
+      : undefined;
+  const code = textOf(template.components.find((component) => component.type === 'body'));
+  const button = template.components.find(
+    (component) =>
+      component.type === 'button' && component.sub_type === 'url' && Number(component.index) === 0,
+  );
+  return code && textOf(button) === code ? code : undefined;
+}
 
 const VONAGE_CHANNELS = { sms: 'sms', viber_service: 'viber', rcs: 'rcs', whatsapp: 'whatsapp' } as const;
 

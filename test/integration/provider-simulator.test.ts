@@ -161,6 +161,53 @@ describe('receipts as the providers send them', () => {
     expect(statuses).toEqual(['sent', 'delivered', 'read']);
   });
 
+  // Meta, "Sending Authentication Message Templates with One-Time Password Buttons": the code goes to the text
+  // parameter "of both objects in the components array", the body and the copy-code (URL) button.
+  test('WhatsApp: an authentication template without the code in its copy-code button is refused', async () => {
+    const running = await start({
+      grants: [allow('social-messaging:SendWhatsAppMessage', PHONE_NUMBER_ARN)],
+    });
+    const body = { type: 'body', parameters: [{ type: 'text', text: '123456' }] };
+    const button = (text: string) => ({
+      type: 'button',
+      sub_type: 'url',
+      index: '0',
+      parameters: [{ type: 'text', text }],
+    });
+    const { applicationId, privateKey } = running.simulator.vonage;
+    for (const components of [[body], [body, button('654321')]]) {
+      const error = await failure(
+        socialClient(running.simulator.url).send(
+          new SendWhatsAppMessageCommand({
+            originationPhoneNumberId: PHONE_NUMBER_ID,
+            message: whatsAppMessage('447400123456', components),
+            metaApiVersion: 'v23.0',
+          }),
+        ),
+      );
+      expect(error.name).toBe('InvalidParametersException');
+      const vonage = await fetch(`${running.simulator.url}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${applicationJwt(applicationId, privateKey, new Date())}`,
+        },
+        body: JSON.stringify({
+          channel: 'whatsapp',
+          message_type: 'custom',
+          to: '447400123456',
+          from: '14155550000',
+          custom: {
+            type: 'template',
+            template: { name: 'otp_authentication', language: { code: 'en_US' }, components },
+          },
+        }),
+      });
+      expect(vonage.status).toBe(422);
+    }
+    expect(running.carrier.messagesTo(undefined)).toEqual([]);
+  });
+
   test('Vonage: submitted then delivered; submitted then undeliverable', async () => {
     const running = await start();
     running.carrier.setRule({ prefix: '+4474001', channels: { sms: { deliver: 100 } } });

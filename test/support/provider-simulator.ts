@@ -107,7 +107,11 @@ export const textMessage = (
   ...extra,
 });
 
-export const whatsAppMessage = (to = '447400123456') =>
+/**
+ * An authentication-template message as Meta documents it: the code in the body parameter and in the copy-code
+ * button (`sub_type: "url"`, `index: "0"`); `components` replaces them.
+ */
+export const whatsAppMessage = (to = '447400123456', components?: object[]) =>
   new TextEncoder().encode(
     JSON.stringify({
       messaging_product: 'whatsapp',
@@ -117,7 +121,10 @@ export const whatsAppMessage = (to = '447400123456') =>
       template: {
         name: 'otp_authentication',
         language: { code: 'en_US' },
-        components: [{ type: 'body', parameters: [{ type: 'text', text: '123456' }] }],
+        components: components ?? [
+          { type: 'body', parameters: [{ type: 'text', text: '123456' }] },
+          { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '123456' }] },
+        ],
       },
     }),
   );
