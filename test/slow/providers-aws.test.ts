@@ -187,6 +187,24 @@ describe('aws-sms', () => {
     expect(read({ IN: { entityId: 'a', templateId: 'x'.repeat(65), text: '{code}' } })).toThrow(/templateId/);
   });
 
+  // The model's TextMessageBody is 1 to 1600 characters: the text sent, with a caller's code of up to 10
+  // characters where the 6 of `{code}` were. A text AWS would refuse with every code that long is refused here.
+  test('a registered text is within MessageBody’s 1600 characters with the longest code in it', () => {
+    const registered = (length: number) =>
+      readRegisteredTemplates(
+        { IN: { entityId: 'a', templateId: 'b', text: `{code}${'x'.repeat(length - '{code}'.length)}` } },
+        'X',
+      );
+    const body = (template: ReturnType<typeof registered>) =>
+      new AwsSmsProvider({
+        originationIdentity: 'pool-1',
+        registeredTemplates: template,
+        now: () => now,
+      }).request(message({ to: '+919812345678', country: 'IN', code: 'ABCDE12345' })).MessageBody!;
+    expect(body(registered(1596))).toHaveLength(1600);
+    expect(() => registered(1600)).toThrow(/1600 characters/);
+  });
+
   // The client's own limits (aws-client-config.ts): a send AWS does not answer in 5 s is given up, before the 8 s switch.
   test('a send that gets no answer is given up after the request time-out, as a timeout', async () => {
     const saved = { ...process.env };

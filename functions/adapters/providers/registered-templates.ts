@@ -7,6 +7,7 @@
  * the registered text, with the code in its `{code}`, replaces the service's message template. No SDK here:
  * lib/provider-config.ts validates the setting at synth with the same reader.
  */
+import { LONGEST_CODE } from '../../core/sms-segments';
 import { isObject, isText } from '../shape';
 
 /** The `{code}` placeholder of a registered text, as in the service's own message templates. */
@@ -29,7 +30,10 @@ const COUNTRY_PARAMETERS: Readonly<Record<string, { entityId: string; templateId
 
 /** DestinationCountryParameterValue: 1 to 64 characters, no white space (the model's length and pattern). */
 const PARAMETER_VALUE = /^\S{1,64}$/;
-/** SendTextMessage's MessageBody: 1 to 1600 characters. */
+/**
+ * SendTextMessage's MessageBody: 1 to 1600 characters (the model's TextMessageBody). The limit is the sent
+ * text's, with the longest code in place of `{code}`: a caller's code is longer than the placeholder.
+ */
 const MAX_BODY = 1600;
 
 /** The registered text with the code in it. */
@@ -63,9 +67,13 @@ export function readRegisteredTemplates(json: unknown, where: string): Record<st
       issues.push(`${country}.entityId: the registered entity id (1-64 characters, no spaces)`);
     if (typeof templateId !== 'string' || !PARAMETER_VALUE.test(templateId))
       issues.push(`${country}.templateId: the registered template id (1-64 characters, no spaces)`);
-    if (!isText(text, MAX_BODY, 1) || text.split(CODE_PLACEHOLDER).length !== 2)
+    if (
+      !isText(text, MAX_BODY, 1) ||
+      text.split(CODE_PLACEHOLDER).length !== 2 ||
+      [...text.replace(CODE_PLACEHOLDER, LONGEST_CODE)].length > MAX_BODY
+    )
       issues.push(
-        `${country}.text: the registered text exactly, with ${CODE_PLACEHOLDER} once where the code goes (at most ${MAX_BODY} characters)`,
+        `${country}.text: the registered text exactly, with ${CODE_PLACEHOLDER} once where the code goes (at most ${MAX_BODY} characters with a ${LONGEST_CODE.length}-character code)`,
       );
     else if (typeof entityId === 'string' && typeof templateId === 'string')
       templates[country] = {
