@@ -13,8 +13,8 @@
  * expected under the provider fee model's assumed receipts (bench/fees.ts): per sample country, its channels in
  * order, with their slower receipts, failures and silences (`expectedWorkflow`).
  *
- * Prices: public list prices for us-east-1 as the bench's author knew them in 2025. They are NOT fetched
- * when the bench runs; check them on the AWS pricing pages before quoting a figure.
+ * Prices: public list prices for us-east-1, each with the AWS page it was checked against (docs/bench.md, "Cost
+ * model", gives the date). They are NOT fetched when the bench runs; check them again before quoting a figure.
  */
 import { receiptWaitSteps } from '../functions/core/delivery-time';
 import { DEFAULT_SETTINGS } from '../functions/core/settings';
@@ -26,27 +26,41 @@ import { round } from './stats';
 
 export const PRICES = {
   region: 'us-east-1',
-  takenFor: '2025 public list prices (author knowledge, not fetched at run time; verify before quoting)',
-  /** HTTP API, first 300 million requests a month, per million (requests up to 512 KB). */
+  takenFor: 'public list prices checked on the AWS pages named in bench/cost.ts (not fetched at run time)',
+  /**
+   * HTTP API, first 300 million requests a month, per million (metered in 512 KB steps). AWS whitepaper "Best
+   * Practices for Designing Amazon API Gateway Private APIs and Private Integration", Cost optimization, Table 4.
+   */
   apiGatewayHttpPerMillion: 1.0,
-  /** Lambda, per million requests. */
+  /** Lambda, per million requests: aws.amazon.com/lambda/pricing, example 1. */
   lambdaRequestsPerMillion: 0.2,
-  /** Lambda arm64 (Graviton), per GB-second, first 7.5 billion GB-s a month. */
+  /**
+   * Lambda arm64, per GB-second, first 7.5 billion GB-s a month: x86's $0.0000166667 (the pricing page's
+   * examples) less the 20 % the Graviton2 launch post gives Arm (AWS News Blog, 2021-09-29); the tiers from
+   * "Introducing tiered pricing for AWS Lambda" (AWS Compute Blog).
+   */
   lambdaArmPerGbSecond: 0.0000133334,
-  /** DynamoDB on-demand (after the November 2024 price cut), per million write request units. */
+  /**
+   * DynamoDB on-demand, Standard table class, per million write request units (after the November 2024 cut).
+   * aws.amazon.com/dynamodb/pricing/on-demand renders its rates in the browser: this one and the next are
+   * third-party transcriptions of it, not AWS's own text.
+   */
   dynamoDbPerMillionWru: 0.625,
-  /** DynamoDB on-demand, per million read request units. */
+  /** DynamoDB on-demand, per million read request units (see above). */
   dynamoDbPerMillionRru: 0.125,
-  /** Step Functions Express, per million executions (requests). */
+  /** Step Functions Express, per million requests: aws.amazon.com/step-functions/pricing, Express example. */
   stepFunctionsExpressPerMillionRequests: 1.0,
-  /** Step Functions Express duration, per GB-second (first 1,000 GB-hours a month: $0.06 per GB-hour). */
+  /** Express duration, per GB-second: the same example's $0.06 per GB-hour for the first 1,000 GB-hours. */
   stepFunctionsExpressPerGbSecond: 0.00001667,
-  /** Express bills memory in 64 MB chunks and duration in 100 ms steps. */
+  /** The same page: duration "rounded up to the nearest 100ms", memory "billed in 64-MB chunks". */
   stepFunctionsExpressMemoryGb: 64 / 1024,
   stepFunctionsExpressDurationStepMs: 100,
-  /** CloudWatch Logs ingestion (Standard class), per GB. */
+  /**
+   * CloudWatch Logs ingestion, Standard class, per GB (also the first tier of Lambda's tiered log pricing). No
+   * AWS text of it was found: a third-party figure.
+   */
   cloudWatchLogsIngestPerGb: 0.5,
-  /** X-Ray, per million traces recorded (the stack turns active tracing on). */
+  /** X-Ray, per million traces recorded: aws.amazon.com/xray/pricing ("48,800 traces * $0.000005"). */
   xRayPerMillionTraces: 5.0,
   // The optional edge (`otp:edge`), checked on the pricing pages (docs/deploy.md, "The edge").
   /** CloudFront, HTTPS requests from the US and Europe, per million ($0.0100 per 10,000). */
@@ -88,8 +102,14 @@ export const ASSUMPTIONS = {
   stepFunctionsLogEventBytes: 350,
   /** The state machine's log level in lib/otp-stack.ts. */
   stepFunctionsLogLevel: 'ERROR' as 'ERROR' | 'ALL',
-  /** X-Ray's default sampling at volume: 1 request a second, then 5 %. */
-  xRaySampledShare: 0.05,
+  /**
+   * Lambda's active tracing samples "1 request per second and 5 percent of additional requests" and cannot be
+   * configured (Lambda developer guide, "Visualize Lambda function invocations using AWS X-Ray"). Below a few
+   * traces a second the reservoir records most of them, not 5 %: `xRaySampledShare` takes the volume. One
+   * reservoir for the whole account is taken, the fewest traces it can record.
+   */
+  xRayReservoirPerSecond: 1,
+  xRayFixedRate: 0.05,
   /** The channel wait on AWS: the default. */
   channelWaitSeconds: DEFAULT_SETTINGS.channelWaitSeconds,
   /** Receipt delays the `receiptDelays` table prices, s after the deliver task handed the message over. */
@@ -115,6 +135,16 @@ export const ASSUMPTIONS = {
   /** The edge WebACL's rules (lib/constructs/edge.ts; its template test holds the two equal). */
   edgeWafRules: 6,
 };
+
+/**
+ * The share of traces X-Ray records when they come at `tracesPerSecond`: the reservoir's one a second, then
+ * `xRayFixedRate` of the rest (all of them while they come slower than the reservoir).
+ */
+export function xRaySampledShare(tracesPerSecond: number): number {
+  const reservoir = ASSUMPTIONS.xRayReservoirPerSecond;
+  if (tracesPerSecond <= reservoir) return 1;
+  return (reservoir + ASSUMPTIONS.xRayFixedRate * (tracesPerSecond - reservoir)) / tracesPerSecond;
+}
 
 /**
  * The optional edge (`otp:edge`), priced apart from the totals: every API request of a verification passes
@@ -671,11 +701,11 @@ export function costModel(
   // What the receipt callbacks' API Gateway requests cost: saved when they come to the function's own URL.
   const receiptRequestsUsd = perMillion(PRICES.apiGatewayHttpPerMillion / 1_000_000, path.receipts);
   const logs = perMillion(PRICES.cloudWatchLogsIngestPerGb / 1024 ** 3, logTotal);
-  // Traces: every API request and the execution (whose tasks join its trace).
-  const xray = perMillion(
-    (PRICES.xRayPerMillionTraces / 1_000_000) * ASSUMPTIONS.xRaySampledShare,
-    apiGatewayRequests + 1,
-  );
+  // Traces: every API request and the execution (whose tasks join its trace), sampled at the bill's volume.
+  const traces = apiGatewayRequests + 1;
+  const tracesPerSecond = (traces * ASSUMPTIONS.billMonthlyVerifications) / ASSUMPTIONS.secondsPerMonth;
+  const sampledShare = xRaySampledShare(tracesPerSecond);
+  const xray = perMillion((PRICES.xRayPerMillionTraces / 1_000_000) * sampledShare, traces);
 
   const lines: CostLine[] = [
     {
@@ -712,7 +742,7 @@ export function costModel(
       service: 'other: X-Ray (estimate)',
       measured: xray,
       projected: xray,
-      basis: `${ASSUMPTIONS.xRaySampledShare * 100} % of ${apiGatewayRequests + 1} traces sampled`,
+      basis: `${round(sampledShare * 100, 1)} % of ${traces} traces sampled (${round(tracesPerSecond, 2)} a second at ${ASSUMPTIONS.billMonthlyVerifications.toLocaleString('en-US')} a month: the reservoir of ${ASSUMPTIONS.xRayReservoirPerSecond} a second, then ${ASSUMPTIONS.xRayFixedRate * 100} %)`,
     },
   ];
   // By receipt delay, projected: the deliver task as on this path, the reads by the schedule, the AfterWait

@@ -1,8 +1,17 @@
 /**
  * The bill under the provider fee model's assumed receipts (bench/cost.ts `expectedWorkflow`): the delivery
  * workflow's expected cost over a channel order, from hand-made counts and timings shaped like a bench run's.
+ * Also the X-Ray estimate beside the bill, at the bill's volume.
  */
-import { PRICES, costModel, expectedWorkflow, type CostResults, type WorkflowUnits } from '../../bench/cost';
+import {
+  ASSUMPTIONS,
+  PRICES,
+  costModel,
+  expectedWorkflow,
+  xRaySampledShare,
+  type CostResults,
+  type WorkflowUnits,
+} from '../../bench/cost';
 import type { CountResults } from '../../bench/counts';
 import {
   ASSUMED_RECEIPTS,
@@ -289,5 +298,27 @@ describe('the bill target', () => {
     );
     // Judged on the definition alone.
     expect(bill.met).toBe(cost.totalFourServices.projected <= 20);
+  });
+});
+
+describe("the X-Ray estimate at the bill's volume", () => {
+  test("records at least the reservoir's trace a second, every trace when they come slower", () => {
+    const traces = cost.perVerification.apiGatewayRequests + 1;
+    const volume = ASSUMPTIONS.billMonthlyVerifications;
+    const reservoirTraces = ASSUMPTIONS.xRayReservoirPerSecond * ASSUMPTIONS.secondsPerMonth;
+    const recordedAtLeast = Math.min(traces * volume, reservoirTraces);
+    const floor = (recordedAtLeast / volume) * PRICES.xRayPerMillionTraces;
+    const line = cost.lines.find((entry) => entry.service.startsWith('other: X-Ray'))!;
+    expect(line.projected).toBeGreaterThanOrEqual(floor - 0.005);
+  });
+
+  test('the share falls toward the fixed rate as the traces come faster', () => {
+    expect(xRaySampledShare(ASSUMPTIONS.xRayReservoirPerSecond / 2)).toBe(1);
+    const shares = [2, 10, 100, 10_000].map(xRaySampledShare);
+    for (const [index, share] of shares.entries()) {
+      expect(share).toBeGreaterThan(ASSUMPTIONS.xRayFixedRate);
+      if (index > 0) expect(share).toBeLessThan(shares[index - 1]!);
+    }
+    expect(shares.at(-1)).toBeCloseTo(ASSUMPTIONS.xRayFixedRate, 3);
   });
 });
