@@ -739,7 +739,8 @@ export function costModel(
       basis: `${Math.round(logTotal)} bytes: app lines measured, Lambda platform lines assumed; Step Functions at level ${ASSUMPTIONS.stepFunctionsLogLevel} (ALL would add ${sfnEventsAtAll * ASSUMPTIONS.stepFunctionsLogEventBytes} bytes)`,
     },
     {
-      service: 'other: X-Ray (estimate)',
+      // Off by default (`otp:tracing`, ADR 0024): in neither total, like the optional edge.
+      service: 'optional: X-Ray with otp:tracing (estimate), add to a total',
       measured: xray,
       projected: xray,
       basis: `${round(sampledShare * 100, 1)} % of ${traces} traces sampled (${round(tracesPerSecond, 2)} a second at ${ASSUMPTIONS.billMonthlyVerifications.toLocaleString('en-US')} a month: the reservoir of ${ASSUMPTIONS.xRayReservoirPerSecond} a second, then ${ASSUMPTIONS.xRayFixedRate * 100} %)`,
@@ -889,7 +890,8 @@ export function costModel(
       lines.filter(filter).reduce((total, line) => total + line[field], 0),
       2,
     );
-  const four = (line: CostLine) => !line.service.startsWith('other');
+  const four = (line: CostLine) => !line.service.startsWith('other') && !line.service.startsWith('optional');
+  const withEstimates = (line: CostLine) => !line.service.startsWith('optional');
   const perRun = counts.sweeper?.perRun;
   const runs = ASSUMPTIONS.sweeperRunsPerMonth;
   const projectedFour = sum('projected', four);
@@ -946,7 +948,7 @@ export function costModel(
         },
       }),
     totalFourServices: { measured: sum('measured', four), projected: sum('projected', four) },
-    totalWithOther: { measured: sum('measured', () => true), projected: sum('projected', () => true) },
+    totalWithOther: { measured: sum('measured', withEstimates), projected: sum('projected', withEstimates) },
     totalWithReceiptsOnFunctionUrl: {
       measured: round(sum('measured', four) - receiptRequestsUsd, 2),
       projected: round(sum('projected', four) - receiptRequestsUsd, 2),

@@ -57,6 +57,12 @@ export interface OtpConfig {
    * its retries could take the account's concurrency from the sends and checks.
    */
   webhookSenderMaxConcurrency: number;
+  /**
+   * X-Ray active tracing on every function and the state machine (`otp:tracing`, off). Lambda samples a request a
+   * second and 5 % of the rest, which it does not let one configure: below a few verifications a second that is
+   * most of them, and X-Ray would cost more than the rest of the bill (docs/adr/0024).
+   */
+  tracing: boolean;
   logRetention: RetentionDays;
   /** CloudFront and AWS WAF in front of the HTTP API (`otp:edge`); undefined: callers reach the API directly. */
   edge: EdgeConfig | undefined;
@@ -92,6 +98,7 @@ const CONTEXT_KEYS = {
   receiptReservedConcurrency: 'otp:receiptReservedConcurrency',
   receiptFunctionUrl: 'otp:receiptFunctionUrl',
   webhookSenderMaxConcurrency: 'otp:webhookSenderMaxConcurrency',
+  tracing: 'otp:tracing',
   logRetentionDays: 'otp:logRetentionDays',
   alarmTopicArn: 'otp:alarmTopicArn',
   edge: 'otp:edge',
@@ -329,6 +336,7 @@ export function readConfig(node: Node): OtpConfig {
     receiptReservedConcurrency,
     receiptFunctionUrl,
     webhookSenderMaxConcurrency,
+    tracing: flag(node, CONTEXT_KEYS.tracing),
     logRetention: logRetention as RetentionDays,
     edge: readEdge(node, settings),
     alarmTopicArn,

@@ -126,6 +126,7 @@ export class OtpStack extends Stack {
           keySecrets: this.keySecrets,
           environment,
           logRetention: config.logRetention,
+          tracing: config.tracing,
           providersInUse: config.providers?.inUse,
           ...(name === 'console' && { commandHooks: CONSOLE_BUNDLING_HOOKS }),
         }),
@@ -141,6 +142,7 @@ export class OtpStack extends Stack {
         keySecrets: this.keySecrets,
         environment,
         logRetention: config.logRetention,
+        tracing: config.tracing,
       });
     }
 
@@ -148,6 +150,7 @@ export class OtpStack extends Stack {
       functions: this.functions,
       table: this.table,
       logRetention: config.logRetention,
+      tracing: config.tracing,
     }).stateMachine;
     const webhooks = new WebhookDelivery(this, 'WebhookDelivery', {
       table: this.table,

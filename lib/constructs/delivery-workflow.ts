@@ -21,6 +21,8 @@ export interface DeliveryWorkflowProps {
   /** The table the state machine reads a verification's delivery status from (its own GetItem). */
   table: dynamodb.ITable;
   logRetention: logs.RetentionDays;
+  /** X-Ray tracing of the executions (`otp:tracing`). */
+  tracing: boolean;
 }
 
 /**
@@ -53,8 +55,15 @@ export class DeliveryWorkflow extends Grouping {
       // "Design choices"); the delivery outcome is on the record and in the task logs anyway. Never the
       // execution data: history must not hold anything sensitive.
       logs: { destination: logGroup, level: sfn.LogLevel.ERROR, includeExecutionData: false },
-      tracingEnabled: true,
+      tracingEnabled: props.tracing,
     }));
+    if (!props.tracing)
+      Validations.of(stateMachine).acknowledge({
+        id: 'AwsSolutions-SF2',
+        reason:
+          'X-Ray is opt-in (otp:tracing, docs/adr/0024): sampled as Lambda samples, traces would cost more than ' +
+          'the rest of the bill at a few verifications a second; logs, metrics and alarms cover operations.',
+      });
     // The ASL calls the unqualified function ARNs directly, so exactly those two ARNs (no versions, no `:*`).
     stateMachine.addToRolePolicy(
       new iam.PolicyStatement({
@@ -86,7 +95,8 @@ export class DeliveryWorkflow extends Grouping {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Only the statements Step Functions requires on "*": log delivery (logs:CreateLogDelivery, ' +
-        'logs:PutResourcePolicy, ...) and X-Ray tracing; neither supports resource-level permissions. ' +
+        'logs:PutResourcePolicy, ...) and X-Ray tracing (with otp:tracing); neither supports resource-level ' +
+        'permissions. ' +
         'lambda:InvokeFunction is limited to the two task function ARNs.',
     });
     Validations.of(stateMachine).acknowledge({

@@ -28,6 +28,8 @@ export interface OtpFunctionProps {
   /** What every function gets: table name, settings, channels, ... */
   environment: Record<string, string>;
   logRetention: logs.RetentionDays;
+  /** X-Ray active tracing (`otp:tracing`); off: no trace and no X-Ray grant. */
+  tracing: boolean;
   /** The providers the deployment uses (lib/provider-config.ts): grants `onlyWithProvider` one of them apply. */
   providersInUse?: readonly string[];
   /** Files to add beside the bundle (the console's pages: lib/constructs/console.ts). */
@@ -79,7 +81,7 @@ export class OtpFunction extends Grouping {
       timeout: Duration.seconds(spec.timeoutSeconds),
       role: this.role,
       logGroup: this.logGroup,
-      tracing: lambda.Tracing.ACTIVE,
+      tracing: props.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
       environment: {
         ...props.environment,
         // The ARNs of its own key secrets only; the values are read at cold start (functions/wiring/keys.ts).
@@ -136,7 +138,8 @@ export class OtpFunction extends Grouping {
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'Only the X-Ray statement added by active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) and, ' +
+        'Only the X-Ray statement added by active tracing, with otp:tracing (xray:PutTraceSegments, ' +
+        'xray:PutTelemetryRecords) and, ' +
         'for a function with two key secrets, secretsmanager:BatchGetSecretValue: these actions support no ' +
         'resource-level permissions (the batch still needs GetSecretValue on each secret, granted by exact ARN). ' +
         'Table, secret and log permissions are exact ARNs.',

@@ -69,6 +69,8 @@ export interface ProvidersProps {
   keySecrets: Record<KeyGroup, secretsmanager.ISecret>;
   environment: Record<string, string>;
   logRetention: logs.RetentionDays;
+  /** X-Ray active tracing of the receipt functions (`otp:tracing`). */
+  tracing: boolean;
 }
 
 export class Providers extends Grouping {
@@ -309,6 +311,7 @@ export class Providers extends Grouping {
       keySecrets: props.keySecrets,
       environment: props.environment,
       logRetention: props.logRetention,
+      tracing: props.tracing,
       providersInUse: props.providers.inUse,
     });
     this.receiptFunctions[name] = fn;

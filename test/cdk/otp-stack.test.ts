@@ -17,7 +17,7 @@ import { API_ROUTES_ENV, routesFromEnv } from '../../functions/http/routes';
 import { readConfig } from '../../lib/config';
 import { FUNCTIONS, FUNCTION_NAMES, ROUTES, type FunctionName } from '../../lib/functions';
 import { OtpStack } from '../../lib/otp-stack';
-import { CDK_CONTEXT } from '../support/cdk';
+import { CDK_CONTEXT, synthUnbundled } from '../support/cdk';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../functions/core/metrics';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -158,7 +158,7 @@ const sortStatements = (statements: Granted[]) =>
   [...statements].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 describe('functions', () => {
-  test("the manifest's Node.js 22 arm64 functions, 256 MB, traced, each with its own log group", () => {
+  test("the manifest's Node.js 22 arm64 functions, 256 MB, untraced by default, each with its own log group", () => {
     template.resourceCountIs('AWS::Lambda::Function', FUNCTION_NAMES.length);
     for (const name of FUNCTION_NAMES) {
       const logGroupId = logicalId(stack.logGroups[name]);
@@ -167,7 +167,8 @@ describe('functions', () => {
         Architectures: ['arm64'],
         MemorySize: 256,
         Timeout: TIMEOUTS[name],
-        TracingConfig: { Mode: 'Active' },
+        // X-Ray only with otp:tracing (below): Lambda's sampling would cost more than the rest of the bill.
+        TracingConfig: Match.absent(),
         Handler: 'index.handler',
         LoggingConfig: { LogGroup: ref(logGroupId) },
         Role: getAtt(logicalId(stack.functions[name].role!)),
@@ -371,7 +372,6 @@ describe('HTTP API', () => {
 });
 
 describe('IAM least privilege', () => {
-  const XRAY = { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' };
   /** The table actions of each function, each on the partition-key families (LeadingKeys) it uses them on. */
   const expectedTable: Record<FunctionName, { actions: string[]; leadingKeys: string[] }[]> = {
     send: [
@@ -464,7 +464,6 @@ describe('IAM least privilege', () => {
           actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
           resource: getAtt(logicalId(stack.logGroups[name])),
         },
-        XRAY,
         ...KEYS_OF[name].map((group) => ({
           actions: ['secretsmanager:GetSecretValue'],
           resource: ref(KEY_SECRET_LOGICAL_IDS[group]),
@@ -480,18 +479,12 @@ describe('IAM least privilege', () => {
       }
       if (KEYS_OF[name].length > 1) {
         // Its two key secrets in one request (functions/wiring/keys.ts): the batch action has no resource-level
-        // permission, so it shares the "*" statement with X-Ray; GetSecretValue on each secret still decides.
-        expected.splice(expected.indexOf(XRAY), 1, {
-          actions: ['secretsmanager:BatchGetSecretValue', ...XRAY.actions],
-          resource: '*',
-        });
+        // permission; GetSecretValue on each secret still decides.
+        expected.push({ actions: ['secretsmanager:BatchGetSecretValue'], resource: '*' });
       }
       if (name === 'guardSignals') {
         // The table's stream, read by its event source (ListStreams has no resource-level permission).
-        expected.splice(expected.indexOf(XRAY), 1, {
-          actions: ['dynamodb:ListStreams', ...XRAY.actions],
-          resource: '*',
-        });
+        expected.push({ actions: ['dynamodb:ListStreams'], resource: '*' });
         expected.push({
           actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
           resource: getAtt(logicalId(stack.table), 'StreamArn'),
@@ -647,6 +640,39 @@ describe('DynamoDB table', () => {
   });
 });
 
+describe('X-Ray, with otp:tracing', () => {
+  test('every function and the state machine traced, and each role may write its segments', () => {
+    const traced = synthUnbundled({ 'otp:tracing': 'true' });
+    try {
+      const functions = Object.values(traced.resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+      expect(functions).toHaveLength(FUNCTION_NAMES.length);
+      for (const fn of functions) expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+      traced.template.hasResourceProperties('AWS::StepFunctions::StateMachine', {
+        TracingConfiguration: { Enabled: true },
+      });
+      for (const name of FUNCTION_NAMES) {
+        const roleId = traced.stack.getLogicalId(
+          traced.stack.functions[name].role!.node.defaultChild as CfnElement,
+        );
+        const actions = Object.values(traced.resources)
+          .filter((r) => r.Type === 'AWS::IAM::Policy')
+          .filter((r) => JSON.stringify(r.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
+          .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
+          .flatMap((statement) => [statement.Action].flat());
+        expect(actions).toEqual(
+          expect.arrayContaining(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']),
+        );
+      }
+    } finally {
+      traced.cleanup();
+    }
+  }, 60_000);
+
+  test('off by default: no function, role or the state machine mentions X-Ray', () => {
+    expect(JSON.stringify(template.toJSON())).not.toMatch(/xray:|"Mode":"Active"/);
+  });
+});
+
 describe('sweeper schedule', () => {
   test('an EventBridge rule runs the sweeper every minute, and only it', () => {
     template.resourceCountIs('AWS::Events::Rule', 1);
@@ -687,11 +713,11 @@ describe('sweeper schedule', () => {
 describe('state machine', () => {
   const aslPath = path.join(ROOT, 'statemachine/delivery.asl.json');
 
-  test('Express, logged without execution data, traced', () => {
+  test('Express, logged without execution data, untraced by default', () => {
     template.resourceCountIs('AWS::StepFunctions::StateMachine', 1);
     template.hasResourceProperties('AWS::StepFunctions::StateMachine', {
       StateMachineType: 'EXPRESS',
-      TracingConfiguration: { Enabled: true },
+      TracingConfiguration: { Enabled: false },
       LoggingConfiguration: {
         Level: 'ERROR',
         IncludeExecutionData: false,
@@ -1037,6 +1063,8 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-L1',
       'AwsSolutions-SF1',
+      // X-Ray off by default (otp:tracing).
+      'AwsSolutions-SF2',
       'AwsSolutions-SMG4',
       // The guard consumer's on-failure queue (lib/constructs/guard-signals.ts): the end of the line.
       'AwsSolutions-SQS3',
@@ -1124,6 +1152,7 @@ describe('configuration from context', () => {
     ['otp:receiptThrottleBurstLimit', '1.5'],
     ['otp:receiptReservedConcurrency', '0'],
     ['otp:webhookSenderMaxConcurrency', '1'],
+    ['otp:tracing', 'yes'],
     ['otp:webhookSenderMaxConcurrency', '1001'],
     ['otp:alarmTopicArn', 'ops-topic'],
   ])('rejects %s=%s at synth time', (key, value) => {

@@ -199,11 +199,8 @@ test('events function IAM: Query under services, read the stream, send to the qu
         actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
         resource: getAtt(logicalId(stack.logGroups.webhookEvents)),
       },
-      // ListStreams has no resource-level permission; X-Ray neither.
-      {
-        actions: ['dynamodb:ListStreams', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
-        resource: '*',
-      },
+      // ListStreams has no resource-level permission.
+      { actions: ['dynamodb:ListStreams'], resource: '*' },
       // Endpoints live under their service: Query nothing but SERVICE# partitions.
       { actions: ['dynamodb:Query'], resource: getAtt(table), condition: leadingKeys('SERVICE#*') },
       {
@@ -228,7 +225,6 @@ test('sender IAM: read endpoints, record attempts, write expiry, the webhook key
         actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
         resource: getAtt(logicalId(stack.logGroups.webhookSender)),
       },
-      { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resource: '*' },
       // GetItem only under services (the endpoint), PutItem only in the delivery records' own family (so no
       // service item can be written), UpdateItem only on verifications (the expiry write-back).
       { actions: ['dynamodb:GetItem'], resource: getAtt(table), condition: leadingKeys('SERVICE#*') },

@@ -308,8 +308,17 @@ describe("the X-Ray estimate at the bill's volume", () => {
     const reservoirTraces = ASSUMPTIONS.xRayReservoirPerSecond * ASSUMPTIONS.secondsPerMonth;
     const recordedAtLeast = Math.min(traces * volume, reservoirTraces);
     const floor = (recordedAtLeast / volume) * PRICES.xRayPerMillionTraces;
-    const line = cost.lines.find((entry) => entry.service.startsWith('other: X-Ray'))!;
+    const line = cost.lines.find((entry) => entry.service.includes('X-Ray'))!;
     expect(line.projected).toBeGreaterThanOrEqual(floor - 0.005);
+  });
+
+  test('tracing is off by default (otp:tracing): its line is in neither total', () => {
+    const line = cost.lines.find((entry) => entry.service.includes('X-Ray'))!;
+    const sum = (lines: typeof cost.lines) => lines.reduce((total, entry) => total + entry.projected, 0);
+    const estimates = cost.lines.filter((entry) => !entry.service.includes('X-Ray'));
+    expect(line.service).toMatch(/^optional: .*otp:tracing/);
+    expect(cost.totalWithOther.projected).toBeCloseTo(sum(estimates), 1);
+    expect(cost.totalFourServices.projected).toBeLessThan(cost.totalWithOther.projected);
   });
 
   test('the share falls toward the fixed rate as the traces come faster', () => {
