@@ -62,7 +62,8 @@ export class WebhookDelivery extends Grouping {
         onFailure: new SqsDlq(deadLetters),
         // Only verifications, and the guard's country states holding an alert (a cap reached, a conversion drop:
         // `guard.*` events), can make events; API-key counters, number logs, ledger lines and other guard writes
-        // never reach it.
+        // never reach it. An alert is a map, and Lambda's `exists` matches only a leaf, never a map: the filter
+        // tests the alert's `service_sid` inside it.
         filters: [
           lambda.FilterCriteria.filter({
             dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
@@ -71,7 +72,7 @@ export class WebhookDelivery extends Grouping {
             dynamodb: {
               NewImage: {
                 type: { S: lambda.FilterRule.isEqual('guard_state') },
-                cap_reached: { M: lambda.FilterRule.exists() },
+                cap_reached: { M: { service_sid: { S: lambda.FilterRule.exists() } } },
               },
             },
           }),
@@ -79,7 +80,7 @@ export class WebhookDelivery extends Grouping {
             dynamodb: {
               NewImage: {
                 type: { S: lambda.FilterRule.isEqual('guard_state') },
-                conversion_drop: { M: lambda.FilterRule.exists() },
+                conversion_drop: { M: { service_sid: { S: lambda.FilterRule.exists() } } },
               },
             },
           }),

@@ -96,13 +96,21 @@ test('the events function reads the stream: verifications and caps reached only,
         // guard write.
         {
           Pattern: JSON.stringify({
-            dynamodb: { NewImage: { type: { S: ['guard_state'] }, cap_reached: { M: [{ exists: true }] } } },
+            dynamodb: {
+              NewImage: {
+                type: { S: ['guard_state'] },
+                cap_reached: { M: { service_sid: { S: [{ exists: true }] } } },
+              },
+            },
           }),
         },
         {
           Pattern: JSON.stringify({
             dynamodb: {
-              NewImage: { type: { S: ['guard_state'] }, conversion_drop: { M: [{ exists: true }] } },
+              NewImage: {
+                type: { S: ['guard_state'] },
+                conversion_drop: { M: { service_sid: { S: [{ exists: true }] } } },
+              },
             },
           }),
         },
