@@ -4,7 +4,8 @@
  * events function runs. Shards are read in order, a child shard after its parent (new shards are looked for
  * every few seconds); a shard whose read fails is reopened after its last record; a batch whose handler fails
  * is tried 4 times (the guard's event source on AWS: once and 3 retries), then skipped and logged (the
- * on-failure destination on AWS).
+ * on-failure destination on AWS). With `filters`, the event source's filter criteria, only the records one of
+ * them matches are handed over, and a read none of whose records match invokes nothing, as on AWS.
  */
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
@@ -16,6 +17,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { Logger } from '../functions/adapters/logger';
+import type { FilterPattern, FilterValue } from '../functions/adapters/webhooks/stream-filters';
 
 export interface StreamPollerOptions {
   endpoint: string;
@@ -33,6 +35,8 @@ export interface StreamPollerOptions {
   batching?: boolean;
   /** Attempts of a failing batch before it is skipped (Lambda: retry attempts of the event source). */
   maxAttempts?: number;
+  /** The event source's filter criteria: a record passes when one matches it. None: every record passes. */
+  filters?: readonly FilterPattern[];
 }
 
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
@@ -172,7 +176,12 @@ export class StreamPoller {
   }
 
   private async deliver(records: StreamRecord[], shardId: string): Promise<void> {
-    const event: DynamoDBStreamEvent = { Records: records.map(toLambdaRecord) };
+    const { filters } = this.options;
+    const passed = records
+      .map(toLambdaRecord)
+      .filter((record) => !filters || filters.some((pattern) => matchesFilter(pattern, record)));
+    if (passed.length === 0) return;
+    const event: DynamoDBStreamEvent = { Records: passed };
     const maxAttempts = this.options.maxAttempts ?? 4;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -237,6 +246,32 @@ export class StreamPoller {
     );
     if (ShardIterator) this.iterators.set(shardId, ShardIterator);
   }
+}
+
+const isNode = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Lambda's event filtering, for the operators the stack's patterns use: every field of the pattern must match; a
+ * list of values matches a leaf equal to one of them (or, for a list in the record, one of its elements); `exists`
+ * tests for a leaf, so it never matches a map (Lambda's documented rule, which the patterns must follow).
+ */
+export function matchesFilter(pattern: FilterPattern, event: unknown): boolean {
+  return Object.entries(pattern).every(([field, rule]) => {
+    const value = isNode(event) ? event[field] : undefined;
+    if (!Array.isArray(rule)) return matchesFilter(rule as FilterPattern, value);
+    return (rule as readonly FilterValue[]).some((accepted) => matchesLeaf(accepted, value));
+  });
+}
+
+function matchesLeaf(accepted: FilterValue, value: unknown): boolean {
+  if (typeof accepted === 'object') {
+    if (Object.keys(accepted).join() !== 'exists')
+      throw new Error(`Unsupported filter rule ${JSON.stringify(accepted)}`);
+    const isLeaf = (node: unknown) => node !== undefined && !isNode(node) && !Array.isArray(node);
+    return accepted.exists === (Array.isArray(value) ? value.some(isLeaf) : isLeaf(value));
+  }
+  return Array.isArray(value) ? value.some((element) => element === accepted) : value === accepted;
 }
 
 /** The Streams API's record in the shape Lambda passes to a function (dates as epoch seconds). */

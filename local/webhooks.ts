@@ -14,6 +14,7 @@ import { EndpointSigner, WebhookSecretVault } from '../functions/adapters/webhoo
 import { verifyWebhook } from '../functions/adapters/webhooks/signing';
 import { logJob, SQS_MAX_DELAY_SECONDS } from '../functions/adapters/webhooks/sqs-queue';
 import { handleVerificationStream } from '../functions/adapters/webhooks/stream';
+import { WEBHOOK_EVENTS_STREAM_FILTERS } from '../functions/adapters/webhooks/stream-filters';
 import type { Clock, VerificationStore } from '../functions/core/ports';
 import {
   EndpointPauses,
@@ -346,6 +347,8 @@ export async function startLocalWebhooks(options: LocalWebhooksOptions): Promise
     endpoint: options.dynamoEndpoint,
     tableName: options.tableName,
     logger: options.logger,
+    // The event source's filters, as on AWS: other records never invoke the events handler.
+    filters: WEBHOOK_EVENTS_STREAM_FILTERS,
     handle: (event) => handleVerificationStream({ endpoints, queue, clock: options.clock }, event),
   });
   await poller.start();

@@ -6,6 +6,7 @@ import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambd
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { WEBHOOK_EVENTS_STREAM_FILTERS } from '../../functions/adapters/webhooks/stream-filters';
 import { FUNCTIONS, FUNCTION_NAMES, type FunctionName, type WebhookQueueName } from '../functions';
 import { Grouping } from './logical-ids';
 
@@ -60,31 +61,9 @@ export class WebhookDelivery extends Grouping {
         bisectBatchOnError: true,
         retryAttempts: 10,
         onFailure: new SqsDlq(deadLetters),
-        // Only verifications, and the guard's country states holding an alert (a cap reached, a conversion drop:
-        // `guard.*` events), can make events; API-key counters, number logs, ledger lines and other guard writes
-        // never reach it. An alert is a map, and Lambda's `exists` matches only a leaf, never a map: the filter
-        // tests the alert's `service_sid` inside it.
-        filters: [
-          lambda.FilterCriteria.filter({
-            dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
-          }),
-          lambda.FilterCriteria.filter({
-            dynamodb: {
-              NewImage: {
-                type: { S: lambda.FilterRule.isEqual('guard_state') },
-                cap_reached: { M: { service_sid: { S: lambda.FilterRule.exists() } } },
-              },
-            },
-          }),
-          lambda.FilterCriteria.filter({
-            dynamodb: {
-              NewImage: {
-                type: { S: lambda.FilterRule.isEqual('guard_state') },
-                conversion_drop: { M: { service_sid: { S: lambda.FilterRule.exists() } } },
-              },
-            },
-          }),
-        ],
+        // Only the records that can make events (functions/adapters/webhooks/stream-filters.ts); the local
+        // stack's poller applies the same patterns.
+        filters: WEBHOOK_EVENTS_STREAM_FILTERS.map((pattern) => lambda.FilterCriteria.filter(pattern)),
       }),
     );
     Validations.of(webhookEvents.role!).acknowledge({

@@ -80,3 +80,29 @@ test('batching: a backlog is read on at once, page after page, not one page per 
   expect(batches.length).toBeLessThanOrEqual(6);
   expect(Math.max(...batches)).toBeGreaterThanOrEqual(90);
 });
+
+test('filters: only the records a pattern matches are handed over; a read with none invokes nothing', async () => {
+  const table = await freshTable('poller');
+  tables.push(table);
+  const handed: string[][] = [];
+  const poller = new StreamPoller({
+    endpoint: table.endpoint,
+    tableName: table.name,
+    logger,
+    filters: [{ dynamodb: { NewImage: { kind: { S: ['wanted'] } } } }],
+    handle: async (event) => {
+      handed.push(event.Records.map((record) => record.dynamodb?.NewImage?.pk?.S ?? ''));
+    },
+  });
+  await poller.start();
+  pollers.push(poller);
+  const put = (pk: string, kind: string) =>
+    table.documents.send(new PutCommand({ TableName: table.name, Item: { pk, sk: 'A', kind } }));
+  for (let i = 0; i < 5; i++) await put(`OTHER#${i}`, 'other');
+  // Past the poller's reads of the other records before the wanted one comes.
+  await sleep(500);
+  await put('WANTED#1', 'wanted');
+  await eventually(() => Promise.resolve(handed.flat().includes('WANTED#1') ? true : undefined), 10_000);
+  await sleep(300);
+  expect(handed).toEqual([['WANTED#1']]);
+});

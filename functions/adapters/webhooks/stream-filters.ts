@@ -1,0 +1,37 @@
+/**
+ * Which of the table's stream records reach the webhook events function: the filter criteria of its event source
+ * on AWS (lib/constructs/webhook-delivery.ts) and of the local stack's stream poller (local/webhooks.ts), one
+ * definition for both. Records no pattern matches are dropped before any invocation.
+ */
+
+/** A leaf's accepted value, or Lambda's `exists` test (which matches only a leaf, never a map or a list). */
+export type FilterValue = string | boolean | { readonly exists: boolean };
+
+/**
+ * A Lambda event filter pattern as its JSON: per field, the values it accepts or the pattern of its sub-fields.
+ * Only equality and `exists` are used here (the local poller's matcher knows no other operator).
+ */
+export interface FilterPattern {
+  readonly [field: string]: FilterPattern | readonly FilterValue[];
+}
+
+/** A guard country state that holds an alert in `attribute` (a map: its `service_sid` is the leaf tested). */
+const guardAlert = (attribute: string): FilterPattern => ({
+  dynamodb: {
+    NewImage: {
+      type: { S: ['guard_state'] },
+      [attribute]: { M: { service_sid: { S: [{ exists: true }] } } },
+    },
+  },
+});
+
+/**
+ * Only verifications, and the guard's country states holding an alert (a cap reached, a conversion drop:
+ * `guard.*` events), can make events; API-key counters, number logs, ledger lines and other guard writes never
+ * reach the function.
+ */
+export const WEBHOOK_EVENTS_STREAM_FILTERS: readonly FilterPattern[] = [
+  { dynamodb: { NewImage: { type: { S: ['verification'] } } } },
+  guardAlert('cap_reached'),
+  guardAlert('conversion_drop'),
+];

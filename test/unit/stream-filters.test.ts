@@ -1,0 +1,100 @@
+/**
+ * The webhook events function's stream filters (functions/adapters/webhooks/stream-filters.ts) as the local
+ * stack's poller applies them (local/stream-poller.ts, matchesFilter): the same patterns the CDK stack deploys, so
+ * the records they pass are the ones Lambda would hand to the function.
+ */
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { verificationToItem } from '../../functions/adapters/dynamodb/items';
+import { keys } from '../../functions/adapters/dynamodb/keys';
+import {
+  WEBHOOK_EVENTS_STREAM_FILTERS,
+  type FilterPattern,
+} from '../../functions/adapters/webhooks/stream-filters';
+import type { Verification } from '../../functions/core/model';
+import { matchesFilter } from '../../local/stream-poller';
+
+type Image = NonNullable<DynamoDBRecord['dynamodb']>['NewImage'];
+const image = (item: Record<string, unknown>) =>
+  marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as Image;
+const record = (
+  eventName: 'INSERT' | 'MODIFY' | 'REMOVE',
+  after?: Record<string, unknown>,
+  before?: Record<string, unknown>,
+): DynamoDBRecord => ({
+  eventName,
+  dynamodb: { ...(after && { NewImage: image(after) }), ...(before && { OldImage: image(before) }) },
+});
+const passes = (r: DynamoDBRecord) =>
+  WEBHOOK_EVENTS_STREAM_FILTERS.some((pattern) => matchesFilter(pattern, r));
+
+const serviceSid = `VA${'b'.repeat(32)}`;
+const verification: Verification = {
+  sid: `VE${'a'.repeat(32)}`,
+  serviceSid,
+  to: '+447400123456',
+  country: 'GB',
+  status: 'PENDING',
+  deliveryStatus: 'PENDING',
+  channel: 'sms',
+  price: 600,
+  attemptsRemaining: 5,
+  expiresAt: '2026-11-22T10:05:00.000Z',
+  dateCreated: '2026-11-22T10:00:00.000Z',
+  clientCode: false,
+  codeHash: 'hash-of-code',
+  message: 'Your code is {code}.',
+  channels: ['sms'],
+  deliveries: {},
+};
+
+/** A service's country state as the guard's consumer writes it, with the alerts given. */
+const guardState = (alerts: Record<string, unknown> = {}) => ({
+  pk: `GUARD#${serviceSid}`,
+  sk: 'COUNTRY#GB',
+  type: 'guard_state',
+  ...alerts,
+});
+const owner = { service_sid: serviceSid, country: 'GB' };
+const capReached = { ...owner, cap: 'sends_per_hour', limit: 10, value: 10, since: 1, until: 2 };
+const conversionDrop = { ...owner, sent: 40, checked: 2, usual_conversion: 0.8, ranges: 'all', since: 1 };
+
+test('a verification item passes, created or changed; its removal (TTL) does not', () => {
+  const item = verificationToItem(verification);
+  expect(passes(record('INSERT', item))).toBe(true);
+  expect(passes(record('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
+  expect(passes(record('REMOVE', undefined, item))).toBe(false);
+});
+
+test('a guard country state passes only while it holds an alert: cap reached or conversion drop', () => {
+  expect(passes(record('MODIFY', guardState({ cap_reached: capReached }), guardState()))).toBe(true);
+  expect(passes(record('MODIFY', guardState({ conversion_drop: conversionDrop }), guardState()))).toBe(true);
+  expect(passes(record('MODIFY', guardState(), guardState({ cap_reached: capReached })))).toBe(false);
+});
+
+test('other items never pass: number logs, API keys, charges', () => {
+  expect(passes(record('MODIFY', { ...keys.number('+447400123456'), sends: [1, 2] }))).toBe(false);
+  expect(passes(record('INSERT', { ...keys.apiKey('k'.repeat(64)), service_sid: serviceSid }))).toBe(false);
+  expect(passes(record('INSERT', { pk: `SERVICE#${serviceSid}`, sk: 'CHARGE#1', type: 'charge' }))).toBe(
+    false,
+  );
+});
+
+test("`exists` matches a leaf only, never a map, as Lambda's filtering documents", () => {
+  const r = record('MODIFY', guardState({ cap_reached: capReached }));
+  const onTheMap: FilterPattern = { dynamodb: { NewImage: { cap_reached: { M: [{ exists: true }] } } } };
+  const onALeaf: FilterPattern = {
+    dynamodb: { NewImage: { cap_reached: { M: { service_sid: { S: [{ exists: true }] } } } } },
+  };
+  expect(matchesFilter(onTheMap, r)).toBe(false);
+  expect(matchesFilter(onALeaf, r)).toBe(true);
+  expect(matchesFilter({ dynamodb: { NewImage: { cap_reached: { M: [{ exists: false }] } } } }, r)).toBe(
+    true,
+  );
+});
+
+test('an operator the matcher does not model is refused, not guessed', () => {
+  const r = record('INSERT', verificationToItem(verification));
+  const prefix = { dynamodb: { NewImage: { type: { S: [{ prefix: 'ver' }] } } } } as unknown as FilterPattern;
+  expect(() => matchesFilter(prefix, r)).toThrow(/Unsupported filter rule/);
+});
