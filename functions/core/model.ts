@@ -156,6 +156,12 @@ export interface Verification {
    * none of the guard's signals, so such traffic can neither teach the guard nor set off a block.
    */
   guardExempt?: boolean;
+  /**
+   * The service had a webhook endpoint (enabled or not) when the code was sent: the table's stream brings this
+   * verification's changes to the webhook events function, which posts them to the endpoints enabled then. Absent:
+   * its changes never reach that function (docs/webhooks.md). Stored only, never in an answer.
+   */
+  webhooks?: true;
 }
 
 /** Per-number send log and channel rejections, shared by every service. */

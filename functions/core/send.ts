@@ -231,6 +231,8 @@ type Verdict =
       unlessKnown?: true;
       /** The guard did not judge it (RiskCheck=disable, safe list): it feeds none of the guard's signals. */
       guardExempt?: boolean;
+      /** The service has a webhook endpoint: the verification's changes go to the events function. */
+      webhooks?: true;
     }
   | { ok: false; counted: boolean; error: OtpError; guard?: GuardDecision };
 
@@ -336,6 +338,7 @@ function decide(
     ...(decision && { guard: decision }),
     ...(guard.action === 'shadow' && guard.unlessKnown && { unlessKnown: true }),
     ...(exempt && { guardExempt: true }),
+    ...(service.webhookEndpoints.length > 0 && { webhooks: true as const }),
   };
 }
 
@@ -391,6 +394,7 @@ function newVerification(
     deliveries: {},
     ...(verdict.guard && { guard: verdict.guard }),
     ...(verdict.guardExempt && { guardExempt: true }),
+    ...(verdict.webhooks && { webhooks: true }),
   };
 }
 

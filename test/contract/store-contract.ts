@@ -169,6 +169,15 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         expect(await fx.eventMarks(verification.sid)).toEqual({ sequence: 0, at: undefined });
       });
 
+      it("keeps a verification's webhooks flag through later writes; a verification without it has none", async () => {
+        const flagged = await accepted({ webhooks: true });
+        expect((await read(flagged.sid)).webhooks).toBe(true);
+        await store.markExpired(flagged.sid, at(301_000));
+        expect(await read(flagged.sid)).toMatchObject({ status: 'EXPIRED', webhooks: true });
+        const plain = await accepted();
+        expect(await read(plain.sid)).not.toHaveProperty('webhooks');
+      });
+
       it('accepts a send whose price is the whole balance', async () => {
         const service = await newService({ balance: PRICE });
         await accepted({}, service);

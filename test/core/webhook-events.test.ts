@@ -74,3 +74,45 @@ it('delivery ends are delivery events: sent, then a late delivered; failed', asy
     'verification.delivery.failed',
   ]);
 });
+
+describe("a verification's webhooks flag: its service had an endpoint when the code was sent", () => {
+  const endpoint = (owner: string, enabled: boolean) => ({
+    sid: world.random.sid('WH'),
+    serviceSid: owner,
+    url: 'https://hooks.example.com/otp',
+    enabled,
+    createdAt: world.clock.now().toISOString(),
+    sealedSecret: 'sealed',
+  });
+  const sendFor = async (owner: string) => {
+    world.random.codes.push(CODE);
+    const result = await world.send({ serviceSid: owner, to: '+447400123458' });
+    return { result, stored: (await world.store.getVerification(result.verification.sid))! };
+  };
+
+  it('is absent without an endpoint; set with one, enabled or not; never in the answer', async () => {
+    const none = await sendFor(serviceSid);
+    expect(none.stored).not.toHaveProperty('webhooks');
+
+    const enabled = world.addService().sid;
+    world.store.putWebhookEndpoint(endpoint(enabled, true));
+    const withEndpoint = await sendFor(enabled);
+    expect(withEndpoint.stored.webhooks).toBe(true);
+    expect(withEndpoint.result.verification).not.toHaveProperty('webhooks');
+    expect(Object.keys(withEndpoint.result.verification).sort()).toEqual(
+      Object.keys(none.result.verification).sort(),
+    );
+
+    const disabled = world.addService().sid;
+    world.store.putWebhookEndpoint(endpoint(disabled, false));
+    expect((await sendFor(disabled)).stored.webhooks).toBe(true);
+  });
+
+  it('an endpoint registered after the send does not flag the verification; the next send is flagged', async () => {
+    const before = await sendFor(serviceSid);
+    world.store.putWebhookEndpoint(endpoint(serviceSid, true));
+    expect((await world.store.getVerification(before.stored.sid))!).not.toHaveProperty('webhooks');
+    world.clock.advance(120_000);
+    expect((await sendFor(serviceSid)).stored.webhooks).toBe(true);
+  });
+});

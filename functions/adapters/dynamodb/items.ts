@@ -25,6 +25,9 @@ const epochSeconds = (date: Date | number): number => Math.floor(new Date(date).
 /** Verifications stay readable a week past expiry (fetch answers EXPIRED), then TTL removes them. */
 const VERIFICATION_RETENTION_SECONDS = 7 * DAY_SECONDS;
 
+/** A verification's flag: its service had a webhook endpoint when the code was sent (`Verification.webhooks`). */
+export const WEBHOOKS_ATTRIBUTE = 'webhooks';
+
 export function verificationToItem(v: Verification): Item {
   return {
     ...keys.verification(v.sid),
@@ -51,6 +54,8 @@ export function verificationToItem(v: Verification): Item {
     ...(v.failedReceipts && v.failedReceipts.length > 0 && { failed_receipts: new Set(v.failedReceipts) }),
     ...(v.guard && { guard: guardDecisionToItem(v.guard) }),
     ...(v.guardExempt && { guard_exempt: true }),
+    // A BOOL the webhook events function's stream filter requires (adapters/webhooks/stream-filters.ts).
+    ...(v.webhooks && { [WEBHOOKS_ATTRIBUTE]: true }),
     ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
   };
 }
@@ -80,6 +85,7 @@ export function verificationFromItem(item: Item): Verification {
     }),
     ...(isItem(item.guard) && { guard: guardDecisionFromItem(item.guard) }),
     ...(item.guard_exempt === true && { guardExempt: true }),
+    ...(item[WEBHOOKS_ATTRIBUTE] === true && { webhooks: true }),
   };
 }
 

@@ -93,8 +93,12 @@ export class MemoryStore
     this.apiKeys.set(record.keyHash, { record: clone(record), counts: new Map() });
   }
 
+  /** Registers an endpoint and lists it on its service, as the DynamoDB store's add transaction does. */
   putWebhookEndpoint(endpoint: WebhookEndpoint): void {
     this.endpoints.set(`${endpoint.serviceSid}/${endpoint.sid}`, clone(endpoint));
+    const service = this.services.get(endpoint.serviceSid);
+    if (service && !service.webhookEndpoints.includes(endpoint.sid))
+      service.webhookEndpoints = [...service.webhookEndpoints, endpoint.sid].sort();
   }
 
   getService(serviceSid: string): Service | undefined {
