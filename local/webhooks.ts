@@ -306,8 +306,23 @@ export interface LocalWebhooksOptions {
   logger: Logger;
 }
 
+/** The events handler's invocations kept, oldest dropped: `npm start` may run for days. */
+const MAX_RECORDED_INVOCATIONS = 2000;
+
+/**
+ * What reached the events handler (what Lambda would have invoked the function with, after the filters), and the
+ * endpoint Queries it made: tests see which writes cost an invocation.
+ */
+interface EventsFunctionLog {
+  /** Per invocation, the `pk` of each record in its batch. */
+  invocations: string[][];
+  /** The service SID of each endpoint Query, in order. */
+  endpointQueries: string[];
+}
+
 export interface LocalWebhooks {
   settings: WebhookSettings;
+  eventsFunction: EventsFunctionLog;
   queue: LocalWebhookQueue;
   transport: RecordingTransport;
   endpoints: DynamoWebhookEndpoints;
@@ -343,18 +358,40 @@ export async function startLocalWebhooks(options: LocalWebhooksOptions): Promise
     pauses: new EndpointPauses(),
   };
 
+  const eventsFunction: EventsFunctionLog = { invocations: [], endpointQueries: [] };
+  const keep = <T>(list: T[], entry: T) => {
+    list.push(entry);
+    if (list.length > MAX_RECORDED_INVOCATIONS) list.shift();
+  };
+  const eventsDeps = {
+    endpoints: {
+      listEndpoints: (serviceSid: string) => {
+        keep(eventsFunction.endpointQueries, serviceSid);
+        return endpoints.listEndpoints(serviceSid);
+      },
+    },
+    queue,
+    clock: options.clock,
+  };
   const poller = new StreamPoller({
     endpoint: options.dynamoEndpoint,
     tableName: options.tableName,
     logger: options.logger,
     // The event source's filters, as on AWS: other records never invoke the events handler.
     filters: WEBHOOK_EVENTS_STREAM_FILTERS,
-    handle: (event) => handleVerificationStream({ endpoints, queue, clock: options.clock }, event),
+    handle: (event) => {
+      keep(
+        eventsFunction.invocations,
+        event.Records.map((record) => record.dynamodb?.Keys?.pk?.S ?? ''),
+      );
+      return handleVerificationStream(eventsDeps, event);
+    },
   });
   await poller.start();
 
   return {
     settings,
+    eventsFunction,
     queue,
     transport,
     endpoints,

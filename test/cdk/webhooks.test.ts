@@ -73,7 +73,7 @@ test('the table has a stream with old and new images (the outbox the events are 
   });
 });
 
-test('the events function reads the stream: verifications and caps reached only, bisect on error, retries, then the DLQ', () => {
+test('the events function reads the stream: flagged verifications and guard alerts only, bisect on error, retries, then the DLQ', () => {
   const { table, deadLetters, events } = ids();
   const mappings = Object.values(resources).filter(
     (r) =>
@@ -91,7 +91,12 @@ test('the events function reads the stream: verifications and caps reached only,
     DestinationConfig: { OnFailure: { Destination: getAtt(deadLetters) } },
     FilterCriteria: {
       Filters: [
-        { Pattern: JSON.stringify({ dynamodb: { NewImage: { type: { S: ['verification'] } } } }) },
+        // A verification sent while its service had a webhook endpoint: no other reaches the function.
+        {
+          Pattern: JSON.stringify({
+            dynamodb: { NewImage: { type: { S: ['verification'] }, webhooks: { BOOL: [true] } } },
+          }),
+        },
         // A guard country state that carries an alert (guard.cap_reached, guard.conversion_drop), no other
         // guard write.
         {

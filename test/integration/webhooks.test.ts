@@ -253,6 +253,84 @@ describe('events of the fallback path', () => {
   });
 });
 
+// --- which verifications reach the events function ---------------------------------------------------------------
+
+describe('the events function', () => {
+  const pkOf = (sid: string) => `VERIFICATION#${sid}`;
+  const invokedFor = (sid: string) =>
+    harness.stack.webhooks.eventsFunction.invocations.some((batch) => batch.includes(pkOf(sid)));
+  const queriedFor = (serviceSid: string) =>
+    harness.stack.webhooks.eventsFunction.endpointQueries.includes(serviceSid);
+
+  /** Sends to a fresh mobile, waits for its delivery, checks the right code: the writes of a whole verification. */
+  async function verifiedSend(account: Account): Promise<string> {
+    const api = harness.client(account);
+    const to = freshMobile();
+    const sid = (await api.send({ To: to })).body.sid as string;
+    await eventually(async () =>
+      (await api.fetch(sid)).body.delivery_status === 'DELIVERED' ? true : undefined,
+    );
+    expect((await api.check({ VerificationSid: sid, Code: await api.latestCode(to) })).status).toBe(200);
+    return sid;
+  }
+
+  it('is never invoked for the verifications of a service without an endpoint; one with an endpoint gets every event', async () => {
+    const quiet = await harness.createAccount();
+    const quietSid = await verifiedSend(quiet);
+
+    const loud = await harness.createAccount();
+    const endpoint = await addEndpoint(loud, receiverUrl());
+    const loudSid = await verifiedSend(loud);
+    const events = await delivered(
+      endpoint.endpointSid,
+      ['verification.delivery.delivered', 'verification.verified'],
+      loudSid,
+    );
+    expect(events.map((post) => [post.eventType, post.sequence])).toEqual([
+      ['verification.delivery.delivered', 1],
+      ['verification.verified', 2],
+    ]);
+    // The loud service's later writes went through the stream after the quiet one's whole verification.
+    expect(invokedFor(loudSid)).toBe(true);
+    expect(queriedFor(loud.serviceSid)).toBe(true);
+    expect(invokedFor(quietSid)).toBe(false);
+    expect(queriedFor(quiet.serviceSid)).toBe(false);
+
+    // An endpoint registered later gets the events of codes sent from then on, not of the earlier ones.
+    const late = await addEndpoint(quiet, receiverUrl());
+    const laterSid = await verifiedSend(quiet);
+    await delivered(late.endpointSid, ['verification.delivery.delivered', 'verification.verified'], laterSid);
+    expect(await posts({ verification: quietSid })).toEqual([]);
+    expect(invokedFor(quietSid)).toBe(false);
+  });
+
+  it('after the last endpoint is removed, a verification sent before still reaches it, which queues nothing', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const endpoint = await addEndpoint(account, receiverUrl());
+    const to = freshMobile();
+    const sid = (await api.send({ To: to })).body.sid as string;
+    await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], sid);
+    await admin(['webhook', 'remove', account.serviceSid, endpoint.endpointSid]);
+
+    const queries = () =>
+      harness.stack.webhooks.eventsFunction.endpointQueries.filter((s) => s === account.serviceSid).length;
+    const before = queries();
+    expect((await api.check({ VerificationSid: sid, Code: await api.latestCode(to) })).status).toBe(200);
+    // The check's write still reaches the function (the flag stays), which finds no endpoint.
+    await eventually(async () => (queries() > before ? true : undefined));
+    await harness.stack.webhooks.queue.idle();
+    expect((await posts({ verification: sid })).map((post) => post.eventType)).toEqual([
+      'verification.delivery.delivered',
+    ]);
+    expect(
+      harness.stack.webhooks.queue.waiting.some(
+        (job) => job.kind === 'deliver' && job.serviceSid === account.serviceSid,
+      ),
+    ).toBe(false);
+  });
+});
+
 // --- delivery: retries, isolation --------------------------------------------------------------------------------
 
 describe('delivery', () => {
@@ -594,15 +672,17 @@ describe('endpoints', () => {
 describe('expiry', () => {
   afterAll(() => harness.clock.set(new Date()));
 
-  it('the expiry timer writes EXPIRED back at expires_at and fires verification.expired; without an endpoint at send time, the next check does', async () => {
+  it('the expiry timer writes EXPIRED back at expires_at and fires verification.expired; with no enabled endpoint at send time, the next check does', async () => {
     const account = await harness.createAccount();
     const api = harness.client(account);
     const lateAccount = await harness.createAccount();
     const lateApi = harness.client(lateAccount);
     const endpoint = await addEndpoint(account, receiverUrl());
-    const sid = (await api.send({ To: freshMobile() })).body.sid as string;
-    // No endpoint yet for this one: no timer.
+    // Registered but disabled when this one is sent: its events will reach the function, but no timer is queued.
+    const late = await addEndpoint(lateAccount, receiverUrl());
+    await admin(['webhook', 'disable', lateAccount.serviceSid, late.endpointSid]);
     const lateSid = (await lateApi.send({ To: freshMobile() })).body.sid as string;
+    const sid = (await api.send({ To: freshMobile() })).body.sid as string;
     await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], sid);
     // Receipts are signed with the real time: let both deliveries end before the clock moves.
     await eventually(async () =>
@@ -633,7 +713,7 @@ describe('expiry', () => {
     expect(fetched.status).toBe('EXPIRED');
     expect((events[1]!.payload as { data: unknown }).data).toEqual(fetched);
 
-    const late = await addEndpoint(lateAccount, receiverUrl());
+    await admin(['webhook', 'enable', lateAccount.serviceSid, late.endpointSid]);
     expect((await lateApi.check({ VerificationSid: lateSid, Code: '123456' })).body.status).toBe('EXPIRED');
     const lateEvents = await delivered(late.endpointSid, ['verification.expired'], lateSid);
     expect(lateEvents.map((post) => [post.eventType, post.sequence])).toEqual([['verification.expired', 2]]);

@@ -59,11 +59,18 @@ const owner = { service_sid: serviceSid, country: 'GB' };
 const capReached = { ...owner, cap: 'sends_per_hour', limit: 10, value: 10, since: 1, until: 2 };
 const conversionDrop = { ...owner, sent: 40, checked: 2, usual_conversion: 0.8, ranges: 'all', since: 1 };
 
-test('a verification item passes, created or changed; its removal (TTL) does not', () => {
-  const item = verificationToItem(verification);
+test('a verification sent while its service had an endpoint passes, created or changed; not its removal (TTL)', () => {
+  const item = verificationToItem({ ...verification, webhooks: true });
   expect(passes(record('INSERT', item))).toBe(true);
   expect(passes(record('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
   expect(passes(record('REMOVE', undefined, item))).toBe(false);
+});
+
+test('a verification sent while its service had no endpoint never passes: no invocation for its writes', () => {
+  const item = verificationToItem(verification);
+  expect(item).not.toHaveProperty('webhooks');
+  expect(passes(record('INSERT', item))).toBe(false);
+  expect(passes(record('MODIFY', { ...item, status: 'VERIFIED', event_seq: 1 }, item))).toBe(false);
 });
 
 test('a guard country state passes only while it holds an alert: cap reached or conversion drop', () => {

@@ -3,6 +3,7 @@
  * on AWS (lib/constructs/webhook-delivery.ts) and of the local stack's stream poller (local/webhooks.ts), one
  * definition for both. Records no pattern matches are dropped before any invocation.
  */
+import { WEBHOOKS_ATTRIBUTE } from '../dynamodb/items';
 
 /** A leaf's accepted value, or Lambda's `exists` test (which matches only a leaf, never a map or a list). */
 export type FilterValue = string | boolean | { readonly exists: boolean };
@@ -26,12 +27,12 @@ const guardAlert = (attribute: string): FilterPattern => ({
 });
 
 /**
- * Only verifications, and the guard's country states holding an alert (a cap reached, a conversion drop:
- * `guard.*` events), can make events; API-key counters, number logs, ledger lines and other guard writes never
- * reach the function.
+ * Only verifications sent while their service had a webhook endpoint (the `webhooks` flag the send sets), and the
+ * guard's country states holding an alert (a cap reached, a conversion drop: `guard.*` events), can make events;
+ * other verifications, API-key counters, number logs, ledger lines and other guard writes never reach the function.
  */
 export const WEBHOOK_EVENTS_STREAM_FILTERS: readonly FilterPattern[] = [
-  { dynamodb: { NewImage: { type: { S: ['verification'] } } } },
+  { dynamodb: { NewImage: { type: { S: ['verification'] }, [WEBHOOKS_ATTRIBUTE]: { BOOL: [true] } } } },
   guardAlert('cap_reached'),
   guardAlert('conversion_drop'),
 ];
