@@ -6,6 +6,7 @@
  */
 import { createDocumentClient } from '../functions/adapters/dynamodb/client';
 import { DynamoGuardStore } from '../functions/adapters/dynamodb/guard';
+import { GUARD_SIGNALS_STREAM_FILTERS } from '../functions/adapters/dynamodb/stream-filters';
 import type { Logger } from '../functions/adapters/logger';
 import type { Metrics } from '../functions/core/metrics';
 import type { Clock } from '../functions/core/ports';
@@ -53,6 +54,8 @@ export async function startLocalGuard(options: LocalGuardOptions): Promise<Local
     logger: options.logger,
     intervalMs: options.intervalMs ?? 1000,
     batching: true,
+    // As the event source on AWS: verifications and refusals only.
+    filters: GUARD_SIGNALS_STREAM_FILTERS,
     handle: (event, shardId) =>
       handleGuardStream(deps, { ...event, shardId }, { logger: options.logger, metrics: options.metrics }),
   });

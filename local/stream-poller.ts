@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { Logger } from '../functions/adapters/logger';
-import type { FilterPattern, FilterValue } from '../functions/adapters/webhooks/stream-filters';
+import type { FilterPattern, FilterValue } from '../functions/adapters/dynamodb/stream-filters';
 
 export interface StreamPollerOptions {
   endpoint: string;

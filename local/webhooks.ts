@@ -14,7 +14,7 @@ import { EndpointSigner, WebhookSecretVault } from '../functions/adapters/webhoo
 import { verifyWebhook } from '../functions/adapters/webhooks/signing';
 import { logJob, SQS_MAX_DELAY_SECONDS } from '../functions/adapters/webhooks/sqs-queue';
 import { handleVerificationStream } from '../functions/adapters/webhooks/stream';
-import { WEBHOOK_EVENTS_STREAM_FILTERS } from '../functions/adapters/webhooks/stream-filters';
+import { WEBHOOK_EVENTS_STREAM_FILTERS } from '../functions/adapters/dynamodb/stream-filters';
 import type { Clock, VerificationStore } from '../functions/core/ports';
 import {
   EndpointPauses,

@@ -4,6 +4,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { GUARD_SIGNALS_STREAM_FILTERS } from '../../functions/adapters/dynamodb/stream-filters';
 import {
   GUARD_BATCH_WINDOW_SECONDS,
   GUARD_TUMBLING_WINDOW_SECONDS,
@@ -55,14 +56,9 @@ export class GuardSignals extends Construct {
         // Lambda names the batch's shard (`shardId`), which a plain stream event does not: the consumer's
         // per-shard marks need it. The window's state carries the events whose aggregates wait (docs/guard.md).
         tumblingWindow: Duration.seconds(GUARD_TUMBLING_WINDOW_SECONDS),
-        filters: [
-          lambda.FilterCriteria.filter({
-            dynamodb: { NewImage: { type: { S: lambda.FilterRule.isEqual('verification') } } },
-          }),
-          lambda.FilterCriteria.filter({
-            dynamodb: { NewImage: { guard: { M: lambda.FilterRule.exists() } } },
-          }),
-        ],
+        // Verifications and refusals (functions/adapters/dynamodb/stream-filters.ts); the local stack's poller
+        // applies the same patterns.
+        filters: GUARD_SIGNALS_STREAM_FILTERS.map((pattern) => lambda.FilterCriteria.filter(pattern)),
       }),
     );
     Validations.of(props.consumer.role!).acknowledge({

@@ -6,7 +6,7 @@ import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambd
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { WEBHOOK_EVENTS_STREAM_FILTERS } from '../../functions/adapters/webhooks/stream-filters';
+import { WEBHOOK_EVENTS_STREAM_FILTERS } from '../../functions/adapters/dynamodb/stream-filters';
 import { FUNCTIONS, FUNCTION_NAMES, type FunctionName, type WebhookQueueName } from '../functions';
 import { Grouping } from './logical-ids';
 
@@ -61,7 +61,7 @@ export class WebhookDelivery extends Grouping {
         bisectBatchOnError: true,
         retryAttempts: 10,
         onFailure: new SqsDlq(deadLetters),
-        // Only the records that can make events (functions/adapters/webhooks/stream-filters.ts); the local
+        // Only the records that can make events (functions/adapters/dynamodb/stream-filters.ts); the local
         // stack's poller applies the same patterns.
         filters: WEBHOOK_EVENTS_STREAM_FILTERS.map((pattern) => lambda.FilterCriteria.filter(pattern)),
       }),

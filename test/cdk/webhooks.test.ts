@@ -142,6 +142,18 @@ test('the sender consumes the queue in batches of 10, reporting the jobs that fa
     // The window names each batch's shard (the consumer's per-shard marks); one batch of a shard at a time.
     TumblingWindowInSeconds: 900,
     ParallelizationFactor: Match.absent(),
+    // Every verification, and a number's log holding a refusal: `exists` on the guard map's `mode`, a leaf (on the
+    // map itself it would never match, and no refusal would reach the consumer).
+    FilterCriteria: {
+      Filters: [
+        { Pattern: JSON.stringify({ dynamodb: { NewImage: { type: { S: ['verification'] } } } }) },
+        {
+          Pattern: JSON.stringify({
+            dynamodb: { NewImage: { guard: { M: { mode: { S: [{ exists: true }] } } } } },
+          }),
+        },
+      ],
+    },
   });
   template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
 });

@@ -1,16 +1,17 @@
 /**
- * The webhook events function's stream filters (functions/adapters/webhooks/stream-filters.ts) as the local
+ * The webhook events function's stream filters (functions/adapters/dynamodb/stream-filters.ts) as the local
  * stack's poller applies them (local/stream-poller.ts, matchesFilter): the same patterns the CDK stack deploys, so
  * the records they pass are the ones Lambda would hand to the function.
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { verificationToItem } from '../../functions/adapters/dynamodb/items';
+import { guardDecisionToItem, verificationToItem } from '../../functions/adapters/dynamodb/items';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import {
+  GUARD_SIGNALS_STREAM_FILTERS,
   WEBHOOK_EVENTS_STREAM_FILTERS,
   type FilterPattern,
-} from '../../functions/adapters/webhooks/stream-filters';
+} from '../../functions/adapters/dynamodb/stream-filters';
 import type { Verification } from '../../functions/core/model';
 import { matchesFilter } from '../../local/stream-poller';
 
@@ -104,4 +105,37 @@ test('an operator the matcher does not model is refused, not guessed', () => {
   const r = record('INSERT', verificationToItem(verification));
   const prefix = { dynamodb: { NewImage: { type: { S: [{ prefix: 'ver' }] } } } } as unknown as FilterPattern;
   expect(() => matchesFilter(prefix, r)).toThrow(/Unsupported filter rule/);
+});
+
+describe("the guard's signals", () => {
+  const guardPasses = (r: DynamoDBRecord) =>
+    GUARD_SIGNALS_STREAM_FILTERS.some((pattern) => matchesFilter(pattern, r));
+  const refusal = guardDecisionToItem({
+    mode: 'blocked',
+    reason: 'sequential_numbers',
+    prefix: '+4474001',
+    scope: 'service',
+    figures: {},
+    price: 600,
+    at: 1,
+    serviceSid,
+    country: 'GB',
+  });
+
+  test('every verification passes, with or without an endpoint: sends, checks and receipts are signals', () => {
+    for (const item of [
+      verificationToItem(verification),
+      verificationToItem({ ...verification, webhooks: true }),
+    ])
+      expect(guardPasses(record('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
+  });
+
+  test("a number's log passes when it holds a guard decision (a refused send), not otherwise", () => {
+    const log = { ...keys.number('+447400123456'), sends: [1, 2] };
+    expect(guardPasses(record('MODIFY', { ...log, guard: refusal }, log))).toBe(true);
+    expect(guardPasses(record('MODIFY', log))).toBe(false);
+    expect(guardPasses(record('INSERT', { ...keys.apiKey('k'.repeat(64)), service_sid: serviceSid }))).toBe(
+      false,
+    );
+  });
 });

@@ -54,7 +54,7 @@ export function verificationToItem(v: Verification): Item {
     ...(v.failedReceipts && v.failedReceipts.length > 0 && { failed_receipts: new Set(v.failedReceipts) }),
     ...(v.guard && { guard: guardDecisionToItem(v.guard) }),
     ...(v.guardExempt && { guard_exempt: true }),
-    // A BOOL the webhook events function's stream filter requires (adapters/webhooks/stream-filters.ts).
+    // A BOOL the webhook events function's stream filter requires (adapters/dynamodb/stream-filters.ts).
     ...(v.webhooks && { [WEBHOOKS_ATTRIBUTE]: true }),
     ttl: epochSeconds(new Date(v.expiresAt)) + VERIFICATION_RETENTION_SECONDS,
   };

@@ -1,7 +1,8 @@
 /**
- * Which of the table's stream records reach the webhook events function: the filter criteria of its event source
- * on AWS (lib/constructs/webhook-delivery.ts) and of the local stack's stream poller (local/webhooks.ts), one
- * definition for both. Records no pattern matches are dropped before any invocation.
+ * Which of the table's stream records reach its two consumers, the webhook events function and the guard's
+ * signals: the filter criteria of their event sources on AWS (lib/constructs/webhook-delivery.ts,
+ * guard-signals.ts) and of the local stack's stream pollers (local/webhooks.ts, local/guard.ts), one definition for
+ * both. Records no pattern matches are dropped before any invocation.
  */
 import { WEBHOOKS_ATTRIBUTE } from '../dynamodb/items';
 
@@ -35,4 +36,14 @@ export const WEBHOOK_EVENTS_STREAM_FILTERS: readonly FilterPattern[] = [
   { dynamodb: { NewImage: { type: { S: ['verification'] }, [WEBHOOKS_ATTRIBUTE]: { BOOL: [true] } } } },
   guardAlert('cap_reached'),
   guardAlert('conversion_drop'),
+];
+
+/**
+ * The guard's signals: every verification (an accepted send, a checked code, a receipt), and a number's log that
+ * holds a guard decision (a refused send). Its `mode`, a leaf, is what is tested: `exists` on the map would never
+ * match, and no refusal would reach the consumer.
+ */
+export const GUARD_SIGNALS_STREAM_FILTERS: readonly FilterPattern[] = [
+  { dynamodb: { NewImage: { type: { S: ['verification'] } } } },
+  { dynamodb: { NewImage: { guard: { M: { mode: { S: [{ exists: true }] } } } } } },
 ];
