@@ -550,6 +550,37 @@ describe('endpoints', () => {
     expect(await posts({ endpoint: endpoint.endpointSid, verification: quietSid })).toEqual([]);
   });
 
+  it('a retry queued before a disable is dropped even if the endpoint is enabled again before it is due', async () => {
+    const account = await harness.createAccount();
+    const api = harness.client(account);
+    const own = await new TestEndpoint().start();
+    try {
+      const endpoint = await addEndpoint(account, own.url);
+      // The first attempt hangs until the time limit; the endpoint is disabled and enabled again meanwhile.
+      own.answers = ['hang'];
+      const oldSid = (await api.send({ To: freshMobile() })).body.sid as string;
+      await eventually(async () => (own.received.length > 0 ? true : undefined));
+      await admin(['webhook', 'disable', account.serviceSid, endpoint.endpointSid]);
+      await admin(['webhook', 'enable', account.serviceSid, endpoint.endpointSid]);
+      const [first] = await eventually(async () => {
+        const made = await posts({ endpoint: endpoint.endpointSid, verification: oldSid });
+        return made.every((post) => post.response) ? made : undefined;
+      }, 10_000);
+      expect(first!.response).toEqual({ error: expect.stringContaining('no response') });
+
+      // The next event is posted (and, the queue being in order, after the old retry would have been).
+      const newSid = (await api.send({ To: freshMobile() })).body.sid as string;
+      await delivered(endpoint.endpointSid, ['verification.delivery.delivered'], newSid);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(
+        (await posts({ endpoint: endpoint.endpointSid, verification: oldSid })).map((p) => p.attempt),
+      ).toEqual([1]);
+      expect(own.received.map((request) => JSON.parse(request.body).data.sid)).toEqual([oldSid, newSid]);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('a rotated secret signs beside the old one for 24 hours; both verify with the recipe', async () => {
     const account = await harness.createAccount();
     const own = await new TestEndpoint().start();

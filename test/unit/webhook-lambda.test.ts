@@ -68,6 +68,9 @@ describe('SqsWebhookQueue', () => {
     expect(first!.input.Entries![0]!.DelaySeconds).toBe(1);
     expect(first!.input.Entries![1]!.DelaySeconds).toBe(900);
     expect(parseWebhookJob(first!.input.Entries![3]!.MessageBody!)).toEqual(deliver(4));
+    // The endpoint's disable count rides along, or every retry of a once-disabled endpoint would be dropped.
+    const counted = { ...deliver(2), endpointDisableCount: 3 };
+    expect(parseWebhookJob(JSON.stringify(counted))).toEqual(counted);
     expect(queue.maxDelaySeconds).toBe(900);
   });
 

@@ -180,6 +180,21 @@ describe('publishVerificationChanges', () => {
     });
   });
 
+  it("each job carries its endpoint's disable count, so a later disable can drop it", async () => {
+    const queue = new MemoryQueue();
+    const endpoints = [endpoint(), endpoint({ sid: 'WH1', disableCount: 2 })];
+    await publishVerificationChanges(
+      { endpoints: { listEndpoints: async () => endpoints }, queue, clock: new FakeClock(T0) },
+      [change({}, { status: 'VERIFIED' })],
+    );
+    expect(
+      queue.jobs.map(({ job }) => job.kind === 'deliver' && [job.endpointSid, job.endpointDisableCount]),
+    ).toEqual([
+      [ENDPOINT, undefined],
+      ['WH1', 2],
+    ]);
+  });
+
   it('nothing is enqueued for a service without enabled endpoints', async () => {
     const queue = new MemoryQueue();
     await publishVerificationChanges(
@@ -351,6 +366,17 @@ describe('runWebhookJob', () => {
       expect(requests).toEqual([]);
       expect(queue.jobs).toEqual([]);
     }
+  });
+
+  it('a job queued before a disable is dropped, even once the endpoint is enabled again', async () => {
+    // Disabled once and enabled again since the job was queued (it carries the count of then: none).
+    const { deps, requests, queue } = sender([], endpoint({ enabled: true, disableCount: 1 }));
+    expect(await runWebhookJob(deps, { ...job, attempt: 2 })).toBe('dropped');
+    expect(requests).toEqual([]);
+    expect(queue.jobs).toEqual([]);
+    // An event queued after the enable carries the endpoint's count: it is posted.
+    expect(await runWebhookJob(deps, { ...job, endpointDisableCount: 1 })).toBe('delivered');
+    expect(requests).toHaveLength(1);
   });
 
   it('a job that arrives before notBefore waits again', async () => {

@@ -331,6 +331,7 @@ export function webhookEndpointToItem(e: WebhookEndpoint): Item {
     service_sid: e.serviceSid,
     url: e.url,
     enabled: e.enabled,
+    ...(e.disableCount !== undefined && { disable_count: e.disableCount }),
     created_at: e.createdAt,
     sealed_secret: e.sealedSecret,
     ...(e.previousSealedSecret !== undefined && { previous_sealed_secret: e.previousSealedSecret }),
@@ -344,6 +345,7 @@ export function webhookEndpointFromItem(item: Item): WebhookEndpoint {
     serviceSid: item.service_sid as string,
     url: item.url as string,
     enabled: item.enabled === true,
+    ...(typeof item.disable_count === 'number' && { disableCount: item.disable_count }),
     createdAt: item.created_at as string,
     sealedSecret: item.sealed_secret as string,
     ...(typeof item.previous_sealed_secret === 'string' && {

@@ -122,9 +122,17 @@ export class DynamoWebhookEndpoints implements WebhookEndpointStore {
     return { ok: true, endpoint, secret };
   }
 
-  /** False when there is no such endpoint. */
+  /**
+   * False when there is no such endpoint. A disable is counted: jobs queued before it carry the older count and
+   * are dropped when their turn comes, whether or not the endpoint has been enabled again by then.
+   */
   async setEnabled(serviceSid: string, endpointSid: string, enabled: boolean): Promise<boolean> {
-    return this.updateEndpoint(serviceSid, endpointSid, 'SET enabled = :enabled', { ':enabled': enabled });
+    return enabled
+      ? this.updateEndpoint(serviceSid, endpointSid, 'SET enabled = :enabled', { ':enabled': true })
+      : this.updateEndpoint(serviceSid, endpointSid, 'SET enabled = :enabled ADD disable_count :one', {
+          ':enabled': false,
+          ':one': 1,
+        });
   }
 
   /**

@@ -64,7 +64,8 @@ export class SqsWebhookQueue implements WebhookQueue {
 export function parseWebhookJob(body: string): WebhookJob {
   const job: unknown = JSON.parse(body);
   if (isObject(job) && job.kind === 'deliver') {
-    const { serviceSid, endpointSid, eventId, eventType, payload, attempt, notBefore } = job;
+    const { serviceSid, endpointSid, eventId, eventType, payload, attempt, endpointDisableCount, notBefore } =
+      job;
     if (
       isText(serviceSid) &&
       isText(endpointSid) &&
@@ -73,6 +74,7 @@ export function parseWebhookJob(body: string): WebhookJob {
       isText(payload) &&
       Number.isSafeInteger(attempt) &&
       (attempt as number) >= 1 &&
+      (endpointDisableCount === undefined || Number.isSafeInteger(endpointDisableCount)) &&
       isOptionalText(notBefore)
     ) {
       return {
@@ -83,6 +85,7 @@ export function parseWebhookJob(body: string): WebhookJob {
         eventType,
         payload,
         attempt: attempt as number,
+        ...(endpointDisableCount !== undefined && { endpointDisableCount: endpointDisableCount as number }),
         ...(notBefore !== undefined && { notBefore }),
       };
     }

@@ -4,6 +4,11 @@ export interface WebhookEndpoint {
   serviceSid: string;
   url: string;
   enabled: boolean;
+  /**
+   * How many times it was disabled (absent: never). A job carries the count its endpoint had when the event was
+   * queued, so a retry queued before a disable is dropped even if the endpoint is enabled again meanwhile.
+   */
+  disableCount?: number;
   createdAt: string;
   /** The current signing secret, encrypted. */
   sealedSecret: string;

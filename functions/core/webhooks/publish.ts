@@ -1,5 +1,5 @@
 import type { Clock } from '../ports';
-import type { WebhookEndpointStore } from './endpoints';
+import type { WebhookEndpoint, WebhookEndpointStore } from './endpoints';
 import {
   eventsForChange,
   type GuardAlertEvent,
@@ -11,18 +11,19 @@ import { scheduleAt, type QueuedJob, type WebhookJob, type WebhookQueue } from '
 /** An event's first delivery to one endpoint, sent at once. */
 const firstAttempt = (
   serviceSid: string,
-  endpointSid: string,
+  endpoint: WebhookEndpoint,
   event: { id: string; type: WebhookEventType },
   payload: string,
 ): QueuedJob => ({
   job: {
     kind: 'deliver',
     serviceSid,
-    endpointSid,
+    endpointSid: endpoint.sid,
     eventId: event.id,
     eventType: event.type,
     payload,
     attempt: 1,
+    ...(endpoint.disableCount && { endpointDisableCount: endpoint.disableCount }),
   },
   delaySeconds: 0,
 });
@@ -69,7 +70,7 @@ export async function publishVerificationChanges(
       for (const event of events) {
         const payload = JSON.stringify(event);
         for (const endpoint of endpoints) {
-          jobs.push(firstAttempt(serviceSid, endpoint.sid, event, payload));
+          jobs.push(firstAttempt(serviceSid, endpoint, event, payload));
         }
       }
       for (const { after } of created) {
@@ -115,7 +116,7 @@ export async function publishGuardAlerts(
     if (targets.length === 0) continue;
     const payload = JSON.stringify(alert);
     events += 1;
-    for (const endpoint of targets) jobs.push(firstAttempt(serviceSid, endpoint.sid, alert, payload));
+    for (const endpoint of targets) jobs.push(firstAttempt(serviceSid, endpoint, alert, payload));
   }
   if (jobs.length > 0) await deps.queue.enqueue(jobs);
   return { events, jobs: jobs.length };

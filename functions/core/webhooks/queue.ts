@@ -12,6 +12,8 @@ export type WebhookJob =
       payload: string;
       /** 1 for the first try. */
       attempt: number;
+      /** The endpoint's `disableCount` when the event was queued (absent: 0); another count drops the job. */
+      endpointDisableCount?: number;
       /** Set when the wait is longer than the queue can delay a message: not to be tried before this time. */
       notBefore?: string;
     }

@@ -122,8 +122,9 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
     return 'waiting';
   }
   const endpoint = await deps.endpoints.getEndpoint(job.serviceSid, job.endpointSid);
-  // Removed or disabled since the event was queued: nothing to deliver, nothing to retry.
+  // Removed or disabled since the event was queued, even if enabled again since: nothing to deliver or retry.
   if (!endpoint || !endpoint.enabled) return 'dropped';
+  if ((endpoint.disableCount ?? 0) !== (job.endpointDisableCount ?? 0)) return 'dropped';
 
   const timestamp = String(Math.floor(now.getTime() / 1000));
   const pauseKey = `${endpoint.serviceSid}/${endpoint.sid}`;
