@@ -10,7 +10,7 @@ import {
   HttpWebhookTransport,
   type Resolve,
 } from '../../functions/adapters/webhooks/http-transport';
-import type { WebhookRequest } from '../../functions/core/webhooks';
+import { webhookErrorKind, type WebhookRequest } from '../../functions/core/webhooks';
 
 let server: Server;
 let base: string;
@@ -208,6 +208,13 @@ it('a refused connection is an error', async () => {
   await new Promise((resolve) => closed.close(resolve));
   const response = await local.post(request(`http://127.0.0.1:${port}/hook`));
   expect(response).toEqual({ error: expect.stringContaining('ECONNREFUSED') });
+});
+
+it('an endpoint that closes the connection: the error names its code, the kind a delivery record keeps', async () => {
+  behaviour = (req) => req.socket.destroy();
+  const response = await local.post(request(`${base}/hook`));
+  expect(response).toEqual({ error: expect.stringContaining('ECONNRESET') });
+  expect(webhookErrorKind((response as { error: string }).error)).toBe('ECONNRESET');
 });
 
 describe('outside the local stack (private targets not allowed)', () => {

@@ -7,6 +7,7 @@ import {
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { types } from 'node:util';
 import {
   checkWebhookUrl,
   isPublicAddress,
@@ -81,7 +82,16 @@ export class HttpWebhookTransport implements WebhookTransport {
   }
 }
 
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+/**
+ * The error's text, led by its code when the text does not name it (a reset connection is "socket hang up"): the
+ * delivery record keeps only the code, never the text.
+ */
+function describe(error: unknown): string {
+  // isNativeError, not instanceof: node's own errors come from another realm under jest.
+  if (!types.isNativeError(error)) return String(error);
+  const { code } = error as NodeJS.ErrnoException;
+  return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+}
 
 /** The resolver under the guard: node's own `dns.lookup` (getaddrinfo) with `all: true`; tests pass another. */
 export type Resolve = (
