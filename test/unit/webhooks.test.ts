@@ -315,6 +315,29 @@ describe('runWebhookJob', () => {
     expect(queue.jobs).toEqual([{ job: { ...job, attempt: 2 }, delaySeconds: 5 }]);
   });
 
+  it("the wait runs from the end of the failed attempt, also past the queue's longest delay", async () => {
+    for (const [attempt, delay] of [
+      [1, 5],
+      [5, 1280],
+    ] as const) {
+      const { deps, queue, clock } = sender([]);
+      // The attempt times out: it ends 5 s after it started.
+      deps.transport = {
+        post: async () => {
+          clock.advance(5000);
+          return { error: 'no response within 5000 ms' };
+        },
+      };
+      expect(await runWebhookJob(deps, { ...job, attempt })).toBe('retrying');
+      const due = new Date(T0.getTime() + 5000 + delay * 1000);
+      expect(queue.jobs).toEqual([
+        delay <= 900
+          ? { job: { ...job, attempt: attempt + 1 }, delaySeconds: delay }
+          : { job: { ...job, attempt: attempt + 1, notBefore: due.toISOString() }, delaySeconds: 900 },
+      ]);
+    }
+  });
+
   it('the ninth failure goes to the dead-letter queue', async () => {
     const { deps, queue } = sender([{ status: 503 }]);
     expect(await runWebhookJob(deps, { ...job, attempt: 9 })).toBe('dead');

@@ -132,9 +132,10 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
   const response: WebhookResponse = paused
     ? { error: PAUSED_ERROR }
     : await post(deps, endpoint, job, timestamp, now);
+  const ended = deps.clock.now();
   if (!paused) {
     const timedOut = 'error' in response && webhookErrorKind(response.error) === 'timeout';
-    deps.pauses?.answered(pauseKey, timedOut, deps.clock.now().getTime());
+    deps.pauses?.answered(pauseKey, timedOut, ended.getTime());
   }
   const delivered = 'status' in response && response.status >= 200 && response.status < 300;
   const delay = delivered ? undefined : retryDelaySeconds(job.attempt, deps.settings.backoffScale);
@@ -150,7 +151,7 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
         at: now.toISOString(),
         attempt: job.attempt,
         ...('status' in response ? { status: response.status } : { error: webhookErrorKind(response.error) }),
-        durationMs: Math.max(0, deps.clock.now().getTime() - now.getTime()),
+        durationMs: Math.max(0, ended.getTime() - now.getTime()),
         delivered,
         final: !delivered && delay === undefined,
       })
@@ -165,7 +166,8 @@ export async function runWebhookJob(deps: WebhookSenderDeps, job: WebhookJob): P
     return 'dead';
   }
   const next: WebhookJob = { ...job, attempt: job.attempt + 1 };
-  await deps.queue.enqueue([scheduleAt(deps.queue, next, new Date(now.getTime() + delay * 1000), now)]);
+  // From the end of the attempt (docs/webhooks.md): a time-out adds its seconds, also to a wait that hops.
+  await deps.queue.enqueue([scheduleAt(deps.queue, next, new Date(ended.getTime() + delay * 1000), ended)]);
   return 'retrying';
 }
 
