@@ -163,8 +163,11 @@ describe('events of the fallback path', () => {
         Date.parse(payloads[1]!.created_at as string),
       );
 
-      // The local receiver checked each signature with the endpoint's secret.
+      // The local receiver checked each signature with the endpoint's secret; a POST to another URL has no check.
       expect(events.map((post) => post.signature)).toEqual(['valid', 'valid']);
+      const elsewhere = await posts({ endpoint: external.endpointSid, verification: sid });
+      expect(elsewhere.length).toBeGreaterThan(0);
+      expect(elsewhere.every((post) => !('signature' in post))).toBe(true);
       // Never the code, nor the message it was sent in.
       for (const post of await posts({ verification: sid })) {
         const body = JSON.stringify(post.payload);
