@@ -71,6 +71,19 @@ describe('eventsForChange', () => {
     expect(events[0]!.sequence).toBe(3);
   });
 
+  it('a code verified before the receipt: the later delivered event carries the VERIFIED status too', () => {
+    const verified = { status: 'VERIFIED' as const, attemptsRemaining: 4 };
+    const [first] = eventsForChange(change({}, verified, 1));
+    const [second] = eventsForChange(change(verified, { ...verified, deliveryStatus: 'DELIVERED' }, 2));
+    expect(first).toMatchObject({ type: 'verification.verified', sequence: 1 });
+    // A consumer that ignores the lower sequence (docs/webhooks.md) still learns of the verification from data.
+    expect(second).toMatchObject({
+      type: 'verification.delivery.delivered',
+      sequence: 2,
+      data: { status: 'VERIFIED', delivery_status: 'DELIVERED' },
+    });
+  });
+
   it('SENT then a late receipt: delivered, with a higher sequence', () => {
     const [event] = eventsForChange(change({ deliveryStatus: 'SENT' }, { deliveryStatus: 'DELIVERED' }, 2));
     expect(event).toMatchObject({ type: 'verification.delivery.delivered', sequence: 2 });
