@@ -1,6 +1,4 @@
 /** The table's stream records as the guard's events: what the guard's consumer folds, and what it ignores. */
-import { marshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord } from 'aws-lambda';
 import { guardDecisionToItem, verificationToItem } from '../../functions/adapters/dynamodb/items';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { guardEventFromStreamRecord, reportConversionDrop } from '../../functions/adapters/guard/stream';
@@ -8,18 +6,7 @@ import type { Logger } from '../../functions/adapters/logger';
 import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
 import type { GuardDecision } from '../../functions/core/guard/model';
 import type { Verification } from '../../functions/core/model';
-
-type Image = NonNullable<DynamoDBRecord['dynamodb']>['NewImage'];
-const image = (item: Record<string, unknown>) =>
-  marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as Image;
-const record = (
-  eventName: 'INSERT' | 'MODIFY' | 'REMOVE',
-  after?: Record<string, unknown>,
-  before?: Record<string, unknown>,
-): DynamoDBRecord => ({
-  eventName,
-  dynamodb: { ...(after && { NewImage: image(after) }), ...(before && { OldImage: image(before) }) },
-});
+import { streamRecord } from '../support/stream-records';
 
 const created = '2026-11-22T10:00:00.000Z';
 const verification: Verification = {
@@ -64,24 +51,29 @@ const acceptedSend = {
 describe('guard events from the stream', () => {
   it('a new verification is an accepted send, with its shadow decision', () => {
     expect(
-      guardEventFromStreamRecord(record('INSERT', verificationToItem({ ...verification, guard: decision }))),
+      guardEventFromStreamRecord(
+        streamRecord('INSERT', verificationToItem({ ...verification, guard: decision })),
+      ),
     ).toEqual({ ...acceptedSend, decision });
   });
 
   it('a send the guard did not judge (RiskCheck=disable allowed, safe list) is no event, nor is its check', () => {
     const exempt = verificationToItem({ ...verification, guardExempt: true });
     expect(exempt.guard_exempt).toBe(true);
-    expect(guardEventFromStreamRecord(record('INSERT', exempt))).toBeUndefined();
+    expect(guardEventFromStreamRecord(streamRecord('INSERT', exempt))).toBeUndefined();
     const checked = { ...exempt, last_guess: 'hash-of-code', event_at: '2026-11-22T10:00:40.000Z' };
-    expect(guardEventFromStreamRecord(record('MODIFY', checked, exempt))).toBeUndefined();
+    expect(guardEventFromStreamRecord(streamRecord('MODIFY', checked, exempt))).toBeUndefined();
   });
 
   it("a send with the caller's own code counts as a send for the caps, and its receipt is no event", () => {
     const own = verificationToItem({ ...verification, clientCode: true });
-    expect(guardEventFromStreamRecord(record('INSERT', own))).toEqual({ ...acceptedSend, callerCode: true });
+    expect(guardEventFromStreamRecord(streamRecord('INSERT', own))).toEqual({
+      ...acceptedSend,
+      callerCode: true,
+    });
     // Its code is checked by the caller, never here: a receipt would weigh a code the guard cannot see typed.
     const delivered = { ...own, delivery_status: 'DELIVERED', event_at: '2026-11-22T10:00:03.000Z' };
-    expect(guardEventFromStreamRecord(record('MODIFY', delivered, own))).toBeUndefined();
+    expect(guardEventFromStreamRecord(streamRecord('MODIFY', delivered, own))).toBeUndefined();
   });
 
   it('a verification whose recorded guess is its code is a checked code (once)', () => {
@@ -92,7 +84,7 @@ describe('guard events from the stream', () => {
       attempts_remaining: 4,
       event_at: '2026-11-22T10:00:40.000Z',
     };
-    expect(guardEventFromStreamRecord(record('MODIFY', after, before))).toEqual({
+    expect(guardEventFromStreamRecord(streamRecord('MODIFY', after, before))).toEqual({
       kind: 'conversion',
       serviceSid: verification.serviceSid,
       e164: verification.to,
@@ -102,22 +94,22 @@ describe('guard events from the stream', () => {
     });
     // A later write of a verified code (its receipt) is no second conversion; a wrong guess is no conversion.
     expect(
-      guardEventFromStreamRecord(record('MODIFY', { ...after, delivery_status: 'DELIVERED' }, after)),
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...after, delivery_status: 'DELIVERED' }, after)),
     ).toMatchObject({ kind: 'delivered' });
     expect(
-      guardEventFromStreamRecord(record('MODIFY', { ...before, last_guess: 'wrong' }, before)),
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...before, last_guess: 'wrong' }, before)),
     ).toBeUndefined();
   });
 
   it("a known number's pass is a send with its decision; its checked code says so (no probe of the block)", () => {
     const known: GuardDecision = { ...decision, mode: 'known' };
     const before = verificationToItem({ ...verification, guard: known });
-    expect(guardEventFromStreamRecord(record('INSERT', before))).toMatchObject({
+    expect(guardEventFromStreamRecord(streamRecord('INSERT', before))).toMatchObject({
       kind: 'send',
       decision: known,
     });
     const after = { ...before, last_guess: 'hash-of-code', event_at: '2026-11-22T10:00:40.000Z' };
-    expect(guardEventFromStreamRecord(record('MODIFY', after, before))).toEqual({
+    expect(guardEventFromStreamRecord(streamRecord('MODIFY', after, before))).toEqual({
       kind: 'conversion',
       serviceSid: verification.serviceSid,
       e164: verification.to,
@@ -131,7 +123,7 @@ describe('guard events from the stream', () => {
   it('a verification that became DELIVERED is a receipt, with its time and its send time (once)', () => {
     const sent = verificationToItem(verification);
     const delivered = { ...sent, delivery_status: 'DELIVERED', event_at: '2026-11-22T10:00:03.000Z' };
-    expect(guardEventFromStreamRecord(record('MODIFY', delivered, sent))).toEqual({
+    expect(guardEventFromStreamRecord(streamRecord('MODIFY', delivered, sent))).toEqual({
       kind: 'delivered',
       serviceSid: verification.serviceSid,
       e164: verification.to,
@@ -141,14 +133,14 @@ describe('guard events from the stream', () => {
     });
     // SENT (no receipt) is not delivered; a duplicate receipt, or the code checked after it, is no second receipt.
     expect(
-      guardEventFromStreamRecord(record('MODIFY', { ...sent, delivery_status: 'SENT' }, sent)),
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...sent, delivery_status: 'SENT' }, sent)),
     ).toBeUndefined();
     expect(
-      guardEventFromStreamRecord(record('MODIFY', { ...delivered, event_seq: 3 }, delivered)),
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...delivered, event_seq: 3 }, delivered)),
     ).toBeUndefined();
     const exempt = { ...delivered, guard_exempt: true };
     expect(
-      guardEventFromStreamRecord(record('MODIFY', exempt, { ...sent, guard_exempt: true })),
+      guardEventFromStreamRecord(streamRecord('MODIFY', exempt, { ...sent, guard_exempt: true })),
     ).toBeUndefined();
   });
 
@@ -161,7 +153,7 @@ describe('guard events from the stream', () => {
     });
     const number = { ...keys.number('+447400123456'), sends: [1], version: 1 };
     const after = { ...number, version: 2, guard };
-    expect(guardEventFromStreamRecord(record('MODIFY', after, number))).toEqual({
+    expect(guardEventFromStreamRecord(streamRecord('MODIFY', after, number))).toEqual({
       kind: 'send',
       serviceSid: verification.serviceSid,
       e164: '+447400123456',
@@ -171,7 +163,9 @@ describe('guard events from the stream', () => {
       decision: { ...decision, mode: 'blocked' },
     });
     // The next write of the log (an accepted send) keeps the old decision: not a new refusal.
-    expect(guardEventFromStreamRecord(record('MODIFY', { ...after, version: 3 }, after))).toBeUndefined();
+    expect(
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...after, version: 3 }, after)),
+    ).toBeUndefined();
   });
 
   it("a refused send with the caller's own code says so, as its accepted twin does", () => {
@@ -185,19 +179,19 @@ describe('guard events from the stream', () => {
     expect(guard.caller_code).toBe(true);
     const number = { ...keys.number('+447400123456'), sends: [1], version: 1 };
     expect(
-      guardEventFromStreamRecord(record('MODIFY', { ...number, version: 2, guard }, number)),
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...number, version: 2, guard }, number)),
     ).toMatchObject({ kind: 'send', accepted: false, callerCode: true, decision: { mode: 'blocked' } });
   });
 
   it('ignores other items and deletions', () => {
     expect(
-      guardEventFromStreamRecord(record('MODIFY', { ...keys.number('+447400123456'), sends: [1] })),
+      guardEventFromStreamRecord(streamRecord('MODIFY', { ...keys.number('+447400123456'), sends: [1] })),
     ).toBeUndefined();
     expect(
-      guardEventFromStreamRecord(record('REMOVE', undefined, verificationToItem(verification))),
+      guardEventFromStreamRecord(streamRecord('REMOVE', undefined, verificationToItem(verification))),
     ).toBeUndefined();
     expect(
-      guardEventFromStreamRecord(record('INSERT', { ...keys.service('VA1'), type: 'service' })),
+      guardEventFromStreamRecord(streamRecord('INSERT', { ...keys.service('VA1'), type: 'service' })),
     ).toBeUndefined();
   });
 });

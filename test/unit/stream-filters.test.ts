@@ -3,7 +3,6 @@
  * stack's poller applies them (local/stream-poller.ts, matchesFilter): the same patterns the CDK stack deploys, so
  * the records they pass are the ones Lambda would hand to the function.
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { guardDecisionToItem, verificationToItem } from '../../functions/adapters/dynamodb/items';
 import { keys } from '../../functions/adapters/dynamodb/keys';
@@ -14,18 +13,8 @@ import {
 } from '../../functions/adapters/dynamodb/stream-filters';
 import type { Verification } from '../../functions/core/model';
 import { matchesFilter } from '../../local/stream-poller';
+import { streamRecord } from '../support/stream-records';
 
-type Image = NonNullable<DynamoDBRecord['dynamodb']>['NewImage'];
-const image = (item: Record<string, unknown>) =>
-  marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as Image;
-const record = (
-  eventName: 'INSERT' | 'MODIFY' | 'REMOVE',
-  after?: Record<string, unknown>,
-  before?: Record<string, unknown>,
-): DynamoDBRecord => ({
-  eventName,
-  dynamodb: { ...(after && { NewImage: image(after) }), ...(before && { OldImage: image(before) }) },
-});
 const passes = (r: DynamoDBRecord) =>
   WEBHOOK_EVENTS_STREAM_FILTERS.some((pattern) => matchesFilter(pattern, r));
 
@@ -62,34 +51,38 @@ const conversionDrop = { ...owner, sent: 40, checked: 2, usual_conversion: 0.8, 
 
 test('a verification sent while its service had an endpoint passes, created or changed; not its removal (TTL)', () => {
   const item = verificationToItem({ ...verification, webhooks: true });
-  expect(passes(record('INSERT', item))).toBe(true);
-  expect(passes(record('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
-  expect(passes(record('REMOVE', undefined, item))).toBe(false);
+  expect(passes(streamRecord('INSERT', item))).toBe(true);
+  expect(passes(streamRecord('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
+  expect(passes(streamRecord('REMOVE', undefined, item))).toBe(false);
 });
 
 test('a verification sent while its service had no endpoint never passes: no invocation for its writes', () => {
   const item = verificationToItem(verification);
   expect(item).not.toHaveProperty('webhooks');
-  expect(passes(record('INSERT', item))).toBe(false);
-  expect(passes(record('MODIFY', { ...item, status: 'VERIFIED', event_seq: 1 }, item))).toBe(false);
+  expect(passes(streamRecord('INSERT', item))).toBe(false);
+  expect(passes(streamRecord('MODIFY', { ...item, status: 'VERIFIED', event_seq: 1 }, item))).toBe(false);
 });
 
 test('a guard country state passes only while it holds an alert: cap reached or conversion drop', () => {
-  expect(passes(record('MODIFY', guardState({ cap_reached: capReached }), guardState()))).toBe(true);
-  expect(passes(record('MODIFY', guardState({ conversion_drop: conversionDrop }), guardState()))).toBe(true);
-  expect(passes(record('MODIFY', guardState(), guardState({ cap_reached: capReached })))).toBe(false);
+  expect(passes(streamRecord('MODIFY', guardState({ cap_reached: capReached }), guardState()))).toBe(true);
+  expect(passes(streamRecord('MODIFY', guardState({ conversion_drop: conversionDrop }), guardState()))).toBe(
+    true,
+  );
+  expect(passes(streamRecord('MODIFY', guardState(), guardState({ cap_reached: capReached })))).toBe(false);
 });
 
 test('other items never pass: number logs, API keys, charges', () => {
-  expect(passes(record('MODIFY', { ...keys.number('+447400123456'), sends: [1, 2] }))).toBe(false);
-  expect(passes(record('INSERT', { ...keys.apiKey('k'.repeat(64)), service_sid: serviceSid }))).toBe(false);
-  expect(passes(record('INSERT', { pk: `SERVICE#${serviceSid}`, sk: 'CHARGE#1', type: 'charge' }))).toBe(
+  expect(passes(streamRecord('MODIFY', { ...keys.number('+447400123456'), sends: [1, 2] }))).toBe(false);
+  expect(passes(streamRecord('INSERT', { ...keys.apiKey('k'.repeat(64)), service_sid: serviceSid }))).toBe(
     false,
   );
+  expect(
+    passes(streamRecord('INSERT', { pk: `SERVICE#${serviceSid}`, sk: 'CHARGE#1', type: 'charge' })),
+  ).toBe(false);
 });
 
 test("`exists` matches a leaf only, never a map, as Lambda's filtering documents", () => {
-  const r = record('MODIFY', guardState({ cap_reached: capReached }));
+  const r = streamRecord('MODIFY', guardState({ cap_reached: capReached }));
   const onTheMap: FilterPattern = { dynamodb: { NewImage: { cap_reached: { M: [{ exists: true }] } } } };
   const onALeaf: FilterPattern = {
     dynamodb: { NewImage: { cap_reached: { M: { service_sid: { S: [{ exists: true }] } } } } },
@@ -102,7 +95,7 @@ test("`exists` matches a leaf only, never a map, as Lambda's filtering documents
 });
 
 test('an operator the matcher does not model is refused, not guessed', () => {
-  const r = record('INSERT', verificationToItem(verification));
+  const r = streamRecord('INSERT', verificationToItem(verification));
   const prefix = { dynamodb: { NewImage: { type: { S: [{ prefix: 'ver' }] } } } } as unknown as FilterPattern;
   expect(() => matchesFilter(prefix, r)).toThrow(/Unsupported filter rule/);
 });
@@ -127,15 +120,15 @@ describe("the guard's signals", () => {
       verificationToItem(verification),
       verificationToItem({ ...verification, webhooks: true }),
     ])
-      expect(guardPasses(record('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
+      expect(guardPasses(streamRecord('MODIFY', { ...item, status: 'VERIFIED' }, item))).toBe(true);
   });
 
   test("a number's log passes when it holds a guard decision (a refused send), not otherwise", () => {
     const log = { ...keys.number('+447400123456'), sends: [1, 2] };
-    expect(guardPasses(record('MODIFY', { ...log, guard: refusal }, log))).toBe(true);
-    expect(guardPasses(record('MODIFY', log))).toBe(false);
-    expect(guardPasses(record('INSERT', { ...keys.apiKey('k'.repeat(64)), service_sid: serviceSid }))).toBe(
-      false,
-    );
+    expect(guardPasses(streamRecord('MODIFY', { ...log, guard: refusal }, log))).toBe(true);
+    expect(guardPasses(streamRecord('MODIFY', log))).toBe(false);
+    expect(
+      guardPasses(streamRecord('INSERT', { ...keys.apiKey('k'.repeat(64)), service_sid: serviceSid })),
+    ).toBe(false);
   });
 });
