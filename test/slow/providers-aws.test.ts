@@ -396,6 +396,15 @@ describe('AWS receipts', () => {
     expect(parseSmsEvent(withoutIsFinal)).toBeUndefined();
   });
 
+  test("RCS's delivery and read, from the phone itself, settle even when not marked final", () => {
+    for (const eventType of ['RCS_DELIVERED', 'RCS_READ'])
+      expect(parseSmsEvent({ ...smsSample, eventType, isFinal: false })).toMatchObject({
+        status: 'delivered',
+      });
+    for (const eventType of ['RCS_SENT', 'RCS_FAILED', 'RCS_FALLEN_BACK_TO_SMS'])
+      expect(parseSmsEvent({ ...smsSample, eventType, isFinal: false })).toBeUndefined();
+  });
+
   test('a final TEXT_SUCCESSFUL (countries whose carriers report no delivery) settles as delivered', () => {
     expect(parseSmsEvent(smsSample)).toEqual({
       reference,

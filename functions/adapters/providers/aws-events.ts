@@ -23,6 +23,12 @@ export const REFERENCE_CONTEXT_KEY = 'otpReference';
 export const SMS_SETTLED_ON_SUCCESS = 'TEXT_SUCCESSFUL';
 
 export const SMS_DELIVERED = new Set(['TEXT_DELIVERED', 'RCS_DELIVERED', 'RCS_READ']);
+/**
+ * RCS's reports from the phone itself settle whatever `isFinal` says: only a read can follow a delivery, never a
+ * failure, and AWS's pages do not say whether a delivery that a read receipt may follow is marked final. Waiting
+ * for a final one there could leave every RCS code unsettled, and the next channel paid for.
+ */
+const RCS_FROM_THE_PHONE = new Set(['RCS_DELIVERED', 'RCS_READ']);
 /** Final failures. Pending (TEXT_QUEUED, TEXT_PENDING, RCS_QUEUED, RCS_SENT) and RCS_FALLEN_BACK_TO_SMS: none. */
 export const SMS_FAILED = new Set([
   'TEXT_BLOCKED',
@@ -48,8 +54,8 @@ export const SMS_FAILED = new Set([
 export function parseSmsEvent(event: unknown): Receipt | undefined {
   if (!isObject(event)) return undefined;
   const { eventType, messageId, context, isFinal } = event;
-  if (isFinal !== true) return undefined;
   if (!isText(eventType, 100) || !isText(messageId, 200, 1)) return undefined;
+  if (isFinal !== true && !RCS_FROM_THE_PHONE.has(eventType)) return undefined;
   if (context !== undefined && !isObject(context)) return undefined;
   const reference = context?.[REFERENCE_CONTEXT_KEY];
   if (typeof reference !== 'string') return undefined;
