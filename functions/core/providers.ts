@@ -35,6 +35,7 @@ export type ProviderAnswer =
 export type ProviderErrorCode =
   | 'sandbox_destination_not_verified'
   | 'price_over_threshold'
+  | 'monthly_spend_limit'
   | 'access_denied'
   | 'invalid_request'
   | 'throttled'

@@ -157,6 +157,13 @@ export class OtpAlarms extends Grouping {
         'AWS refused an SMS dearer than otp:awsSmsMaxPrice (PRICE_OVER_THRESHOLD): that destination never gets SMS ' +
           'until the cap is raised.',
       );
+      alarmOn(
+        'SmsSpendLimitAlarm',
+        serviceMetric(props.stackName, METRIC.providerErrors, { code: 'monthly_spend_limit' }, { period }),
+        "AWS refused an SMS or RCS message: the account's monthly spend limit is reached " +
+          '(MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT or _FOR_RCS). Every such send fails until it is raised ' +
+          '(End User Messaging SMS console, or a quota request) or the month ends (docs/providers.md, section 1).',
+      );
     }
 
     // The pumping guard's consumer: a batch it fails is retried, then dropped; its signals are lost, and an

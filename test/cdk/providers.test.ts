@@ -552,9 +552,15 @@ describe('provider settings are checked at synth time', () => {
     expect(JSON.parse(env.OTP_AWS_SMS_REGISTERED_TEMPLATES!)).toEqual(template);
   });
 
-  test('with real providers, the errors only an operator fixes raise alarms (sandbox, access denied, MaxPrice)', () => {
+  test('with real providers, the errors only an operator fixes raise alarms (sandbox, access denied, MaxPrice, spend)', () => {
     const { template } = synth({ [K.providersFile]: EXAMPLE_FILE });
-    for (const code of ['sandbox_destination_not_verified', 'access_denied', 'price_over_threshold'])
+    const codes = [
+      'sandbox_destination_not_verified',
+      'access_denied',
+      'price_over_threshold',
+      'monthly_spend_limit',
+    ];
+    for (const code of codes)
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: 'ProviderErrors',
         Namespace: 'OtpVerify',

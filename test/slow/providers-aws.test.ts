@@ -145,6 +145,15 @@ describe('aws-sms', () => {
       body: { __type: 'AccessDeniedException', Message: 'not authorized' },
     };
     await expect(provider().send(message())).rejects.toMatchObject({ code: 'access_denied' });
+    // ServiceQuotaExceededExceptionReason (the SDK's enums): the account's monthly spend limit.
+    for (const reason of ['MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT', 'MONTHLY_SPEND_LIMIT_REACHED_FOR_RCS']) {
+      server.answer = {
+        status: 400,
+        headers: { 'content-type': 'application/x-amz-json-1.0' },
+        body: { __type: 'ServiceQuotaExceededException', Message: 'spent', Reason: reason },
+      };
+      await expect(provider().send(message())).rejects.toMatchObject({ code: 'monthly_spend_limit' });
+    }
   });
 
   test('India: the registered DLT text with the code, and its ids as DestinationCountryParameters', () => {

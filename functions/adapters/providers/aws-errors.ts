@@ -11,6 +11,10 @@ const REASON_CODES: Readonly<Record<string, ProviderErrorCode>> = {
   DESTINATION_PHONE_NUMBER_NOT_VERIFIED: 'sandbox_destination_not_verified',
   // SendTextMessage's MaxPrice is below the price of this destination.
   PRICE_OVER_THRESHOLD: 'price_over_threshold',
+  // ServiceQuotaExceededException: the account's monthly spend limit for SMS or RCS is spent (a new account's is
+  // $1); every send of that kind fails until the limit is raised or the month ends.
+  MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT: 'monthly_spend_limit',
+  MONTHLY_SPEND_LIMIT_REACHED_FOR_RCS: 'monthly_spend_limit',
 };
 
 /** Error names (the services' exception shapes, and the SDK's own time-out) and what they mean here. */
