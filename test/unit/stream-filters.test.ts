@@ -11,32 +11,15 @@ import {
   WEBHOOK_EVENTS_STREAM_FILTERS,
   type FilterPattern,
 } from '../../functions/adapters/dynamodb/stream-filters';
-import type { Verification } from '../../functions/core/model';
 import { matchesFilter } from '../../local/stream-poller';
+import { SERVICE_SID, aVerification } from '../support/fixtures';
 import { streamRecord } from '../support/stream-records';
 
 const passes = (r: DynamoDBRecord) =>
   WEBHOOK_EVENTS_STREAM_FILTERS.some((pattern) => matchesFilter(pattern, r));
 
-const serviceSid = `VA${'b'.repeat(32)}`;
-const verification: Verification = {
-  sid: `VE${'a'.repeat(32)}`,
-  serviceSid,
-  to: '+447400123456',
-  country: 'GB',
-  status: 'PENDING',
-  deliveryStatus: 'PENDING',
-  channel: 'sms',
-  price: 600,
-  attemptsRemaining: 5,
-  expiresAt: '2026-11-22T10:05:00.000Z',
-  dateCreated: '2026-11-22T10:00:00.000Z',
-  clientCode: false,
-  codeHash: 'hash-of-code',
-  message: 'Your code is {code}.',
-  channels: ['sms'],
-  deliveries: {},
-};
+const serviceSid = SERVICE_SID;
+const verification = aVerification({ country: 'GB', channel: 'sms', channels: ['sms'] });
 
 /** A service's country state as the guard's consumer writes it, with the alerts given. */
 const guardState = (alerts: Record<string, unknown> = {}) => ({
