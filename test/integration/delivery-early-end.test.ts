@@ -65,7 +65,15 @@ it('a receipt before the first read ends the execution at that read, and nothing
   // Ended at the 1 s read, not after the 4 s wait.
   expect(execution.endedAt! - receivedAt).toBeLessThan(1000 + SLACK_MS / 2);
   expect(execution.endedAt! - sentAt).toBeLessThan(WAIT_SECONDS * 1000 - 1000);
-  expect(readsOf(sid).map((read) => read.deliveryStatus)).toEqual(['DELIVERED']);
+  // The first read after the receipt ends it. Posted 300 ms into a 1 s step, the receipt is applied before the
+  // first read unless the machine is loaded (a CI run took over 700 ms to apply it): a read that came first saw
+  // PENDING, and the wait went on to the next.
+  const reads = readsOf(sid);
+  expect(reads.at(-1)?.deliveryStatus).toBe('DELIVERED');
+  for (const read of reads.slice(0, -1)) {
+    expect(read.deliveryStatus).toBe('PENDING');
+    expect(read.at).toBeLessThanOrEqual(receivedAt);
+  }
   // No AfterWait task, no second channel.
   expect(tasksOf(sid).map((entry) => entry.state)).toEqual(['DeliverOverChannel']);
   await sleep(WAIT_SECONDS * 1000 - (Date.now() - sentAt) + 300);
