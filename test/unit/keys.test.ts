@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PARTITION_FAMILY, keys, type ItemKey } from '../../functions/adapters/dynamodb/keys';
 import { OPERATORS_AUDIT_SCOPE } from '../../functions/core/accounts/ports';
+import { REPO_ROOT } from '../../scripts/check-links';
 
 /**
  * Every item the key builders make lives in one of the PARTITION_FAMILY prefixes, the prefixes the stack's
@@ -67,3 +70,26 @@ test("a balance shard's charge lines share its partition; shard 0 is the service
   expect(keys.chargeRange('VA1', at, at, 3).pk).toBe(keys.balanceShard('VA1', 3).pk);
   expect(keys.balanceShard('VA1', 3).pk).not.toBe(keys.balanceShard('VA1', 4).pk);
 });
+
+/**
+ * docs/data-model.md's list of items is what an operator (and a data-protection review) reads to learn what the
+ * table holds: an item type missing there is data nobody knows is kept.
+ */
+const dataModel = readFileSync(join(REPO_ROOT, 'docs/data-model.md'), 'utf8');
+const itemsSection = dataModel.slice(dataModel.indexOf('\n## Items and keys\n') + 1);
+const documentedItems = itemsSection.slice(0, itemsSection.indexOf('\n## ')).split('\n- ').slice(1);
+
+// Partitions and ranges (an empty sort key) are no item of their own.
+test.each(Object.entries(tableKeys).filter(([, build]) => build().sk !== ''))(
+  '%s is listed in docs/data-model.md, its partition and sort key in one entry',
+  (_name, build) => {
+    const { pk, sk } = build();
+    const family = Object.values(PARTITION_FAMILY).find((prefix) => pk.startsWith(prefix))!;
+    // The sort key's fixed start (`TEMPLATE#`, `NUMBER`); one that starts with a time has none.
+    const skStart = /^[A-Z]+(#|$)/.exec(sk)?.[0] ?? '';
+    const entries = documentedItems.filter(
+      (entry) => entry.includes(`\`${family}`) && entry.includes(`\`${skStart}`),
+    );
+    expect(entries.length).toBeGreaterThan(0);
+  },
+);
