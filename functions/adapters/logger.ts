@@ -11,8 +11,15 @@ import type { Context } from 'aws-lambda';
 import { mapStack } from './stack-map';
 
 type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+/**
+ * Names every line already has: ours (`level`, `msg`, `time`) and Powertools' reserved keys, which it drops with
+ * a warning. A field of that name would overwrite the line's level locally and vanish on Lambda.
+ */
+type ReservedFieldName = 'level' | 'msg' | 'time' | 'message' | 'timestamp' | 'service' | 'sampling_rate';
 /** An `Error` field is logged as its name, message and stack only (never its other properties). */
-export type LogFields = Record<string, string | number | boolean | null | undefined | Error>;
+export type LogFields = Record<string, string | number | boolean | null | undefined | Error> & {
+  [name in ReservedFieldName]?: never;
+};
 
 export interface Logger {
   log(level: LogLevel, msg: string, fields?: LogFields): void;

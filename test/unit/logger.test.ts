@@ -5,6 +5,7 @@
  */
 import type { Context } from 'aws-lambda';
 import { jsonLogger, powertoolsLogger } from '../../functions/adapters/logger';
+import { reportBlockStarted } from '../../functions/adapters/guard/stream';
 
 function captured(run: () => void): Record<string, unknown>[] {
   const written: string[] = [];
@@ -86,5 +87,33 @@ describe('jsonLogger', () => {
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(line.code).toBeUndefined();
     expect(line.error).toMatchObject({ name: 'Error', message: 'boom', stack: expect.any(String) });
+  });
+});
+
+describe("the guard's block line", () => {
+  const block = {
+    prefix: '+3361234',
+    reason: 'sequential_numbers' as const,
+    level: 'standard' as const,
+    since: 0,
+    until: 60_000,
+    figures: { run: 12 },
+  };
+
+  it('stays a warning and names the guard level, locally', () => {
+    const lines: string[] = [];
+    reportBlockStarted(jsonLogger((line) => lines.push(line)))('VA1', 'FR', block);
+    expect(lines.map((line) => JSON.parse(line) as unknown)).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'guard.block_started', guardLevel: 'standard' }),
+    ]);
+  });
+
+  it('stays one warning and names the guard level, on Lambda', () => {
+    const lines = captured(() =>
+      reportBlockStarted(powertoolsLogger({ serviceName: 'otp-test' }))('VA1', 'FR', block),
+    );
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'WARN', message: 'guard.block_started', guardLevel: 'standard' }),
+    ]);
   });
 });

@@ -194,7 +194,7 @@ export const reportBlockStarted =
       country,
       reason: block.reason,
       prefix: block.prefix,
-      level: block.level,
+      guardLevel: block.level,
       figures: JSON.stringify(block.figures),
     });
   };
