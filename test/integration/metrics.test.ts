@@ -8,7 +8,7 @@
 import { EmfMetrics } from '../../functions/adapters/metrics';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION, type MetricName } from '../../functions/core/metrics';
 import { startHarness, eventually, type ApiClient, type Harness } from '../support/harness';
-import { flushedEmf } from '../support/emf';
+import { emfProblems, flushedEmf, type EmfDocument } from '../support/emf';
 
 const SERVICE = 'otp-metrics-test';
 
@@ -91,9 +91,10 @@ beforeAll(async () => {
 afterAll(() => harness.close());
 
 describe('EMF lines of a send, a check and deliveries', () => {
-  it('are in one namespace, each with the service dimension and a timestamp', () => {
+  it('are in one namespace, each with the service dimension, and follow the embedded metric format', () => {
     expect(lines.length).toBeGreaterThan(5);
     for (const line of lines) {
+      expect([line, emfProblems(line as EmfDocument)]).toEqual([line, []]);
       for (const directive of line._aws.CloudWatchMetrics) {
         expect(directive.Namespace).toBe(METRICS_NAMESPACE);
         for (const set of directive.Dimensions) expect(set).toContain(SERVICE_DIMENSION);
