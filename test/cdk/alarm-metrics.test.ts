@@ -9,6 +9,7 @@
  * - on AWS's metrics, against the names and dimensions AWS documents for the service, each dimension naming a
  *   resource of the stack of the right type.
  */
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { verificationToItem } from '../../functions/adapters/dynamodb/items';
 import {
@@ -21,7 +22,7 @@ import { MemoryGuardStore } from '../../functions/adapters/memory/guard';
 import { EmfMetrics } from '../../functions/adapters/metrics';
 import { awsProviderError } from '../../functions/adapters/providers/aws-errors';
 import { deliverOverChannel, type DeliveryTaskOutput } from '../../functions/core/delivery';
-import { METRICS_NAMESPACE } from '../../functions/core/metrics';
+import { METRIC, METRICS_NAMESPACE } from '../../functions/core/metrics';
 import type { Verification } from '../../functions/core/model';
 import type { FunctionName } from '../../lib/functions';
 import { PROVIDER_CONTEXT_KEYS } from '../../lib/provider-config';
@@ -36,7 +37,8 @@ import {
 } from '../support/emf';
 import { streamRecord } from '../support/stream-records';
 
-const EXAMPLE_PROVIDERS = path.join(__dirname, '..', '..', 'providers.example.json');
+const ROOT = path.join(__dirname, '..', '..');
+const EXAMPLE_PROVIDERS = path.join(ROOT, 'providers.example.json');
 
 interface AlarmProperties {
   Namespace?: string;
@@ -289,4 +291,21 @@ test("every alarm on an AWS service's metric reads a documented metric, dimensio
     return ok ? [] : [{ id, alarm }];
   });
   expect(wrong).toEqual([]);
+});
+
+test('docs/operations.md says what each alarm means and what to do, and lists every metric', () => {
+  const operations = readFileSync(path.join(ROOT, 'docs', 'operations.md'), 'utf8');
+  const whatToDo = operations.slice(operations.indexOf('## The alarms and what to do'));
+  const undocumented = alarms.flatMap(([logicalId, alarm]) => {
+    const name = logicalId.replace(/[0-9A-F]{8}$/, '');
+    // A function's errors alarm has the entry `<Function>ErrorsAlarm`, one for them all.
+    const generic = alarm.Namespace === 'AWS/Lambda' && alarm.MetricName === 'Errors';
+    return whatToDo.includes(generic ? '`<Function>ErrorsAlarm`' : `\`${name}\``) ? [] : [name];
+  });
+  expect(undocumented).toEqual([]);
+  const table = operations.slice(
+    operations.indexOf('## The metrics'),
+    operations.indexOf('## What to watch'),
+  );
+  expect(Object.values(METRIC).filter((name) => !table.includes(`| \`${name}\``))).toEqual([]);
 });
