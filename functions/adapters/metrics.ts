@@ -2,7 +2,7 @@
  * The metrics port on Lambda: Powertools Metrics writes CloudWatch embedded metric format (EMF) lines to
  * stdout, which CloudWatch turns into metrics with no API call. Data points are kept until `flush()`, which
  * the Lambda entries call once at the end of each invocation: one EMF line per distinct set of dimensions
- * (counts of the same name and dimensions summed).
+ * (counts of the same name and dimensions summed; a set with more than 99 values takes more lines).
  */
 import { Metrics as PowertoolsMetrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import {
@@ -17,6 +17,9 @@ const UNITS: Record<MetricUnitName, (typeof MetricUnit)[keyof typeof MetricUnit]
   Count: MetricUnit.Count,
   Milliseconds: MetricUnit.Milliseconds,
 };
+
+/** Below Powertools' 100 values of a metric and 100 metrics, either of which publishes a line on its own. */
+const POINTS_PER_LINE = 99;
 
 interface Pending {
   dimensions: MetricDimensions;
@@ -51,13 +54,18 @@ export class EmfMetrics implements Metrics {
     const groups = [...this.pending.values()];
     this.pending = new Map();
     for (const { dimensions, points } of groups) {
-      try {
-        for (const [key, value] of Object.entries(dimensions)) this.emf.addDimension(key, value);
-        for (const point of points) this.emf.addMetric(point.name, UNITS[point.unit], point.value);
-        this.emf.publishStoredMetrics();
-      } catch {
-        this.emf.clearMetrics();
-        this.emf.clearDimensions();
+      // Powertools publishes on its own at 100 values of a metric (or 100 metrics) and then drops the
+      // dimensions: the points after it would be published without them. With fewer a line, it never does.
+      for (let start = 0; start < points.length; start += POINTS_PER_LINE) {
+        try {
+          for (const [key, value] of Object.entries(dimensions)) this.emf.addDimension(key, value);
+          for (const point of points.slice(start, start + POINTS_PER_LINE))
+            this.emf.addMetric(point.name, UNITS[point.unit], point.value);
+          this.emf.publishStoredMetrics();
+        } catch {
+          this.emf.clearMetrics();
+          this.emf.clearDimensions();
+        }
       }
     }
   }
