@@ -19,6 +19,9 @@ import {
 import { Grouping } from './logical-ids';
 import { serviceMetric } from './service-metrics';
 
+/** A stream consumer this far behind has its own alarm (IteratorAge): well past the guard's batching window. */
+const STREAM_LAG_ALARM_MINUTES = 5;
+
 export interface OtpAlarmsProps {
   /** Existing SNS topic the alarms notify; without it the alarms only change state. */
   alarmTopicArn: string | undefined;
@@ -41,7 +44,10 @@ export interface OtpAlarmsProps {
   realProviders?: boolean;
 }
 
-/** Every alarm fires on the first occurrence (above 0 in 5 minutes) and notifies the configured topic, if any. */
+/**
+ * Every alarm fires on the first occurrence (above 0 in 5 minutes), or past its threshold where it reads a
+ * duration, and notifies the configured topic, if any.
+ */
 export class OtpAlarms extends Grouping {
   /** Every alarm, for the dashboard. */
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -51,10 +57,15 @@ export class OtpAlarms extends Grouping {
     const topic = props.alarmTopicArn
       ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn)
       : undefined;
-    const alarmOn = (alarmId: string, metric: cloudwatch.IMetric, description: string): void => {
+    const alarmOn = (
+      alarmId: string,
+      metric: cloudwatch.IMetric,
+      description: string,
+      threshold = 0,
+    ): void => {
       const alarm = new cloudwatch.Alarm(this, alarmId, {
         metric,
-        threshold: 0,
+        threshold,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
@@ -163,6 +174,27 @@ export class OtpAlarms extends Grouping {
         "AWS refused an SMS or RCS message: the account's monthly spend limit is reached " +
           '(MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT or _FOR_RCS). Every such send fails until it is raised ' +
           '(End User Messaging SMS console, or a quota request) or the month ends (docs/providers.md, section 1).',
+      );
+    }
+
+    // A stream consumer that falls behind fails nothing, so no other alarm shows it: IteratorAge is the age of a
+    // batch's last record when Lambda read it.
+    const lagged = [
+      [
+        'guardSignals',
+        "The pumping guard's consumer reads the table's stream over 5 minutes late: its blocks start that late, and records older than an hour are dropped unread.",
+      ],
+      [
+        'webhookEvents',
+        "The webhook events function reads the table's stream over 5 minutes late: every webhook is that late.",
+      ],
+    ] as const;
+    for (const [name, description] of lagged) {
+      alarmOn(
+        `${FUNCTIONS[name].id}IteratorAgeAlarm`,
+        props.functions[name].metric('IteratorAge', { period, statistic: cloudwatch.Stats.MAXIMUM }),
+        description,
+        Duration.minutes(STREAM_LAG_ALARM_MINUTES).toMilliseconds(),
       );
     }
 

@@ -244,7 +244,7 @@ const VENDED: Record<
 > = {
   // Lambda: "Types of metrics for Lambda functions", dimension FunctionName (Ref of a function is its name).
   'AWS/Lambda': {
-    metrics: ['Errors', 'Throttles'],
+    metrics: ['Errors', 'Throttles', 'IteratorAge'],
     dimension: 'FunctionName',
     value: (resources, v) => refTo(resources, v, 'AWS::Lambda::Function'),
   },

@@ -997,8 +997,22 @@ describe('alarms', () => {
     });
   });
 
-  test('an errors alarm per function and nine more, none notifying anything unless a topic is configured', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 9);
+  test("each stream consumer's lag past 5 minutes raises an alarm", () => {
+    for (const name of ['guardSignals', 'webhookEvents'] as const) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Dimensions: [{ Name: 'FunctionName', Value: ref(fnId(name)) }],
+        Statistic: 'Maximum',
+        Period: 300,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 300_000,
+      });
+    }
+  });
+
+  test('an errors alarm per function and eleven more, none notifying anything unless a topic is configured', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', FUNCTION_NAMES.length + 11);
     for (const resource of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(resource.Properties.AlarmActions).toBeUndefined();
     }
