@@ -26,7 +26,7 @@ import { API_KEY_GUARD_DEFAULTS, ApiKeyGuard } from '../../functions/http/middle
 import { fetchEvent, lambdaContext, type Caller } from '../../bench/events';
 import { DynamoFaults } from '../support/faults';
 import { FakeClock } from '../support/fake-clock';
-import { BY_TEST } from '../support/harness';
+import { BY_TEST, eventually } from '../support/harness';
 import { freshTable, type TestTable } from '../support/table';
 
 /** A verification that does not exist: a request that passed auth answers 404. */
@@ -173,13 +173,20 @@ describe('a cold instance, its key secret still being read', () => {
     const read = new Promise<KeyRing>((resolve) => (arrive = () => resolve(masterKeyRing(MASTER_KEY))));
     return { ...instance({ keys: deferredKeyRing(() => read) }), arrive };
   }
-  const settled = () => new Promise((resolve) => setTimeout(resolve, 50));
+  /**
+   * Until the request has made its first DynamoDB call (a loaded machine may take more than any fixed pause), then
+   * a moment more for any call made beside it to show.
+   */
+  const settled = async (on: { calls: () => unknown[] }) => {
+    await eventually(async () => (on.calls().length > 0 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  };
 
   it("makes the request's own read beside the secret's, and its key write once the key is checked", async () => {
     const [apiKey] = await freshKeys(1);
     const a = cold();
     const answer = a.fetch(apiKey!);
-    await settled();
+    await settled(a);
     // The fetch's GetItem went out while the secret was on its way; nothing touched the key's item yet.
     expect(a.calls().map((call) => call.operation)).toEqual(['GetItem']);
     a.arrive();
@@ -194,7 +201,7 @@ describe('a cold instance, its key secret still being read', () => {
   it('answers a forged key 401 once the secret is read, having written nothing', async () => {
     const a = cold();
     const answer = a.fetch(forgedKey());
-    await settled();
+    await settled(a);
     a.arrive();
     const refused = await answer;
     expect(refused.status).toBe(401);
