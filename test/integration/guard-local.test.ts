@@ -22,7 +22,6 @@ afterAll(async () => {
   await harness.close();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * How long a wait for the consumer may take: it polls the stream of a DynamoDB Local that every other suite shares,
  * and under a loaded machine its reads lag past the default 10 s (seen once with the full suite beside two CPU burners).
@@ -70,17 +69,6 @@ function passedPastTheFirst20(sends: FloodSend[]): { probes: number; others: str
   };
 }
 
-async function codeFor(api: ReturnType<Harness['client']>, to: string): Promise<string> {
-  for (let i = 0; ; i++) {
-    try {
-      return await api.latestCode(to);
-    } catch (error) {
-      if (i > 200) throw error;
-      await sleep(20);
-    }
-  }
-}
-
 test('a service created a minute ago verifies 300 users in 5 countries with no refusal while a flood on another is stopped', async () => {
   const real = await harness.createAccount();
   const attacked = await harness.createAccount();
@@ -97,7 +85,7 @@ test('a service created a minute ago verifies 300 users in 5 countries with no r
     if (sent.status !== 201) return refusedUsers.push(`${to} ${sent.status} ${JSON.stringify(sent.body)}`);
     const checked = await realApi.check({
       VerificationSid: sent.body.sid as string,
-      Code: await codeFor(realApi, to),
+      Code: await realApi.deliveredCode(to),
     });
     expect(checked.body).toMatchObject({ status: 'VERIFIED' });
   };
@@ -212,7 +200,7 @@ test('a sequential flood on a new service is stopped by its own block after its 
     expect(sent.status).toBe(201);
     const checked = await api.check({
       VerificationSid: sent.body.sid as string,
-      Code: await codeFor(api, to),
+      Code: await api.deliveredCode(to),
     });
     expect(checked.body).toMatchObject({ status: 'VERIFIED' });
   }

@@ -451,17 +451,9 @@ describe('Idempotency-Key: a repeated key replays the accepted send', () => {
   });
 });
 
-async function waitForMessages(client: ApiClient, to: string, count = 1) {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const messages = await client.messages(to);
-    if (messages.length >= count) return messages;
-    if (Date.now() > deadline) throw new Error(`No message to ${to}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const waitForMessages = (client: ApiClient, to: string) => client.awaitMessages(to);
 
 async function waitForCode(client: ApiClient, to: string, count: number): Promise<string> {
-  await waitForMessages(client, to, count);
+  await client.awaitMessages(to, count);
   return client.latestCode(to);
 }

@@ -274,6 +274,23 @@ export class ApiClient {
     }[];
   }
 
+  /**
+   * The messages to a number, newest first, once there are at least `count`: a send answers before its delivery
+   * runs, and a loaded machine may take seconds to carry the message (`eventually`'s generous deadline).
+   */
+  awaitMessages(to: string, count = 1): ReturnType<ApiClient['messages']> {
+    return eventually(async () => {
+      const messages = await this.messages(to);
+      return messages.length >= count ? messages : undefined;
+    });
+  }
+
+  /** The code in the newest message to a number, once one has been carried. */
+  async deliveredCode(to: string): Promise<string> {
+    await this.awaitMessages(to);
+    return this.latestCode(to);
+  }
+
   /** The code in the newest message to a number. */
   async latestCode(to: string): Promise<string> {
     const [latest] = await this.messages(to);
