@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { App, type CfnElement, Validations } from 'aws-cdk-lib';
+import { type CfnElement, Validations } from 'aws-cdk-lib';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { IConstruct } from 'constructs';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
@@ -16,7 +16,7 @@ import { FUNCTION_NAMES, PROVIDER_FUNCTIONS, PROVIDER_FUNCTION_NAMES } from '../
 import { PROVIDER_CONTEXT_KEYS as K, metaApiVersionProblem } from '../../lib/provider-config';
 import { DEFAULT_META_API_VERSION } from '../../functions/adapters/providers/whatsapp-template';
 import { OtpStack } from '../../lib/otp-stack';
-import { CDK_CONTEXT } from '../support/cdk';
+import { CDK_CONTEXT, testApp } from '../support/cdk';
 
 const ROOT = path.join(__dirname, '..', '..');
 const EXAMPLE_FILE = path.join(ROOT, 'providers.example.json');
@@ -30,7 +30,7 @@ interface Statement {
 }
 
 function synth(context: Record<string, unknown>) {
-  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], ...context } });
+  const app = testApp({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], ...context } });
   const stack = new OtpStack(app, 'OtpVerify');
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   const template = Template.fromStack(stack);

@@ -13,7 +13,7 @@ import { ASSUMPTIONS, edgeCost } from '../../bench/cost';
 import { readConfig } from '../../lib/config';
 import { ROUTES } from '../../lib/functions';
 import { OtpStack } from '../../lib/otp-stack';
-import { CDK_CONTEXT, synthUnbundled, type Resources } from '../support/cdk';
+import { CDK_CONTEXT, synthUnbundled, testApp, type Resources } from '../support/cdk';
 
 type Synth = ReturnType<typeof synthUnbundled>;
 const stageOf = (resources: Resources) =>
@@ -238,7 +238,7 @@ describe('the edge (otp:edge)', () => {
     expect(Object.values(ours).map((r) => r.Assertions.map((a) => a.Assert))).toEqual([
       [{ 'Fn::Equals': [{ Ref: 'AWS::Region' }, 'us-east-1'] }],
     ]);
-    const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], 'otp:edge': true } });
+    const app = testApp({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], 'otp:edge': true } });
     expect(
       () => new OtpStack(app, 'Elsewhere', { env: { account: '123456789012', region: 'eu-west-1' } }),
     ).toThrow(/us-east-1/);

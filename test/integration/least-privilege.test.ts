@@ -14,7 +14,8 @@ import * as path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { App, CfnElement } from 'aws-cdk-lib';
+import { CfnElement } from 'aws-cdk-lib';
+import { testApp } from '../support/cdk';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { DynamoDBStreamEvent, SNSEvent } from 'aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -86,7 +87,7 @@ function grantsFromTemplate(
   functionsOf: (stack: OtpStack) => Partial<Record<FunctionName, NodejsFunction>> = (stack) =>
     stack.functions,
 ): Partial<Record<FunctionName, FunctionGrants>> {
-  const app = new App({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], ...context } });
+  const app = testApp({ context: { ...CDK_CONTEXT, 'aws:cdk:bundling-stacks': [], ...context } });
   const stack = new OtpStack(app, 'OtpVerify');
   const template = Template.fromStack(stack).toJSON() as {
     Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
