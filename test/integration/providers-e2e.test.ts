@@ -120,14 +120,16 @@ test('a silent SMS falls back to WhatsApp after the wait, and WhatsApp’s recei
     ['sms', 'aws-sms', 'accepted'],
     ['whatsapp', 'aws-whatsapp', 'delivered'],
   ]);
-  expect(Date.parse(messages[1]!.time) - Date.parse(messages[0]!.time)).toBeGreaterThanOrEqual(1000);
+  // Not before the channel wait was over.
+  expect(Date.parse(messages[1]!.time) - Date.parse(messages[0]!.time)).toBeGreaterThanOrEqual(
+    CHANNEL_WAIT_SECONDS * 1000,
+  );
 });
 
 test('an SMS the number refused (opted out) moves on to WhatsApp at once', async () => {
   const api = await client();
   const to = indianMobile();
   harness.stack.carrier.setRule({ prefix: to, channels: { sms: 'reject' } });
-  const started = Date.now();
   const { messages } = await deliveredOver(api, to, 'whatsapp');
   expect(messages.map((m) => [m.channel, m.provider, m.outcome])).toEqual([
     ['sms', 'aws-sms', 'rejected'],
@@ -137,7 +139,6 @@ test('an SMS the number refused (opted out) moves on to WhatsApp at once', async
   expect(Date.parse(messages[1]!.time) - Date.parse(messages[0]!.time)).toBeLessThan(
     CHANNEL_WAIT_SECONDS * 1000,
   );
-  expect(Date.now() - started).toBeLessThan(5000);
   expect(
     simulator()
       .requests.filter((r) => r.provider === 'aws-sms')
