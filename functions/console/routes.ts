@@ -654,10 +654,10 @@ const API_ROUTES: ApiRoute[] = [
     { operatorOnly: true },
   ),
   route('GET', '/services/:sid/audit', async (deps, { params, query, user }) => {
-    const limit = Math.min(
-      Math.max(Number(query.get('limit') ?? LIST_PAGE) || LIST_PAGE, 1),
-      MAX_AUDIT_RECORDS,
-    );
+    // A whole number from 1, at most MAX_AUDIT_RECORDS; anything else the default page. DynamoDB refuses a
+    // fractional Limit, which would otherwise answer 500.
+    const asked = Number(query.get('limit') ?? LIST_PAGE);
+    const limit = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, MAX_AUDIT_RECORDS) : LIST_PAGE;
     const records = await deps.accounts.auditTrail(params.sid!, limit);
     // The admin command's actor names the operator's login, host and AWS access key id (which names the AWS
     // account): the deployment's business, not its customers'. Members see the operator's changes as such.

@@ -215,6 +215,21 @@ describe('membership', () => {
     await putGuard(alice, a.serviceSid, { level: 'standard' });
   });
 
+  test('the audit list takes a whole number of records up to 500; any other limit gets the default page', async () => {
+    const path = (limit: string) => `/services/${a.serviceSid}/audit?limit=${encodeURIComponent(limit)}`;
+    const all = await call(operator, 'GET', path('500'));
+    expect(all.status).toBe(200);
+    const total = (all.body.records as unknown[]).length;
+    expect(total).toBeGreaterThan(1);
+    expect((await call(operator, 'GET', path('1'))).body.records).toHaveLength(1);
+    expect((await call(operator, 'GET', path('501'))).body.records).toHaveLength(total);
+    for (const limit of ['1.5', '0.5', 'abc', '']) {
+      const answer = await call(operator, 'GET', path(limit));
+      expect([limit, answer.status]).toEqual([limit, 200]);
+      expect((answer.body.records as unknown[]).length).toBe(Math.min(total, 50));
+    }
+  });
+
   test("a verification of B is not found under A's path", async () => {
     const sent = await harness.client(b).send({ To: freshMobile() });
     expect(sent.status).toBe(201);
