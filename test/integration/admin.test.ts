@@ -9,8 +9,12 @@ import type { Accounts } from '../../functions/core/accounts/accounts';
 import type { AdminOptions } from '../../scripts/admin/cli';
 import { COMMANDS } from '../../scripts/admin/commands';
 import type { CommandContext } from '../../scripts/admin/framework';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient } from '../../functions/adapters/dynamodb/client';
+import { keys } from '../../functions/adapters/dynamodb/keys';
 import { adminJson as adminJsonOn, runAdminCommand } from '../support/admin-cli';
 import {
+  BY_TEST,
   dynamoEndpoint,
   eventually,
   startHarness,
@@ -348,6 +352,42 @@ describe('delivery rules', () => {
     });
     await adminJson(['rules', 'unblock-prefix', created.serviceSid, '+1415555']);
     expect((await api.send({ To: freshUsNumber() })).status).toBe(201);
+  });
+
+  it('block-prefix past 100 prefixes fails and changes nothing, as the console refuses more than 100', async () => {
+    const created = await createService();
+    const prefixes = Array.from({ length: 100 }, (_, i) => `+1999${String(i).padStart(3, '0')}`);
+    await harness.accounts.setRules(BY_TEST, created.serviceSid, { blockedPrefixes: prefixes });
+    const refused = await admin(['rules', 'block-prefix', created.serviceSid, '+1998']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('at most 100 blocked prefixes');
+    const rules = async () => (await harness.accounts.getService(created.serviceSid))!.rules.blockedPrefixes;
+    expect(await rules()).toEqual(prefixes);
+    // The hundredth can be swapped for another, and one more country blocked.
+    await adminJson(['rules', 'unblock-prefix', created.serviceSid, prefixes[0]!]);
+    await adminJson(['rules', 'block-prefix', created.serviceSid, '+1998']);
+    await adminJson(['rules', 'block-country', created.serviceSid, 'GB']);
+    expect(await rules()).toHaveLength(100);
+  });
+
+  it('a service holding more than 100 prefixes from before the limit can still remove them', async () => {
+    const created = await createService();
+    const prefixes = Array.from({ length: 102 }, (_, i) => `+1999${String(i).padStart(3, '0')}`).sort();
+    const documents = createDocumentClient({ endpoint: dynamoEndpoint() });
+    await documents.send(
+      new UpdateCommand({
+        TableName: harness.tableName,
+        Key: keys.service(created.serviceSid),
+        UpdateExpression: 'SET blocked_prefixes = :prefixes',
+        ExpressionAttributeValues: { ':prefixes': prefixes },
+      }),
+    );
+    documents.destroy();
+    await adminJson(['rules', 'unblock-prefix', created.serviceSid, prefixes[0]!]);
+    expect((await harness.accounts.getService(created.serviceSid))!.rules.blockedPrefixes).toEqual(
+      prefixes.slice(1),
+    );
+    expect((await admin(['rules', 'block-prefix', created.serviceSid, prefixes[0]!])).code).toBe(2);
   });
 
   it('rules clear removes every blocked country and prefix, and keeps the allow-list', async () => {

@@ -15,6 +15,7 @@ import { CHANNELS, ROUTES, type Channel } from '../routing';
 import {
   DEFAULT_API_KEY_LIMIT,
   DEFAULT_TEMPLATE_SMS_PARTS,
+  MAX_BLOCKED_PREFIXES,
   MAX_SAFE_LIST,
   keyIdOf,
   parseApiKeyLimit,
@@ -552,6 +553,13 @@ export class Accounts {
       ...('allowedCountries' in change && { allowedCountries: change.allowedCountries ?? null }),
     };
     return this.versionedChange(serviceSid, VERSIONED.rules, readVersion, (service) => {
+      // A list held from before the limit may still shrink; it may not grow past it.
+      const prefixes = change.blockedPrefixes?.length ?? 0;
+      if (prefixes > MAX_BLOCKED_PREFIXES && prefixes > service.rules.blockedPrefixes.length)
+        throw new OtpError(
+          'invalid_parameter',
+          `A service holds at most ${MAX_BLOCKED_PREFIXES} blocked prefixes: unblock one first.`,
+        );
       const before = {
         ...(change.blockedCountries && { blockedCountries: service.rules.blockedCountries }),
         ...(change.blockedPrefixes && { blockedPrefixes: service.rules.blockedPrefixes }),
