@@ -143,6 +143,7 @@ export function action(
   };
   const button = h('button', { type: 'button', class: cls }, label) as HTMLButtonElement;
   button.addEventListener('click', () => {
+    const refocus = keepFocus([button]);
     button.disabled = true;
     say('', '');
     run()
@@ -150,7 +151,10 @@ export function action(
       .catch((error: unknown) =>
         say(error instanceof Error ? error.message : String(error), 'error', refusesInput(error)),
       )
-      .finally(() => (button.disabled = false));
+      .finally(() => {
+        button.disabled = false;
+        refocus();
+      });
   });
   return h('span', {}, button, ' ', out);
 }
@@ -167,6 +171,7 @@ export function submitted(err: HTMLElement, run: () => Promise<void>): (event: E
     if (busy) return;
     busy = true;
     const buttons = [...(event.currentTarget as HTMLFormElement).querySelectorAll('button')];
+    const refocus = keepFocus(buttons);
     for (const button of buttons) button.disabled = true;
     sayError(err, '');
     run()
@@ -181,7 +186,23 @@ export function submitted(err: HTMLElement, run: () => Promise<void>): (event: E
       .finally(() => {
         busy = false;
         for (const button of buttons) button.disabled = false;
+        refocus();
       });
+  };
+}
+
+/**
+ * Disabling the focused button (while its request runs) drops the focus to the page's body: a screen reader then
+ * loses its place, and the refusal said beside the button is read with nothing focused. Gives back a function
+ * that, once the buttons are enabled again, puts the focus back on the one that had it, unless the page was drawn
+ * again (the button is gone; `show` focused the page) or the user moved the focus elsewhere meanwhile.
+ */
+function keepFocus(buttons: HTMLButtonElement[]): () => void {
+  const had = buttons.find((button) => button === document.activeElement);
+  return () => {
+    if (!had?.isConnected) return;
+    const now = document.activeElement;
+    if (now === null || now === document.body) had.focus();
   };
 }
 

@@ -1120,6 +1120,33 @@ test("a form's error is its own, tied to the field it is about (aria-invalid, ar
   expect(await page.$eval('#disallow-country', (el) => el.getAttribute('aria-describedby'))).toMatch(/\S/);
 });
 
+test('a refused form or button, used by keyboard, keeps the focus on the button pressed', async () => {
+  const focused = () => page.evaluate(() => document.activeElement?.textContent ?? '');
+  // A form: its submit button is pressed with Enter, and the server refuses the text.
+  await go(`/s/${demo.serviceSid}/templates`, '#template-body');
+  await page.type('#template-body', 'Still no code');
+  await page.focus('form button[type=submit]');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(
+    () => document.querySelector('#template-body')?.getAttribute('aria-invalid') === 'true',
+  );
+  expect(await focused()).toBe('Add template');
+  // A button beside its controls, pressed with Space: the server refuses the country.
+  await go(`/s/${demo.serviceSid}/rules`, '#allow-country');
+  await page.$eval('#allow-country', (el) => {
+    el.append(new Option('XX', 'XX'));
+    (el as HTMLSelectElement).value = 'XX';
+  });
+  await page.evaluate(() =>
+    [...document.querySelectorAll('button')].find((b) => b.textContent === 'Allow country')!.focus(),
+  );
+  await page.keyboard.press('Space');
+  await page.waitForFunction(
+    () => document.querySelector('#allow-country')?.getAttribute('aria-invalid') === 'true',
+  );
+  expect(await focused()).toBe('Allow country');
+});
+
 test('the allow-list and the high-risk list on the rules page; caps set, shown reached, removed', async () => {
   await go(`/s/${demo.serviceSid}/settings`, '#allowed-summary');
   // A service made as a new one is: every served country but the high-risk ones, named where it is described.
