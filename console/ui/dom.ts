@@ -37,12 +37,27 @@ export function show(title: string, ...content: Child[]): void {
   app.focus();
 }
 
+const announcer = document.getElementById('announce')!;
+let announcing: ReturnType<typeof setTimeout> | undefined;
+
+/**
+ * Says `text` to a screen reader, in a status region outside the page's main region: what an action did, when
+ * the page it changed is drawn again (the button and the line beside it gone, the focus on the page). Emptied
+ * first, so that the same words are said again; with no text, only emptied (a new page says nothing of the last).
+ */
+export function announce(text = ''): void {
+  clearTimeout(announcing);
+  announcer.textContent = '';
+  if (text) announcing = setTimeout(() => (announcer.textContent = text), 100);
+}
+
 export function copyButton(text: string, label = 'Copy'): HTMLElement {
   const button = h('button', { type: 'button', class: 'secondary' }, label);
   button.addEventListener('click', () => {
     void navigator.clipboard.writeText(text).then(
       () => {
         button.textContent = 'Copied';
+        announce('Copied.');
         setTimeout(() => (button.textContent = label), 1500);
       },
       () => (button.textContent = 'Copy failed'),
@@ -119,8 +134,9 @@ const refusesInput = (error: unknown): boolean =>
 let actionOutputs = 0;
 
 /**
- * A button that runs `run`; its error, or the note it returns, is said beside it. `fields` (the inputs it reads)
- * are tied to what it says, and marked `aria-invalid` while the server refuses what they hold (`refusesInput`).
+ * A button that runs `run`; its error, or the note it returns, is said beside it (the note announced instead
+ * when `run` drew the page again). `fields` (the inputs it reads) are tied to what it says, and marked
+ * `aria-invalid` while the server refuses what they hold (`refusesInput`).
  */
 export function action(
   label: string,
@@ -147,7 +163,11 @@ export function action(
     button.disabled = true;
     say('', '');
     run()
-      .then((note) => note && say(note, 'muted'))
+      .then((note) => {
+        if (!note) return;
+        if (button.isConnected) say(note, 'muted');
+        else announce(note);
+      })
       .catch((error: unknown) =>
         say(error instanceof Error ? error.message : String(error), 'error', refusesInput(error)),
       )
@@ -259,10 +279,11 @@ export async function saveCopy(copy: Copy, save: () => Promise<unknown>): Promis
   await drawAgain(copy);
 }
 
-/** The page drawn again after a save; when it cannot be read, said at its top (`saveCopy`). */
+/** The page drawn again after a save, the save announced; when it cannot be read, said at its top (`saveCopy`). */
 export const drawAgain = (copy: Copy): Promise<void> =>
   copy
     .draw()
+    .then(() => announce(`Saved ${copy.what}.`))
     .catch((error: unknown) =>
       outdated(
         copy,

@@ -5,7 +5,7 @@
  */
 import { navigated, request, TOKEN_KEY, whenSignedOut } from './api';
 import { cognitoSignOut, finishCognitoSignIn } from './auth';
-import { h, show, showError } from './dom';
+import { announce, h, show, showError } from './dom';
 import { renderNav } from './nav';
 import { activityPage } from './pages/activity';
 import { chargesPage } from './pages/charges';
@@ -25,6 +25,7 @@ async function route(): Promise<void> {
   // Every way to a page comes here (a link, the picker, back and forward, sign-in and out, Try again): the
   // requests of the page before it are left unanswered.
   navigated();
+  announce();
   if (!sessionStorage.getItem(TOKEN_KEY)) return signInPage(route);
   const parts = location.hash.replace(/^#\/?/, '').split('/');
   try {

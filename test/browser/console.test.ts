@@ -1147,6 +1147,50 @@ test('a refused form or button, used by keyboard, keeps the focus on the button 
   expect(await focused()).toBe('Allow country');
 });
 
+test('what an action did is said to a screen reader, though the page it changed is drawn again', async () => {
+  /** Waits until the page's status region, outside its main region, says `words`. */
+  const announced = (words: string) =>
+    page
+      .waitForFunction(
+        (w) => {
+          const region = document.querySelector('[role=status]:not(main *)');
+          return region?.textContent === w;
+        },
+        { timeout: 3000 },
+        words,
+      )
+      .catch(async () => {
+        const said = await page.$$eval('[role=status]:not(main *)', (els) => els.map((el) => el.textContent));
+        throw new Error(
+          `Not announced: "${words}"; the status regions outside main say ${JSON.stringify(said)}`,
+        );
+      });
+  await go(`/s/${demo.serviceSid}/keys`, 'table');
+  await clickButton('Issue a key');
+  const keyId = hashApiKey(
+    await (await page.waitForSelector('#new-api-key'))!.evaluate((el) => el.textContent!),
+  ).slice(0, 12);
+  await clickInRow(keyId, 'Revoke');
+  await announced(`Key ${keyId} revoked.`);
+  // A new page says nothing of the one before it.
+  await go(`/s/${demo.serviceSid}/settings`, '#ch-sms');
+  expect(await page.$eval('[role=status]:not(main *)', (el) => el.textContent)).toBe('');
+  await clickButton('Save channels');
+  await announced('Saved the channels.');
+  await go(`/s/${demo.serviceSid}/templates`, '#template-body');
+  await page.type('#template-body', 'Said when removed {code}');
+  await page.click('form button[type=submit]');
+  await announced('Template added.');
+  const templateSid = await page.evaluate(
+    () =>
+      [...document.querySelectorAll('tr')]
+        .find((tr) => tr.textContent?.includes('Said when removed'))!
+        .querySelector('code')!.textContent!,
+  );
+  await clickInRow('Said when removed', 'Remove');
+  await announced(`Template ${templateSid} removed.`);
+});
+
 test('the allow-list and the high-risk list on the rules page; caps set, shown reached, removed', async () => {
   await go(`/s/${demo.serviceSid}/settings`, '#allowed-summary');
   // A service made as a new one is: every served country but the high-risk ones, named where it is described.

@@ -78,10 +78,11 @@ export async function guardPage(sid: string): Promise<void> {
   );
   // The form sends every setting from the page's copy: made on an older one, it is refused, said at the top.
   const copy: Copy = { id: 'guard-outdated', what: 'the guard settings', draw: () => guardPage(sid) };
-  const lift = (prefix: string, label: string) =>
+  const lift = (prefix: string, label: string, what: string) =>
     action(label, async () => {
       await api('POST', `/services/${sid}/guard/unblock`, { prefix });
       await guardPage(sid);
+      return `Lifted ${what} for an hour.`;
     });
   show(
     'Pumping guard',
@@ -170,11 +171,11 @@ export async function guardPage(sid: string): Promise<void> {
           b.scope,
           when(b.until),
           figuresText(b.figures),
-          lift(b.liftWith, 'Lift'),
+          lift(b.liftWith, 'Lift', `the block of ${b.blocked}`),
         ]),
         'No block: nothing is refused by the guard now.',
       ),
-      blocks.length > 1 && h('p', {}, lift('*', 'Lift every block')),
+      blocks.length > 1 && h('p', {}, lift('*', 'Lift every block', 'every block')),
     ),
     h('h2', {}, 'Decisions'),
     h(

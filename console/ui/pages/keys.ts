@@ -55,6 +55,7 @@ export async function keysPage(sid: string, issued?: { apiKey: string; keyId: st
                   return;
                 await api('POST', `/services/${sid}/keys/${String(k.keyId)}/revoke`);
                 await keysPage(sid);
+                return `Key ${String(k.keyId)} revoked.`;
               },
               'danger',
             ),

@@ -1,6 +1,6 @@
 /** The operator's page: every service, its balance and top-up, and creating a service. */
 import { api } from '../api';
-import { action, formError, h, show, submitted, table } from '../dom';
+import { action, announce, formError, h, show, submitted, table } from '../dom';
 import { loadMe, session } from '../session';
 
 export async function operatorPage(): Promise<void> {
@@ -43,6 +43,7 @@ export async function operatorPage(): Promise<void> {
             key = newTopUpKey();
             // A retry after an error: the first try had been credited, and this one added nothing.
             if (result.alreadyCredited === true) return 'Already credited: nothing more added.';
+            announce(`Topped up ${s.name}: the balance is ${String(result.balance)} USD.`);
           },
           'secondary',
           [amount],

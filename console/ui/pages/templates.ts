@@ -6,7 +6,7 @@ import {
   type TemplateSize,
 } from '../../../functions/core/accounts/formats';
 import { LONGEST_CODE } from '../../../functions/core/sms-segments';
-import { action, badge, copyButton, formError, h, show, submitted, table } from '../dom';
+import { action, announce, badge, copyButton, formError, h, show, submitted, table } from '../dom';
 
 const parts = (n: number) => `${n} part${n === 1 ? '' : 's'}`;
 
@@ -81,6 +81,7 @@ export async function templatesPage(sid: string): Promise<void> {
                 async () => {
                   await api('POST', `/services/${sid}/templates/${String(t.sid)}/default`);
                   await templatesPage(sid);
+                  return `Template ${String(t.sid)} is the default.`;
                 },
                 'secondary',
               ),
@@ -90,6 +91,7 @@ export async function templatesPage(sid: string): Promise<void> {
                   if (!confirm(`Remove template ${String(t.sid)}? Sends naming it are then refused.`)) return;
                   await api('POST', `/services/${sid}/templates/${String(t.sid)}/remove`);
                   await templatesPage(sid);
+                  return `Template ${String(t.sid)} removed.`;
                 },
                 'danger',
               ),
@@ -111,6 +113,7 @@ export async function templatesPage(sid: string): Promise<void> {
         onsubmit: submitted(err, async () => {
           await api('POST', `/services/${sid}/templates`, { body: body.value, default: makeDefault.checked });
           await templatesPage(sid);
+          announce('Template added.');
         }),
       },
       h('label', { for: 'template-body' }, 'Text (must contain {code})'),

@@ -57,6 +57,7 @@ export async function webhooksPage(
               async () => {
                 await api('POST', `/services/${sid}/webhooks/${wh}/${e.enabled ? 'disable' : 'enable'}`);
                 await webhooksPage(sid);
+                return `Endpoint ${wh} ${e.enabled ? 'disabled' : 'enabled'}.`;
               },
               e.enabled ? 'danger' : 'secondary',
             ),
