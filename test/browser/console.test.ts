@@ -435,6 +435,55 @@ test('the keyboard focus shows at 3:1 against what surrounds it, on the white pa
   expect(await focusContrast()).toBeGreaterThanOrEqual(3);
 });
 
+test('every text field and select shows its edge at 3:1 against its own fill and what surrounds it', async () => {
+  /** Each visible field's weakest contrast of its border against its fill and against the colour behind it. */
+  const edges = () =>
+    page.evaluate(() => {
+      const rgb = (text: string) => (/rgba?\(([^)]+)\)/.exec(text)?.[1] ?? '').split(',').map(Number);
+      const opaque = (colour: number[]) => colour.length === 3 || (colour[3] ?? 0) > 0;
+      const luminance = ([r, g, b]: number[]) =>
+        [r!, g!, b!]
+          .map((v) => v / 255)
+          .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+          .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i]!, 0);
+      const ratio = (a: number[], b: number[]) => {
+        const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+        return (hi! + 0.05) / (lo! + 0.05);
+      };
+      const fields = [...document.querySelectorAll('input:not([type=checkbox]), select, textarea')].filter(
+        (el) => el.getClientRects().length > 0,
+      );
+      return fields.map((field) => {
+        let behind = [255, 255, 255];
+        for (let el = field.parentElement; el; el = el.parentElement) {
+          const colour = rgb(getComputedStyle(el).backgroundColor);
+          if (opaque(colour)) {
+            behind = colour.slice(0, 3);
+            break;
+          }
+        }
+        const style = getComputedStyle(field);
+        const fill = opaque(rgb(style.backgroundColor)) ? rgb(style.backgroundColor).slice(0, 3) : behind;
+        const border = rgb(style.borderTopColor).slice(0, 3);
+        return {
+          field: field.id || field.getAttribute('aria-label'),
+          contrast: Math.min(ratio(border, fill), ratio(border, behind)),
+        };
+      });
+    });
+  for (const [hash, ready] of [
+    [`/s/${demo.serviceSid}/rules`, '#cap-hourlySends'],
+    [`/s/${demo.serviceSid}/verifications`, '#search'],
+    [`/s/${demo.serviceSid}/templates`, '#template-body'],
+  ] as const) {
+    await go(hash, ready);
+    const found = await edges();
+    expect(found.length).toBeGreaterThan(1);
+    for (const { field, contrast } of found)
+      expect({ field, contrast: Math.min(3, contrast) }).toEqual({ field, contrast: 3 });
+  }
+});
+
 test('issue a key, send with it over the public API, revoke it and see the API refuse it', async () => {
   await go(`/s/${demo.serviceSid}/keys`, 'table');
   const activeBefore = Number((await text('#key-count')).split(' ')[0]);
