@@ -80,7 +80,7 @@ const scrollers = new ResizeObserver((entries) => {
 /**
  * A table in its own horizontal scroller: on a phone a wide one scrolls there, not the page. The scroller is a
  * named region, in the tab order when it scrolls (`scrollers`), so a keyboard user can scroll it too; `label`
- * names it (else its columns do).
+ * names it (else its columns do). An empty header is a column of buttons: "Actions" to a screen reader.
  */
 export function table(
   headers: string[],
@@ -98,7 +98,10 @@ export function table(
       h(
         'tr',
         {},
-        headers.map((x) => h('th', { scope: 'col' }, x)),
+        // A column of buttons has no visible heading; a screen reader moving along a row still names it.
+        headers.map((x) =>
+          h('th', { scope: 'col' }, x === '' ? h('span', { class: 'visually-hidden' }, 'Actions') : x),
+        ),
       ),
     ),
     h(

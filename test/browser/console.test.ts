@@ -1683,3 +1683,74 @@ test("too many requests are said in words: everyone's (the route's throttle) and
     }
   }
 });
+
+test('every view passes axe-core: WCAG 2.2 A and AA, and its best practices', async () => {
+  const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  /** axe-core's violations on the page as it is: each rule's id, impact and the elements it names. */
+  const violations = async () => {
+    // Evaluated through the DevTools protocol, which the page's CSP (no inline script) does not govern.
+    await page.evaluate(AXE);
+    return page.evaluate(async () => {
+      const axe = (window as unknown as { axe: typeof import('axe-core') }).axe;
+      const results = await axe.run(document, {
+        runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'],
+      });
+      return results.violations.map((v) => ({
+        rule: v.id,
+        impact: v.impact,
+        nodes: v.nodes.map((n) => n.target.join(' ')),
+      }));
+    });
+  };
+  // The views with what they show at their fullest: a send (its timeline), a block, a new key.
+  await send({ To: freshMobile() });
+  await putGuardBlock('GB', {
+    prefix: '+447400',
+    reason: 'low_conversion',
+    figures: { sent: 40, checked: 0 },
+  });
+  await page.goto(`${stack.url}/console`);
+  await page.evaluate(() => sessionStorage.clear());
+  await page.reload();
+  await page.waitForSelector('#email');
+  const found: Record<string, unknown> = { 'sign-in': await violations() };
+  await page.$eval('#operator', (el) => ((el as HTMLInputElement).checked = true));
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#new-name');
+  found.operator = await violations();
+  const views: [string, string, string][] = [
+    ['settings', 'settings', '#service-sid'],
+    ['keys', 'keys', 'table'],
+    ['charges', 'charges', 'main h2'],
+    ['verifications', 'verifications', 'table'],
+    ['search', `verifications`, '#search'],
+    ['conversion', 'conversion', '.bar'],
+    ['templates', 'templates', 'table'],
+    ['rules', 'rules', '#caps'],
+    ['guard', 'guard', '#guard-blocks table'],
+    ['webhooks', 'webhooks', '#webhook-url'],
+    ['activity', 'activity', '#activity'],
+  ];
+  for (const [name, path, ready] of views) {
+    await go(`/s/${demo.serviceSid}/${path}`, ready);
+    if (name === 'search') {
+      await page.type('#search', '+447400');
+      await page.click('form[role=search] button');
+      await page.waitForFunction(() =>
+        document.querySelector('main')?.textContent?.includes('searched among'),
+      );
+    }
+    found[name] = await violations();
+  }
+  await go(`/s/${demo.serviceSid}/verifications`, 'table');
+  await page.click('main table a');
+  await page.waitForSelector('#timeline');
+  found.timeline = await violations();
+  await go(`/s/${demo.serviceSid}/keys`, 'table');
+  await clickButton('Issue a key');
+  await page.waitForSelector('#new-api-key');
+  found['new key'] = await violations();
+  await go(`/s/VA${'0'.repeat(31)}2/settings`, 'main [role=alert]');
+  found['error page'] = await violations();
+  expect(found).toEqual(Object.fromEntries(Object.keys(found).map((view) => [view, []])));
+});
