@@ -316,6 +316,49 @@ test('the error page offers a way on, and the picker claims no service the page 
   problems.splice(0, problems.length, ...problems.filter((problem) => !problem.includes('status of 502')));
 });
 
+test('the service picker moves by arrow keys without leaving the page; Enter or a pick from the list opens it', async () => {
+  const by = { actor: 'cli:browser-test' };
+  const second = await stackAccounts().createService(by, { name: 'Second', balance: 0, channels: ['sms'] });
+  await stackAccounts().addMember(by, second.sid, DEMO_CONSOLE_USER, DEMO_CONSOLE_USER);
+  const hash = () => page.evaluate(() => location.hash);
+  const picked = () => page.$eval('#service-select', (el) => (el as HTMLSelectElement).value);
+  /** The arrow that moves the closed picker from the demo service to the second. */
+  const towardSecond = async () =>
+    (
+      await page.$$eval('#service-select option', (options) =>
+        options.map((o) => (o as HTMLOptionElement).value),
+      )
+    ).indexOf(second.sid) > 0
+      ? 'ArrowDown'
+      : 'ArrowUp';
+  try {
+    await go(`/s/${demo.serviceSid}/keys`, '#service-select');
+    const arrow = await towardSecond();
+    // An arrow moves the choice, not the page (a page per key press would carry a keyboard user past the service).
+    await page.focus('#service-select');
+    await page.keyboard.press(arrow);
+    expect(await picked()).toBe(second.sid);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await hash()).toBe(`#/s/${demo.serviceSid}/keys`);
+    // Leaving without Enter puts the picker back on the page's service.
+    await page.keyboard.press('Tab');
+    expect(await picked()).toBe(demo.serviceSid);
+    expect(await hash()).toBe(`#/s/${demo.serviceSid}/keys`);
+    // Enter opens the service chosen, on the same page.
+    await page.focus('#service-select');
+    await page.keyboard.press(arrow);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((want) => location.hash === want, {}, `#/s/${second.sid}/keys`);
+    // A pick from the open list (a change with no arrow key before it) opens the service at once.
+    await page.waitForSelector('#service-select');
+    await page.select('#service-select', demo.serviceSid);
+    await page.waitForFunction((want) => location.hash === want, {}, `#/s/${demo.serviceSid}/keys`);
+  } finally {
+    await stackAccounts().removeMember(by, second.sid, DEMO_CONSOLE_USER);
+    await go(`/s/${demo.serviceSid}/settings`, '#service-sid');
+  }
+});
+
 test("a page's late answer, or its late error, never draws over the page clicked after it", async () => {
   const keysAnswer = (request: HTTPRequest) =>
     request.method() === 'GET' && request.url().endsWith(`/console/api/services/${demo.serviceSid}/keys`);
