@@ -7,6 +7,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { buildApi, buildReceiptHandler, type ApiHandler } from '../functions/http/api';
 import { buildOpenApiDocument } from '../functions/http/openapi';
+import type { ApiKeyGuard } from '../functions/http/middleware';
 import { buildDeps, logSettled, type Deps } from '../functions/runtime';
 import { tableFromEnv } from '../functions/wiring/dynamo';
 import {
@@ -104,6 +105,8 @@ export interface LocalStackOptions {
   providerCheckClock?: CheckClock;
   /** Time-outs imposed on route functions (none by default: `Route.timeoutMs`), e.g. a send short of time. */
   functionTimeoutsMs?: Partial<Record<FunctionName, number>>;
+  /** The API's unknown-key guard (a deployed function's own by default), e.g. one with a smaller bucket. */
+  apiKeyGuard?: ApiKeyGuard;
 }
 
 /** What tests may change in the provider simulator. */
@@ -261,7 +264,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     { clock: deps.clock },
   );
   const handlers: Partial<Record<FunctionName, ApiHandler>> = {
-    ...buildApi(deps),
+    ...buildApi(deps, options.apiKeyGuard),
     receipt: buildReceiptHandler(deps),
     console: buildConsoleHandler(consoleDeps),
   };

@@ -215,8 +215,10 @@ export function buildFetchHandler(deps: FetchEndpointDeps, guard = new ApiKeyGua
 }
 
 /** The three endpoints of the API in one process (the local stack, the bench, tests), sharing one key guard. */
-export function buildApi(deps: ApiDeps): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
-  const guard = new ApiKeyGuard();
+export function buildApi(
+  deps: ApiDeps,
+  guard = new ApiKeyGuard(),
+): { send: ApiHandler; check: ApiHandler; fetch: ApiHandler } {
   return {
     send: buildSendHandler(deps, guard),
     check: buildCheckHandler(deps, guard),

@@ -81,6 +81,8 @@ export interface HarnessOptions {
   sweepIntervalMs?: number;
   /** Time-outs imposed on route functions (none by default), e.g. to run a send short of time. */
   functionTimeoutsMs?: LocalStackOptions['functionTimeoutsMs'];
+  /** The API's unknown-key guard (the deployed default by default). */
+  apiKeyGuard?: LocalStackOptions['apiKeyGuard'];
 }
 
 /** The system's time, plus every wait asked for, made at once: pacing still spaces the calls on this clock. */
@@ -127,6 +129,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(options.providerSimulator && { providerSimulator: options.providerSimulator }),
     ...(options.guardConsumer && { guardConsumer: options.guardConsumer }),
     ...(options.functionTimeoutsMs && { functionTimeoutsMs: options.functionTimeoutsMs }),
+    ...(options.apiKeyGuard && { apiKeyGuard: options.apiKeyGuard }),
     providerCheckClock: unwaitingClock(),
   });
 
