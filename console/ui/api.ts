@@ -14,6 +14,45 @@ export function whenSignedOut(handler: () => void): void {
   onSignedOut = handler;
 }
 
+/**
+ * How a new token is had without signing in again (auth.ts's `renewSession` on AWS; none on the local stack): true
+ * once a new token is in sessionStorage, false when the session is over. It may throw when it got no answer.
+ */
+let renewer: (() => Promise<boolean>) | undefined;
+export function renewWith(renew: () => Promise<boolean>): void {
+  renewer = renew;
+}
+
+/** The renewal under way: requests that find the token stale at once all wait for this one. */
+let renewing: Promise<boolean> | undefined;
+function renewOnce(): Promise<boolean> {
+  if (!renewer) return Promise.resolve(false);
+  renewing ??= renewer().finally(() => (renewing = undefined));
+  return renewing;
+}
+
+/** A token is renewed this long before its `exp`, so that it does not lapse on its way to the API. */
+const RENEW_BEFORE_MS = 60_000;
+
+/** True when the token's `exp` is less than RENEW_BEFORE_MS away (a token the page cannot read: no). */
+function expiresSoon(token: string): boolean {
+  try {
+    const payload = token.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/');
+    const { exp } = JSON.parse(atob(payload)) as { exp?: unknown };
+    return typeof exp === 'number' && exp * 1000 - Date.now() < RENEW_BEFORE_MS;
+  } catch {
+    return false;
+  }
+}
+
+/** The token to send: a renewed one first when this one is about to expire and it can be renewed. */
+async function freshToken(): Promise<string | null> {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  // Not renewed (no answer, or the session is over): it is sent as it is, and a 401 says what happens next.
+  if (token && renewer && expiresSoon(token)) await renewOnce().catch(() => false);
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -78,26 +117,37 @@ const superseded = () => new Promise<never>(() => undefined);
 
 export async function api<T = Json>(method: string, path: string, body?: unknown): Promise<T> {
   const { signal } = navigation;
-  const token = sessionStorage.getItem(TOKEN_KEY);
   let response: Response;
   let text: string;
-  try {
-    response = await request(`/console/api${path}`, {
-      method,
-      headers: {
-        ...(token && { authorization: `Bearer ${token}` }),
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-      ...(method === 'GET' && { signal }),
-      credentials: 'omit',
-    });
-    text = await response.text();
-  } catch (error) {
+  // At most twice: a token refused (401, the authorizer's answer: the handler did nothing, so a change is safe to
+  // send again) is renewed once, and the request sent once more with the new one.
+  for (let attempt = 1; ; attempt++) {
+    let again = false;
+    try {
+      const token = await freshToken();
+      response = await request(`/console/api${path}`, {
+        method,
+        headers: {
+          ...(token && { authorization: `Bearer ${token}` }),
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+        },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+        ...(method === 'GET' && { signal }),
+        credentials: 'omit',
+      });
+      text = await response.text();
+      if (response.status === 401 && attempt === 1 && token) {
+        // Another request may have renewed the token since this one was sent: then it is only sent again.
+        const now = sessionStorage.getItem(TOKEN_KEY);
+        again = (now !== null && now !== token) || (await renewOnce());
+      }
+    } catch (error) {
+      if (signal.aborted) return superseded();
+      throw error;
+    }
     if (signal.aborted) return superseded();
-    throw error;
+    if (!again) break;
   }
-  if (signal.aborted) return superseded();
   if (response.status === 401) {
     sessionStorage.removeItem(TOKEN_KEY);
     onSignedOut();

@@ -1,6 +1,15 @@
 /** Cognito's hosted sign-in and sign-out (a deployment's console; the local stack signs in on its own page). */
-import { request, TOKEN_KEY } from './api';
+import { HttpError, request, statusMessage, TOKEN_KEY } from './api';
 import { session } from './session';
+
+/**
+ * The refresh token of the code exchange (12 hours; the ID token the API takes lasts one): kept, like the ID token,
+ * in this tab's sessionStorage, so that an hour's work is not lost to a new sign-in. Script in the page could read
+ * it, but the page runs none but its own: its CSP allows no inline script and no script from another origin
+ * (docs/console.md), and all text from the table goes in as `textContent`.
+ */
+const REFRESH_KEY = 'otp-console-refresh';
+const PKCE_KEY = 'otp-console-pkce';
 
 function base64url(bytes: ArrayBuffer | Uint8Array): string {
   let text = '';
@@ -9,12 +18,19 @@ function base64url(bytes: ArrayBuffer | Uint8Array): string {
 }
 
 const redirectUri = () => `${location.origin}/console`;
+const endpoint = (path: string) => new URL(path, session.config.authUrl).toString();
+const form = (fields: Record<string, string>): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams(fields),
+  credentials: 'omit',
+});
 
 /** Cognito's hosted sign-in, authorization code with PKCE (a public client: no secret in the page). */
 export async function cognitoSignIn(): Promise<void> {
   const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
-  sessionStorage.setItem('otp-console-pkce', JSON.stringify({ verifier, state }));
+  sessionStorage.setItem(PKCE_KEY, JSON.stringify({ verifier, state }));
   const challenge = base64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
   const url = new URL('/oauth2/authorize', session.config.authUrl);
   url.search = new URLSearchParams({
@@ -34,28 +50,60 @@ export async function finishCognitoSignIn(): Promise<void> {
   const params = new URLSearchParams(location.search);
   const code = params.get('code');
   if (!code) return;
-  const saved = JSON.parse(sessionStorage.getItem('otp-console-pkce') ?? '{}') as {
+  const saved = JSON.parse(sessionStorage.getItem(PKCE_KEY) ?? '{}') as {
     verifier?: string;
     state?: string;
   };
-  sessionStorage.removeItem('otp-console-pkce');
+  sessionStorage.removeItem(PKCE_KEY);
   history.replaceState(null, '', `/console${location.hash}`);
   if (!saved.verifier || saved.state !== params.get('state'))
     throw new Error('The sign-in answer does not match.');
-  const response = await request(new URL('/oauth2/token', session.config.authUrl).toString(), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
+  const response = await request(
+    endpoint('/oauth2/token'),
+    form({
       grant_type: 'authorization_code',
       client_id: session.config.clientId!,
       code,
       redirect_uri: redirectUri(),
       code_verifier: saved.verifier,
     }),
-  });
+  );
   if (!response.ok) throw new Error('Signing in failed.');
-  const tokens = (await response.json()) as { id_token?: string };
+  const tokens = (await response.json()) as { id_token?: string; refresh_token?: string };
   if (tokens.id_token) sessionStorage.setItem(TOKEN_KEY, tokens.id_token);
+  if (tokens.refresh_token) sessionStorage.setItem(REFRESH_KEY, tokens.refresh_token);
+}
+
+/**
+ * A new ID token for the refresh token (Cognito's token endpoint, `grant_type=refresh_token`): true once it is
+ * stored. Refused (4xx: the refresh token expired or was revoked), the session is over: the refresh token is
+ * forgotten and false answered. No answer, or a failing server, throws and keeps it, to be tried again.
+ */
+export async function renewSession(): Promise<boolean> {
+  const refreshToken = sessionStorage.getItem(REFRESH_KEY);
+  if (!refreshToken) return false;
+  const response = await request(
+    endpoint('/oauth2/token'),
+    form({ grant_type: 'refresh_token', client_id: session.config.clientId!, refresh_token: refreshToken }),
+  );
+  if (response.status >= 500) throw new HttpError(response.status, statusMessage(response.status));
+  const tokens = response.ok
+    ? ((await response.json().catch(() => ({}))) as { id_token?: string; refresh_token?: string })
+    : {};
+  if (!tokens.id_token) {
+    sessionStorage.removeItem(REFRESH_KEY);
+    return false;
+  }
+  sessionStorage.setItem(TOKEN_KEY, tokens.id_token);
+  // An app client that rotates refresh tokens sends a new one with each renewal.
+  if (tokens.refresh_token) sessionStorage.setItem(REFRESH_KEY, tokens.refresh_token);
+  return true;
+}
+
+/** Forgets the session's tokens (the API refused a renewed token too, or the user signs out). */
+export function forgetTokens(): void {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(REFRESH_KEY);
 }
 
 /** Ends the hosted sign-in's own session too, or the next "Sign in" would sign straight back in. */

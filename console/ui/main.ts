@@ -3,8 +3,8 @@
  * (lib/console-assets.ts). The helpers are in dom.ts (every text goes in as `textContent`), the API client in
  * api.ts, the sign-in in auth.ts and session.ts, and each page in pages/.
  */
-import { navigated, request, TOKEN_KEY, whenSignedOut } from './api';
-import { cognitoSignOut, finishCognitoSignIn } from './auth';
+import { navigated, renewWith, request, TOKEN_KEY, whenSignedOut } from './api';
+import { cognitoSignOut, finishCognitoSignIn, forgetTokens, renewSession } from './auth';
 import { announce, h, show, showError } from './dom';
 import { renderNav } from './nav';
 import { activityPage } from './pages/activity';
@@ -77,12 +77,14 @@ function wayBack(sid: string | undefined): { href: string; label: string } | und
 }
 
 whenSignedOut(() => {
+  // The session is over (its renewal refused, or the API refused the renewed token): the sign-in page.
+  forgetTokens();
   session.me = undefined;
   void route();
 });
 
 document.getElementById('sign-out')!.addEventListener('click', () => {
-  sessionStorage.removeItem(TOKEN_KEY);
+  forgetTokens();
   session.me = undefined;
   document.getElementById('who')!.textContent = '';
   document.getElementById('sign-out')!.hidden = true;
@@ -97,7 +99,10 @@ async function start(): Promise<void> {
     session.config = (await (
       await request('/console/config.json', { credentials: 'omit' })
     ).json()) as Config;
-    if (session.config.mode === 'cognito') await finishCognitoSignIn();
+    if (session.config.mode === 'cognito') {
+      renewWith(renewSession);
+      await finishCognitoSignIn();
+    }
   } catch (error) {
     showError(error, { retry: start });
     return;

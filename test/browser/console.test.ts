@@ -16,6 +16,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../functions/adapters/dynamodb/keys';
 import { CHANNELS } from '../../functions/core/routing';
 import { jsonLogger } from '../../functions/adapters/logger';
+import { LocalConsoleAuth } from '../../local/console-auth';
 import { DEMO_CONSOLE_USER, seedDemoAccount, type DemoAccount } from '../../local/seed';
 import { startLocalGuard } from '../../local/guard';
 import { startLocalStack, type LocalStack } from '../../local/stack';
@@ -1796,4 +1797,214 @@ test('every view passes axe-core: WCAG 2.2 A and AA, and its best practices', as
   await go(`/s/VA${'0'.repeat(31)}2/settings`, 'main [role=alert]');
   found['error page'] = await violations();
   expect(found).toEqual(Object.fromEntries(Object.keys(found).map((view) => [view, []])));
+});
+
+/**
+ * The console as a deployment serves it: config.json names a Cognito domain and app client (CONSOLE_AUTH_URL,
+ * CONSOLE_CLIENT_ID), so the page signs in at the hosted sign-in and renews its ID token with the refresh token.
+ * There is no Cognito here: the test answers the domain's requests itself (request interception). The ID tokens it
+ * hands out are the ones the local sign-in issues, signed with the stack's key: the local stack verifies them in
+ * place of the JWT authorizer, as it does every token, and refuses one past its `exp`. The stack has its own table
+ * and a clock the tests move on, so that a token the page holds is refused as an hour later.
+ */
+const AUTH_URL = 'https://auth.console.test';
+const CLIENT_ID = 'console-test-client';
+let hostedSkewMs = 0;
+const hostedClock = { now: () => new Date(Date.now() + hostedSkewMs) };
+let hostedStack: LocalStack | undefined;
+let hostedTable: TestTable | undefined;
+let hostedDemo: DemoAccount;
+
+afterAll(async () => {
+  await hostedStack?.close();
+  hostedTable?.close();
+});
+
+/** What the test's Cognito was asked (path and form fields), and how it answers. */
+interface FakeCognito {
+  asked: { path: string; fields: Record<string, string> }[];
+  /** The API's answers to the page: method, path and status. */
+  api: string[];
+  /** The ID token a code or a refresh token gets (valid for an hour on the stack's clock unless told otherwise). */
+  idToken: () => string;
+  /** Refuses refresh tokens (expired, revoked): 400 `invalid_grant`. */
+  refuseRefresh: boolean;
+  refreshTokens: number;
+}
+
+async function hostedConsole(): Promise<{ page: Page; cognito: FakeCognito; url: string }> {
+  if (!hostedStack) {
+    hostedTable = await freshTable('browser-hosted');
+    hostedDemo = await seedDemoAccount(hostedTable.documents, hostedTable.name, MASTER_KEY);
+    hostedStack = await startLocalStack({
+      dynamoEndpoint: hostedTable.endpoint,
+      tableName: hostedTable.name,
+      masterKey: MASTER_KEY,
+      env: {
+        ...process.env,
+        CONSOLE_AUTH_URL: AUTH_URL,
+        CONSOLE_CLIENT_ID: CLIENT_ID,
+        OTP_CONSOLE_REQUESTS_PER_MINUTE: '600',
+      },
+      logger: jsonLogger(() => undefined),
+      sweepIntervalMs: 0,
+      override: { clock: hostedClock },
+    });
+  }
+  const url = hostedStack.url;
+  const issuer = new LocalConsoleAuth(MASTER_KEY, () => hostedClock.now());
+  const cognito: FakeCognito = {
+    asked: [],
+    api: [],
+    idToken: () => issuer.sign(DEMO_CONSOLE_USER, false).token,
+    refuseRefresh: false,
+    refreshTokens: 0,
+  };
+  const hosted = await browser.newPage();
+  hosted.setDefaultTimeout(10_000);
+  hosted.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  hosted.on('pageerror', (error) => problems.push(String(error)));
+  hosted.on('response', (response) => {
+    const path = new URL(response.url()).pathname;
+    if (path.startsWith('/console/api/')) {
+      cognito.api.push(`${response.request().method()} ${path} ${response.status()}`);
+    }
+  });
+  const cors = { 'access-control-allow-origin': url };
+  const json = (status: number, body: unknown) => ({
+    status,
+    contentType: 'application/json',
+    headers: cors,
+    body: JSON.stringify(body),
+  });
+  await hosted.setRequestInterception(true);
+  hosted.on('request', (request) => {
+    if (!request.url().startsWith(`${AUTH_URL}/`)) return void request.continue();
+    const target = new URL(request.url());
+    const fields = Object.fromEntries(
+      new URLSearchParams(request.method() === 'POST' ? (request.postData() ?? '') : target.search),
+    );
+    cognito.asked.push({ path: target.pathname, fields });
+    const answer = (): Parameters<HTTPRequest['respond']>[0] => {
+      switch (target.pathname) {
+        case '/oauth2/authorize':
+          // Signed in at once: back to the registered address with a code and the page's state.
+          return {
+            status: 302,
+            headers: {
+              location: `${fields.redirect_uri}?code=code-${cognito.asked.length}&state=${fields.state}`,
+            },
+          };
+        case '/logout':
+          return { status: 302, headers: { location: fields.logout_uri! } };
+        case '/oauth2/revoke':
+          return { status: 200, headers: cors, body: '' };
+        case '/oauth2/token':
+          if (fields.grant_type === 'authorization_code') {
+            return json(200, {
+              id_token: cognito.idToken(),
+              access_token: 'not-used',
+              refresh_token: `refresh-${++cognito.refreshTokens}`,
+              expires_in: 3600,
+              token_type: 'Bearer',
+            });
+          }
+          if (cognito.refuseRefresh) return json(400, { error: 'invalid_grant' });
+          // As Cognito answers a refresh without token rotation: new ID and access tokens, no refresh token.
+          return json(200, {
+            id_token: cognito.idToken(),
+            access_token: 'not-used',
+            expires_in: 3600,
+            token_type: 'Bearer',
+          });
+        default:
+          return { status: 404, headers: cors, body: '' };
+      }
+    };
+    void request.respond(answer());
+  });
+  return { page: hosted, cognito, url };
+}
+
+/** The hosted sign-in, from the sign-in page the console shows at `hash`; resolves once `ready` is shown. */
+async function hostedSignIn(hosted: Page, url: string, hash: string, ready: string): Promise<void> {
+  if (!hosted.url().startsWith(url)) await hosted.goto(`${url}/console#${hash}`);
+  await hosted.waitForFunction(() =>
+    [...document.querySelectorAll('main button')].some((b) => b.textContent === 'Sign in'),
+  );
+  await hosted.evaluate(() =>
+    [...document.querySelectorAll<HTMLButtonElement>('main button')]
+      .find((b) => b.textContent === 'Sign in')!
+      .click(),
+  );
+  await hosted.waitForSelector(ready);
+}
+const refreshes = (cognito: FakeCognito) =>
+  cognito.asked.filter(
+    (asked) => asked.path === '/oauth2/token' && asked.fields.grant_type === 'refresh_token',
+  );
+
+test('an hour on, a refused token is renewed once and the request sent again: what the user typed is saved', async () => {
+  hostedSkewMs = 0;
+  const { page: hosted, cognito, url } = await hostedConsole();
+  try {
+    await hostedSignIn(hosted, url, '', '#service-sid');
+    await hosted.evaluate((sid) => (location.hash = `#/s/${sid}/templates`), hostedDemo.serviceSid);
+    await hosted.waitForSelector('#template-body');
+    const body = `Typed before the hour was up: {code} ${Date.now()}`;
+    await hosted.type('#template-body', body);
+    // The server an hour on: the page's ID token, good by its own clock, is refused.
+    hostedSkewMs = 61 * 60_000;
+    cognito.api.length = 0;
+    await hosted.click('form button[type=submit]');
+    await hosted.waitForFunction((t) => document.querySelector('table')?.textContent?.includes(t), {}, body);
+    expect(refreshes(cognito).map((asked) => asked.fields)).toEqual([
+      { grant_type: 'refresh_token', client_id: CLIENT_ID, refresh_token: 'refresh-1' },
+    ]);
+    const templates = `/console/api/services/${hostedDemo.serviceSid}/templates`;
+    expect(cognito.api.filter((line) => line.startsWith(`POST ${templates} `))).toEqual([
+      `POST ${templates} 401`,
+      `POST ${templates} 201`,
+    ]);
+    const saved = await dynamoAccounts(hostedTable!.documents, hostedTable!.name).listTemplates(
+      hostedDemo.serviceSid,
+    );
+    expect(saved.filter((template) => template.body === body)).toHaveLength(1);
+
+    // Requests made at once (the rules page reads the rules and the caps) share one renewal.
+    hostedSkewMs = 2 * 61 * 60_000;
+    cognito.api.length = 0;
+    await hosted.evaluate((sid) => (location.hash = `#/s/${sid}/rules`), hostedDemo.serviceSid);
+    await hosted.waitForSelector('#caps');
+    expect(refreshes(cognito)).toHaveLength(2);
+    expect(cognito.api.filter((line) => line.endsWith(' 401'))).toHaveLength(2);
+  } finally {
+    hostedSkewMs = 0;
+    await hosted.close();
+  }
+});
+
+test('an ID token within a minute of its expiry is renewed before the request, which is never refused', async () => {
+  hostedSkewMs = 0;
+  const { page: hosted, cognito, url } = await hostedConsole();
+  try {
+    // The code exchange hands the page a token with 30 seconds to go; the renewal one with an hour.
+    const nearExpiry = new LocalConsoleAuth(MASTER_KEY, () => new Date(Date.now() - 3_570_000));
+    const fullHour = cognito.idToken;
+    cognito.idToken = () => {
+      cognito.idToken = fullHour;
+      return nearExpiry.sign(DEMO_CONSOLE_USER, false).token;
+    };
+    await hostedSignIn(hosted, url, '', '#service-sid');
+    await hosted.evaluate((sid) => (location.hash = `#/s/${sid}/keys`), hostedDemo.serviceSid);
+    await hosted.waitForSelector('#key-count');
+    // Renewed once, before the first request, and nothing was refused.
+    expect(refreshes(cognito)).toHaveLength(1);
+    expect(cognito.api.length).toBeGreaterThanOrEqual(3);
+    expect(cognito.api.filter((line) => line.endsWith(' 401'))).toEqual([]);
+  } finally {
+    await hosted.close();
+  }
 });
