@@ -26,11 +26,15 @@ const form = (fields: Record<string, string>): RequestInit => ({
   credentials: 'omit',
 });
 
-/** Cognito's hosted sign-in, authorization code with PKCE (a public client: no secret in the page). */
+/**
+ * Cognito's hosted sign-in, authorization code with PKCE (a public client: no secret in the page). The page's
+ * address (its hash) is kept with the PKCE verifier: Cognito returns to the registered `/console` only, and the
+ * user comes back to the page they were on.
+ */
 export async function cognitoSignIn(): Promise<void> {
   const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
-  sessionStorage.setItem(PKCE_KEY, JSON.stringify({ verifier, state }));
+  sessionStorage.setItem(PKCE_KEY, JSON.stringify({ verifier, state, hash: location.hash }));
   const challenge = base64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
   const url = new URL('/oauth2/authorize', session.config.authUrl);
   url.search = new URLSearchParams({
@@ -53,11 +57,12 @@ export async function finishCognitoSignIn(): Promise<void> {
   const saved = JSON.parse(sessionStorage.getItem(PKCE_KEY) ?? '{}') as {
     verifier?: string;
     state?: string;
+    hash?: string;
   };
   sessionStorage.removeItem(PKCE_KEY);
-  history.replaceState(null, '', `/console${location.hash}`);
-  if (!saved.verifier || saved.state !== params.get('state'))
-    throw new Error('The sign-in answer does not match.');
+  const matches = !!saved.verifier && saved.state === params.get('state');
+  history.replaceState(null, '', `/console${(matches && saved.hash) || location.hash}`);
+  if (!matches) throw new Error('The sign-in answer does not match.');
   const response = await request(
     endpoint('/oauth2/token'),
     form({
@@ -65,7 +70,7 @@ export async function finishCognitoSignIn(): Promise<void> {
       client_id: session.config.clientId!,
       code,
       redirect_uri: redirectUri(),
-      code_verifier: saved.verifier,
+      code_verifier: saved.verifier!,
     }),
   );
   if (!response.ok) throw new Error('Signing in failed.');

@@ -77,7 +77,8 @@ function wayBack(sid: string | undefined): { href: string; label: string } | und
 }
 
 whenSignedOut(() => {
-  // The session is over (its renewal refused, or the API refused the renewed token): the sign-in page.
+  // The session is over (its renewal refused, or the API refused the renewed token): the sign-in page, at the
+  // page's own address, which the hosted sign-in brings the user back to.
   forgetTokens();
   session.me = undefined;
   void route();

@@ -2008,3 +2008,23 @@ test('an ID token within a minute of its expiry is renewed before the request, w
     await hosted.close();
   }
 });
+
+test('a session past its renewal shows the sign-in at the same page, and signing in returns to it', async () => {
+  hostedSkewMs = 0;
+  const { page: hosted, cognito, url } = await hostedConsole();
+  try {
+    // Arriving signed out at a page: the hosted sign-in brings the user back to it, not to /console.
+    await hostedSignIn(hosted, url, `/s/${hostedDemo.serviceSid}/keys`, '#key-count');
+    expect(new URL(hosted.url()).hash).toBe(`#/s/${hostedDemo.serviceSid}/keys`);
+    // Twelve hours on, the refresh token is refused too: the sign-in, on the page the user was on.
+    hostedSkewMs = 12 * 3_600_000;
+    cognito.refuseRefresh = true;
+    await hosted.evaluate((sid) => (location.hash = `#/s/${sid}/webhooks`), hostedDemo.serviceSid);
+    await hostedSignIn(hosted, url, '', '#webhook-url');
+    expect(refreshes(cognito)).toHaveLength(1);
+    expect(new URL(hosted.url()).hash).toBe(`#/s/${hostedDemo.serviceSid}/webhooks`);
+  } finally {
+    hostedSkewMs = 0;
+    await hosted.close();
+  }
+});
