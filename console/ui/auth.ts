@@ -106,13 +106,28 @@ export async function renewSession(): Promise<boolean> {
 }
 
 /** Forgets the session's tokens (the API refused a renewed token too, or the user signs out). */
-export function forgetTokens(): void {
+export function forgetTokens(): string | null {
+  const refreshToken = sessionStorage.getItem(REFRESH_KEY);
   sessionStorage.removeItem(TOKEN_KEY);
   sessionStorage.removeItem(REFRESH_KEY);
+  return refreshToken;
 }
 
-/** Ends the hosted sign-in's own session too, or the next "Sign in" would sign straight back in. */
-export function cognitoSignOut(): void {
+/** How long sign-out waits for Cognito to revoke the refresh token before it goes on without. */
+const REVOKE_WAIT_MS = 3000;
+
+/**
+ * Revokes the refresh token (Cognito's `/oauth2/revoke`: with it, the ID tokens it gave), so that a copy of it is
+ * of no use, then ends the hosted sign-in's own session too, or the next "Sign in" would sign straight back in.
+ */
+export async function cognitoSignOut(refreshToken: string | null): Promise<void> {
+  if (refreshToken) {
+    // A form post: Cognito has it whatever CORS lets the page read of the answer, which is not waited for long.
+    await fetch(endpoint('/oauth2/revoke'), {
+      ...form({ token: refreshToken, client_id: session.config.clientId! }),
+      signal: AbortSignal.timeout(REVOKE_WAIT_MS),
+    }).catch(() => undefined);
+  }
   const url = new URL('/logout', session.config.authUrl);
   url.search = new URLSearchParams({
     client_id: session.config.clientId!,

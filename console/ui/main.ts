@@ -85,12 +85,12 @@ whenSignedOut(() => {
 });
 
 document.getElementById('sign-out')!.addEventListener('click', () => {
-  forgetTokens();
+  const refreshToken = forgetTokens();
   session.me = undefined;
   document.getElementById('who')!.textContent = '';
   document.getElementById('sign-out')!.hidden = true;
   location.hash = '';
-  if (session.config.mode === 'cognito') return cognitoSignOut();
+  if (session.config.mode === 'cognito') return void cognitoSignOut(refreshToken);
   void route();
 });
 window.addEventListener('hashchange', () => void route());

@@ -2028,3 +2028,23 @@ test('a session past its renewal shows the sign-in at the same page, and signing
     await hosted.close();
   }
 });
+
+test('signing out revokes the refresh token and forgets it', async () => {
+  hostedSkewMs = 0;
+  const { page: hosted, cognito, url } = await hostedConsole();
+  try {
+    await hostedSignIn(hosted, url, `/s/${hostedDemo.serviceSid}/settings`, '#service-sid');
+    await hosted.click('#sign-out');
+    await eventually(async () => cognito.asked.find((asked) => asked.path === '/logout'));
+    await hosted.waitForFunction(() =>
+      [...document.querySelectorAll('main button')].some((b) => b.textContent === 'Sign in'),
+    );
+    const asked = cognito.asked.map((a) => a.path);
+    expect(asked.slice(-2)).toEqual(['/oauth2/revoke', '/logout']);
+    expect(cognito.asked.at(-2)!.fields).toEqual({ token: 'refresh-1', client_id: CLIENT_ID });
+    expect(await hosted.evaluate(() => Object.values(sessionStorage))).not.toContain('refresh-1');
+    expect(await hosted.evaluate(() => sessionStorage.getItem('otp-console-token'))).toBeNull();
+  } finally {
+    await hosted.close();
+  }
+});
