@@ -8,6 +8,7 @@ import { ListTablesCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const SIMULATOR_PACKAGE = 'amplify-dynamodb-simulator@2.9.30';
@@ -60,11 +61,47 @@ export interface DynamoLocalOptions {
   persistDir?: string;
   /** How long it may take to answer before the start fails (and the process is stopped); default 60 s. */
   readyWithinMs?: number;
+  /**
+   * For a run that makes many tables with streams (the tests: a table per file): the data in a throw-away file
+   * with the index STREAM_RECORDS_INDEX adds, when the `sqlite3` command is there to add it; in memory otherwise.
+   * Ignored with `persistDir`.
+   */
+  indexStreamRecords?: boolean;
 }
 
+/**
+ * The index DynamoDB Local's own SQLite database lacks. Every request it answers reads its table's description,
+ * and with it the first record of the table's stream (`SELECT MIN(SequenceNumber) FROM us WHERE StreamID = ?`):
+ * without an index on the stream, SQLite walks the stream records of every table made before it, so each request
+ * costs more than the last over a run that keeps making tables. The index changes no answer, only how SQLite finds
+ * that row.
+ */
+const STREAM_RECORDS_INDEX =
+  'CREATE INDEX IF NOT EXISTS otp_stream_records ON us (StreamID, SequenceNumber);';
+/** The database file of the credentials and region every local client uses (one file per pair, as in memory). */
+const LOCAL_DATABASE_FILE = 'local_local.db';
+
+const hasSqlite3 = (): boolean => {
+  try {
+    execFileSync('sqlite3', ['-version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promise<DynamoLocal> {
-  const emulator = ensureEmulator();
-  const port = options.port ?? (await freePort());
+  if (options.indexStreamRecords && !options.persistDir) {
+    if (hasSqlite3()) {
+      const indexed = await startIndexed(options);
+      if (indexed) return indexed;
+    } else {
+      process.stderr.write(
+        'sqlite3 not found: DynamoDB Local runs in memory, without the index that keeps a long run fast ' +
+          '(docs/testing.md).\n',
+      );
+    }
+  }
   const storage = options.persistDir
     ? [
         '-dbPath',
@@ -72,6 +109,49 @@ export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promis
         '-sharedDb',
       ]
     : ['-inMemory'];
+  return launch(storage, options);
+}
+
+/**
+ * On a database file in memory-backed /dev/shm where there is one, removed when it stops; not `-sharedDb`, so
+ * tables stay per credentials and region as they do in memory. Undefined, with nothing left running, when the
+ * index could not be added (then the file is slower than memory, not faster).
+ */
+async function startIndexed(options: DynamoLocalOptions): Promise<DynamoLocal | undefined> {
+  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'otp-dynamodb-'));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  let dynamo: DynamoLocal;
+  try {
+    // The readiness probe, with the local credentials, has made the database file.
+    dynamo = await launch(['-dbPath', dir], options);
+  } catch (error) {
+    remove();
+    throw error;
+  }
+  try {
+    execFileSync('sqlite3', ['-cmd', '.timeout 5000', join(dir, LOCAL_DATABASE_FILE), STREAM_RECORDS_INDEX], {
+      stdio: 'pipe',
+    });
+  } catch (error) {
+    process.stderr.write(
+      `DynamoDB Local runs in memory: the stream index was not added (${String(error)})\n`,
+    );
+    await dynamo.stop();
+    remove();
+    return undefined;
+  }
+  return {
+    ...dynamo,
+    async stop() {
+      await dynamo.stop();
+      remove();
+    },
+  };
+}
+
+async function launch(storage: string[], options: DynamoLocalOptions): Promise<DynamoLocal> {
+  const emulator = ensureEmulator();
+  const port = options.port ?? (await freePort());
   const child = spawn(
     'java',
     [
