@@ -6,7 +6,7 @@
  */
 import { ListTablesCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -118,7 +118,7 @@ export async function startDynamoLocal(options: DynamoLocalOptions = {}): Promis
  * index could not be added (then the file is slower than memory, not faster).
  */
 async function startIndexed(options: DynamoLocalOptions): Promise<DynamoLocal | undefined> {
-  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'otp-dynamodb-'));
+  const dir = mkdtempSync(join(roomInShm() ? '/dev/shm' : tmpdir(), 'otp-dynamodb-'));
   const remove = () => rmSync(dir, { recursive: true, force: true });
   let dynamo: DynamoLocal;
   try {
@@ -148,6 +148,20 @@ async function startIndexed(options: DynamoLocalOptions): Promise<DynamoLocal | 
     },
   };
 }
+
+/**
+ * Whether /dev/shm can hold a test run's database: a container's is often 64 MB, which a run outgrows (SQLite
+ * would answer "database or disk is full" half-way); the system's temporary directory otherwise.
+ */
+function roomInShm(): boolean {
+  try {
+    const { bavail, bsize } = statfsSync('/dev/shm');
+    return bavail * bsize >= SHM_ROOM_BYTES;
+  } catch {
+    return false;
+  }
+}
+const SHM_ROOM_BYTES = 2 * 1024 ** 3;
 
 async function launch(storage: string[], options: DynamoLocalOptions): Promise<DynamoLocal> {
   const emulator = ensureEmulator();
