@@ -23,8 +23,9 @@ const config: KnipConfig = {
     'bench/baseline-handler.ts',
   ],
   project: ['**/*.{ts,cjs,mjs,js}'],
-  // DynamoDB Local is Java (local/dynamodb-local.ts), a system binary, not a package.
-  ignoreBinaries: ['java'],
+  // DynamoDB Local is Java (local/dynamodb-local.ts), and the tests index its SQLite file with the sqlite3
+  // command: system binaries, not packages.
+  ignoreBinaries: ['java', 'sqlite3'],
 };
 
 export default config;
