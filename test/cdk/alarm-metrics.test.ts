@@ -23,7 +23,6 @@ import { EmfMetrics } from '../../functions/adapters/metrics';
 import { awsProviderError } from '../../functions/adapters/providers/aws-errors';
 import { deliverOverChannel, type DeliveryTaskOutput } from '../../functions/core/delivery';
 import { METRIC, METRICS_NAMESPACE } from '../../functions/core/metrics';
-import type { Verification } from '../../functions/core/model';
 import type { FunctionName } from '../../lib/functions';
 import { PROVIDER_CONTEXT_KEYS } from '../../lib/provider-config';
 import { logicalIdIn, synthUnbundled, type Resources } from '../support/cdk';
@@ -35,7 +34,7 @@ import {
   type EmfDocument,
   type PublishedMetric,
 } from '../support/emf';
-import { streamRecord } from '../support/stream-records';
+import { pendingSmsVerification, streamRecord } from '../support/stream-records';
 
 const ROOT = path.join(__dirname, '..', '..');
 const EXAMPLE_PROVIDERS = path.join(ROOT, 'providers.example.json');
@@ -112,24 +111,7 @@ async function guardConsumer(): Promise<EmfDocument[]> {
       throw new Error('DynamoDB unreachable');
     }
   }
-  const verification: Verification = {
-    sid: `VE${'a'.repeat(32)}`,
-    serviceSid: `VA${'b'.repeat(32)}`,
-    to: '+447400123456',
-    country: 'GB',
-    status: 'PENDING',
-    deliveryStatus: 'PENDING',
-    channel: 'sms',
-    price: 600,
-    attemptsRemaining: 5,
-    expiresAt: '2026-11-22T10:05:00.000Z',
-    dateCreated: '2026-11-22T10:00:00.000Z',
-    clientCode: false,
-    codeHash: 'hash-of-code',
-    message: 'Your code is {code}.',
-    channels: ['sms'],
-    deliveries: {},
-  };
+  const verification = pendingSmsVerification;
   await expect(
     handleGuardStream(
       { store: new Unreachable(), clock: { now: () => new Date(verification.dateCreated) } },

@@ -5,28 +5,10 @@ import { guardEventFromStreamRecord, reportConversionDrop } from '../../function
 import type { Logger } from '../../functions/adapters/logger';
 import { InMemoryMetrics, METRIC } from '../../functions/core/metrics';
 import type { GuardDecision } from '../../functions/core/guard/model';
-import type { Verification } from '../../functions/core/model';
-import { streamRecord } from '../support/stream-records';
+import { pendingSmsVerification, streamRecord } from '../support/stream-records';
 
-const created = '2026-11-22T10:00:00.000Z';
-const verification: Verification = {
-  sid: `VE${'a'.repeat(32)}`,
-  serviceSid: `VA${'b'.repeat(32)}`,
-  to: '+447400123456',
-  country: 'GB',
-  status: 'PENDING',
-  deliveryStatus: 'PENDING',
-  channel: 'sms',
-  price: 600,
-  attemptsRemaining: 5,
-  expiresAt: '2026-11-22T10:05:00.000Z',
-  dateCreated: created,
-  clientCode: false,
-  codeHash: 'hash-of-code',
-  message: 'Your code is {code}.',
-  channels: ['sms'],
-  deliveries: {},
-};
+const verification = pendingSmsVerification;
+const created = verification.dateCreated;
 const decision: GuardDecision = {
   mode: 'shadow',
   reason: 'prefix_surge',
