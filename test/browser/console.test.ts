@@ -1941,15 +1941,27 @@ async function hostedSignIn(hosted: Page, url: string, hash: string, ready: stri
   );
   await hosted.waitForSelector(ready);
 }
+/** Runs `run` on a new page of the hosted console, the stack's clock on time before it and after it. */
+async function withHostedConsole(
+  run: (hosted: Page, cognito: FakeCognito, url: string) => Promise<void>,
+): Promise<void> {
+  hostedSkewMs = 0;
+  const { page: hosted, cognito, url } = await hostedConsole();
+  try {
+    await run(hosted, cognito, url);
+  } finally {
+    hostedSkewMs = 0;
+    await hosted.close();
+  }
+}
+
 const refreshes = (cognito: FakeCognito) =>
   cognito.asked.filter(
     (asked) => asked.path === '/oauth2/token' && asked.fields.grant_type === 'refresh_token',
   );
 
-test('an hour on, a refused token is renewed once and the request sent again: what the user typed is saved', async () => {
-  hostedSkewMs = 0;
-  const { page: hosted, cognito, url } = await hostedConsole();
-  try {
+test('an hour on, a refused token is renewed once and the request sent again: what the user typed is saved', () =>
+  withHostedConsole(async (hosted, cognito, url) => {
     await hostedSignIn(hosted, url, '', '#service-sid');
     await hosted.evaluate((sid) => (location.hash = `#/s/${sid}/templates`), hostedDemo.serviceSid);
     await hosted.waitForSelector('#template-body');
@@ -1980,16 +1992,10 @@ test('an hour on, a refused token is renewed once and the request sent again: wh
     await hosted.waitForSelector('#caps');
     expect(refreshes(cognito)).toHaveLength(2);
     expect(cognito.api.filter((line) => line.endsWith(' 401'))).toHaveLength(2);
-  } finally {
-    hostedSkewMs = 0;
-    await hosted.close();
-  }
-});
+  }));
 
-test('an ID token within a minute of its expiry is renewed before the request, which is never refused', async () => {
-  hostedSkewMs = 0;
-  const { page: hosted, cognito, url } = await hostedConsole();
-  try {
+test('an ID token within a minute of its expiry is renewed before the request, which is never refused', () =>
+  withHostedConsole(async (hosted, cognito, url) => {
     // The code exchange hands the page a token with 30 seconds to go; the renewal one with an hour.
     const nearExpiry = new LocalConsoleAuth(MASTER_KEY, () => new Date(Date.now() - 3_570_000));
     const fullHour = cognito.idToken;
@@ -2004,15 +2010,10 @@ test('an ID token within a minute of its expiry is renewed before the request, w
     expect(refreshes(cognito)).toHaveLength(1);
     expect(cognito.api.length).toBeGreaterThanOrEqual(3);
     expect(cognito.api.filter((line) => line.endsWith(' 401'))).toEqual([]);
-  } finally {
-    await hosted.close();
-  }
-});
+  }));
 
-test('a session past its renewal shows the sign-in at the same page, and signing in returns to it', async () => {
-  hostedSkewMs = 0;
-  const { page: hosted, cognito, url } = await hostedConsole();
-  try {
+test('a session past its renewal shows the sign-in at the same page, and signing in returns to it', () =>
+  withHostedConsole(async (hosted, cognito, url) => {
     // Arriving signed out at a page: the hosted sign-in brings the user back to it, not to /console.
     await hostedSignIn(hosted, url, `/s/${hostedDemo.serviceSid}/keys`, '#key-count');
     expect(new URL(hosted.url()).hash).toBe(`#/s/${hostedDemo.serviceSid}/keys`);
@@ -2023,16 +2024,10 @@ test('a session past its renewal shows the sign-in at the same page, and signing
     await hostedSignIn(hosted, url, '', '#webhook-url');
     expect(refreshes(cognito)).toHaveLength(1);
     expect(new URL(hosted.url()).hash).toBe(`#/s/${hostedDemo.serviceSid}/webhooks`);
-  } finally {
-    hostedSkewMs = 0;
-    await hosted.close();
-  }
-});
+  }));
 
-test('signing out revokes the refresh token and forgets it', async () => {
-  hostedSkewMs = 0;
-  const { page: hosted, cognito, url } = await hostedConsole();
-  try {
+test('signing out revokes the refresh token and forgets it', () =>
+  withHostedConsole(async (hosted, cognito, url) => {
     await hostedSignIn(hosted, url, `/s/${hostedDemo.serviceSid}/settings`, '#service-sid');
     await hosted.click('#sign-out');
     await eventually(async () => cognito.asked.find((asked) => asked.path === '/logout'));
@@ -2044,7 +2039,4 @@ test('signing out revokes the refresh token and forgets it', async () => {
     expect(cognito.asked.at(-2)!.fields).toEqual({ token: 'refresh-1', client_id: CLIENT_ID });
     expect(await hosted.evaluate(() => Object.values(sessionStorage))).not.toContain('refresh-1');
     expect(await hosted.evaluate(() => sessionStorage.getItem('otp-console-token'))).toBeNull();
-  } finally {
-    await hosted.close();
-  }
-});
+  }));
